@@ -1,0 +1,76 @@
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, SETTINGS, loadConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('defaults: port 8080 on 127.0.0.1, data dir ./.hangar, SQLite, 24 h tokens', () => {
+    const c = loadConfig({}, {});
+    expect(c).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      dataDir: resolve('./.hangar'),
+      databaseUrl: undefined,
+      tokenTtlSeconds: 86_400,
+      advertiseHost: '127.0.0.1',
+      edgeBind: '127.0.0.1',
+      portRange: { first: 20000, last: 29999 },
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('the environment overrides the default, a flag overrides the environment', () => {
+    expect(loadConfig({}, { HANGAR_PORT: '9000' }).port).toBe(9000);
+    expect(loadConfig({ port: '9100' }, { HANGAR_PORT: '9000' }).port).toBe(9100);
+    expect(loadConfig({ 'data-dir': '/tmp/flag' }, { HANGAR_DATA_DIR: '/tmp/env' }).dataDir).toBe('/tmp/flag');
+    expect(loadConfig({}, { HANGAR_DATA_DIR: '/tmp/env' }).dataDir).toBe('/tmp/env');
+    expect(loadConfig({ 'database-url': 'postgres://flag/db' }, { HANGAR_DATABASE_URL: 'postgres://env/db' }).databaseUrl).toBe('postgres://flag/db');
+    expect(loadConfig({ runtime: 'local' }, { HANGAR_RUNTIME: 'emulated' }).runtime).toBe('local');
+    expect(loadConfig({}, { HANGAR_RUNTIME: 'local' }).runtime).toBe('local');
+  });
+
+  it('an empty variable counts as unset', () => {
+    expect(loadConfig({}, { HANGAR_PORT: '', HANGAR_DATABASE_URL: '' })).toMatchObject({ port: 8080, databaseUrl: undefined });
+  });
+
+  it('a flag given without a value (boolean from the parser) does not hide the environment', () => {
+    expect(loadConfig({ port: true }, { HANGAR_PORT: '9000' }).port).toBe(9000);
+  });
+
+  it('port 0 asks for a free port', () => {
+    expect(loadConfig({}, { HANGAR_PORT: '0' }).port).toBe(0);
+  });
+
+  it('the edge binds to the advertised host unless told otherwise', () => {
+    expect(loadConfig({}, { HANGAR_ADVERTISE_HOST: '10.1.2.3' }).edgeBind).toBe('10.1.2.3');
+    expect(loadConfig({}, { HANGAR_ADVERTISE_HOST: '10.1.2.3', HANGAR_EDGE_BIND: '0.0.0.0' }).edgeBind).toBe('0.0.0.0');
+  });
+
+  describe('errors name the variable or flag at fault', () => {
+    it.each<[Record<string, string>, Record<string, string>, RegExp]>([
+      [{}, { HANGAR_PORT: 'abc' }, /^HANGAR_PORT must be a TCP port .*"abc"/],
+      [{}, { HANGAR_PORT: '70000' }, /^HANGAR_PORT /],
+      [{ port: 'x' }, { HANGAR_PORT: '9000' }, /^--port must be a TCP port/],
+      [{}, { HANGAR_RUNTIME: 'docker' }, /^HANGAR_RUNTIME must be "local" or "emulated", got "docker"/],
+      [{}, { HANGAR_TOKEN_TTL: '0' }, /^HANGAR_TOKEN_TTL must be a positive integer/],
+      [{}, { HANGAR_TOKEN_TTL: '1.5' }, /^HANGAR_TOKEN_TTL /],
+      [{}, { HANGAR_ADVERTISE_HOST: 'example.com' }, /^HANGAR_ADVERTISE_HOST must be an IPv4 address/],
+      [{}, { HANGAR_PORT_RANGE: '20000-20005' }, /^HANGAR_PORT_RANGE must be FIRST-LAST/],
+      [{}, { HANGAR_REDIS_MAXMEMORY_POLICY: 'lru' }, /^HANGAR_REDIS_MAXMEMORY_POLICY must be one of noeviction/],
+      [{}, { HANGAR_DATABASE_URL: 'mysql://x/y' }, /HANGAR_DATABASE_URL must start with postgres:\/\//],
+      [{}, { HANGAR_BOOTSTRAP_LOGIN: 'ops@example.com' }, /HANGAR_BOOTSTRAP_LOGIN and HANGAR_BOOTSTRAP_PASSWORD go together/],
+      [{}, { HANGAR_TLS_CERT: '/x.pem' }, /HANGAR_TLS_CERT and HANGAR_TLS_KEY go together/],
+      [{}, { HANGAR_LEASE_TTL: '1' }, /HANGAR_LEASE_TTL must be at least 2 seconds/],
+    ])('flags %j, env %j', (flags, env, message) => {
+      expect(() => loadConfig(flags, env)).toThrow(ConfigError);
+      expect(() => loadConfig(flags, env)).toThrow(message);
+    });
+  });
+
+  it('every setting has a flag and a HANGAR_ variable, each used once', () => {
+    const envs = SETTINGS.map((s) => s.env);
+    const flags = SETTINGS.map((s) => s.flag);
+    for (const e of envs) expect(e).toMatch(/^HANGAR_[A-Z_]+$/);
+    expect(new Set(envs).size).toBe(envs.length);
+    expect(new Set(flags).size).toBe(flags.length);
+  });
+});

@@ -1,0 +1,200 @@
+import { hostname } from 'node:os';
+import { isIPv4 } from 'node:net';
+import { resolve } from 'node:path';
+
+/**
+ * Every setting of hangar, in one table: its flag, its environment variable, its default and
+ * what it does. `loadConfig` reads them once (flag > env > default); the README's configuration
+ * table and `hangar serve --help` are printed from the same table.
+ */
+export interface Config {
+  /** TCP port of the API. */
+  readonly port: number;
+  /** Address the API listens on. */
+  readonly host: string;
+  /** Directory for the SQLite file, the secret key file and engine data. */
+  readonly dataDir: string;
+  /** `postgres://...` selects PostgreSQL; empty means SQLite in the data dir. */
+  readonly databaseUrl: string | undefined;
+  /** Where engines run: `local` (real processes) or `emulated` (in-process models). */
+  readonly runtime: RuntimeKind;
+  /** Account created at start when it does not exist. */
+  readonly bootstrapLogin: string | undefined;
+  readonly bootstrapPassword: string | undefined;
+  /** Lifetime of an API token, in seconds. */
+  readonly tokenTtlSeconds: number;
+  /** IPv4 address written into connection strings. */
+  readonly advertiseHost: string;
+  /** Address the edge listeners bind to; defaults to the advertised host. */
+  readonly edgeBind: string;
+  /** Ports hangar allocates for edge listeners and engines, inclusive. */
+  readonly portRange: { readonly first: number; readonly last: number };
+  readonly logLevel: string;
+  /** Comma-separated base64 AES-256 keys, the first encrypts; empty means the key file in the data dir. */
+  readonly secretKey: string | undefined;
+  readonly tlsCert: string | undefined;
+  readonly tlsKey: string | undefined;
+  /** API requests per minute per account. */
+  readonly rateLimit: number;
+  /** Failed logins per minute per login and per source address before 429. */
+  readonly loginFailureLimit: number;
+  readonly maxInstancesPerAccount: number;
+  readonly maxAclsPerInstance: number;
+  /** Default `maxmemory-policy` of new Redis instances. */
+  readonly redisMaxmemoryPolicy: string;
+  readonly redisServerBin: string;
+  readonly haproxyBin: string;
+  readonly mongodBin: string | undefined;
+  readonly mongosBin: string | undefined;
+  readonly elasticsearchBin: string | undefined;
+  readonly kibanaBin: string | undefined;
+  /** Identity of this hangar process in leases. */
+  readonly replicaId: string;
+  /** Identity of the machine whose engines this process may own. */
+  readonly hostId: string;
+  /** Reconcile passes running at once. */
+  readonly workers: number;
+  /** Seconds between full sweeps of every instance. */
+  readonly resyncSeconds: number;
+  /** Seconds a lease lasts without renewal. */
+  readonly leaseSeconds: number;
+  /** Seconds an instance may stay REQUESTED/BUILDING before it is FAILED. */
+  readonly buildTimeoutSeconds: number;
+  /** Test-only: name of a step at which the process kills itself (fault-injection tests). */
+  readonly dieAt: string | undefined;
+}
+
+export type RuntimeKind = 'local' | 'emulated';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Kind = 'string' | 'int' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy';
+
+export interface SettingDoc {
+  readonly key: keyof Config;
+  readonly flag: string;
+  readonly env: string;
+  readonly kind: Kind;
+  /** Default as shown to people; undefined means unset. */
+  readonly default: string | undefined;
+  readonly description: string;
+}
+
+const REDIS_POLICIES = [
+  'noeviction', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random',
+  'volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl',
+] as const;
+
+export const SETTINGS: readonly SettingDoc[] = [
+  { key: 'port', flag: 'port', env: 'HANGAR_PORT', kind: 'int', default: '8080', description: 'TCP port of the API' },
+  { key: 'host', flag: 'host', env: 'HANGAR_HOST', kind: 'string', default: '127.0.0.1', description: 'address the API listens on' },
+  { key: 'dataDir', flag: 'data-dir', env: 'HANGAR_DATA_DIR', kind: 'path', default: './.hangar', description: 'SQLite file, secret key file, engine data and edge configuration' },
+  { key: 'databaseUrl', flag: 'database-url', env: 'HANGAR_DATABASE_URL', kind: 'string', default: undefined, description: '`postgres://...` stores state in PostgreSQL (required for several replicas); unset: SQLite in the data dir' },
+  { key: 'runtime', flag: 'runtime', env: 'HANGAR_RUNTIME', kind: 'runtime', default: 'local', description: '`local` runs real engines on this machine (redis-server behind an HAProxy edge); `emulated` models them in-process (for developing API clients)' },
+  { key: 'bootstrapLogin', flag: 'bootstrap-login', env: 'HANGAR_BOOTSTRAP_LOGIN', kind: 'string', default: undefined, description: 'account created at start if it does not exist (with the password below)' },
+  { key: 'bootstrapPassword', flag: 'bootstrap-password', env: 'HANGAR_BOOTSTRAP_PASSWORD', kind: 'string', default: undefined, description: 'password of the bootstrap account' },
+  { key: 'tokenTtlSeconds', flag: 'token-ttl', env: 'HANGAR_TOKEN_TTL', kind: 'int', default: '86400', description: 'seconds an API token stays valid' },
+  { key: 'advertiseHost', flag: 'advertise-host', env: 'HANGAR_ADVERTISE_HOST', kind: 'ipv4', default: '127.0.0.1', description: 'IPv4 address put in connection strings' },
+  { key: 'edgeBind', flag: 'edge-bind', env: 'HANGAR_EDGE_BIND', kind: 'string', default: undefined, description: 'address the edge listeners bind to (default: the advertised host; `0.0.0.0` for every interface)' },
+  { key: 'portRange', flag: 'port-range', env: 'HANGAR_PORT_RANGE', kind: 'range', default: '20000-29999', description: 'ports hangar allocates to edge listeners and engines' },
+  { key: 'logLevel', flag: 'log-level', env: 'HANGAR_LOG_LEVEL', kind: 'string', default: 'info', description: 'pino log level (fatal, error, warn, info, debug, trace, silent)' },
+  { key: 'secretKey', flag: 'secret-key', env: 'HANGAR_SECRET_KEY', kind: 'string', default: undefined, description: 'base64 AES-256 keys, comma-separated, the first one encrypts; unset: `secret.key` in the data dir, created with mode 0600' },
+  { key: 'tlsCert', flag: 'tls-cert', env: 'HANGAR_TLS_CERT', kind: 'path', default: undefined, description: 'PEM certificate: serve the API over HTTPS' },
+  { key: 'tlsKey', flag: 'tls-key', env: 'HANGAR_TLS_KEY', kind: 'path', default: undefined, description: 'PEM private key of that certificate' },
+  { key: 'rateLimit', flag: 'rate-limit', env: 'HANGAR_RATE_LIMIT', kind: 'int', default: '6000', description: 'API requests per minute per account (429 above)' },
+  { key: 'loginFailureLimit', flag: 'login-failure-limit', env: 'HANGAR_LOGIN_FAILURE_LIMIT', kind: 'int', default: '5', description: 'failed logins per minute, per login and per source address, before 429' },
+  { key: 'maxInstancesPerAccount', flag: 'max-instances', env: 'HANGAR_MAX_INSTANCES', kind: 'int', default: '100', description: 'instances an account may have' },
+  { key: 'maxAclsPerInstance', flag: 'max-acls', env: 'HANGAR_MAX_ACLS', kind: 'int', default: '100', description: 'ACLs an instance may have' },
+  { key: 'redisMaxmemoryPolicy', flag: 'redis-maxmemory-policy', env: 'HANGAR_REDIS_MAXMEMORY_POLICY', kind: 'policy', default: 'noeviction', description: '`maxmemory-policy` of new Redis instances' },
+  { key: 'redisServerBin', flag: 'redis-server-bin', env: 'HANGAR_REDIS_SERVER_BIN', kind: 'string', default: 'redis-server', description: 'redis-server binary' },
+  { key: 'haproxyBin', flag: 'haproxy-bin', env: 'HANGAR_HAPROXY_BIN', kind: 'string', default: 'haproxy', description: 'HAProxy binary of the edge' },
+  { key: 'mongodBin', flag: 'mongod-bin', env: 'HANGAR_MONGOD_BIN', kind: 'string', default: undefined, description: 'mongod binary (default: `mongod` on PATH)' },
+  { key: 'mongosBin', flag: 'mongos-bin', env: 'HANGAR_MONGOS_BIN', kind: 'string', default: undefined, description: 'mongos binary (default: `mongos` on PATH)' },
+  { key: 'elasticsearchBin', flag: 'elasticsearch-bin', env: 'HANGAR_ELASTICSEARCH_BIN', kind: 'string', default: undefined, description: 'elasticsearch or opensearch binary (default: either on PATH)' },
+  { key: 'kibanaBin', flag: 'kibana-bin', env: 'HANGAR_KIBANA_BIN', kind: 'string', default: undefined, description: 'kibana or opensearch-dashboards binary (default: either on PATH)' },
+  { key: 'replicaId', flag: 'replica-id', env: 'HANGAR_REPLICA_ID', kind: 'string', default: undefined, description: 'name of this process in leases (default: host name and process id)' },
+  { key: 'hostId', flag: 'host-id', env: 'HANGAR_HOST_ID', kind: 'string', default: undefined, description: 'name of this machine in leases (default: the host name)' },
+  { key: 'workers', flag: 'workers', env: 'HANGAR_WORKERS', kind: 'int', default: '16', description: 'reconcile passes running at once' },
+  { key: 'resyncSeconds', flag: 'resync-interval', env: 'HANGAR_RESYNC_INTERVAL', kind: 'int', default: '30', description: 'seconds between full sweeps of every instance' },
+  { key: 'leaseSeconds', flag: 'lease-ttl', env: 'HANGAR_LEASE_TTL', kind: 'int', default: '6', description: 'seconds a work or host lease lasts without renewal' },
+  { key: 'buildTimeoutSeconds', flag: 'build-timeout', env: 'HANGAR_BUILD_TIMEOUT', kind: 'int', default: '120', description: 'seconds an instance may take to become ready before it is FAILED' },
+  { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
+];
+
+export type ArgValues = Readonly<Record<string, string | boolean | undefined>>;
+
+/** Reads the settings from parsed flags and the environment, flag first. */
+export function loadConfig(flags: ArgValues, env: NodeJS.ProcessEnv): Config {
+  const out: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    const fromFlag = flags[s.flag];
+    const fromEnv = env[s.env];
+    const raw = typeof fromFlag === 'string' ? fromFlag : fromEnv !== undefined && fromEnv !== '' ? fromEnv : s.default;
+    const source = typeof fromFlag === 'string' ? `--${s.flag}` : fromEnv ? s.env : `default of ${s.env}`;
+    out[s.key] = raw === undefined ? undefined : parse(s, raw, source);
+  }
+  const host = hostname();
+  out.replicaId ??= `${host}:${process.pid}`;
+  out.hostId ??= host;
+  out.edgeBind ??= out.advertiseHost;
+  const config = out as unknown as Config;
+  if ((config.bootstrapLogin === undefined) !== (config.bootstrapPassword === undefined)) {
+    throw new ConfigError('HANGAR_BOOTSTRAP_LOGIN and HANGAR_BOOTSTRAP_PASSWORD go together: set both or neither');
+  }
+  if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
+    throw new ConfigError('HANGAR_TLS_CERT and HANGAR_TLS_KEY go together: set both or neither');
+  }
+  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
+    throw new ConfigError('HANGAR_DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  if (config.leaseSeconds < 2) throw new ConfigError('HANGAR_LEASE_TTL must be at least 2 seconds');
+  return Object.freeze(config);
+}
+
+function parse(s: SettingDoc, raw: string, source: string): unknown {
+  switch (s.kind) {
+    case 'string':
+      return raw;
+    case 'path':
+      return resolve(raw);
+    case 'int': {
+      if (s.key === 'port') {
+        if (!/^\d+$/.test(raw) || Number(raw) > 65535) throw new ConfigError(`${source} must be a TCP port (0-65535; 0 picks a free one), got "${raw}"`);
+        return Number(raw);
+      }
+      if (!/^\d+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
+        throw new ConfigError(`${source} must be a positive integer, got "${raw}"`);
+      }
+      return Number(raw);
+    }
+    case 'runtime':
+      if (raw !== 'local' && raw !== 'emulated') {
+        throw new ConfigError(`${source} must be "local" or "emulated", got "${raw}"`);
+      }
+      return raw;
+    case 'ipv4':
+      if (!isIPv4(raw)) throw new ConfigError(`${source} must be an IPv4 address (clients parse it as one), got "${raw}"`);
+      return raw;
+    case 'policy':
+      if (!(REDIS_POLICIES as readonly string[]).includes(raw)) {
+        throw new ConfigError(`${source} must be one of ${REDIS_POLICIES.join(', ')}; got "${raw}"`);
+      }
+      return raw;
+    case 'range': {
+      const m = /^(\d+)-(\d+)$/.exec(raw);
+      const first = Number(m?.[1]);
+      const last = Number(m?.[2]);
+      if (!m || first < 1024 || last > 65535 || last - first < 16) {
+        throw new ConfigError(`${source} must be FIRST-LAST within 1024-65535 with at least 16 ports, got "${raw}"`);
+      }
+      return Object.freeze({ first, last });
+    }
+  }
+}
+
+/** The `--flag` definitions for node:util parseArgs, shared by `serve` and the operator commands. */
+export function settingOptions(): Record<string, { type: 'string' }> {
+  return Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' as const }]));
+}
