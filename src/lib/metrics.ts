@@ -1,0 +1,164 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** What a reconcile pass worked on, judged from the instance it found and what it did. */
+export type ReconcileKind = 'create' | 'resize' | 'delete' | 'access' | 'users' | 'heal';
+/**
+ * How a pass ended: `ok` converged; `retry` asked to run again (not converged yet, or a newer
+ * request arrived); `failed` turned the instance FAILED; `error` threw (retried with backoff);
+ * `cancelled` stopped by a shutdown.
+ */
+export type ReconcileOutcome = 'ok' | 'retry' | 'failed' | 'error' | 'cancelled';
+
+export const INSTANCE_SERVICES = ['elasticsearch', 'mongodb', 'redis'] as const;
+
+/** Values read at scrape time. */
+export interface MetricSources {
+  /** Instances waiting for a reconcile pass. */
+  queueDepth(): number;
+  /** Whether this replica owns the runtime (runs passes, supervises engines). */
+  isOwner(): boolean;
+  /** Instance counts from the store. */
+  instanceCounts(): Promise<readonly { service: string; state: string; count: number }[]>;
+  /** Every state an instance can be in, so that empty states show as 0 rather than vanish. */
+  readonly states: readonly string[];
+  runtimeStats(): Promise<{
+    processesUp: number;
+    processesExpected: number;
+    edge: readonly { instanceId: string; admitted: number; refused: number }[];
+  }>;
+  /** Called when a source fails during a scrape; its series are left out of that scrape. */
+  onError?(what: string, err: unknown): void;
+}
+
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const RECONCILE_BUCKETS = [0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/**
+ * hangar's Prometheus metrics, in a registry of their own (one per hangar, so several hangars
+ * in one process never share series).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private readonly reconcileDuration: Histogram<'kind' | 'outcome'>;
+  /** The runtime's counters, read once per scrape for the engine and edge series. */
+  private runtimeStats: ReturnType<MetricSources['runtimeStats']> | undefined;
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    this.httpRequests = new Counter({
+      name: 'hangar_http_requests_total',
+      help: 'HTTP requests answered, by route template and status',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'hangar_http_request_duration_seconds',
+      help: 'Time from request to response, by route template and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.reconcileDuration = new Histogram({
+      name: 'hangar_reconcile_duration_seconds',
+      help: 'Duration of reconcile passes, by what they worked on (create, resize, delete, access, users, heal) and how they ended',
+      labelNames: ['kind', 'outcome'],
+      buckets: RECONCILE_BUCKETS,
+      registers,
+    });
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpDuration.observe(labels, seconds);
+  }
+
+  observeReconcile(kind: ReconcileKind, outcome: ReconcileOutcome, seconds: number): void {
+    this.reconcileDuration.observe({ kind, outcome }, seconds);
+  }
+
+  /** Adds the series read at scrape time: queue, instances, engine processes, edge. */
+  watch(sources: MetricSources): void {
+    const registers = [this.registry];
+    const fail = (what: string, err: unknown) => sources.onError?.(what, err);
+    new Gauge({
+      name: 'hangar_reconcile_queue_depth',
+      help: 'Instances waiting for a reconcile pass',
+      registers,
+      collect() {
+        this.set(sources.queueDepth());
+      },
+    });
+    new Gauge({
+      name: 'hangar_runtime_owner',
+      help: '1 when this replica owns the runtime of its host (runs reconcile passes, supervises engines)',
+      registers,
+      collect() {
+        this.set(sources.isOwner() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'hangar_instances',
+      help: 'Instances in the store, by service and state',
+      labelNames: ['service', 'state'],
+      registers,
+      async collect() {
+        this.reset();
+        try {
+          const counts = new Map((await sources.instanceCounts()).map((c) => [`${c.service}|${c.state}`, c.count]));
+          for (const service of INSTANCE_SERVICES) {
+            for (const state of sources.states) this.set({ service, state }, counts.get(`${service}|${state}`) ?? 0);
+          }
+        } catch (err) {
+          fail('instances', err);
+        }
+      },
+    });
+
+    const stats = () => (this.runtimeStats ??= sources.runtimeStats());
+    const runtimeGauge = (name: string, help: string, pick: (s: Awaited<ReturnType<MetricSources['runtimeStats']>>) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        async collect() {
+          this.reset();
+          if (!sources.isOwner()) return;
+          try {
+            this.set(pick(await stats()));
+          } catch (err) {
+            fail(name, err);
+          }
+        },
+      });
+    runtimeGauge('hangar_engine_processes_up', 'Engine processes running on this host (reported by the replica owning the runtime)', (s) => s.processesUp);
+    runtimeGauge('hangar_engine_processes_expected', 'Engine processes that should be running on this host', (s) => s.processesExpected);
+    new Counter({
+      name: 'hangar_edge_connections_total',
+      help: 'Client connections the edge admitted or refused (by ACL) since it started, per instance',
+      labelNames: ['instance_id', 'outcome'],
+      registers,
+      async collect() {
+        this.reset();
+        if (!sources.isOwner()) return;
+        try {
+          for (const e of (await stats()).edge) {
+            this.inc({ instance_id: e.instanceId, outcome: 'admitted' }, e.admitted);
+            this.inc({ instance_id: e.instanceId, outcome: 'refused' }, e.refused);
+          }
+        } catch (err) {
+          fail('hangar_edge_connections_total', err);
+        }
+      },
+    });
+  }
+
+  /** The text exposition of every series. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    this.runtimeStats = undefined;
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
