@@ -1,0 +1,255 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
+import pg from 'pg';
+import { migrateToLatest } from './migrations/index.js';
+
+// Booleans are integers (0/1) and times are epoch milliseconds in both dialects, so one set of
+// queries serves SQLite and PostgreSQL alike.
+
+export interface AccountTable {
+  id: string;
+  login: string;
+  password_hash: string;
+  created_at: number;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  account_id: string;
+  user_key: string;
+  secret_hash: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+export interface TokenTable {
+  id: string;
+  account_id: string;
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+export interface InstanceTable {
+  id: string;
+  account_id: string;
+  login: string;
+  name: string;
+  name_prior: string | null;
+  service: string;
+  type: string;
+  version: string;
+  zone: string;
+  plan: number;
+  desired_plan: number;
+  encrypted: number;
+  storage_engine: string | null;
+  api_key_enc: string;
+  password_enc: string | null;
+  admin_secret_enc: string;
+  state: string;
+  state_reason: string | null;
+  deleting: number;
+  spec_version: number;
+  observed_version: number;
+  build_id: string;
+  /** JSON PortMap */
+  ports: string;
+  created_at: number;
+  updated_at: number;
+  transition_at: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+}
+
+export interface PortTable {
+  host_id: string;
+  port: number;
+  instance_id: string;
+  role: string;
+}
+
+export interface AclTable {
+  id: string;
+  instance_id: string;
+  account_id: string;
+  cidr_mask: string;
+  description: string;
+  transport: number;
+  kibana: number;
+  created_at: number;
+  deleting: number;
+}
+
+export interface MongodbUserTable {
+  id: string;
+  instance_id: string;
+  database_name: string;
+  username: string;
+  password_enc: string;
+  /** JSON array of {role, db} */
+  roles: string;
+  spec_version: number;
+  applied_version: number;
+  deleting: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface IdempotencyKeyTable {
+  account_id: string;
+  idem_key: string;
+  request_hash: string;
+  status_code: number | null;
+  response: string | null;
+  created_at: number;
+}
+
+export interface AuditEventTable {
+  id: Generated<number>;
+  account_id: string | null;
+  login: string | null;
+  action: string;
+  target: string | null;
+  source_ip: string | null;
+  outcome: string;
+  status_code: number | null;
+  request_id: string | null;
+  created_at: number;
+}
+
+/** Moved by triggers on every change of an account's instance records (see its migration). */
+export interface InstanceListVersionTable {
+  account_id: string;
+  version: number;
+}
+
+export interface LeaseTable {
+  name: string;
+  owner: string;
+  expires_at: number;
+}
+
+export interface MetaTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  accounts: AccountTable;
+  api_keys: ApiKeyTable;
+  tokens: TokenTable;
+  instances: InstanceTable;
+  ports: PortTable;
+  acls: AclTable;
+  mongodb_users: MongodbUserTable;
+  idempotency_keys: IdempotencyKeyTable;
+  audit_events: AuditEventTable;
+  leases: LeaseTable;
+  meta: MetaTable;
+  instance_list_versions: InstanceListVersionTable;
+}
+
+export type InstanceRow = Selectable<InstanceTable>;
+export type NewInstanceRow = Insertable<InstanceTable>;
+export type InstanceRowUpdate = Updateable<InstanceTable>;
+export type AclRow = Selectable<AclTable>;
+export type MongodbUserRow = Selectable<MongodbUserTable>;
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Db = Kysely<Database>;
+
+export interface Store {
+  readonly db: Db;
+  readonly dialect: Dialect;
+  /** Where the state lives, for logs and errors (no credentials). */
+  readonly location: string;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  /** PostgreSQL pool size. */
+  readonly poolSize?: number;
+}
+
+// int8 (count(*), bigint columns) arrives as a string by default; every such value here fits a
+// JS number (epoch milliseconds, counters).
+pg.types.setTypeParser(20, (v) => Number(v));
+
+/** Opens the store (SQLite file in the data dir, or PostgreSQL) and runs the migrations. */
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  const store = opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openSqlite(opts.dataDir);
+  try {
+    await migrateToLatest(store.db);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return store;
+}
+
+/** Prepared statements kept per SQL text; hangar's queries are a few dozen shapes. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * The database as Kysely sees it, with prepared statements reused: Kysely prepares every query
+ * again, and preparing cost more than running a one-row read. Statements run one at a time on
+ * SQLite's single connection (Kysely holds a mutex), so sharing one is safe; hangar never streams.
+ */
+function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    prepare(sql) {
+      let stmt = statements.get(sql);
+      if (!stmt) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
+        stmt = sqlite.prepare(sql);
+        statements.set(sql, stmt);
+      }
+      return stmt;
+    },
+    close: () => sqlite.close(),
+  };
+}
+
+function openSqlite(dataDir: string): Store {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const file = join(dataDir, 'hangar.sqlite');
+  const sqlite = new SQLite(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+}
+
+/**
+ * How long a PostgreSQL connection may take to open (or a request may wait for one of the
+ * pool), and a query to answer. Every query of hangar is small: past these the server is
+ * unreachable or hung, and the request gets a 503 rather than waiting on.
+ */
+const PG_CONNECT_TIMEOUT_MS = 5000;
+const PG_QUERY_TIMEOUT_MS = 5000;
+
+function openPostgres(url: string, max: number): Store {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    query_timeout: PG_QUERY_TIMEOUT_MS,
+    // a server that vanished without closing its connections is found out by TCP keepalives
+    keepAlive: true,
+  });
+  // An idle client that loses its server (PostgreSQL restarted) emits 'error' on the pool;
+  // without a listener that would crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const u = new URL(url);
+  return { db, dialect: 'postgres', location: `postgres://${u.host}${u.pathname}`, close: () => db.destroy() };
+}

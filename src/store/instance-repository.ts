@@ -1,0 +1,229 @@
+import { PostgresAdapter } from 'kysely';
+import type { Keyring } from '../lib/secrets.js';
+import type { InstanceType, Service } from '../service/catalog.js';
+import { errors } from '../service/errors.js';
+import type { Instance, InstanceState, PortMap } from '../service/model.js';
+import { aclValues, type NewAcl } from './acl-repository.js';
+import type { Db, InstanceRow, InstanceRowUpdate, NewInstanceRow } from './database.js';
+import { isUniqueViolation } from './errors.js';
+
+/** The one row -> domain mapping of instances; secrets are decrypted here. */
+export function toInstance(row: InstanceRow, keyring: Keyring): Instance {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    login: row.login,
+    name: row.name,
+    namePrior: row.name_prior,
+    service: row.service as Service,
+    type: row.type as InstanceType,
+    version: row.version,
+    zone: row.zone,
+    plan: row.plan,
+    desiredPlan: row.desired_plan,
+    encrypted: row.encrypted === 1,
+    storageEngine: row.storage_engine,
+    apiKey: keyring.decrypt(row.api_key_enc),
+    password: row.password_enc === null ? null : keyring.decrypt(row.password_enc),
+    adminSecret: keyring.decrypt(row.admin_secret_enc),
+    state: row.state as InstanceState,
+    stateReason: row.state_reason,
+    deleting: row.deleting === 1,
+    specVersion: row.spec_version,
+    observedVersion: row.observed_version,
+    buildId: row.build_id,
+    ports: JSON.parse(row.ports) as PortMap,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    transitionAt: row.transition_at,
+  };
+}
+
+/**
+ * Inserts an instance with its ports and ACLs at once; a name already used in the account is a
+ * 409, and so is an account at `maxInstances` (counted under a lock of the account's row, so
+ * that creates at once cannot pass the quota together).
+ */
+export async function insertInstance(db: Db, row: NewInstanceRow, hostId: string, acls: readonly NewAcl[], maxInstances?: number): Promise<void> {
+  const ports = JSON.parse(row.ports) as PortMap;
+  try {
+    await db.transaction().execute(async (trx) => {
+      if (maxInstances !== undefined) {
+        // PostgreSQL: creates of one account wait for each other here. SQLite runs one write
+        // transaction at a time anyway (and has no FOR UPDATE).
+        if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+          await trx.selectFrom('accounts').select('id').where('id', '=', row.account_id).forUpdate().execute();
+        }
+        if ((await countInstances(trx, row.account_id)) >= maxInstances) throw errors.quotaExceeded('instances per account', maxInstances);
+      }
+      await trx.insertInto('instances').values(row).execute();
+      const entries = Object.entries(ports);
+      if (entries.length > 0) {
+        await trx
+          .insertInto('ports')
+          .values(entries.map(([role, port]) => ({ host_id: hostId, port, instance_id: row.id, role })))
+          .execute();
+      }
+      if (acls.length > 0) await trx.insertInto('acls').values(acls.map(aclValues)).execute();
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      const taken = await findInstanceRowByName(db, row.account_id, row.name);
+      if (taken) throw errors.nameTaken(row.name);
+      throw new PortRaceError();
+    }
+    throw err;
+  }
+}
+
+/** Two creates picked the same port at once; the caller picks again. */
+export class PortRaceError extends Error {
+  override name = 'PortRaceError';
+}
+
+export function findInstanceRowByName(db: Db, accountId: string, name: string) {
+  return db.selectFrom('instances').selectAll().where('account_id', '=', accountId).where('name', '=', name).executeTakeFirst();
+}
+
+export function findInstanceRowById(db: Db, id: string) {
+  return db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function listInstanceRows(db: Db, accountId: string) {
+  return db.selectFrom('instances').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+}
+
+/**
+ * The account's instance-records version: it moves whenever one of its instances is created,
+ * deleted, or changes a field its record shows. 0 for an account that never had an instance.
+ */
+export async function getInstanceListVersion(db: Db, accountId: string): Promise<number> {
+  const r = await db.selectFrom('instance_list_versions').select('version').where('account_id', '=', accountId).executeTakeFirst();
+  return r ? Number(r.version) : 0;
+}
+
+export async function countInstances(db: Db, accountId: string): Promise<number> {
+  const r = await db.selectFrom('instances').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** Ids of instances whose desired state has not been carried out yet. */
+export async function listPendingInstanceIds(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom('instances').select('id').whereRef('observed_version', '<', 'spec_version').execute();
+  return rows.map((r) => r.id);
+}
+
+export async function listAllInstanceIds(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom('instances').select('id').execute();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Updates an instance if it still is at `specVersion` (when given): the store's optimistic
+ * check that keeps a reconcile pass from overwriting a newer request. True when a row changed.
+ */
+export async function updateInstance(db: Db, id: string, patch: InstanceRowUpdate, where: { specVersion?: number; states?: readonly string[]; notDeleting?: boolean } = {}): Promise<boolean> {
+  let q = db.updateTable('instances').set(patch).where('id', '=', id);
+  if (where.specVersion !== undefined) q = q.where('spec_version', '=', where.specVersion);
+  if (where.states) q = q.where('state', 'in', where.states);
+  if (where.notDeleting) q = q.where('deleting', '=', 0);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Records a new desired state: bumps the spec version with the change. */
+export async function bumpInstance(db: Db, id: string, patch: InstanceRowUpdate, now: number, where: { states?: readonly string[]; notDeleting?: boolean } = {}): Promise<boolean> {
+  let q = db
+    .updateTable('instances')
+    .set((eb) => ({ ...patch, spec_version: eb('spec_version', '+', 1), updated_at: now }))
+    .where('id', '=', id);
+  if (where.states) q = q.where('state', 'in', where.states);
+  if (where.notDeleting) q = q.where('deleting', '=', 0);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/**
+ * Renames, if the instance is still called `from` and not being deleted (so that of two
+ * renames at once, one wins and the other finds no instance of that name); a name taken in the
+ * account is a 409.
+ */
+export async function renameInstance(db: Db, id: string, from: string, to: string, now: number): Promise<boolean> {
+  try {
+    const r = await db
+      .updateTable('instances')
+      .set((eb) => ({ name: to, name_prior: from, spec_version: eb('spec_version', '+', 1), updated_at: now }))
+      .where('id', '=', id)
+      .where('name', '=', from)
+      .where('deleting', '=', 0)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  } catch (err) {
+    if (isUniqueViolation(err)) throw errors.nameTaken(to);
+    throw err;
+  }
+}
+
+/** Removes the instance and, by cascade, its ports, ACLs and users. */
+export async function deleteInstanceRow(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('instances').where('id', '=', id).execute();
+}
+
+/**
+ * Claims the right to run a reconcile pass on the instance until `now + ttlMs`, unless another
+ * replica holds a live claim. True when this owner holds it.
+ */
+export async function claimInstance(db: Db, id: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+  const r = await db
+    .updateTable('instances')
+    .set({ lease_owner: owner, lease_expires_at: now + ttlMs })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('lease_owner', '=', owner), eb('lease_expires_at', '<', now)]))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Takes the claim of an instance over from `from`, a replica known to be dead; true when it did. */
+export async function takeInstanceClaim(db: Db, id: string, from: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+  const r = await db
+    .updateTable('instances')
+    .set({ lease_owner: owner, lease_expires_at: now + ttlMs })
+    .where('id', '=', id)
+    .where('lease_owner', '=', from)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export async function releaseInstance(db: Db, id: string, owner: string): Promise<void> {
+  await db.updateTable('instances').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', id).where('lease_owner', '=', owner).execute();
+}
+
+/** Every port in use on a host. */
+export async function listUsedPorts(db: Db, hostId: string): Promise<Set<number>> {
+  const rows = await db.selectFrom('ports').select('port').where('host_id', '=', hostId).execute();
+  return new Set(rows.map((r) => r.port));
+}
+
+/**
+ * Moves one named port of an instance to another port (an engine port taken by a stranger).
+ * The new port is another create's already: a 409 from the port table, which the caller
+ * answers by picking again (PortRaceError).
+ */
+export async function replacePort(db: Db, hostId: string, instanceId: string, role: string, port: number): Promise<void> {
+  try {
+    await movePort(db, hostId, instanceId, role, port);
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new PortRaceError();
+    throw err;
+  }
+}
+
+async function movePort(db: Db, hostId: string, instanceId: string, role: string, port: number): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('ports').where('instance_id', '=', instanceId).where('role', '=', role).execute();
+    await trx.insertInto('ports').values({ host_id: hostId, port, instance_id: instanceId, role }).execute();
+    const row = await trx.selectFrom('instances').select('ports').where('id', '=', instanceId).executeTakeFirstOrThrow();
+    const ports = { ...(JSON.parse(row.ports) as PortMap), [role]: port };
+    await trx.updateTable('instances').set({ ports: JSON.stringify(ports) }).where('id', '=', instanceId).execute();
+  });
+}

@@ -1,0 +1,37 @@
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import * as initial from './2026-11-21T0900-initial.js';
+import * as auditAppendOnly from './2026-11-21T1100-audit-append-only.js';
+import * as instanceListVersions from './2026-11-21T1500-instance-list-versions.js';
+
+/** Every migration, in order. Names sort by time; a shipped migration is never edited. */
+const MIGRATIONS: Record<string, Migration> = {
+  '2026-11-21T0900-initial': initial,
+  '2026-11-21T1100-audit-append-only': auditAppendOnly,
+  '2026-11-21T1500-instance-list-versions': instanceListVersions,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+
+/** Attempts at migrating before a failure is final (see below). */
+const ATTEMPTS = 4;
+
+/** Brings the schema to the latest version; safe when several processes start at once. */
+export async function migrateToLatest(db: Kysely<any>): Promise<void> {
+  const migrator = new Migrator({ db, provider });
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) break;
+    // PostgreSQL serialises migrations with a lock; SQLite has none, so two processes opening a
+    // new data dir at once (`hangar serve` and `hangar accounts create`) can both try the same
+    // migration, and the later one fails. Each migration runs in a transaction and is rolled
+    // back whole, so trying again finds it applied and moves on.
+    if (attempt < ATTEMPTS) {
+      await new Promise((r) => setTimeout(r, 20 * attempt + Math.random() * 30));
+      continue;
+    }
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    throw new Error(`store migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  // Keep a cheap read here so a broken connection fails the start, not the first request.
+  await sql`select 1`.execute(db);
+}
