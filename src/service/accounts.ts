@@ -1,0 +1,197 @@
+import { newObjectId, randomHex } from '../lib/ids.js';
+import { DUMMY_HASH, hashSecret, hashToken, newToken, verifySecret } from '../lib/passwords.js';
+import {
+  deleteApiKey, findAccountById, findAccountByLogin, findApiKey, findLiveToken, insertAccount, insertApiKey,
+  insertToken, listApiKeys, purgeDeadTokens, revokeAccountTokens, revokeToken, touchApiKey,
+} from '../store/account-repository.js';
+import type { Db } from '../store/database.js';
+import { isUniqueViolation } from '../store/errors.js';
+import type { Caller } from './deps.js';
+import { HangarError, errors } from './errors.js';
+
+/** Account passwords shorter than this are refused. */
+export const MIN_PASSWORD_LENGTH = 12;
+
+/** How long a verified credential is trusted without asking the store again. */
+const CACHE_MS = 5000;
+
+/** How often token issuing also drops tokens dead for more than a day. */
+const PURGE_EVERY_MS = 3_600_000;
+
+export interface AuthenticatedCaller extends Caller {
+  /** The token in use, when the caller sent one. */
+  readonly tokenHash?: string;
+  readonly tokenExpiresAt?: number;
+  readonly accountCreatedAt: number;
+}
+
+export interface AccountServiceOptions {
+  readonly tokenTtlSeconds: number;
+  readonly now: () => number;
+}
+
+/**
+ * Accounts, API key pairs and tokens. Passwords and key secrets are kept as scrypt hashes,
+ * tokens as SHA-256 hashes (they carry 256 random bits). Verified tokens and Basic credentials
+ * are cached for a few seconds so that authentication costs nothing on the hot path.
+ */
+export class AccountService {
+  private readonly cache = new Map<string, { caller: AuthenticatedCaller; until: number }>();
+  private lastPurge = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly db: Db,
+    private readonly opts: AccountServiceOptions,
+  ) {}
+
+  async createAccount(login: string, password: string): Promise<{ id: string; login: string; created_at: number }> {
+    assertLogin(login);
+    assertAccountPassword(password);
+    const id = newObjectId();
+    const createdAt = this.opts.now();
+    try {
+      await insertAccount(this.db, { id, login, passwordHash: await hashSecret(password), createdAt });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new HangarError(409, 'LOGIN_TAKEN', `an account with login "${login}" already exists`);
+      throw err;
+    }
+    return { id, login, created_at: createdAt };
+  }
+
+  /** Creates the account unless it exists; true when it was created. */
+  async ensureAccount(login: string, password: string): Promise<boolean> {
+    if (await findAccountByLogin(this.db, login)) return false;
+    try {
+      await this.createAccount(login, password);
+      return true;
+    } catch (err) {
+      if (err instanceof HangarError && err.code === 'LOGIN_TAKEN') return false;
+      throw err;
+    }
+  }
+
+  async accountByLogin(login: string) {
+    const account = await findAccountByLogin(this.db, login);
+    if (!account) throw new HangarError(404, 'ACCOUNT_NOT_FOUND', `no account with login "${login}"`);
+    return account;
+  }
+
+  /** A new key pair; the secret is shown once and stored only as a hash. */
+  async createApiKey(login: string): Promise<{ user_key: string; pass_key: string }> {
+    const account = await this.accountByLogin(login);
+    const userKey = randomHex(16);
+    const passKey = randomHex(24);
+    await insertApiKey(this.db, { id: newObjectId(), accountId: account.id, userKey, secretHash: await hashSecret(passKey), createdAt: this.opts.now() });
+    return { user_key: userKey, pass_key: passKey };
+  }
+
+  async listApiKeys(login: string) {
+    const account = await this.accountByLogin(login);
+    return listApiKeys(this.db, account.id);
+  }
+
+  async deleteApiKey(login: string, userKey: string): Promise<void> {
+    const account = await this.accountByLogin(login);
+    if (!(await deleteApiKey(this.db, account.id, userKey))) {
+      throw new HangarError(404, 'API_KEY_NOT_FOUND', `account "${login}" has no key ${userKey}`);
+    }
+    this.cache.clear();
+  }
+
+  /**
+   * Checks HTTP Basic credentials: an API key pair (user_key:pass_key) or a login and password.
+   * Undefined when they are wrong; the time taken does not tell which part was.
+   */
+  async verifyBasic(user: string, secret: string): Promise<AuthenticatedCaller | undefined> {
+    const cacheKey = `b:${hashToken(`${user}\u0000${secret}`)}`;
+    const hit = this.cached(cacheKey);
+    if (hit) return hit;
+    let caller: AuthenticatedCaller | undefined;
+    const key = await findApiKey(this.db, user);
+    if (key) {
+      if (await verifySecret(secret, key.secret_hash)) {
+        caller = { accountId: key.account_id, login: key.login, accountCreatedAt: key.created_at };
+        await touchApiKey(this.db, key.id, this.opts.now());
+      }
+    } else {
+      const account = await findAccountByLogin(this.db, user);
+      const ok = await verifySecret(secret, account?.password_hash ?? DUMMY_HASH);
+      if (account && ok) caller = { accountId: account.id, login: account.login, accountCreatedAt: account.created_at };
+    }
+    if (caller) this.cache.set(cacheKey, { caller, until: this.opts.now() + CACHE_MS });
+    return caller;
+  }
+
+  async issueToken(caller: Caller): Promise<{ token: string; expiresAt: number }> {
+    const token = newToken();
+    const now = this.opts.now();
+    const expiresAt = now + this.opts.tokenTtlSeconds * 1000;
+    await insertToken(this.db, { id: newObjectId(now), accountId: caller.accountId, tokenHash: hashToken(token), createdAt: now, expiresAt });
+    // Every login adds a row: drop the dead ones now and then, so the table does not grow forever.
+    if (now - this.lastPurge >= PURGE_EVERY_MS) {
+      this.lastPurge = now;
+      await purgeDeadTokens(this.db, now);
+    }
+    return { token, expiresAt };
+  }
+
+  /** The caller a token belongs to, or undefined when it is unknown, expired or revoked. */
+  async verifyToken(token: string): Promise<AuthenticatedCaller | undefined> {
+    if (token.length === 0 || token.length > 512) return undefined;
+    const tokenHash = hashToken(token);
+    const cacheKey = `t:${tokenHash}`;
+    const hit = this.cached(cacheKey);
+    if (hit) return hit;
+    const now = this.opts.now();
+    const row = await findLiveToken(this.db, tokenHash, now);
+    if (!row) return undefined;
+    const caller: AuthenticatedCaller = { accountId: row.account_id, login: row.login, tokenHash, tokenExpiresAt: row.expires_at, accountCreatedAt: row.created_at };
+    this.cache.set(cacheKey, { caller, until: Math.min(now + CACHE_MS, row.expires_at) });
+    return caller;
+  }
+
+  async revokeToken(tokenHash: string): Promise<void> {
+    await revokeToken(this.db, tokenHash, this.opts.now());
+    this.cache.delete(`t:${tokenHash}`);
+  }
+
+  /** Revokes every token of the account; returns how many were live. */
+  async revokeAllTokens(login: string): Promise<number> {
+    const account = await this.accountByLogin(login);
+    const n = await revokeAccountTokens(this.db, account.id, this.opts.now());
+    this.cache.clear();
+    return n;
+  }
+
+  /** The account a Basic user name (a login or a key id) belongs to, if any. */
+  async accountIdOf(user: string): Promise<string | undefined> {
+    if (user.length === 0 || user.length > 254) return undefined;
+    const key = await findApiKey(this.db, user);
+    if (key) return key.account_id;
+    return (await findAccountByLogin(this.db, user))?.id;
+  }
+
+  async accountById(id: string) {
+    return findAccountById(this.db, id);
+  }
+
+  private cached(key: string): AuthenticatedCaller | undefined {
+    const hit = this.cache.get(key);
+    if (!hit) return undefined;
+    if (hit.until > this.opts.now()) return hit.caller;
+    this.cache.delete(key);
+    return undefined;
+  }
+}
+
+export function assertLogin(login: string): void {
+  if (!/^[^\s:\x00-\x1f\x7f]{1,254}$/.test(login)) {
+    throw errors.invalidValue('login', 'the login must be 1 to 254 characters without spaces, control characters or ":" (usually an e-mail address)');
+  }
+}
+
+export function assertAccountPassword(password: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > 1024) {
+    throw errors.invalidValue('password', `the password must be ${MIN_PASSWORD_LENGTH} to 1024 characters`);
+  }
+}

@@ -1,0 +1,198 @@
+import { newBuildId, newObjectId, randomHex } from '../lib/ids.js';
+import { sleep } from '../lib/time.js';
+import {
+  PortRaceError, countInstances, findInstanceRowById, getInstanceListVersion, findInstanceRowByName, insertInstance, listInstanceRows,
+  bumpInstance, renameInstance, toInstance,
+} from '../store/instance-repository.js';
+import type { NewAcl } from '../store/acl-repository.js';
+import type { InstanceRow } from '../store/database.js';
+import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService, type InstanceType } from './catalog.js';
+import { requestStep, type Caller, type ServiceDeps } from './deps.js';
+import { portRoles } from './endpoints.js';
+import { errors } from './errors.js';
+import type { Instance, PortMap } from './model.js';
+import { pickFreePorts } from './ports.js';
+import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
+
+export interface CreateInstanceInput {
+  readonly name: string;
+  readonly plan: number;
+  readonly service: string;
+  readonly type: string;
+  readonly version: string;
+  readonly zone: string;
+  readonly encryption?: boolean;
+  readonly storage_engine?: string;
+  readonly acls?: readonly AclInput[];
+}
+
+/** Instances: list, create, read, rename, delete. Slow work is left to the reconciler. */
+export class InstanceService {
+  private readonly step: (name: string) => void;
+
+  constructor(private readonly deps: ServiceDeps) {
+    this.step = requestStep(deps);
+  }
+
+  async list(caller: Caller): Promise<Instance[]> {
+    const rows = await listInstanceRows(this.deps.db, caller.accountId);
+    return rows.map((r) => toInstance(r, this.deps.keyring));
+  }
+
+  /**
+   * A number that changes whenever any of the caller's instance records would read differently
+   * (created, deleted, renamed, state, plan...): what was rendered at one version can be reused
+   * while the version stays the same.
+   */
+  recordsVersion(caller: Caller): Promise<number> {
+    return getInstanceListVersion(this.deps.db, caller.accountId);
+  }
+
+  /** The caller's instance by name; another account's instance is the same 404 as none. */
+  async get(caller: Caller, name: string): Promise<Instance> {
+    const inst = await this.find(caller, name);
+    if (!inst) throw errors.instanceNotFound(name);
+    return inst;
+  }
+
+  async find(caller: Caller, name: string): Promise<Instance | undefined> {
+    const row = await findInstanceRowByName(this.deps.db, caller.accountId, name);
+    return row && toInstance(row, this.deps.keyring);
+  }
+
+  /** The caller's instance by id, or by name when no id matches. */
+  async getByIdOrName(caller: Caller, idOrName: string): Promise<Instance | undefined> {
+    const byId = await findInstanceRowById(this.deps.db, idOrName);
+    if (byId && byId.account_id === caller.accountId) return toInstance(byId, this.deps.keyring);
+    const byName = await findInstanceRowByName(this.deps.db, caller.accountId, idOrName);
+    return byName && toInstance(byName, this.deps.keyring);
+  }
+
+  async create(caller: Caller, input: CreateInstanceInput): Promise<Instance> {
+    const { config, runtime, keyring, db } = this.deps;
+    const service = input.service;
+    if (!isService(service)) throw errors.invalidValue('service', `"service" ${JSON.stringify(service)} is not a service`, SERVICES);
+    assertInstanceName(input.name);
+    assertOneOf('type', input.type, INSTANCE_TYPES[service] as readonly string[], `"type" of a ${service} instance`);
+    assertOneOf('plan', input.plan, PLANS[service], `"plan" of a ${service} instance`);
+    assertOneOf('zone', input.zone, ZONES[service], `"zone" of a ${service} instance`);
+    if (input.encryption === true && !ENCRYPTABLE.includes(service)) {
+      throw errors.invalidValue('encryption', `"encryption" applies to ${ENCRYPTABLE.join(' and ')} instances only`);
+    }
+    if (input.storage_engine !== undefined) {
+      if (service !== 'mongodb') throw errors.invalidValue('storage_engine', '"storage_engine" applies to mongodb instances only');
+      assertOneOf('storage_engine', input.storage_engine, STORAGE_ENGINES);
+    }
+    const offering = runtime.offerings()[service];
+    if (!offering.available) {
+      throw errors.serviceUnavailableHere(service, offering.unavailableReason ?? `${service} cannot run on this host`);
+    }
+    assertOneOf('version', input.version, offering.versions, `"version" of a ${service} instance`);
+    if (input.storage_engine !== undefined && offering.storageEngines && !offering.storageEngines.includes(input.storage_engine)) {
+      // mmapv1 exists up to MongoDB 4.0; the engines a host runs may be newer
+      const message = `"storage_engine" ${JSON.stringify(input.storage_engine)} is not available with the ${service} installed on this host`;
+      throw errors.invalidValue('storage_engine', message, offering.storageEngines);
+    }
+    const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, `acls[${i}].`));
+    const seen = new Set<string>();
+    for (const a of acls) {
+      const key = `${a.cidrMask}|${a.transport}|${a.kibana}`;
+      if (seen.has(key)) throw errors.invalidValue('acls', `"acls" lists ${a.cidrMask} twice`);
+      seen.add(key);
+    }
+    if (acls.length > config.maxAclsPerInstance) throw errors.quotaExceeded('ACLs per instance', config.maxAclsPerInstance);
+    if ((await countInstances(db, caller.accountId)) >= config.maxInstancesPerAccount) {
+      throw errors.quotaExceeded('instances per account', config.maxInstancesPerAccount);
+    }
+    if (await findInstanceRowByName(db, caller.accountId, input.name)) throw errors.nameTaken(input.name);
+
+    const now = this.deps.now();
+    const id = newObjectId(now);
+    const type = input.type as InstanceType;
+    const roles = portRoles(service, type);
+    const newAcls: NewAcl[] = acls.map((a) => ({ ...a, id: newObjectId(now), instanceId: id, accountId: caller.accountId, createdAt: now }));
+    let inserted: InstanceRow;
+    for (let attempt = 0; ; attempt++) {
+      const ports = await this.pickPorts(roles);
+      inserted = {
+        id,
+        account_id: caller.accountId,
+        login: caller.login,
+        name: input.name,
+        name_prior: null,
+        service,
+        type,
+        version: input.version,
+        zone: input.zone,
+        plan: input.plan,
+        desired_plan: input.plan,
+        encrypted: input.encryption ? 1 : 0,
+        storage_engine: input.storage_engine ?? null,
+        api_key_enc: keyring.encrypt(randomHex(16)),
+        password_enc: service === 'redis' ? keyring.encrypt(randomHex(16)) : null,
+        admin_secret_enc: keyring.encrypt(randomHex(24)),
+        state: 'REQUESTED',
+        state_reason: null,
+        deleting: 0,
+        spec_version: 1,
+        observed_version: 0,
+        build_id: newBuildId(),
+        ports: JSON.stringify(ports),
+        created_at: now,
+        updated_at: now,
+        transition_at: now,
+        lease_owner: null,
+        lease_expires_at: null,
+      };
+      try {
+        await insertInstance(db, inserted, config.hostId, newAcls, config.maxInstancesPerAccount);
+        break;
+      } catch (err) {
+        // another create took one of these ports between our read and our insert
+        if (err instanceof PortRaceError && attempt < 10) {
+          await sleep(Math.random() * 10);
+          continue;
+        }
+        throw err;
+      }
+    }
+    this.step('create:recorded');
+    // The answer is the instance as recorded (REQUESTED), not as read back: the worker may
+    // already have moved it on by then (it polls the store for new work).
+    this.deps.work.enqueue(id);
+    return toInstance(inserted, keyring);
+  }
+
+  /** Free ports for each role, from the configured range, starting at a random place. */
+  private async pickPorts(roles: readonly string[]): Promise<PortMap> {
+    const { db, config, runtime } = this.deps;
+    const ports = await pickFreePorts(db, config, runtime, roles.length);
+    return Object.fromEntries(roles.map((role, i) => [role, ports[i]!]));
+  }
+
+  async rename(caller: Caller, name: string, newName: string): Promise<string> {
+    assertInstanceName(newName);
+    const inst = await this.get(caller, name);
+    if (newName === name) throw errors.invalidValue('name', `"name": the instance is already called "${name}"`);
+    if (inst.deleting) throw errors.instanceDeleting(name);
+    if (!(await renameInstance(this.deps.db, inst.id, name, newName, this.deps.now()))) {
+      // Another request got there first: it is being deleted, or no longer has this name.
+      const current = await findInstanceRowById(this.deps.db, inst.id);
+      if (current?.deleting) throw errors.instanceDeleting(name);
+      throw errors.instanceNotFound(name);
+    }
+    this.step('rename:recorded');
+    this.deps.work.enqueue(inst.id);
+    return `Instance "${name}" renamed to "${newName}"`;
+  }
+
+  async delete(caller: Caller, name: string): Promise<string> {
+    const inst = await this.get(caller, name);
+    const now = this.deps.now();
+    const changed = await bumpInstance(this.deps.db, inst.id, { deleting: 1, state: 'DELETING', state_reason: null, transition_at: now }, now, { notDeleting: true });
+    if (!changed) throw errors.instanceDeleting(name);
+    this.step('delete:recorded');
+    this.deps.work.enqueue(inst.id);
+    return `Instance "${name}" is being deleted`;
+  }
+}

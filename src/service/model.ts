@@ -1,0 +1,83 @@
+import type { InstanceType, Service } from './catalog.js';
+
+/** Every state an instance can be in. The spec shows REQUESTED, ACTIVE and COMPLETED. */
+export const INSTANCE_STATES = ['REQUESTED', 'BUILDING', 'ACTIVE', 'COMPLETED', 'RESIZING', 'DEGRADED', 'DELETING', 'FAILED'] as const;
+export type InstanceState = (typeof INSTANCE_STATES)[number];
+
+/** States in which the instance serves and accepts a resize. */
+export const READY_STATES: readonly InstanceState[] = ['ACTIVE', 'COMPLETED'];
+/** States in which the engine is expected to answer. */
+export const SERVING_STATES: readonly InstanceState[] = ['ACTIVE', 'COMPLETED', 'RESIZING', 'DEGRADED'];
+
+/** Named ports of an instance: edge listeners (`public`, `servicenet`, ...) and engine ports. */
+export type PortMap = Readonly<Record<string, number>>;
+
+export interface Account {
+  readonly id: string;
+  readonly login: string;
+  readonly createdAt: number;
+}
+
+export interface Instance {
+  readonly id: string;
+  readonly accountId: string;
+  readonly login: string;
+  readonly name: string;
+  readonly namePrior: string | null;
+  readonly service: Service;
+  readonly type: InstanceType;
+  readonly version: string;
+  readonly zone: string;
+  /** The plan in effect. */
+  readonly plan: number;
+  /** The plan asked for; differs from `plan` while a resize runs. */
+  readonly desiredPlan: number;
+  readonly encrypted: boolean;
+  readonly storageEngine: string | null;
+  readonly apiKey: string;
+  /** Engine password given to clients (redis), decrypted. */
+  readonly password: string | null;
+  /** Credential hangar uses to administer the engine, decrypted. */
+  readonly adminSecret: string;
+  readonly state: InstanceState;
+  readonly stateReason: string | null;
+  /** Delete asked for. */
+  readonly deleting: boolean;
+  readonly specVersion: number;
+  readonly observedVersion: number;
+  readonly buildId: string;
+  readonly ports: PortMap;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  /** When the current transition (build, resize) began; for the build timeout. */
+  readonly transitionAt: number;
+}
+
+export interface Acl {
+  readonly id: string;
+  readonly instanceId: string;
+  readonly cidrMask: string;
+  readonly description: string;
+  readonly transport: boolean;
+  readonly kibana: boolean;
+  readonly createdAt: number;
+  readonly deleting: boolean;
+}
+
+export interface MongoRole {
+  readonly role: string;
+  readonly db: string;
+}
+
+export interface MongoUser {
+  readonly id: string;
+  readonly instanceId: string;
+  readonly database: string;
+  readonly username: string;
+  /** Decrypted; never leaves hangar except towards the engine. */
+  readonly password: string;
+  readonly roles: readonly MongoRole[];
+  readonly specVersion: number;
+  readonly appliedVersion: number;
+  readonly deleting: boolean;
+}

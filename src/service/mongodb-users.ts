@@ -1,0 +1,175 @@
+import { newObjectId } from '../lib/ids.js';
+import type { Db } from '../store/database.js';
+import { bumpInstance } from '../store/instance-repository.js';
+import {
+  findMongoUserRow, insertMongoUser, listMongoUserRows, markMongoUserDeleting, updateMongoUser,
+} from '../store/mongodb-user-repository.js';
+import { ADMIN_DB_ROLES, MONGODB_ROLES, USER_ADMIN_ROLES } from './catalog.js';
+import { requestStep, type Caller, type ServiceDeps } from './deps.js';
+import { errors } from './errors.js';
+import type { InstanceService } from './instances.js';
+import type { Instance, MongoRole } from './model.js';
+
+/**
+ * hangar's own administrative user, which the engine creates as `root` on every MongoDB instance
+ * (the engine's MONGODB_ADMIN_USER and MONGODB_ADMIN_DB): a client that could create, change or
+ * drop it would take the instance from hangar, so it is refused before anything is recorded.
+ * MongoDB users are named by user and database: `hangar` on any other database is an ordinary user.
+ */
+export const RESERVED_MONGODB_USER = { username: 'hangar', database: 'admin' } as const;
+
+/** How long a user change waits for the engine before answering (it is durable either way). */
+const SETTLE_MS = 5000;
+
+export interface UserRecord {
+  name: string;
+  roles: { role: string; db: string }[];
+}
+
+/**
+ * MongoDB database users. hangar records each user (password encrypted) as desired state; the
+ * reconciler creates, updates and drops it on the engine through the runtime's driver, and
+ * re-applies it whenever the engine is rebuilt.
+ */
+export class MongoUserService {
+  private readonly step: (name: string) => void;
+
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly instances: InstanceService,
+  ) {
+    this.step = requestStep(deps);
+  }
+
+  private async instance(caller: Caller, idOrName: string): Promise<Instance> {
+    const inst = await this.instances.getByIdOrName(caller, idOrName);
+    if (!inst || inst.service !== 'mongodb') throw errors.notAMongodbInstance(idOrName);
+    return inst;
+  }
+
+  async list(caller: Caller, instanceId: string, database: string): Promise<UserRecord[]> {
+    assertDatabase(database);
+    const inst = await this.instance(caller, instanceId);
+    const rows = await listMongoUserRows(this.deps.db, inst.id, database);
+    return rows.map((r) => ({ name: r.username, roles: JSON.parse(r.roles) as MongoRole[] }));
+  }
+
+  async create(caller: Caller, instanceId: string, database: string, body: { username: string; password: string; roles: readonly MongoRole[] }): Promise<string> {
+    assertDatabase(database);
+    assertUsername(body.username);
+    assertNotReserved(database, body.username);
+    assertPassword(body.password);
+    const roles = assertRoles(body.roles);
+    const inst = await this.instance(caller, instanceId);
+    if (inst.deleting) throw errors.instanceDeleting(inst.name);
+    const now = this.deps.now();
+    const passwordEnc = this.deps.keyring.encrypt(body.password);
+    await this.record(inst, now, async (trx) => {
+      const inserted = await insertMongoUser(trx, { id: newObjectId(now), instanceId: inst.id, database, username: body.username, passwordEnc, roles, now });
+      if (!inserted) throw errors.userExists(body.username, database);
+      this.step('user-create:inserted');
+    });
+    this.step('user-create:recorded');
+    await this.apply(inst.id);
+    return `User "${body.username}" added to database "${database}"`;
+  }
+
+  async update(caller: Caller, instanceId: string, database: string, username: string, body: { password?: string; roles?: readonly MongoRole[] }): Promise<string> {
+    assertDatabase(database);
+    assertNotReserved(database, username);
+    if (body.password === undefined && body.roles === undefined) {
+      throw errors.invalidBody('send "password", "roles" or both');
+    }
+    if (body.password !== undefined) assertPassword(body.password);
+    const roles = body.roles === undefined ? undefined : assertRoles(body.roles);
+    const inst = await this.instance(caller, instanceId);
+    if (inst.deleting) throw errors.instanceDeleting(inst.name);
+    const now = this.deps.now();
+    const patch = { ...(body.password !== undefined ? { passwordEnc: this.deps.keyring.encrypt(body.password) } : {}), ...(roles ? { roles } : {}) };
+    await this.record(inst, now, async (trx) => {
+      const row = await findMongoUserRow(trx, inst.id, database, username);
+      if (!row || !(await updateMongoUser(trx, row.id, patch, now))) throw errors.userNotFound(username, database);
+      this.step('user-update:changed');
+    });
+    this.step('user-update:recorded');
+    await this.apply(inst.id);
+    return `User "${username}" on database "${database}" updated`;
+  }
+
+  async delete(caller: Caller, instanceId: string, database: string, username: string): Promise<string> {
+    assertDatabase(database);
+    assertNotReserved(database, username);
+    const inst = await this.instance(caller, instanceId);
+    const now = this.deps.now();
+    await this.record(inst, now, async (trx) => {
+      const row = await findMongoUserRow(trx, inst.id, database, username);
+      if (!row || !(await markMongoUserDeleting(trx, row.id, now))) throw errors.userNotFound(username, database);
+      this.step('user-delete:marked');
+    }, { allowDeleting: true });
+    this.step('user-delete:recorded');
+    await this.apply(inst.id);
+    return `User "${username}" deleted from database "${database}"`;
+  }
+
+  /**
+   * One transaction: the instance's spec version is bumped first (in PostgreSQL that locks its
+   * row, so changes to one instance and its deletion run one after the other), then `change`
+   * writes the user. A crash leaves either both or neither.
+   */
+  private async record(inst: Instance, now: number, change: (trx: Db) => Promise<void>, opts: { allowDeleting?: boolean } = {}): Promise<void> {
+    await this.deps.db.transaction().execute(async (trx) => {
+      if (!(await bumpInstance(trx, inst.id, {}, now, { notDeleting: !opts.allowDeleting }))) {
+        throw opts.allowDeleting ? errors.notAMongodbInstance(inst.id) : errors.instanceDeleting(inst.name);
+      }
+      await change(trx);
+    });
+  }
+
+  private async apply(instanceId: string): Promise<void> {
+    const settled = this.deps.work.settle(instanceId, SETTLE_MS);
+    this.deps.work.enqueue(instanceId);
+    await settled;
+  }
+}
+
+// MongoDB's own limits: database names without /\. "$*<>:|? and under 64 bytes.
+function assertDatabase(db: string): void {
+  if (!/^[^/\\. "$*<>:|?\x00]{1,63}$/.test(db)) {
+    throw errors.invalidValue('database_name', 'the database name must be 1 to 63 characters without / \\ . space " $ * < > : | ?');
+  }
+}
+
+function assertUsername(name: string): void {
+  if (!/^[^\x00-\x1f\x7f]{1,128}$/.test(name)) {
+    throw errors.invalidValue('username', '"username" must be 1 to 128 characters without control characters');
+  }
+}
+
+function assertNotReserved(database: string, username: string): void {
+  const { username: name, database: db } = RESERVED_MONGODB_USER;
+  if (database === db && username === name) {
+    throw errors.invalidValue('username', `user "${name}" of database "${db}" is hangar's own administrative user and cannot be created, changed or deleted; use another name or database`);
+  }
+}
+
+function assertPassword(pw: string): void {
+  if (pw.length < 8 || pw.length > 256) throw errors.invalidValue('password', '"password" must be 8 to 256 characters');
+}
+
+function assertRoles(roles: readonly MongoRole[]): MongoRole[] {
+  const out: MongoRole[] = [];
+  roles.forEach((r, i) => {
+    if (!(MONGODB_ROLES as readonly string[]).includes(r.role)) {
+      throw errors.invalidValue(`roles[${i}].role`, `"roles[${i}].role" ${JSON.stringify(r.role)} is not a role`, MONGODB_ROLES);
+    }
+    assertDatabase(r.db);
+    if (ADMIN_DB_ROLES.includes(r.role) && r.db !== 'admin') {
+      throw errors.invalidValue(`roles[${i}].db`, `"roles[${i}].db": role ${r.role} is granted on the "admin" database only`);
+    }
+    if (USER_ADMIN_ROLES.includes(r.role) && r.db === 'admin') {
+      throw errors.invalidValue(`roles[${i}].db`, `"roles[${i}].db": role ${r.role} is not granted on the "admin" database: it administers the users of admin, hangar's own among them`);
+    }
+    if (!out.some((o) => o.role === r.role && o.db === r.db)) out.push({ role: r.role, db: r.db });
+  });
+  return out;
+}

@@ -1,0 +1,49 @@
+import { parseCidr } from '../lib/cidr.js';
+import { INSTANCE_NAME_PATTERN, type Service } from './catalog.js';
+import { errors } from './errors.js';
+
+/** Rules a JSON schema cannot say, each throwing a 400 that names the field. */
+
+export function assertInstanceName(name: string, field = 'name'): void {
+  if (!INSTANCE_NAME_PATTERN.test(name)) {
+    throw errors.invalidValue(field, `"${field}" must be 1 to 64 characters, each a letter, a digit, "-" or "_"`);
+  }
+}
+
+export function assertOneOf<T extends string | number>(field: string, value: T, allowed: readonly T[], what = `"${field}"`): void {
+  if (!allowed.includes(value)) throw errors.invalidValue(field, `${what} ${JSON.stringify(value)} is not allowed`, allowed);
+}
+
+export interface AclInput {
+  readonly cidr_mask: string;
+  readonly description: string;
+  readonly transport?: boolean;
+  readonly kibana?: boolean;
+}
+
+export interface ValidAcl {
+  readonly cidrMask: string;
+  readonly description: string;
+  readonly transport: boolean;
+  readonly kibana: boolean;
+}
+
+/** Checks an ACL body (spec 4.3 and section 7, conditions 4 and 5) and normalises its range. */
+export function assertAcl(input: AclInput, service: Service, field = ''): ValidAcl {
+  const cidr = parseCidr(input.cidr_mask);
+  if (!cidr) {
+    throw errors.invalidValue(`${field}cidr_mask`, `"${field}cidr_mask" must be an IP address (a.b.c.d) or a CIDR range (a.b.c.d/x), IPv4 or IPv6; got ${JSON.stringify(input.cidr_mask)}`);
+  }
+  if (input.description.length > 256) throw errors.invalidValue(`${field}description`, `"${field}description" must be at most 256 characters`);
+  const transport = input.transport ?? false;
+  const kibana = input.kibana ?? false;
+  // `false` asks for nothing, so only a true flag counts as "used" on another service.
+  if ((transport || kibana) && service !== 'elasticsearch') {
+    const which = transport ? 'transport' : 'kibana';
+    throw errors.invalidValue(`${field}${which}`, `"${field}${which}" applies to elasticsearch instances only`);
+  }
+  if (transport && kibana) {
+    throw errors.invalidValue(`${field}transport`, `"${field}transport" and "${field}kibana" cannot be combined: create one ACL for each`);
+  }
+  return { cidrMask: cidr.text, description: input.description, transport, kibana };
+}
