@@ -1,0 +1,243 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { ReconcileKind, ReconcileOutcome } from '../lib/metrics.js';
+import type { Keyring } from '../lib/secrets.js';
+import { PortTakenError, type AccessRule, type InstanceSpec, type Runtime, type StepContext } from '../runtimes/runtime.js';
+import { TerminalError } from '../service/errors.js';
+import { READY_STATES, type Instance, type InstanceState } from '../service/model.js';
+import { pickFreePorts } from '../service/ports.js';
+import { toSpec } from '../service/spec.js';
+import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
+import type { Db } from '../store/database.js';
+import {
+  PortRaceError, deleteInstanceRow, findInstanceRowById, replacePort, toInstance, updateInstance,
+} from '../store/instance-repository.js';
+import {
+  deleteMongoUserRow, listMongoUserRows, markMongoUserApplied, toMongoUser,
+} from '../store/mongodb-user-repository.js';
+import { PassCancelled, type PassResult } from './controller.js';
+
+export interface ReconcileDeps {
+  readonly db: Db;
+  readonly keyring: Keyring;
+  readonly runtime: Runtime;
+  readonly config: Config;
+  readonly log: Logger;
+  readonly now: () => number;
+  /** Builds the step context of one pass (cancellation and fault injection). */
+  readonly steps: (signal: AbortSignal) => StepContext;
+  /** Where the duration of each pass is reported, with its kind and outcome. */
+  readonly metrics?: { observeReconcile(kind: ReconcileKind, outcome: ReconcileOutcome, seconds: number): void };
+}
+
+/** What a pass worked on and, when the result alone does not say it, how it ended. */
+interface PassReport {
+  kind: ReconcileKind;
+  outcome?: ReconcileOutcome;
+}
+
+/** How often a degraded instance is looked at again. */
+const DEGRADED_RETRY_MS = 1000;
+
+/**
+ * One level-based pass over one instance: read what is asked (the store) and what runs (the
+ * runtime), and close the gap. Safe to repeat at any point, so a pass cut short by a crash is
+ * finished by the next one. State is written only if no newer request arrived meanwhile.
+ */
+export async function reconcileInstance(deps: ReconcileDeps, id: string, signal: AbortSignal): Promise<PassResult> {
+  const report: PassReport = { kind: 'heal' };
+  const started = performance.now();
+  let outcome: ReconcileOutcome = 'error';
+  try {
+    const result = await pass(deps, id, signal, report);
+    outcome = report.outcome ?? (result?.requeueAfterMs !== undefined ? 'retry' : 'ok');
+    return result;
+  } catch (err) {
+    if (err instanceof PassCancelled || signal.aborted) outcome = 'cancelled';
+    throw err;
+  } finally {
+    deps.metrics?.observeReconcile(report.kind, outcome, (performance.now() - started) / 1000);
+  }
+}
+
+/**
+ * The kind of work a pass does, from the instance as found: a build, a resize, a teardown, a
+ * recorded change (ACLs; a rename) to apply, or a check that repairs drift (`heal`). A change
+ * that turns out to be user work is reported as `users` by syncUsers.
+ */
+function kindOf(inst: Instance): ReconcileKind {
+  if (inst.deleting) return 'delete';
+  if (inst.state === 'REQUESTED' || inst.state === 'BUILDING') return 'create';
+  if (inst.state === 'RESIZING' || inst.plan !== inst.desiredPlan) return 'resize';
+  if (inst.state !== 'FAILED' && inst.observedVersion < inst.specVersion) return 'access';
+  return 'heal';
+}
+
+async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report: PassReport): Promise<PassResult> {
+  const { db, runtime } = deps;
+  const ctx = deps.steps(signal);
+  const row = await findInstanceRowById(db, id);
+  if (!row) {
+    // Known to the runtime but not to the store: an orphan, or the tail of a finished delete.
+    report.kind = 'delete';
+    await runtime.removeInstance(id, ctx);
+    return;
+  }
+  let inst = toInstance(row, deps.keyring);
+  report.kind = kindOf(inst);
+  if (inst.deleting) return teardown(deps, inst, ctx);
+  const version = inst.specVersion;
+  if (inst.state === 'FAILED') {
+    // FAILED is final until the instance is deleted: nothing is rebuilt, changes are only recorded.
+    if (inst.observedVersion < version) await updateInstance(db, id, { observed_version: version }, { specVersion: version });
+    return;
+  }
+
+  if (inst.state === 'REQUESTED') {
+    await updateInstance(db, id, { state: 'BUILDING', updated_at: deps.now() }, { specVersion: version });
+    ctx.step('create:building');
+  }
+
+  const acls = await listAcls(db, id, true);
+  const rules: AccessRule[] = acls.filter((a) => !a.deleting).map((a) => ({ cidr: a.cidrMask, transport: a.transport, kibana: a.kibana }));
+  const spec = toSpec(inst);
+  // A pass that only checks (nothing was asked) first says whether the instance serves, so
+  // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
+  if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, inst, spec);
+  let fresh: boolean;
+  try {
+    ({ fresh } = await runtime.ensureInstance(spec, rules, ctx));
+  } catch (err) {
+    // A cancelled pass says nothing about the instance: the next one carries on.
+    if (signal.aborted) throw err;
+    if (err instanceof PortTakenError && err.role.startsWith('engine.')) return moveEnginePort(deps, inst, err);
+    return failedPass(deps, inst, err, report);
+  }
+  const purged = acls.filter((a) => a.deleting).map((a) => a.id);
+  if (purged.length > 0) {
+    await purgeDeletedAcls(db, id, purged);
+    ctx.step('ensure:acls-purged');
+  }
+
+  if (inst.service === 'mongodb' && (await syncUsers(deps, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
+
+  const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
+  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan) return;
+  const wrote = await updateInstance(
+    db,
+    id,
+    { state: done, state_reason: null, plan: inst.desiredPlan, observed_version: version, updated_at: deps.now() },
+    { specVersion: version },
+  );
+  if (!wrote) return { requeueAfterMs: 0 };
+  if (inst.state !== done) deps.log.info({ instance: id, name: inst.name, from: inst.state, to: done }, 'instance state');
+}
+
+async function teardown(deps: ReconcileDeps, inst: Instance, ctx: StepContext): Promise<PassResult> {
+  ctx.step('delete:start');
+  await deps.runtime.removeInstance(inst.id, ctx);
+  ctx.step('delete:removed');
+  await deleteInstanceRow(deps.db, inst.id);
+  deps.log.info({ instance: inst.id, name: inst.name }, 'instance deleted');
+}
+
+/** Writes DEGRADED with the reason when the runtime finds the instance not serving; returns the instance as it is then. */
+async function sayHealth(deps: ReconcileDeps, inst: Instance, spec: InstanceSpec): Promise<Instance> {
+  const health = await deps.runtime.checkInstance(spec).catch((err: unknown) => ({ healthy: false, reason: err instanceof Error ? err.message : String(err) }));
+  if (health.healthy) return inst;
+  const reason = health.reason ?? 'the instance does not serve';
+  const wrote = await updateInstance(deps.db, inst.id, { state: 'DEGRADED', state_reason: reason, updated_at: deps.now() }, { specVersion: inst.specVersion, states: READY_STATES });
+  if (!wrote) return inst;
+  deps.log.warn({ instance: inst.id, name: inst.name, from: inst.state, to: 'DEGRADED', reason }, 'instance state');
+  return { ...inst, state: 'DEGRADED', stateReason: reason };
+}
+
+/**
+ * A process that is not the instance's holds one of its engine ports (it took it while the
+ * engine was down): the engine moves to a free port, recorded in the store, and the next pass
+ * starts it there (the edge then forwards to the new port; clients keep their address).
+ */
+async function moveEnginePort(deps: ReconcileDeps, inst: Instance, err: PortTakenError): Promise<PassResult> {
+  const { db, config, runtime } = deps;
+  for (let attempt = 0; ; attempt++) {
+    const [port] = await pickFreePorts(db, config, runtime, 1);
+    try {
+      await replacePort(db, config.hostId, inst.id, err.role, port!);
+    } catch (e) {
+      if (e instanceof PortRaceError && attempt < 10) continue;
+      throw e;
+    }
+    const reason = `port ${err.port} (${err.role}) is in use by another process; moving ${err.role} to port ${port}`;
+    deps.log.warn({ instance: inst.id, name: inst.name, role: err.role, from: err.port, to: port, err: err.message }, 'engine port taken by another process: moving the engine');
+    if (READY_STATES.includes(inst.state) || inst.state === 'DEGRADED') {
+      await updateInstance(db, inst.id, { state: 'DEGRADED', state_reason: reason, updated_at: deps.now() }, { specVersion: inst.specVersion });
+    }
+    return { requeueAfterMs: 0 };
+  }
+}
+
+/**
+ * The engine could not be brought to the asked state. A build that hits a terminal cause or its
+ * deadline fails (and what was half-made is removed); an instance that served before turns
+ * DEGRADED with the reason and is retried; anything else is retried as it is.
+ */
+async function failedPass(deps: ReconcileDeps, inst: Instance, err: unknown, report: PassReport): Promise<PassResult> {
+  const message = err instanceof Error ? err.message : String(err);
+  const terminal = err instanceof TerminalError;
+  const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
+  const overdue = deps.now() - inst.transitionAt > deps.config.buildTimeoutSeconds * 1000;
+  const where = { specVersion: inst.specVersion };
+  if (building && (terminal || overdue)) {
+    const reason = terminal ? message : `not ready after ${deps.config.buildTimeoutSeconds} s: ${message}`;
+    deps.log.error({ instance: inst.id, name: inst.name, reason }, 'instance failed');
+    await deps.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
+    await updateInstance(deps.db, inst.id, { state: 'FAILED', state_reason: reason, observed_version: inst.specVersion, updated_at: deps.now() }, where);
+    report.outcome = 'failed';
+    return;
+  }
+  const state: InstanceState = building || (inst.state === 'RESIZING' && !overdue && !terminal) ? inst.state : 'DEGRADED';
+  if (state !== inst.state || message !== inst.stateReason) {
+    await updateInstance(deps.db, inst.id, { state, state_reason: message, updated_at: deps.now() }, where);
+  }
+  deps.log.warn({ instance: inst.id, name: inst.name, state, err: message }, 'instance not converged yet');
+  return { requeueAfterMs: DEGRADED_RETRY_MS };
+}
+
+/** Brings the engine's users to what the store holds: creates, updates, drops. True when it changed any. */
+async function syncUsers(deps: ReconcileDeps, inst: Instance, fresh: boolean, ctx: StepContext): Promise<boolean> {
+  const rows = await listMongoUserRows(deps.db, inst.id);
+  if (rows.length === 0) return false;
+  let changed = false;
+  const admin = deps.runtime.mongodbUsers(toSpec(inst));
+  const present = new Map<string, Set<string>>();
+  const usersOf = async (database: string): Promise<Set<string>> => {
+    let names = present.get(database);
+    if (!names) {
+      names = new Set((await admin.listUsers(database)).map((u) => u.name));
+      present.set(database, names);
+    }
+    return names;
+  };
+  for (const row of rows) {
+    const user = toMongoUser(row, deps.keyring);
+    if (user.deleting) {
+      await admin.dropUser(user.database, user.username);
+      ctx.step('user-delete:dropped');
+      await deleteMongoUserRow(deps.db, user.id);
+      changed = true;
+      continue;
+    }
+    if (!fresh && user.appliedVersion >= user.specVersion) continue;
+    const exists = (await usersOf(user.database)).has(user.username);
+    if (exists) {
+      await admin.updateUser(user.database, user.username, { password: user.password, roles: user.roles });
+      ctx.step('user-update:applied');
+    } else {
+      await admin.createUser(user.database, user.username, user.password, user.roles);
+      ctx.step('user-create:applied');
+    }
+    await markMongoUserApplied(deps.db, user.id, user.specVersion);
+    changed = true;
+  }
+  return changed;
+}

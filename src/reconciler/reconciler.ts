@@ -1,0 +1,249 @@
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { dieAtStep } from '../lib/fault-injection.js';
+import { pidIsAlive } from '../lib/data-dir-lock.js';
+import { sleep } from '../lib/time.js';
+import type { StepContext } from '../runtimes/runtime.js';
+import type { WorkQueue } from '../service/deps.js';
+import {
+  claimInstance, findInstanceRowById, listAllInstanceIds, listPendingInstanceIds, releaseInstance, takeInstanceClaim,
+} from '../store/instance-repository.js';
+import { acquireLease, findLease, releaseLease, takeLease } from '../store/lease-repository.js';
+import { Controller, PassCancelled, type PassResult } from './controller.js';
+import { reconcileInstance, type ReconcileDeps } from './reconcile-instance.js';
+
+/** How often the owner looks in the store for requests other replicas recorded. */
+const POLL_MS = 250;
+/** How often a replica that does not run the passes looks whether a change was carried out. */
+const SETTLE_POLL_MS = 50;
+
+/**
+ * Drives every instance toward its desired state. One replica per host owns the runtime (a
+ * lease in the store): it supervises the engines and runs the passes; the others only record
+ * requests, which the owner finds by polling the store. Each pass also claims its instance
+ * with a short lease, so that no two replicas ever work on one instance at once.
+ *
+ * A lease whose holder is known to be dead is taken over at once rather than waited out: on
+ * SQLite, the data-dir lock that `hangar serve` holds proves that no other hangar uses the
+ * store; on PostgreSQL, a replica of this host named by its default id (`host:pid`) is dead
+ * when its process is.
+ */
+export class Reconciler implements WorkQueue {
+  private readonly controller: Controller;
+  private readonly leaseName: string;
+  private owner = false;
+  private stopped = true;
+  private lastRenewal = 0;
+  private leaseTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private transition: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: ReconcileDeps) {
+    this.controller = new Controller((id, signal) => this.pass(id, signal), { workers: deps.config.workers, log: deps.log });
+    this.leaseName = `runtime:${deps.runtime.kind}:${deps.config.hostId}`;
+  }
+
+  private get log(): Logger {
+    return this.deps.log;
+  }
+
+  private get ttlMs(): number {
+    return this.deps.config.leaseSeconds * 1000;
+  }
+
+  /** Whether this replica owns the runtime and runs passes. */
+  get isOwner(): boolean {
+    return this.owner;
+  }
+
+  get queueDepth(): number {
+    return this.controller.depth;
+  }
+
+  /** Starts competing for the runtime lease; resolves after the first attempt. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.tick();
+    // A third of the lease at most, so that a renewal can fail twice before it runs out; a
+    // second at most, so that a dead owner's lease is taken over soon after it dies.
+    const every = Math.min(1000, Math.max(500, Math.floor(this.ttlMs / 3)));
+    this.leaseTimer = setInterval(() => void this.tick(), every);
+    this.leaseTimer.unref();
+  }
+
+  /** Stops passes between steps, hands the lease back; engines keep running. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.leaseTimer);
+    await this.transition;
+    if (this.owner) {
+      await this.demote();
+      await releaseLease(this.deps.db, this.leaseName, this.deps.config.replicaId).catch(() => {});
+    }
+  }
+
+  enqueue(id: string): void {
+    if (this.owner) this.controller.enqueue(id);
+  }
+
+  /**
+   * On the owner, waits for the next pass of the instance. On another replica, waits until the
+   * store shows the change recorded before this call carried out (or the instance gone or
+   * FAILED), so that a request answers alike whichever replica took it.
+   */
+  async settle(id: string, timeoutMs: number): Promise<void> {
+    if (this.owner) return this.controller.settle(id, timeoutMs);
+    const { db, now } = this.deps;
+    const until = now() + timeoutMs;
+    try {
+      const target = (await findInstanceRowById(db, id))?.spec_version;
+      if (target === undefined) return;
+      while (now() < until && !this.stopped) {
+        await sleep(SETTLE_POLL_MS);
+        if (this.owner) return await this.controller.settle(id, until - now());
+        const row = await findInstanceRowById(db, id);
+        if (!row || row.observed_version >= target || row.state === 'FAILED') return;
+      }
+    } catch (err) {
+      // The change is durable already; only the wait for it is cut short.
+      this.log.debug({ err, instance: id }, 'waiting for a change failed');
+    }
+  }
+
+  /**
+   * Whether the replica named `owner` is known to be dead, so that its leases need not be
+   * waited out. Never true of this replica.
+   */
+  ownerIsDead(owner: string): boolean {
+    if (owner === this.deps.config.replicaId) return false;
+    // SQLite: `hangar serve` holds the data-dir lock, which it only takes from a dead process.
+    if (this.deps.config.databaseUrl === undefined) return true;
+    // PostgreSQL: another replica of this host under its default id, whose process is gone.
+    // (Replicas in separate pid namespaces under one host name must set HANGAR_REPLICA_ID.)
+    const m = /^(.*):(\d+)$/.exec(owner);
+    return m !== null && m[1] === hostname() && Number(m[2]) !== process.pid && !pidIsAlive(Number(m[2]));
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    const { db, config, now } = this.deps;
+    let held: boolean;
+    try {
+      held = await acquireLease(db, this.leaseName, config.replicaId, now(), this.ttlMs);
+      if (!held) held = await this.takeOverFromDead();
+      if (held) this.lastRenewal = now();
+    } catch (err) {
+      // The store is unreachable. Go on only while well inside the lease: another replica may
+      // take it once it expires, and by then this one must have stopped its passes.
+      held = this.owner && now() - this.lastRenewal < this.ttlMs / 2;
+      this.log.warn({ err }, 'runtime lease renewal failed');
+    }
+    if (held && !this.owner && !this.stopped) this.transition = this.transition.then(() => this.promote());
+    if (!held && this.owner) this.transition = this.transition.then(() => this.demote());
+    // A failed promotion (the runtime did not start) is tried again at the next tick.
+    this.transition = this.transition.catch((err: unknown) => this.log.error({ err }, 'runtime ownership change failed'));
+    await this.transition;
+  }
+
+  /** Takes the runtime lease over when its holder is dead; true when this replica holds it then. */
+  private async takeOverFromDead(): Promise<boolean> {
+    const { db, config, now } = this.deps;
+    const lease = await findLease(db, this.leaseName);
+    if (!lease || lease.expires_at < now() || !this.ownerIsDead(lease.owner)) return false;
+    const took = await takeLease(db, this.leaseName, lease.owner, config.replicaId, now(), this.ttlMs);
+    if (took) this.log.warn({ lease: this.leaseName, from: lease.owner }, 'took the runtime lease over from a replica that no longer runs');
+    return took;
+  }
+
+  private async promote(): Promise<void> {
+    if (this.owner || this.stopped) return;
+    this.log.info({ lease: this.leaseName, replica: this.deps.config.replicaId }, 'this replica owns the runtime');
+    await this.deps.runtime.start({ instanceChanged: (id) => this.controller.enqueue(id) });
+    this.owner = true;
+    this.controller.start();
+    await this.sweep();
+    this.pollTimer = setInterval(() => void this.poll(), POLL_MS);
+    this.pollTimer.unref();
+    this.sweepTimer = setInterval(() => void this.sweep(), this.deps.config.resyncSeconds * 1000);
+    this.sweepTimer.unref();
+  }
+
+  private async demote(): Promise<void> {
+    if (!this.owner) return;
+    this.owner = false;
+    clearInterval(this.pollTimer);
+    clearInterval(this.sweepTimer);
+    await this.controller.stop(8000);
+    await this.deps.runtime.close();
+    this.log.info({ lease: this.leaseName }, 'this replica no longer owns the runtime');
+  }
+
+  /** Queues every instance the store or the runtime knows of, so that a restart heals all. */
+  async sweep(): Promise<void> {
+    try {
+      const ids = new Set([...(await listAllInstanceIds(this.deps.db)), ...(await this.deps.runtime.listInstanceIds())]);
+      for (const id of ids) this.controller.enqueue(id);
+    } catch (err) {
+      this.log.warn({ err }, 'sweep failed');
+    }
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling || !this.owner) return;
+    this.polling = true;
+    try {
+      for (const id of await listPendingInstanceIds(this.deps.db)) this.controller.enqueue(id);
+    } catch (err) {
+      this.log.debug({ err }, 'poll failed');
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  /** Claims the instance for one pass: free, expired, ours, or held by a dead replica. */
+  private async claim(id: string): Promise<boolean> {
+    const { db, config, now } = this.deps;
+    if (await claimInstance(db, id, config.replicaId, now(), this.ttlMs)) return true;
+    const holder = (await findInstanceRowById(db, id))?.lease_owner;
+    if (!holder || !this.ownerIsDead(holder)) return false;
+    return takeInstanceClaim(db, id, holder, config.replicaId, now(), this.ttlMs);
+  }
+
+  private async pass(id: string, signal: AbortSignal): Promise<PassResult> {
+    const { db, config, now } = this.deps;
+    const ttl = this.ttlMs;
+    if (!(await this.claim(id))) {
+      // No row to claim: an orphan of the runtime, which the pass removes.
+      if (!(await findInstanceRowById(db, id))) return reconcileInstance(this.deps, id, signal);
+      return { requeueAfterMs: ttl / 2 };
+    }
+    // Losing the claim (another replica took it) stops this pass at its next step.
+    const lost = new AbortController();
+    const renew = setInterval(() => {
+      claimInstance(db, id, config.replicaId, now(), ttl).then(
+        (held) => held || lost.abort(),
+        () => {},
+      );
+    }, ttl / 3);
+    try {
+      return await reconcileInstance(this.deps, id, AbortSignal.any([signal, lost.signal]));
+    } finally {
+      clearInterval(renew);
+      await releaseInstance(db, id, config.replicaId).catch(() => {});
+    }
+  }
+}
+
+/** Step boundaries of a pass: cancellation on shutdown, and the test-only `dieAt` fault. */
+export function stepContext(signal: AbortSignal, dieAt: string | undefined): StepContext {
+  const die = dieAtStep(dieAt);
+  return {
+    signal,
+    step(name: string): void {
+      die(name);
+      if (signal.aborted) throw new PassCancelled(`cancelled before ${name}`);
+    },
+  };
+}
