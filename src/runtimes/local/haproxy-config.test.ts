@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { edgeRoutes } from '../../service/endpoints.js';
+import { allowListFile, frontendName, instanceOfFrontend, renderHaproxyConfig, type EdgeConfigInput } from './haproxy-config.js';
+
+const A = '65a1b2c3d4e5f60718293a4b';
+const B = '65a1b2c3d4e5f60718293a4c';
+const ports = (p: number) => ({ public: p, servicenet: p + 1, 'engine.primary': p + 2, 'engine.replica': p + 3 });
+
+const input = (over: Partial<EdgeConfigInput> = {}): EdgeConfigInput => ({
+  edgeDir: '/data/edge',
+  bindAddress: '127.0.0.1',
+  maxconn: 9000,
+  probeSource: '127.77.0.1',
+  instances: [{ id: A, routes: edgeRoutes('redis', 'redis_ha_instance', ports(20000)) }],
+  ...over,
+});
+
+/** The lines of one section (`frontend x`, `backend y`, `global`). */
+function section(text: string, header: string): string[] {
+  const lines = text.split('\n');
+  const start = lines.indexOf(header);
+  if (start < 0) return [];
+  const out: string[] = [];
+  for (const l of lines.slice(start + 1)) {
+    if (!l.startsWith('    ')) break;
+    out.push(l.trim());
+  }
+  return out;
+}
+
+describe('renderHaproxyConfig', () => {
+  it('gives each client address of an instance a listener that forwards to the primary', () => {
+    const text = renderHaproxyConfig(input());
+    for (const [role, port] of [['public', 20000], ['servicenet', 20001]] as const) {
+      const fe = section(text, `frontend ${frontendName(A, role)}`);
+      expect(fe).toContain(`bind 127.0.0.1:${port}`);
+      expect(fe).toContain(`default_backend e-${A}-engine.primary`);
+    }
+    expect(section(text, `backend e-${A}-engine.primary`)).toEqual(['server engine 127.0.0.1:20002']);
+  });
+
+  it('admits the probe source, then rejects every source outside the allow list (default deny)', () => {
+    const fe = section(renderHaproxyConfig(input()), `frontend ${frontendName(A, 'public')}`);
+    const accept = fe.indexOf('tcp-request connection accept if { src 127.77.0.1 }');
+    const reject = fe.indexOf(`tcp-request connection reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
+    expect(accept).toBeGreaterThanOrEqual(0);
+    expect(reject).toBeGreaterThan(accept);
+  });
+
+  it('runs in master-worker mode with an admin socket that passes listeners on reload', () => {
+    const global = section(renderHaproxyConfig(input({ maxconn: 4000 })), 'global');
+    expect(global).toContain('master-worker');
+    expect(global).toContain('stats socket "/data/edge/admin.sock" mode 600 level admin expose-fd listeners');
+    expect(global).toContain('maxconn 4000');
+  });
+
+  it('binds where it is told', () => {
+    const text = renderHaproxyConfig(input({ bindAddress: '0.0.0.0' }));
+    expect(section(text, `frontend ${frontendName(A, 'public')}`)).toContain('bind 0.0.0.0:20000');
+  });
+
+  it('is the same text whatever the order of instances and routes', () => {
+    const a = { id: A, routes: edgeRoutes('redis', 'redis_ha_instance', ports(20000)) };
+    const b = { id: B, routes: edgeRoutes('redis', 'redis_ha_instance', ports(20010)) };
+    const reversed = { id: B, routes: [...b.routes].reverse() };
+    expect(renderHaproxyConfig(input({ instances: [a, b] }))).toBe(renderHaproxyConfig(input({ instances: [reversed, a] })));
+  });
+
+  it('has no listener without instances', () => {
+    expect(renderHaproxyConfig(input({ instances: [] }))).not.toMatch(/^frontend/m);
+  });
+
+  it('uses one allow list per access group', () => {
+    const es = edgeRoutes('elasticsearch', 'elasticsearch', Object.fromEntries(
+      ['public.http', 'public.https', 'public.transport', 'public.kibana_http', 'public.kibana_https', 'servicenet.http', 'servicenet.https', 'servicenet.transport', 'engine.http', 'engine.transport', 'engine.kibana']
+        .map((r, i) => [r, 21000 + i]),
+    ));
+    const text = renderHaproxyConfig(input({ instances: [{ id: A, routes: es }] }));
+    expect(section(text, `frontend ${frontendName(A, 'public.transport')}`).join('\n')).toContain(allowListFile('/data/edge', A, 'transport'));
+    expect(section(text, `frontend ${frontendName(A, 'public.kibana_http')}`).join('\n')).toContain(allowListFile('/data/edge', A, 'kibana'));
+    expect(section(text, `frontend ${frontendName(A, 'public.http')}`).join('\n')).toContain(allowListFile('/data/edge', A, 'main'));
+    expect(section(text, `frontend ${frontendName(A, 'public.kibana_https')}`).join('\n')).toContain(allowListFile('/data/edge', A, 'kibana'));
+  });
+
+  it("terminates TLS on TLS listeners with the instance's certificate, forwarding in plain to the same engine", () => {
+    const routes = edgeRoutes('mongodb', 'mongodb_sharded', { public: 1, ssl: 2, 'engine.config': 3, 'engine.shard': 4, 'engine.mongos': 5 });
+    const text = renderHaproxyConfig(input({ instances: [{ id: A, routes }] }));
+    const ssl = section(text, `frontend ${frontendName(A, 'ssl')}`);
+    expect(ssl).toContain(`bind 127.0.0.1:2 ssl crt "/data/edge/tls/${A}.pem"`);
+    expect(ssl).toContain(`default_backend e-${A}-engine.mongos`);
+    expect(ssl).toContain(`tcp-request connection reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
+    expect(section(text, `frontend ${frontendName(A, 'public')}`)).toContain('bind 127.0.0.1:1');
+    expect(section(text, `backend e-${A}-engine.mongos`)).toEqual(['server engine 127.0.0.1:5']);
+  });
+});
+
+describe('frontend names', () => {
+  it('name the instance they belong to', () => {
+    expect(instanceOfFrontend(frontendName(A, 'public'))).toBe(A);
+    expect(instanceOfFrontend(frontendName(A, 'public.kibana_http'))).toBe(A);
+    expect(instanceOfFrontend('GLOBAL')).toBeUndefined();
+  });
+});

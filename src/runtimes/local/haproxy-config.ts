@@ -1,0 +1,109 @@
+import { join } from 'node:path';
+import type { AccessGroup, EdgeRoute } from '../../service/endpoints.js';
+import { tlsBindOptions } from './edge-tls.js';
+
+/** The listeners of one instance at the edge. */
+export interface EdgeInstance {
+  readonly id: string;
+  readonly routes: readonly EdgeRoute[];
+}
+
+export interface EdgeConfigInput {
+  /** The edge's directory: sockets and allow lists live there. */
+  readonly edgeDir: string;
+  /** Address the listeners bind to. */
+  readonly bindAddress: string;
+  /** Connections at once over all listeners (each takes two file descriptors). */
+  readonly maxconn: number;
+  /** Source address of hangar's own probes: admitted on every listener, whatever the ACLs. */
+  readonly probeSource: string;
+  readonly instances: readonly EdgeInstance[];
+}
+
+/** Files and sockets of the edge, by name. */
+export const edgePaths = (edgeDir: string) => ({
+  config: join(edgeDir, 'haproxy.cfg'),
+  /** Runtime API of the current worker (ACL changes, sessions, counters). */
+  adminSocket: join(edgeDir, 'admin.sock'),
+  /** Master CLI: processes, old workers. */
+  masterSocket: join(edgeDir, 'master.sock'),
+  routesDir: join(edgeDir, 'routes'),
+  allowDir: join(edgeDir, 'allow'),
+});
+
+/** The allow-list file of one access group of an instance: one address or CIDR range per line. */
+export function allowListFile(edgeDir: string, instanceId: string, group: AccessGroup): string {
+  return join(edgePaths(edgeDir).allowDir, `${instanceId}.${group}.lst`);
+}
+
+/** Frontend name of an instance's listener; `instanceOfFrontend` reads it back. */
+export function frontendName(instanceId: string, role: string): string {
+  return `i-${instanceId}-${role}`;
+}
+
+export function instanceOfFrontend(name: string): string | undefined {
+  return /^i-([A-Za-z0-9_]+)-/.exec(name)?.[1];
+}
+
+function backendName(instanceId: string, target: string): string {
+  return `e-${instanceId}-${target}`;
+}
+
+/** A string as HAProxy's configuration parser reads it: double quotes, `\` and `"` escaped. */
+function quote(value: string): string {
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+/**
+ * The whole haproxy.cfg of the edge, from the routes of every instance. Pure and sorted, so the
+ * same instances always give the same text: comparing texts tells whether a reload is needed.
+ *
+ * Each listener admits hangar's probe source, then rejects every connection whose source is not
+ * in the instance's allow list (default deny); the list file is loaded at each (re)load and
+ * changed in memory through the runtime API in between.
+ */
+export function renderHaproxyConfig(input: EdgeConfigInput): string {
+  const paths = edgePaths(input.edgeDir);
+  const out = [
+    '# The edge of hangar: one TCP listener per instance address (TLS ones decrypted with the',
+    "# instance's certificate in tls/), admitting only the sources in the",
+    "# instance's ACLs. Written by hangar from the instances it runs; edits here are lost.",
+    'global',
+    '    master-worker',
+    `    stats socket ${quote(paths.adminSocket)} mode 600 level admin expose-fd listeners`,
+    '    stats timeout 30s',
+    `    maxconn ${input.maxconn}`,
+    // A worker that still holds client connections stays after a reload; bound how many pile up.
+    '    mworker-max-reloads 50',
+    '',
+    'defaults',
+    '    mode tcp',
+    '    timeout connect 5s',
+    // Redis and MongoDB clients keep idle connections open for long: don't cut them early.
+    '    timeout client 24h',
+    '    timeout server 24h',
+    '    option clitcpka',
+    '    option srvtcpka',
+  ];
+  const instances = [...input.instances].sort((a, b) => a.id.localeCompare(b.id));
+  for (const inst of instances) {
+    const routes = [...inst.routes].sort((a, b) => a.role.localeCompare(b.role));
+    const backends = new Map<string, number>();
+    for (const r of routes) {
+      backends.set(r.target, r.targetPort);
+      out.push(
+        '',
+        `frontend ${frontendName(inst.id, r.role)}`,
+        // TLS listeners (mongodb_sharded ssl, elasticsearch https) are decrypted here: the engine speaks plain TCP
+        `    bind ${input.bindAddress}:${r.port}${r.tls ? ` ${tlsBindOptions(input.edgeDir, inst.id)}` : ''}`,
+        `    tcp-request connection accept if { src ${input.probeSource} }`,
+        `    tcp-request connection reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
+        `    default_backend ${backendName(inst.id, r.target)}`,
+      );
+    }
+    for (const [target, port] of [...backends].sort(([a], [b]) => a.localeCompare(b))) {
+      out.push('', `backend ${backendName(inst.id, target)}`, `    server engine 127.0.0.1:${port}`);
+    }
+  }
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,124 @@
+import { connect } from 'node:net';
+import { sleep } from '../../lib/time.js';
+
+/** A word of an HAProxy CLI command: spaces, `;` and `\` escaped (paths may hold them). */
+export function cliWord(word: string): string {
+  return word.replace(/([\\; ])/g, '\\$1');
+}
+
+/**
+ * Sends one line (commands separated by `;`) to an HAProxy CLI socket (runtime API or master
+ * CLI) and returns what it answers. The socket answers and closes: one connection per call.
+ */
+export function haproxyCommand(socketPath: string, line: string, timeoutMs = 3000, signal?: AbortSignal): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const what = `"${line.split(' ').slice(0, 2).join(' ')}" on ${socketPath}`;
+    if (signal?.aborted) return reject(new Error(`cancelled before sending ${what}`));
+    const socket = connect({ path: socketPath });
+    const chunks: Buffer[] = [];
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', cancel);
+      socket.destroy();
+      reject(err);
+    };
+    const cancel = () => fail(new Error(`cancelled while waiting for HAProxy to answer ${what}`));
+    const timer = setTimeout(() => fail(new Error(`HAProxy did not answer ${what} within ${timeoutMs} ms`)), timeoutMs);
+    signal?.addEventListener('abort', cancel, { once: true });
+    socket.on('connect', () => socket.end(`${line}\n`));
+    socket.on('data', (c) => chunks.push(c));
+    socket.on('error', fail);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', cancel);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+  });
+}
+
+/** Like haproxyCommand, retrying while the socket is missing, refuses or resets (the master re-executes on reload). */
+export async function haproxyCommandRetrying(socketPath: string, line: string, deadlineMs: number, signal?: AbortSignal): Promise<string> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      return await haproxyCommand(socketPath, line, 3000, signal);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (signal?.aborted || !['ECONNREFUSED', 'ENOENT', 'EAGAIN', 'ECONNRESET', 'EPIPE'].includes(code ?? '') || Date.now() > until) throw err;
+      await sleep(10, signal);
+    }
+  }
+}
+
+/** A process line of the master CLI's `show proc`. */
+export interface HaproxyProcess {
+  readonly pid: number;
+  readonly type: 'master' | 'worker' | 'old-worker';
+  readonly reloads: number;
+  /** Failed reloads (master only). */
+  readonly failed: number;
+}
+
+/** Parses `show proc` of the master CLI. */
+export function parseShowProc(text: string): HaproxyProcess[] {
+  const out: HaproxyProcess[] = [];
+  let section: 'current' | 'old' | 'other' = 'current';
+  for (const line of text.split('\n')) {
+    if (line.startsWith('# old workers')) section = 'old';
+    else if (line.startsWith('# workers')) section = 'current';
+    else if (line.startsWith('# ')) section = 'other';
+    const m = /^(\d+)\s+(master|worker)\s+(\d+)(?:\s+\[failed: (\d+)\])?/.exec(line);
+    if (!m || section === 'other') continue;
+    const type = m[2] === 'master' ? 'master' : section === 'old' ? 'old-worker' : 'worker';
+    out.push({ pid: Number(m[1]), type, reloads: Number(m[3]), failed: Number(m[4] ?? 0) });
+  }
+  return out;
+}
+
+/** A client session of `show sess`. */
+export interface HaproxySession {
+  /** Pointer that `shutdown session` takes. */
+  readonly id: string;
+  readonly frontend: string;
+  /** Source address, without the port. */
+  readonly source: string;
+}
+
+/** Parses `show sess`: the client sessions (TCP and TCPv6 sources; CLI sessions are left out). */
+export function parseShowSess(text: string): HaproxySession[] {
+  const out: HaproxySession[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^(0x[0-9a-f]+): proto=tcpv[46] src=(\S+) fe=(\S+)/.exec(line);
+    if (!m) continue;
+    const src = m[2]!;
+    // `1.2.3.4:5678` or `::1:5678`: the port follows the last colon
+    out.push({ id: m[1]!, frontend: m[3]!, source: src.slice(0, src.lastIndexOf(':')) });
+  }
+  return out;
+}
+
+/** Parses `show acl <file>`: entry reference and pattern. */
+export function parseShowAcl(text: string): { ref: string; pattern: string }[] {
+  const out: { ref: string; pattern: string }[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^(0x[0-9a-f]+) (\S+)$/.exec(line.trim());
+    if (m) out.push({ ref: m[1]!, pattern: m[2]! });
+  }
+  return out;
+}
+
+/** Per frontend of `show stat`: sessions admitted (`stot`) and connections refused (`dcon`). */
+export function parseShowStat(text: string): { frontend: string; admitted: number; refused: number }[] {
+  const lines = text.split('\n').filter(Boolean);
+  const header = lines[0]?.replace(/^# /, '').split(',') ?? [];
+  const col = (name: string) => header.indexOf(name);
+  const [px, sv, stot, dcon] = [col('pxname'), col('svname'), col('stot'), col('dcon')];
+  if (px < 0 || sv < 0 || stot < 0 || dcon < 0) return [];
+  const out: { frontend: string; admitted: number; refused: number }[] = [];
+  for (const line of lines.slice(1)) {
+    const f = line.split(',');
+    if (f[sv] !== 'FRONTEND') continue;
+    out.push({ frontend: f[px]!, admitted: Number(f[stot] || 0), refused: Number(f[dcon] || 0) });
+  }
+  return out;
+}

@@ -1,0 +1,180 @@
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../config.js';
+import { probeRedis } from '../../engines/redis/redis-probe.js';
+import type { AccessRule, InstanceSpec, StepContext } from '../runtime.js';
+import { LocalRuntime, PROBE_SOURCE } from './local-runtime.js';
+import { findProcesses, unitMarker } from './process-supervisor.js';
+
+// The runtime itself, on real redis-server and HAProxy processes: the steps it takes (the names
+// fault-injection tests stop hangar at), idempotence, adoption and port moves, which the HTTP API
+// cannot drive.
+
+const dataDir = mkdtempSync(join(tmpdir(), 'hangar-runtime-'));
+const config = loadConfig({}, { HANGAR_DATA_DIR: dataDir, HANGAR_LOG_LEVEL: 'silent' });
+const log = pino({ level: 'silent' });
+const path = process.env.PATH ?? '/usr/bin:/bin';
+const runtimes: LocalRuntime[] = [];
+
+async function runtime(): Promise<LocalRuntime> {
+  const r = await LocalRuntime.create(config, log, path);
+  runtimes.push(r);
+  return r;
+}
+
+function recorder(): StepContext & { steps: string[] } {
+  const steps: string[] = [];
+  return { steps, step: (name) => void steps.push(name) };
+}
+
+const offering = (await LocalRuntime.create(config, log, path)).offerings().redis;
+/** Real paths of redis-server and haproxy: what the runtime's processes run. */
+const programs = new Set((offering.engines ?? []).map((e) => realpathSync(e.path)));
+const enginesOf = (id: string) => findProcesses(unitMarker(join(dataDir, 'instances', id)), programs).map((p) => p.pid).sort();
+
+const available = (() => {
+  if (offering.available) return true;
+  const message = `the local runtime tests need redis-server and haproxy (apt-get install redis-server haproxy): ${offering.unavailableReason}`;
+  if (process.env.CI === 'true') throw new Error(message);
+  console.warn(`${message}; leaving them out`);
+  return false;
+})();
+
+describe.runIf(available)('LocalRuntime', () => {
+  let r: LocalRuntime;
+  let spec: InstanceSpec;
+  const changed: string[] = [];
+  const local: AccessRule[] = [{ cidr: '127.0.0.1', transport: false, kibana: false }];
+
+  /**
+   * Free ports in a random part of 18000-19999: a part of the ports no other test file hands
+   * out (the hangars of the end-to-end tests take 10000-17999), so that a port this test frees
+   * on purpose is not taken by an engine of a test running at the same time.
+   */
+  async function freePorts(n: number): Promise<number[]> {
+    const out: number[] = [];
+    for (let p = 18_000 + Math.floor(Math.random() * 1900); out.length < n; p++) if (await r.portIsFree(p)) out.push(p);
+    return out;
+  }
+
+  const client = (s: InstanceSpec, localAddress: string) => probeRedis({ host: '127.0.0.1', port: s.ports.public!, localAddress }, s.password!);
+
+  beforeAll(async () => {
+    r = await runtime();
+    await r.start({ instanceChanged: (id) => changed.push(id) });
+    const [pub, svc, primary, replica] = await freePorts(4);
+    spec = {
+      id: '65a1b2c3d4e5f60718293a4b',
+      service: 'redis',
+      type: 'redis_ha_instance',
+      version: '7.0',
+      plan: 500,
+      encrypted: false,
+      storageEngine: null,
+      password: 'client-password-0123',
+      adminSecret: 'admin-secret-0123',
+      ports: { public: pub!, servicenet: svc!, 'engine.primary': primary!, 'engine.replica': replica! },
+    };
+  });
+
+  afterAll(async () => {
+    for (const x of runtimes) await x.close();
+    for (const p of findProcesses(unitMarker(dataDir), programs)) process.kill(p.pid, 'SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('creates an instance step by step, access first', async () => {
+    const ctx = recorder();
+    const result = await r.ensureInstance(spec, [], ctx);
+    expect(result.fresh).toBe(true);
+    expect(ctx.steps).toEqual(['ensure:access-applied', 'create:primary-started', 'create:replica-started', 'create:edge-listening']);
+    expect(await r.listInstanceIds()).toEqual([spec.id]);
+    expect(await r.checkInstance(spec)).toEqual({ healthy: true });
+    expect(r.health()).toEqual({ problems: [], degraded: [] });
+    expect(await r.redis(spec).configGet('maxmemory')).toBe(String(500 * 1024 * 1024));
+    expect((await r.redis(spec).info('replication')).connected_slaves).toBe('1');
+  });
+
+  it('does nothing when everything runs as asked', async () => {
+    const ctx = recorder();
+    expect(await r.ensureInstance(spec, [], ctx)).toEqual({ fresh: false });
+    expect(ctx.steps).toEqual([]);
+    expect((await r.stats()).processesUp).toBe(2);
+  });
+
+  it('admits the ACL sources and the probe source only', async () => {
+    await expect(client(spec, '127.0.0.1')).rejects.toThrow(/closed|reset/i);
+    const ctx = recorder();
+    await r.ensureInstance(spec, local, ctx);
+    expect(ctx.steps).toEqual(['ensure:access-applied']);
+    await client(spec, '127.0.0.1');
+    await client(spec, PROBE_SOURCE);
+    await expect(client(spec, '127.0.0.2')).rejects.toThrow(/closed|reset/i);
+    const counters = (await r.stats()).edge.find((e) => e.instanceId === spec.id);
+    expect(counters?.admitted).toBeGreaterThan(0);
+    expect(counters?.refused).toBeGreaterThan(0);
+  });
+
+  it('resizes live, primary then replica', async () => {
+    spec = { ...spec, plan: 1000 };
+    const ctx = recorder();
+    await r.ensureInstance(spec, local, ctx);
+    expect(ctx.steps).toEqual(['resize:primary-set', 'resize:replica-set']);
+    expect(await r.redis(spec).configGet('maxmemory')).toBe(String(1000 * 1024 * 1024));
+  });
+
+  it('adopts what runs after a restart of hangar, without starting anything twice', async () => {
+    const before = enginesOf(spec.id);
+    expect(before).toHaveLength(2);
+    await r.close();
+    r = await runtime();
+    await r.start({ instanceChanged: (id) => changed.push(id) });
+    const ctx = recorder();
+    expect(await r.ensureInstance(spec, local, ctx)).toEqual({ fresh: false });
+    expect(ctx.steps).toEqual([]);
+    expect(enginesOf(spec.id)).toEqual(before);
+  });
+
+  it('moves an engine to a new port, the replica following, keeping the data', async () => {
+    const [moved] = await freePorts(1);
+    spec = { ...spec, ports: { ...spec.ports, 'engine.primary': moved! } };
+    const ctx = recorder();
+    await r.ensureInstance(spec, local, ctx);
+    expect(ctx.steps).toEqual(['ensure:primary-restarted']);
+    expect((await r.redis(spec).info('replication')).connected_slaves).toBe('1');
+    await client(spec, '127.0.0.1');
+  });
+
+  it('a cancelled pass stops waiting for an edge that does not answer', async () => {
+    const edge = Number(readFileSync(join(dataDir, 'edge', 'process.pid'), 'utf8').trim());
+    // the edge's whole process group paused: its sockets accept connections and answer nothing
+    process.kill(-edge, 'SIGSTOP');
+    try {
+      const cancel = new AbortController();
+      setTimeout(() => cancel.abort(), 200);
+      const more = [...local, { cidr: '192.0.2.1', transport: false, kibana: false }];
+      await expect(r.ensureInstance(spec, more, { step: () => {}, signal: cancel.signal })).rejects.toThrow(/^cancelled while/);
+    } finally {
+      process.kill(-edge, 'SIGCONT');
+    }
+    expect(await r.ensureInstance(spec, local, recorder())).toEqual({ fresh: false });
+    await client(spec, '127.0.0.1');
+  });
+
+  it('removes an instance step by step, and again without harm', async () => {
+    const ctx = recorder();
+    await r.removeInstance(spec.id, ctx);
+    expect(ctx.steps).toEqual(['delete:engines-stopped', 'delete:edge-removed', 'delete:data-removed']);
+    expect(existsSync(join(dataDir, 'instances', spec.id))).toBe(false);
+    expect(enginesOf(spec.id)).toEqual([]);
+    expect(await r.listInstanceIds()).toEqual([]);
+    await expect(client(spec, PROBE_SOURCE)).rejects.toThrow(/ECONNREFUSED/);
+    const again = recorder();
+    await r.removeInstance(spec.id, again);
+    expect(again.steps).toEqual(['delete:engines-stopped', 'delete:edge-removed', 'delete:data-removed']);
+    expect(r.health()).toEqual({ problems: [], degraded: [] });
+  });
+});

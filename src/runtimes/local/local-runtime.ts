@@ -1,0 +1,434 @@
+import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import type { Engine, ProbeTarget, UnitDefinition, UnitHost } from '../../engines/engine.js';
+import { ElasticsearchEngine } from '../../engines/elasticsearch/elasticsearch-engine.js';
+import { MongodbEngine } from '../../engines/mongodb/mongodb-engine.js';
+import { RedisEngine } from '../../engines/redis/redis-engine.js';
+import { sleep } from '../../lib/time.js';
+import type { Service } from '../../service/catalog.js';
+import { edgeRoutes, type AccessGroup, type EdgeRoute } from '../../service/endpoints.js';
+import { TerminalError } from '../../service/errors.js';
+import {
+  throwIfCancelled,
+  type AccessRule, type EnsureResult, type Health, type InstanceSpec, type MongoUserAdmin, type Offering, type Offerings, type RedisInspector, type Runtime,
+  type RuntimeEvents, type RuntimeHealth, type RuntimeStats, type StepContext,
+} from '../runtime.js';
+import { detectBinaries, offeringsOf, type EngineBinaries } from './binaries.js';
+import { ensureDir, readText, writeFileIfChanged } from './files.js';
+import { HaproxyEdge } from './haproxy-edge.js';
+import { portIsFree } from './ports.js';
+import { ProcessSupervisor, logTail, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
+
+/**
+ * Source address of hangar's own probes through the edge. Every listener admits it whatever the
+ * ACLs say, so that hangar can tell an instance is usable before any ACL exists; the engine still
+ * asks for the password. Linux routes all of 127.0.0.0/8 to the loopback interface, so binding a
+ * socket to it needs no setup, and nothing else uses it.
+ */
+export const PROBE_SOURCE = '127.77.0.1';
+
+/** How long a pass waits for an instance to be usable before it fails (and is retried). */
+const READY_TIMEOUT_MS = 10_000;
+/** Administrative connections unused this long are closed. */
+const ADMIN_IDLE_MS = 60_000;
+/** How often the instances' data dirs are checked for being writable. */
+const DATA_DIR_CHECK_MS = 1000;
+
+/**
+ * Why hangar cannot write into `dir` (a read-only filesystem, or something not a directory in
+ * its place), or undefined when it can or the directory is not made yet. `access` is asked, not
+ * the permission bits: root may write whatever the mode, but not to a read-only mount.
+ */
+export function dataDirProblem(dir: string): string | undefined {
+  try {
+    if (!statSync(dir).isDirectory()) return `the data dir ${dir} is not a directory`;
+    accessSync(dir, constants.W_OK);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    return `the data dir ${dir} is not writable (${code ?? (err as Error).message})`;
+  }
+}
+
+export interface LocalRuntimeOptions {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly binaries: EngineBinaries;
+  /** PATH for finding binaries and for the processes the runtime starts. */
+  readonly searchPath: string;
+}
+
+/** The open-file limit allows two descriptors per proxied connection: stay below it. */
+export function edgeMaxconn(): number {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const hard = Number(line?.trim().split(/\s+/)[4]);
+    if (Number.isFinite(hard)) return Math.max(100, Math.min(9000, Math.floor((hard - 200) / 2)));
+  } catch {
+    /* not Linux: take the default */
+  }
+  return 9000;
+}
+
+function realpath(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What this machine can host: the binaries found, then what each engine can run with them (a
+ * version it cannot drive, or running as root, makes its service unavailable with the reason;
+ * the storage engines it can honour are offered).
+ */
+export function offeringsWith(binaries: EngineBinaries, engines: Partial<Record<Service, Engine>>): Offerings {
+  const offered: Record<Service, Offering> = { ...offeringsOf(binaries, new Set(Object.keys(engines) as Service[])) };
+  for (const service of Object.keys(engines) as Service[]) {
+    const support = engines[service]?.support?.();
+    if (!support || !offered[service].available) continue;
+    if (support.unavailableReason !== undefined) {
+      offered[service] = { ...offered[service], available: false, versions: [], unavailableReason: `${service} cannot run here: ${support.unavailableReason}` };
+    } else if (support.storageEngines !== undefined) {
+      offered[service] = { ...offered[service], storageEngines: support.storageEngines };
+    }
+  }
+  return offered;
+}
+
+/** Which ACLs apply to which listeners: `transport` ones also to the transport port, `kibana` ones to Kibana only. */
+function accessGroups(routes: readonly EdgeRoute[], rules: readonly AccessRule[]): Map<AccessGroup, string[]> {
+  const groups = new Map<AccessGroup, string[]>();
+  for (const r of routes) {
+    const admitted = rules.filter((a) => (r.group === 'main' ? !a.kibana : r.group === 'transport' ? a.transport : a.kibana));
+    groups.set(r.group, admitted.map((a) => a.cidr));
+  }
+  return groups;
+}
+
+/**
+ * Engines as real processes on this machine, behind one HAProxy edge that enforces the ACLs.
+ *
+ * Layout under the data dir: `instances/<id>/<role>/` holds each engine's configuration, data,
+ * pid file and log; `edge/` holds haproxy.cfg, its sockets, one routes file per instance and the
+ * allow lists. Every name derives from the instance id, so every step can be repeated. Processes
+ * run detached: they keep serving while hangar is stopped, and `start` adopts them again.
+ */
+export class LocalRuntime implements Runtime {
+  readonly kind = 'local' as const;
+  private readonly supervisor: ProcessSupervisor;
+  private readonly edge: HaproxyEdge;
+  private readonly engines: Partial<Record<Service, Engine>> = {};
+  private readonly offered: Offerings;
+  private readonly instancesDir: string;
+  private readonly host: UnitHost;
+  private events: RuntimeEvents | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private dirTimer: NodeJS.Timeout | undefined;
+  private readonly log: Logger;
+  /** Why an instance does not serve as asked, as last found by a pass or by supervision. */
+  private readonly problems = new Map<string, string>();
+  /** Instances whose data dir cannot be written to, with the reason. */
+  private readonly dirProblems = new Map<string, string>();
+
+  static async create(config: Config, log: Logger, searchPath: string): Promise<LocalRuntime> {
+    const binaries = await detectBinaries(config, searchPath);
+    return new LocalRuntime({ config, log, binaries, searchPath });
+  }
+
+  constructor(private readonly opts: LocalRuntimeOptions) {
+    const { config, binaries, log } = opts;
+    this.log = log.child({ component: 'runtime' });
+    const found = Object.values(binaries).flatMap((b) => ('found' in b ? [b.found.path] : []));
+    const programs = new Set(found.map(realpath).filter((p): p is string => p !== undefined));
+    this.instancesDir = join(config.dataDir, 'instances');
+    this.supervisor = new ProcessSupervisor({
+      programs,
+      env: { PATH: opts.searchPath },
+      log: log.child({ component: 'supervisor' }),
+      onDeath: (unit) => this.unitDied(unit),
+    });
+    const haproxy = 'found' in binaries.haproxy ? binaries.haproxy.found.path : config.haproxyBin;
+    this.edge = new HaproxyEdge({
+      edgeDir: join(config.dataDir, 'edge'),
+      bin: haproxy,
+      bindAddress: config.edgeBind,
+      probeSource: PROBE_SOURCE,
+      certificateHost: config.advertiseHost,
+      maxconn: edgeMaxconn(),
+      supervisor: this.supervisor,
+      log: log.child({ component: 'edge' }),
+    });
+    const redisServer = 'found' in binaries.redisServer ? binaries.redisServer.found.path : config.redisServerBin;
+    this.engines.redis = new RedisEngine({ bin: redisServer, maxmemoryPolicy: config.redisMaxmemoryPolicy });
+    // MongoDB and Elasticsearch only where their binaries are: without them the offering names what is missing.
+    if ('found' in binaries.mongod && 'found' in binaries.mongos) {
+      this.engines.mongodb = new MongodbEngine({ mongod: binaries.mongod.found, mongos: binaries.mongos.found });
+    }
+    if ('found' in binaries.elasticsearch) {
+      this.engines.elasticsearch = new ElasticsearchEngine({
+        node: binaries.elasticsearch.found,
+        ...('found' in binaries.kibana ? { dashboards: binaries.kibana.found } : {}),
+        runningAsRoot: process.getuid?.() === 0,
+      });
+    }
+    this.offered = offeringsWith(binaries, this.engines);
+    this.host = this.unitHost();
+  }
+
+  private unitHost(): UnitHost {
+    const supervised = (u: UnitDefinition): SupervisedUnit => ({ key: `${u.instanceId}/${u.role}`, instanceId: u.instanceId, dir: u.dir, bin: u.bin, args: u.args });
+    return {
+      ensureUnit: (u) => this.supervisor.ensureRunning(supervised(u)),
+      stopUnit: (u) => this.supervisor.stop(supervised(u)),
+      isRunning: (u) => this.supervisor.isRunning(supervised(u)),
+      logTail: (u) => logTail(u.dir),
+      writeFile: (u, name, content) => {
+        ensureDir(u.dir);
+        return writeFileIfChanged(join(u.dir, name), content);
+      },
+      readFile: (u, name) => readText(join(u.dir, name)),
+      exists: (u, name) => existsSync(join(u.dir, name)),
+    };
+  }
+
+  private instanceDir(id: string): string {
+    return join(this.instancesDir, id);
+  }
+
+  /** Instance ids that have a directory here. */
+  private instanceDirs(): string[] {
+    try {
+      return readdirSync(this.instancesDir).filter((n) => /^[A-Za-z0-9_]+$/.test(n) && statSync(join(this.instancesDir, n)).isDirectory());
+    } catch {
+      return [];
+    }
+  }
+
+  async start(events: RuntimeEvents): Promise<void> {
+    this.events = events;
+    await this.edge.adopt();
+    for (const id of this.instanceDirs()) {
+      const dir = this.instanceDir(id);
+      for (const role of readdirSync(dir)) {
+        if (statSync(join(dir, role)).isDirectory()) await this.supervisor.adopt({ key: `${id}/${role}`, instanceId: id, dir: join(dir, role) });
+      }
+    }
+    this.supervisor.start();
+    this.idleTimer = setInterval(() => {
+      for (const e of Object.values(this.engines)) e.closeIdle(ADMIN_IDLE_MS);
+    }, ADMIN_IDLE_MS);
+    this.idleTimer.unref();
+    this.dirTimer = setInterval(() => this.checkDataDirs(), DATA_DIR_CHECK_MS);
+    this.dirTimer.unref();
+    this.log.info({ instances: this.instanceDirs().length, edge: this.supervisor.pidOf(this.edge.unit) ?? null }, 'local runtime supervising');
+  }
+
+  async close(): Promise<void> {
+    this.events = undefined;
+    clearInterval(this.idleTimer);
+    clearInterval(this.dirTimer);
+    this.problems.clear();
+    this.dirProblems.clear();
+    this.supervisor.close();
+    await Promise.all(Object.values(this.engines).map((e) => e.close()));
+  }
+
+  /** A unit that should run died: its instance is reconciled, which starts it again. */
+  private unitDied(unit: UnitRef): void {
+    if (unit.key === this.edge.unit.key) {
+      this.edge.forgetLoaded();
+      for (const id of this.edge.instanceIds()) this.events?.instanceChanged(id);
+    } else if (unit.instanceId !== undefined) {
+      this.problems.set(unit.instanceId, `its ${unit.key.slice(unit.key.indexOf('/') + 1)} process died`);
+      this.events?.instanceChanged(unit.instanceId);
+    }
+  }
+
+  /**
+   * Looks whether each supervised instance's directories can still be written to; an instance
+   * whose answer changed is reconciled (which says DEGRADED, or heals once it can write again).
+   * Engines keep running either way: they serve from memory and the files they have open.
+   */
+  private checkDataDirs(): void {
+    const dirs = new Map<string, string[]>();
+    for (const id of this.instanceDirs()) dirs.set(id, [this.instanceDir(id)]);
+    for (const unit of this.supervisor.units()) {
+      if (unit.instanceId === undefined) continue;
+      const list = dirs.get(unit.instanceId) ?? [this.instanceDir(unit.instanceId)];
+      list.push(unit.dir);
+      dirs.set(unit.instanceId, list);
+    }
+    for (const id of new Set([...dirs.keys(), ...this.dirProblems.keys()])) {
+      const problem = (dirs.get(id) ?? []).map(dataDirProblem).find((p) => p !== undefined);
+      if (problem === this.dirProblems.get(id)) continue;
+      if (problem === undefined) this.dirProblems.delete(id);
+      else this.dirProblems.set(id, problem);
+      this.log.warn({ instance: id, problem: problem ?? null }, problem ? 'data dir not writable' : 'data dir writable again');
+      this.events?.instanceChanged(id);
+    }
+  }
+
+  offerings(): Offerings {
+    return this.offered;
+  }
+
+  portIsFree(port: number): Promise<boolean> {
+    return portIsFree(port, ['127.0.0.1', this.opts.config.edgeBind]);
+  }
+
+  private engineFor(spec: Pick<InstanceSpec, 'service'>): Engine {
+    const offering = this.offered[spec.service];
+    const engine = this.engines[spec.service];
+    if (!offering.available || !engine) throw new TerminalError(offering.unavailableReason ?? `${spec.service} cannot run on this host`);
+    return engine;
+  }
+
+  /** Where hangar's probes reach the instance: each client listener, from the probe source. */
+  private probeTargets(routes: readonly EdgeRoute[]): ProbeTarget[] {
+    const bind = this.opts.config.edgeBind;
+    const host = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind;
+    return routes.filter((r) => r.group === 'main' && !r.tls).map((r) => ({ host, port: r.port, localAddress: PROBE_SOURCE }));
+  }
+
+  async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<EnsureResult> {
+    try {
+      const result = await this.converge(spec, rules, ctx);
+      this.problems.delete(spec.id);
+      return result;
+    } catch (err) {
+      if (!ctx.signal?.aborted) this.problems.set(spec.id, err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+  }
+
+  private async converge(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<EnsureResult> {
+    const engine = this.engineFor(spec);
+    const dir = this.instanceDir(spec.id);
+    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    // Access first: revoking an ACL must take effect even when the engines are in trouble.
+    const access = await this.edge.applyAccess(spec.id, accessGroups(routes, rules), ctx.signal);
+    if (access.changed) ctx.step('ensure:access-applied');
+    // A data dir that cannot be written to stays as it is: the engines that run keep serving
+    // from it, and nothing is started, moved or removed until it can be written again.
+    const unwritable = dataDirProblem(dir);
+    if (unwritable) throw new Error(unwritable);
+    ensureDir(dir);
+    // The edge gets the listeners while the engines start: a reload takes about as long as
+    // starting a primary and its replica, and neither needs the other (the listeners forward to
+    // the engine ports, and nothing counts the instance usable before the probes below pass).
+    const edge = this.edge.ensureRoutes(spec.id, routes, ctx.signal);
+    // Awaited below; a failure that comes while the engines start is not an unhandled rejection.
+    edge.catch(() => {});
+    let result: EnsureResult;
+    try {
+      result = await engine.ensureUnits(spec, dir, this.host, ctx);
+    } catch (err) {
+      // the pass ends only once the edge is done too
+      await edge.catch(() => {});
+      throw err;
+    }
+    const { wentLive } = await edge;
+    if (wentLive) ctx.step('create:edge-listening');
+    // Usable as a client sees it; the edge is ensured again between attempts, so an edge that
+    // dies meanwhile is started again by this pass rather than waited for.
+    const targets = this.probeTargets(routes);
+    const until = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      throwIfCancelled(ctx.signal, 'waiting for the instance to be ready');
+      const problem = await engine.readiness(spec, dir, targets);
+      if (problem === undefined) return result;
+      if (Date.now() > until) throw new Error(problem);
+      await sleep(5, ctx.signal);
+      await this.edge.ensureRoutes(spec.id, routes, ctx.signal);
+    }
+  }
+
+  async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[]): Promise<void> {
+    await this.edge.applyAccess(spec.id, accessGroups(edgeRoutes(spec.service, spec.type, spec.ports), rules));
+  }
+
+  async removeInstance(id: string, ctx: StepContext): Promise<void> {
+    const dir = this.instanceDir(id);
+    let roles: string[] = [];
+    try {
+      roles = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    } catch {
+      /* no directory left */
+    }
+    for (const role of roles) this.supervisor.unwatch(`${id}/${role}`);
+    // Each unit by its pid file: an engine whose program is an interpreter (Elasticsearch's java,
+    // Kibana's node) is not among the programs the sweep below recognises.
+    await Promise.all(roles.map((role) => this.supervisor.stop({ key: `${id}/${role}`, dir: join(dir, role) }, 1000)));
+    // Every process whose command line names the instance directory: its engines and anything they forked.
+    await this.supervisor.stop({ key: id, dir }, 1000);
+    for (const e of Object.values(this.engines)) e.forget(id);
+    this.problems.delete(id);
+    this.dirProblems.delete(id);
+    ctx.step('delete:engines-stopped');
+    await this.edge.removeInstance(id);
+    ctx.step('delete:edge-removed');
+    rmSync(dir, { recursive: true, force: true });
+    ctx.step('delete:data-removed');
+  }
+
+  async listInstanceIds(): Promise<string[]> {
+    return [...new Set([...this.instanceDirs(), ...this.edge.instanceIds()])];
+  }
+
+  async checkInstance(spec: InstanceSpec): Promise<Health> {
+    const engine = this.engineFor(spec);
+    const dir = this.instanceDir(spec.id);
+    const unwritable = dataDirProblem(dir);
+    if (unwritable) return { healthy: false, reason: unwritable };
+    if (!this.edge.serving()) return { healthy: false, reason: 'the edge (haproxy) is not running' };
+    const blocked = this.edge.blockedInstances().get(spec.id);
+    if (blocked) return { healthy: false, reason: blocked };
+    return engine.check(spec, dir, this.host);
+  }
+
+  redis(spec: InstanceSpec): RedisInspector {
+    const inspector = this.engines.redis?.redis?.(spec);
+    if (!inspector) throw new TerminalError('redis is not available on this host');
+    return inspector;
+  }
+
+  mongodbUsers(spec: InstanceSpec): MongoUserAdmin {
+    const users = this.offered.mongodb.available ? this.engines.mongodb?.mongodbUsers?.(spec) : undefined;
+    if (users) return users;
+    const reason = this.offered.mongodb.unavailableReason ?? 'mongodb is not available on this host';
+    const refuse = async (): Promise<never> => {
+      throw new Error(reason);
+    };
+    return { listUsers: refuse, createUser: refuse, updateUser: refuse, dropUser: refuse };
+  }
+
+  /**
+   * Problems of the runtime (redis not installed, the edge down) and, on the replica that
+   * supervises this host, of each instance that does not serve as asked right now.
+   */
+  health(): RuntimeHealth {
+    const redis = this.offered.redis;
+    const problems: string[] = [];
+    if (!redis.available) problems.push(redis.unavailableReason ?? 'redis cannot run here');
+    if (this.edge.needed() && !this.edge.serving()) problems.push('the edge (haproxy) is not running');
+    const byInstance = new Map([...this.edge.blockedInstances(), ...this.problems, ...this.dirProblems]);
+    const degraded = [...byInstance].sort(([a], [b]) => a.localeCompare(b)).map(([id, reason]) => `instance ${id}: ${reason}`);
+    return { problems, degraded };
+  }
+
+  async stats(): Promise<RuntimeStats> {
+    const { up, expected } = this.supervisor.counts((u) => u.instanceId !== undefined);
+    let edge: RuntimeStats['edge'] = [];
+    try {
+      edge = await this.edge.counters();
+    } catch (err) {
+      this.log.debug({ err }, 'edge counters unavailable');
+    }
+    return { processesUp: up, processesExpected: expected, edge };
+  }
+}
