@@ -1,0 +1,93 @@
+import { existsSync, realpathSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
+/** An engine program found on this machine. */
+export interface EngineBinary {
+  readonly name: string;
+  readonly path: string;
+  /** `X.Y.Z` */
+  readonly version: string;
+}
+
+export type SearchProduct = 'elasticsearch' | 'opensearch';
+
+/**
+ * Oldest Elasticsearch hangar runs: 7.1 is the first release whose free (basic) license includes
+ * security, which hangar turns on, and hangar writes the settings of 7.x and later
+ * (`transport.port`, `discovery.type: single-node`, ES_PATH_CONF).
+ */
+export const ELASTICSEARCH_MINIMUM = '7.1.0';
+/** Oldest Kibana hangar runs: its anonymous access provider (what clients get, see kibanaConfig) appeared in 7.10. */
+export const KIBANA_MINIMUM = '7.10.0';
+
+/** Compares `X.Y.Z` versions: negative, zero or positive. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split('.').map(Number);
+  const pb = b.split('.').map(Number);
+  for (let i = 0; i < 3; i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+const minor = (v: string): string => v.split('.').slice(0, 2).join('.');
+
+/** Which product a node binary is: OpenSearch when its name says so (`opensearch`), else Elasticsearch. */
+export function productOf(node: EngineBinary): SearchProduct {
+  return /opensearch/i.test(basename(node.name)) || /opensearch/i.test(basename(node.path)) ? 'opensearch' : 'elasticsearch';
+}
+
+/** Whether a dashboards binary is OpenSearch Dashboards (else Kibana). */
+const isOpensearchDashboards = (b: EngineBinary): boolean => /opensearch/i.test(basename(b.name)) || /opensearch/i.test(basename(b.path));
+
+/** Why the node binary cannot run instances here, or undefined. */
+export function elasticsearchRefusal(node: EngineBinary, runningAsRoot: boolean): string | undefined {
+  const product = productOf(node);
+  if (runningAsRoot) {
+    // Both products check it at start and exit; no setting turns the check off.
+    return `${product} refuses to run as root, and hangar runs as root here: run hangar as an unprivileged user`;
+  }
+  if (product === 'elasticsearch' && compareVersions(node.version, ELASTICSEARCH_MINIMUM) < 0) {
+    return `elasticsearch ${node.version} is older than ${ELASTICSEARCH_MINIMUM}, the first version with security in its free license (hangar turns authentication on); install Elasticsearch ${ELASTICSEARCH_MINIMUM} or newer, or OpenSearch`;
+  }
+  return undefined;
+}
+
+/** Whether Kibana (or OpenSearch Dashboards) runs next to the node, and why not. */
+export type DashboardsUse = { readonly use: true; readonly binary: EngineBinary } | { readonly use: false; readonly reason: string };
+
+/**
+ * Kibana runs next to Elasticsearch, OpenSearch Dashboards next to OpenSearch, each only with a
+ * node of its own release series (both refuse to talk to another one).
+ */
+export function dashboardsUse(node: EngineBinary, dashboards: EngineBinary | undefined): DashboardsUse {
+  const product = productOf(node);
+  const wanted = product === 'opensearch' ? 'opensearch-dashboards' : 'kibana';
+  if (!dashboards) return { use: false, reason: `${wanted} was not found (set HANGAR_KIBANA_BIN to use it)` };
+  if (isOpensearchDashboards(dashboards) !== (product === 'opensearch')) {
+    return { use: false, reason: `${dashboards.name} ${dashboards.version} does not work with ${product}: install ${wanted}` };
+  }
+  if (minor(dashboards.version) !== minor(node.version)) {
+    return { use: false, reason: `${dashboards.name} ${dashboards.version} does not work with ${product} ${node.version}: install ${wanted} ${minor(node.version)}` };
+  }
+  if (product === 'elasticsearch' && compareVersions(dashboards.version, KIBANA_MINIMUM) < 0) {
+    return { use: false, reason: `kibana ${dashboards.version} is older than ${KIBANA_MINIMUM}, which hangar needs for anonymous access` };
+  }
+  return { use: true, binary: dashboards };
+}
+
+/** The home of a product installation (the parent of its `bin`), from the binary's real path. */
+function homeOf(binPath: string): string | undefined {
+  try {
+    return dirname(dirname(realpathSync(binPath)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a plugin is installed next to a binary (`<home>/plugins/<name>`). */
+export function pluginInstalled(binPath: string, plugin: string): boolean {
+  const home = homeOf(binPath);
+  return home !== undefined && existsSync(join(home, 'plugins', plugin));
+}

@@ -1,0 +1,194 @@
+import { join } from 'node:path';
+import { sleep } from '../../lib/time.js';
+import {
+  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstanceSpec, type RedisInspector, type StepContext,
+} from '../../runtimes/runtime.js';
+import { TerminalError } from '../../service/errors.js';
+import { type Engine, type ProbeTarget, type UnitDefinition, type UnitHost } from '../engine.js';
+import { RedisAdmin, type RedisEndpoint } from './redis-admin.js';
+import { readMaxmemoryPolicy, renderRedisConfig, type RedisRole } from './redis-config.js';
+import { probeRedis } from './redis-probe.js';
+
+const CONFIG_FILE = 'redis.conf';
+/** Directory of the append-only files; its absence means the engine never ran. */
+const AOF_DIR = 'appendonlydir';
+/** How long a pass waits for an engine to answer. */
+const READY_TIMEOUT_MS = 10_000;
+const ROLES: readonly RedisRole[] = ['primary', 'replica'];
+
+export interface RedisEngineOptions {
+  /** redis-server binary. */
+  readonly bin: string;
+  /** `maxmemory-policy` of new instances (existing ones keep theirs). */
+  readonly maxmemoryPolicy: string;
+}
+
+const MB = 1024 * 1024;
+
+/**
+ * Why an engine exited, from the end of its log: its port held by another process (the
+ * reconciler moves it), no space left for its data (final: retrying cannot help), or else the
+ * log's last lines.
+ */
+function exited(unit: UnitDefinition, ep: RedisEndpoint, tail: string): Error {
+  const message = `redis-server ${unit.role} exited: ${tail}`;
+  if (/Address already in use/i.test(tail)) return new PortTakenError(`engine.${unit.role}`, ep.port, message);
+  if (/No space left on device/i.test(tail)) return new TerminalError(message);
+  return new Error(message);
+}
+
+/**
+ * A redis_ha_instance: a primary and one replica, two redis-server processes on loopback ports,
+ * each with its redis.conf, pid file, log and append-only file in its own directory.
+ */
+export class RedisEngine implements Engine {
+  private readonly admin = new RedisAdmin();
+
+  constructor(private readonly opts: RedisEngineOptions) {}
+
+  units(spec: InstanceSpec, instanceDir: string): UnitDefinition[] {
+    return ROLES.map((role) => {
+      const dir = join(instanceDir, role);
+      return { instanceId: spec.id, role, dir, bin: this.opts.bin, args: [join(dir, CONFIG_FILE)] };
+    });
+  }
+
+  private endpoint(spec: InstanceSpec, role: RedisRole): RedisEndpoint {
+    const port = spec.ports[`engine.${role}`];
+    if (port === undefined) throw new TerminalError(`instance ${spec.id} has no port for engine.${role}`);
+    return { key: `${spec.id}/${role}`, port, adminSecret: spec.adminSecret };
+  }
+
+  private password(spec: InstanceSpec): string {
+    if (!spec.password) throw new TerminalError(`redis instance ${spec.id} has no password`);
+    return spec.password;
+  }
+
+  async ensureUnits(spec: InstanceSpec, instanceDir: string, host: UnitHost, ctx: StepContext): Promise<EnsureResult> {
+    const password = this.password(spec);
+    const [primary, replica] = this.units(spec, instanceDir) as [UnitDefinition, UnitDefinition];
+    const fresh = !host.exists(primary, AOF_DIR);
+    // The policy is chosen when the instance is created and kept, whatever the default becomes.
+    const policy = readMaxmemoryPolicy(host.readFile(primary, CONFIG_FILE) ?? '') ?? this.opts.maxmemoryPolicy;
+    const primaryEp = this.endpoint(spec, 'primary');
+    const replicaEp = this.endpoint(spec, 'replica');
+    for (const [unit, ep] of [[primary, primaryEp], [replica, replicaEp]] as const) {
+      // Written before the process starts, and on every pass: a resize lands in the file first.
+      host.writeFile(
+        unit,
+        CONFIG_FILE,
+        renderRedisConfig({
+          instanceId: spec.id,
+          role: unit.role as RedisRole,
+          port: ep.port,
+          dir: unit.dir,
+          password,
+          adminSecret: spec.adminSecret,
+          maxmemoryMb: spec.plan,
+          maxmemoryPolicy: policy,
+          primaryPort: primaryEp.port,
+        }),
+      );
+    }
+    // The primary first: a replica that starts before its primary listens retries only a second later.
+    for (const [unit, ep] of [[primary, primaryEp], [replica, replicaEp]] as const) {
+      const { started } = await host.ensureUnit(unit);
+      const restarted = await this.waitServing(ep, unit, host, started, ctx.signal);
+      if (started || restarted) ctx.step(`${fresh ? 'create' : 'ensure'}:${unit.role}-${fresh ? 'started' : 'restarted'}`);
+    }
+    // The replica follows the primary's port (live, should the primary have moved).
+    const following = await this.admin.info(replicaEp, 'replication');
+    if (following.master_port !== String(primaryEp.port)) {
+      await this.admin.replicaOf(replicaEp, primaryEp.port);
+    }
+    // The plan, live: no restart, nothing lost.
+    const bytes = String(spec.plan * MB);
+    for (const ep of [primaryEp, replicaEp]) {
+      if ((await this.admin.configGet(ep, 'maxmemory')) === bytes) continue;
+      await this.admin.configSet(ep, 'maxmemory', bytes);
+      ctx.step(`resize:${ep === primaryEp ? 'primary' : 'replica'}-set`);
+    }
+    return { fresh };
+  }
+
+  /**
+   * Waits until the engine answers PING on its port; fails early, with its log, when its process
+   * exits. A running engine that was not just started and refuses connections on the port the
+   * instance has (the port was moved elsewhere) is restarted with its configuration, which names
+   * the new port. Resolves with whether it restarted the engine.
+   */
+  private async waitServing(ep: RedisEndpoint, unit: UnitDefinition, host: UnitHost, started: boolean, signal?: AbortSignal): Promise<boolean> {
+    const until = Date.now() + READY_TIMEOUT_MS;
+    let fresh = started;
+    let restarted = false;
+    let last = '';
+    for (;;) {
+      throwIfCancelled(signal, `waiting for redis-server ${unit.role}`);
+      // An engine that exits at once (its port taken, its disk full) is reported without waiting
+      // for a stranger on its port to answer.
+      if (fresh && !host.isRunning(unit)) throw exited(unit, ep, host.logTail(unit) || last);
+      try {
+        await this.admin.ping(ep);
+        return restarted;
+      } catch (err) {
+        last = (err as Error).message;
+        if (!fresh && (err as NodeJS.ErrnoException).code === 'ECONNREFUSED' && host.isRunning(unit)) {
+          await host.stopUnit(unit);
+          await host.ensureUnit(unit);
+          fresh = true;
+          restarted = true;
+          continue;
+        }
+      }
+      if (!host.isRunning(unit)) throw exited(unit, ep, host.logTail(unit) || last);
+      if (Date.now() > until) throw new Error(`redis-server ${unit.role} does not answer on port ${ep.port}: ${last}`);
+      // redis-server answers some 10 ms after it starts: a coarser poll would add most of that again
+      await sleep(3, signal);
+    }
+  }
+
+  async readiness(spec: InstanceSpec, _instanceDir: string, targets: readonly ProbeTarget[]): Promise<string | undefined> {
+    try {
+      const password = this.password(spec);
+      for (const t of targets) await probeRedis(t, password);
+      const link = (await this.admin.info(this.endpoint(spec, 'replica'), 'replication')).master_link_status;
+      return link === 'up' ? undefined : `the replica is not in sync with the primary (master_link_status:${link ?? 'unknown'})`;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+
+  async check(spec: InstanceSpec, instanceDir: string, host: UnitHost): Promise<Health> {
+    for (const unit of this.units(spec, instanceDir)) {
+      if (!host.isRunning(unit)) return { healthy: false, reason: `redis-server ${unit.role} is not running` };
+    }
+    try {
+      await this.admin.ping(this.endpoint(spec, 'primary'));
+      const link = (await this.admin.info(this.endpoint(spec, 'replica'), 'replication')).master_link_status;
+      if (link !== 'up') return { healthy: false, reason: `the replica is not in sync (master_link_status:${link ?? 'unknown'})` };
+      return { healthy: true };
+    } catch (err) {
+      return { healthy: false, reason: (err as Error).message };
+    }
+  }
+
+  redis(spec: InstanceSpec): RedisInspector {
+    const ep = this.endpoint(spec, 'primary');
+    return {
+      info: (section) => this.admin.info(ep, section),
+      configGet: (name) => this.admin.configGet(ep, name),
+    };
+  }
+
+  forget(instanceId: string): void {
+    this.admin.forget(instanceId);
+  }
+
+  closeIdle(idleMs: number): void {
+    this.admin.closeIdle(idleMs);
+  }
+
+  close(): Promise<void> {
+    return this.admin.close();
+  }
+}
