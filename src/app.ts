@@ -1,0 +1,161 @@
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyInstance, type RouteOptions } from 'fastify';
+import type { Logger } from 'pino';
+import type { AppDeps } from './http/context.js';
+import { Metrics } from './lib/metrics.js';
+import { registerAudit } from './http/plugins/audit.js';
+import { registerAuth } from './http/plugins/auth.js';
+import { registerIdempotency } from './http/plugins/idempotency.js';
+import { registerJsonBodies } from './http/plugins/content.js';
+import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } from './http/plugins/error-handler.js';
+import { registerOpenApi } from './http/plugins/openapi.js';
+import { ErrorBody } from './http/schemas/common.js';
+import { aclRoutes } from './http/routes/acls.js';
+import { eventRoutes } from './http/routes/events.js';
+import { healthRoutes } from './http/routes/health.js';
+import { instanceRoutes } from './http/routes/instances.js';
+import { metricsRoutes } from './http/routes/metrics.js';
+import { mongodbUserRoutes } from './http/routes/mongodb-users.js';
+import { redisRoutes } from './http/routes/redis.js';
+import { tokenRoutes } from './http/routes/tokens.js';
+
+/** Request bodies above this are refused with 413. */
+export const BODY_LIMIT = 64 * 1024;
+
+/** Path parameters longer than this are refused with 414. */
+export const MAX_PARAM_LENGTH = 512;
+
+/** A request id taken from X-Request-Id must look like one (no log injection, bounded size). */
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * How long and how large a request may be, so that slow or oversized clients (headers sent byte
+ * by byte, bodies trickled, connections opened and left silent) cannot hold the server's
+ * connections: each limit ends such a connection with a JSON error and closes it.
+ */
+export interface HttpLimits {
+  /** The request line and headers must have arrived within this (408 otherwise). */
+  readonly headersTimeoutMs: number;
+  /** The whole request, body included, must have arrived within this (408 otherwise). */
+  readonly requestTimeoutMs: number;
+  /** A connection on which nothing at all moves for this long is closed. */
+  readonly idleTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this, between requests. */
+  readonly keepAliveTimeoutMs: number;
+  /** How often node looks for requests past the two timeouts above (its default is 30 s). */
+  readonly timeoutCheckMs: number;
+  /** Request line plus headers, in bytes (431 above). */
+  readonly maxHeaderBytes: number;
+}
+
+export const HTTP_LIMITS: HttpLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  timeoutCheckMs: 1_000,
+  maxHeaderBytes: 16 * 1024,
+};
+
+export interface AppOptions {
+  /** Called for every route as it is registered (tests list the routes with it). */
+  readonly onRoute?: (route: RouteOptions) => void;
+  /** Overrides of HTTP_LIMITS (tests shorten the timeouts). */
+  readonly http?: Partial<HttpLimits>;
+}
+
+/**
+ * Builds the HTTP application: every route, its schemas, authentication, errors, the OpenAPI
+ * document, /metrics. Never listens; the server (or a test) does.
+ */
+export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptions = {}): Promise<FastifyInstance> {
+  const { config } = deps;
+  const metrics = deps.metrics ?? new Metrics();
+  const limits: HttpLimits = { ...HTTP_LIMITS, ...options.http };
+  // Options of node's HTTP server itself (https.createServer takes them too).
+  const serverOptions = {
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: limits.timeoutCheckMs,
+    // hangar does not route by host name; a request without Host gets the API's own answer
+    // (node would send an empty, non-JSON 400).
+    requireHostHeader: false,
+  };
+  const tls = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined;
+  const app = Fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    ...(tls ? { https: { ...tls, ...serverOptions } } : { http: serverOptions }),
+    bodyLimit: BODY_LIMIT,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // One log line per request, written by the onResponse hook below.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    connectionTimeout: limits.idleTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Failures found by the router (a path parameter too long, a path that is not valid
+    // percent-encoding) are rendered like every other error.
+    frameworkErrors: (err, req, reply) => {
+      void reply.header('x-request-id', req.id).header('x-content-type-options', 'nosniff');
+      errorHandler(err, req, reply);
+    },
+    // Malformed HTTP, oversized headers, timeouts: a JSON error, then the connection is closed.
+    clientErrorHandler,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+  }) as unknown as FastifyInstance;
+
+  app.server.headersTimeout = limits.headersTimeoutMs;
+  // CONNECT is no method of the API; without a listener node would close the socket silently.
+  app.server.on('connect', onConnectMethod);
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  registerJsonBodies(app);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id).header('x-content-type-options', 'nosniff');
+    if (tls) void reply.header('strict-transport-security', 'max-age=31536000');
+  });
+  // One line per request; the logger's redaction keeps credentials out of it.
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url;
+    metrics.observeRequest(req.method, route ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    req.log.info(
+      {
+        method: req.method,
+        url: req.url.split('?')[0]!.slice(0, 200),
+        route: route ?? null,
+        status: reply.statusCode,
+        account: req.caller?.login ?? null,
+        ip: req.ip,
+        duration_ms: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request',
+    );
+  });
+
+  await registerOpenApi(app);
+  app.addSchema(ErrorBody);
+  healthRoutes(app, deps);
+  metricsRoutes(app, metrics);
+  await app.register(
+    async (v2) => {
+      registerAuth(v2, deps.services);
+      registerAudit(v2, deps);
+      registerIdempotency(v2, deps);
+      tokenRoutes(v2, deps);
+      instanceRoutes(v2, deps);
+      aclRoutes(v2, deps);
+      redisRoutes(v2, deps);
+      mongodbUserRoutes(v2, deps);
+      eventRoutes(v2, deps);
+    },
+    { prefix: '/v2' },
+  );
+  return app;
+}

@@ -1,0 +1,88 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AccountService, AuthenticatedCaller } from '../../service/accounts.js';
+import { errors } from '../../service/errors.js';
+import type { LoginGuard, RateLimiter } from '../../service/limits.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller?: AuthenticatedCaller;
+    /** The user named in HTTP Basic credentials, when the request sent some (for the audit log). */
+    loginAttempt?: { user: string; failed: boolean };
+  }
+  interface FastifyContextConfig {
+    /** `token` (default): X-Auth-Token or Basic; `basic`: Basic only (login); `none`. */
+    auth?: 'token' | 'basic' | 'none';
+  }
+}
+
+export interface AuthDeps {
+  readonly accounts: AccountService;
+  readonly loginGuard: LoginGuard;
+  readonly rateLimiter: RateLimiter;
+}
+
+function parseBasic(header: string | undefined): { user: string; secret: string } | undefined {
+  if (!header || !/^basic /i.test(header)) return undefined;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  if (i < 0) return undefined;
+  return { user: decoded.slice(0, i), secret: decoded.slice(i + 1) };
+}
+
+/**
+ * Authentication of the /v2 context, as the ObjectRocket clients do it: a token from
+ * `GET /v2/tokens/` in `X-Auth-Token`, or HTTP Basic with login:password or user_key:pass_key.
+ * Failed Basic logins count against the login and the source address. Every response carries
+ * the caller's request budget in X-RateLimit-* headers.
+ */
+export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
+  app.decorateRequest('caller', undefined);
+  app.decorateRequest('loginAttempt', undefined);
+  app.addHook('onRequest', async (req, reply) => {
+    const mode = req.routeOptions.config.auth ?? 'token';
+    if (mode === 'none') {
+      limit(req, reply, `a:${req.ip}`);
+      return;
+    }
+    const caller = await authenticate(req, mode, deps).catch((err: unknown) => {
+      limit(req, reply, `a:${req.ip}`);
+      throw err;
+    });
+    req.caller = caller;
+    limit(req, reply, `c:${caller.accountId}`);
+  });
+
+  function limit(req: FastifyRequest, reply: FastifyReply, key: string): void {
+    const s = deps.rateLimiter.take(key);
+    void reply.header('x-ratelimit-limit', s.limit).header('x-ratelimit-remaining', s.remaining).header('x-ratelimit-reset', s.reset);
+    if (s.exceeded) throw errors.rateLimited(s.retryAfterSeconds);
+  }
+}
+
+async function authenticate(req: FastifyRequest, mode: 'token' | 'basic', deps: AuthDeps): Promise<AuthenticatedCaller> {
+  const token = req.headers['x-auth-token'];
+  if (mode === 'token' && typeof token === 'string') {
+    const caller = await deps.accounts.verifyToken(token);
+    if (!caller) throw errors.unauthorized('the token is unknown, expired or revoked: log in again at GET /v2/tokens/');
+    return caller;
+  }
+  const basic = parseBasic(req.headers.authorization);
+  if (!basic) {
+    throw errors.unauthorized(
+      mode === 'basic'
+        ? 'log in with HTTP Basic: your login and password, or an API key pair (user_key:pass_key)'
+        : 'send X-Auth-Token (from GET /v2/tokens/) or HTTP Basic credentials',
+    );
+  }
+  const attempt = { user: basic.user, failed: true };
+  req.loginAttempt = attempt;
+  // Checked before the password: while the limit holds, the right password is refused too.
+  deps.loginGuard.check(basic.user, req.ip);
+  const caller = await deps.accounts.verifyBasic(basic.user, basic.secret);
+  if (!caller) {
+    deps.loginGuard.failed(basic.user, req.ip);
+    throw errors.unauthorized('wrong login or password');
+  }
+  attempt.failed = false;
+  return caller;
+}

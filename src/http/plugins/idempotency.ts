@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { errors } from '../../service/errors.js';
+import type { Db } from '../../store/database.js';
+import {
+  completeIdempotencyKey, findIdempotencyKey, purgeIdempotencyKeys, releaseIdempotencyKey, reserveIdempotencyKey,
+} from '../../store/idempotency-repository.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The Idempotency-Key this request reserved, to record its answer under. */
+    idempotency?: { accountId: string; key: string };
+  }
+}
+
+/** The header, documented (and bounded) on every route that changes something. */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description:
+        'Makes a POST or PATCH safe to repeat: a repeat with the same key and body gets the first answer without the work being done again; the same key with another body is a 409. Keys are kept 24 hours.',
+    }),
+  ),
+});
+
+/** How long a key and its answer are kept. */
+const KEEP_MS = 24 * 3_600_000;
+/** A reservation without an answer this old belongs to a request that died (requests end within 30 s). */
+const ABANDONED_MS = 60_000;
+/** How often a reservation also drops expired keys. */
+const PURGE_EVERY_MS = 3_600_000;
+
+const REPLAYED = 'idempotent-replayed';
+
+/**
+ * `Idempotency-Key` on POST and PATCH: the first request with a key reserves it and its answer
+ * is recorded; a repeat with the same key and the same request gets that answer again (with
+ * `Idempotent-Replayed: true`) and does nothing; the same key with another request is a 409,
+ * and so is a repeat while the first is still running. A 5xx is not recorded, so a retry runs
+ * the request again. Keys belong to the account and expire after 24 hours.
+ */
+export function registerIdempotency(app: FastifyInstance, deps: { db: Db; now: () => number }): void {
+  let lastPurge = Number.NEGATIVE_INFINITY;
+  app.decorateRequest('idempotency', undefined);
+
+  app.addHook('preHandler', async (req, reply) => {
+    if (req.method !== 'POST' && req.method !== 'PATCH') return;
+    const key = req.headers['idempotency-key'];
+    if (typeof key !== 'string' || !req.caller) return;
+    const accountId = req.caller.accountId;
+    const hash = requestHash(req);
+    const now = deps.now();
+    if (now - lastPurge >= PURGE_EVERY_MS) {
+      lastPurge = now;
+      await purgeIdempotencyKeys(deps.db, now - KEEP_MS);
+    }
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (await reserveIdempotencyKey(deps.db, accountId, key, hash, now)) {
+        req.idempotency = { accountId, key };
+        return;
+      }
+      const first = await findIdempotencyKey(deps.db, accountId, key);
+      if (!first) continue; // released meanwhile: reserve again
+      if (first.statusCode === undefined && first.createdAt < now - ABANDONED_MS) {
+        // reserved by a process that died before answering: the key is free again
+        await releaseIdempotencyKey(deps.db, accountId, key, now - ABANDONED_MS);
+        continue;
+      }
+      if (first.requestHash !== hash) throw errors.idempotencyConflict();
+      if (first.statusCode !== undefined) return replay(reply, first.statusCode, first.response ?? '');
+      throw errors.idempotencyInUse();
+    }
+    throw errors.idempotencyInUse();
+  });
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    const held = req.idempotency;
+    if (!held || reply.getHeader(REPLAYED)) return payload;
+    req.idempotency = undefined;
+    if (reply.statusCode >= 500 || typeof payload !== 'string') {
+      await releaseIdempotencyKey(deps.db, held.accountId, held.key).catch((err: unknown) => req.log.warn({ err }, 'idempotency key not released'));
+    } else {
+      await completeIdempotencyKey(deps.db, held.accountId, held.key, reply.statusCode, payload).catch((err: unknown) =>
+        req.log.warn({ err }, 'idempotent answer not recorded'),
+      );
+    }
+    return payload;
+  });
+}
+
+function replay(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).header(REPLAYED, 'true').type('application/json; charset=utf-8').send(body);
+}
+
+/** What makes two requests "the same": method, route, path parameters and body. */
+function requestHash(req: FastifyRequest): string {
+  return createHash('sha256')
+    .update(JSON.stringify([req.method, req.routeOptions.url, req.params ?? null, req.body ?? null]))
+    .digest('hex');
+}

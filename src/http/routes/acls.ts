@@ -1,0 +1,85 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { type AppDeps, callerOf } from '../context.js';
+import { AclCreateBody, AclParams, AclRecord, AclRecordExtended } from '../schemas/acls.js';
+import { Data, NameParams } from '../schemas/common.js';
+import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
+import { IdempotencyHeaders } from '../plugins/idempotency.js';
+import { ACL, ACL_EXTENDED } from '../schemas/examples.js';
+import { aclRecord, aclRecordExtended } from '../serializers.js';
+
+export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { acls } = deps.services;
+  const tags = ['acls'];
+
+  app.get(
+    '/instances/:instance_name/acls/',
+    {
+      schema: {
+        summary: "An instance's ACLs",
+        tags,
+        params: NameParams,
+        response: { 200: Data(Type.Array(AclRecord), [ACL]), ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND']) },
+      },
+    },
+    async (req) => {
+      const { instance, acls: list } = await acls.list(callerOf(req), req.params.instance_name);
+      return { data: list.map((a) => aclRecord(a, instance)) };
+    },
+  );
+
+  app.post(
+    '/instances/:instance_name/acls/',
+    {
+      config: { audit: 'acl.create' },
+      schema: {
+        summary: 'Admit an address or range at the edge',
+        description: 'Answers once the edge enforces the ACL (or after a short wait; the ACL is recorded either way and applied soon after).',
+        tags,
+        params: NameParams,
+        headers: IdempotencyHeaders,
+        body: AclCreateBody,
+        response: {
+          200: Data(Type.String({ description: 'The id of the new ACL' }), ACL._id.$oid),
+          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'ACL_EXISTS', 'QUOTA_EXCEEDED', 'INSTANCE_DELETING']),
+        },
+      },
+    },
+    async (req) => ({ data: await acls.create(callerOf(req), req.params.instance_name, req.body) }),
+  );
+
+  app.get(
+    '/instances/:instance_name/acls/:acl_id/',
+    {
+      schema: {
+        summary: 'One ACL, extended form',
+        tags,
+        params: AclParams,
+        response: { 200: Data(AclRecordExtended, ACL_EXTENDED), ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'ACL_NOT_FOUND']) },
+      },
+    },
+    async (req) => {
+      const { instance, acl } = await acls.get(callerOf(req), req.params.instance_name, req.params.acl_id);
+      return { data: aclRecordExtended(acl, instance) };
+    },
+  );
+
+  app.delete(
+    '/instances/:instance_name/acls/:acl_id/',
+    {
+      config: { audit: 'acl.delete' },
+      schema: {
+        summary: "Stop admitting the ACL's sources, and close their open connections",
+        tags,
+        params: AclParams,
+        response: { 200: Data(Type.Object({}, { description: 'Empty' }), {}), ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'ACL_NOT_FOUND']) },
+      },
+    },
+    async (req) => {
+      await acls.delete(callerOf(req), req.params.instance_name, req.params.acl_id);
+      return { data: {} };
+    },
+  );
+}

@@ -1,0 +1,126 @@
+import type { Static } from 'typebox';
+import { formatCreated } from '../lib/time.js';
+import { publicPort } from '../service/endpoints.js';
+import type { Acl, Instance, PortMap } from '../service/model.js';
+import type { AclRecord, AclRecordExtended } from './schemas/acls.js';
+import type { CreationRecord, InstanceRecord } from './schemas/instances.js';
+
+/**
+ * Domain -> wire, in one place. Each function is an allowlist of the fields the spec shows, in
+ * its order; nothing else of the domain object (admin secrets, leases) can leak out.
+ */
+
+export type InstanceRecord = Static<typeof InstanceRecord>;
+export type CreationRecord = Static<typeof CreationRecord>;
+export type AclRecord = Static<typeof AclRecord>;
+export type AclRecordExtended = Static<typeof AclRecordExtended>;
+
+/** The instance record of list and detail responses (spec 2.1). */
+export function instanceRecord(inst: Instance, host: string): InstanceRecord {
+  const base: InstanceRecord = {
+    id: inst.id,
+    name: inst.name,
+    service: inst.service,
+    type: inst.type,
+    plan: inst.plan,
+    version: inst.version,
+    zone: inst.zone,
+    created: formatCreated(inst.createdAt),
+    api_key: inst.apiKey,
+    caster: null,
+    state: inst.state,
+  };
+  switch (inst.service) {
+    case 'redis':
+      Object.assign(base, {
+        connect_string: `redis://${host}:${inst.ports.public}`,
+        clb_id: null,
+        password: inst.password,
+        public_connect_string: `redis://${host}:${inst.ports.public}`,
+        servicenet_connect_string: `redis://${host}:${inst.ports.servicenet}`,
+      });
+      break;
+    case 'mongodb':
+      base.connect_string = mongoConnectString(inst, host);
+      if (inst.type === 'mongodb_sharded') base.ssl_connect_string = `${host}:${inst.ports.ssl}`;
+      break;
+    case 'elasticsearch':
+      Object.assign(base, {
+        encrypted: inst.encrypted,
+        settings: {},
+        connection_strings: esConnectionStrings(inst.ports, host),
+      });
+      break;
+  }
+  if (inst.stateReason !== null && (inst.state === 'FAILED' || inst.state === 'DEGRADED')) base.state_reason = inst.stateReason;
+  return base;
+}
+
+function mongoConnectString(inst: Instance, host: string): string {
+  if (inst.type === 'mongodb_singledb' || inst.type === 'mongodb_sharded') return `${host}:${inst.ports.public}`;
+  return [0, 1, 2].map((i) => `${host}:${inst.ports[`public.${i}`]}`).join(',');
+}
+
+function esConnectionStrings(p: PortMap, host: string) {
+  return {
+    public: {
+      http: `http://${host}:${p['public.http']}`,
+      https: `https://${host}:${p['public.https']}`,
+      kibana_http: `http://${host}:${p['public.kibana_http']}`,
+      kibana_https: `https://${host}:${p['public.kibana_https']}`,
+      transport: `${host}:${p['public.transport']}`,
+    },
+    servicenet: {
+      http: `http://${host}:${p['servicenet.http']}`,
+      https: `https://${host}:${p['servicenet.https']}`,
+      transport: `${host}:${p['servicenet.transport']}`,
+    },
+  };
+}
+
+/** The creation response: the record of spec 2.3 plus the instance record's fields. */
+export function creationRecord(inst: Instance, host: string): CreationRecord {
+  return {
+    _id: { $oid: inst.id },
+    ansible_group: null,
+    build_id: inst.buildId,
+    dtcreated: { $date: inst.createdAt },
+    [`${inst.service}_version` as 'redis_version']: inst.version,
+    instance_name_prior: inst.namePrior,
+    instance_service: inst.service,
+    instance_type: inst.type,
+    login: inst.login,
+    login_prior: null,
+    ...instanceRecord(inst, host),
+  };
+}
+
+/** An ACL list entry (spec 2.4). */
+export function aclRecord(acl: Acl, inst: Instance): AclRecord {
+  const rec: AclRecord = {
+    _cls: 'Acl',
+    _id: { $oid: acl.id },
+    cidr_mask: acl.cidrMask,
+    date_created: { $date: acl.createdAt },
+    description: acl.description,
+    instance: inst.name,
+    login: inst.login,
+    metadata: {},
+    port: publicPort(inst.ports),
+  };
+  if (inst.service === 'elasticsearch') {
+    rec.transport = acl.transport;
+    rec.kibana = acl.kibana;
+  }
+  return rec;
+}
+
+/** The single-ACL response: the list entry plus the instance's id and types. */
+export function aclRecordExtended(acl: Acl, inst: Instance): AclRecordExtended {
+  return {
+    ...aclRecord(acl, inst),
+    instance_id: { $oid: inst.id },
+    instance_type: inst.type,
+    service_type: inst.service,
+  };
+}
