@@ -1,0 +1,74 @@
+import { PLANS } from '../../service/catalog.js';
+import { REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, need, waitReady } from '../client-command.js';
+import { UsageError, json } from '../io.js';
+import { fields } from '../table.js';
+
+async function stats(ctx: ClientContext): Promise<void> {
+  const name = ctx.args[0]!;
+  const { client } = ctx.connection();
+  const [inst, slaves, space, policy, maxClients] = await Promise.all([
+    client.getInstance(name),
+    client.connectedSlaves(name),
+    client.spaceUsage(name),
+    client.maxMemoryPolicy(name),
+    client.maxClients(name),
+  ]);
+  if (ctx.opts.json === true) {
+    ctx.io.out(json({ name, plan: inst.plan, state: inst.state, connectedSlaves: slaves, spaceUsage: space, maxMemoryPolicy: policy, maxClients }));
+    return;
+  }
+  ctx.io.out(
+    fields([
+      ['name', name],
+      ['state', inst.state],
+      ['plan', `${inst.plan} MB`],
+      ['used memory', space.usedMemoryHuman],
+      ['free', `${space.freeSpacePercentage}%`],
+      ['maxmemory-policy', policy],
+      ['maxclients', maxClients],
+      ['connected replicas', slaves],
+    ]),
+  );
+}
+
+async function resize(ctx: ClientContext): Promise<void> {
+  const { opts, io } = ctx;
+  const name = ctx.args[0]!;
+  const plan = Number(need(opts.plan, 'plan', `MB: ${PLANS.redis.join(', ')}`));
+  if (!Number.isInteger(plan)) throw new UsageError(`--plan must be an integer: ${PLANS.redis.join(', ')}`);
+  const { client } = ctx.connection();
+  const message = await client.resizeRedis(name, plan);
+  if (opts['no-wait'] === true) {
+    io.out(opts.json === true ? json({ name, plan, message }) : message);
+    return;
+  }
+  const inst = await waitReady(client, io, name, opts);
+  io.out(opts.json === true ? json(inst) : `Instance "${name}" runs on ${inst.plan} MB.`);
+}
+
+export const redisCommands: readonly ClientCommand[] = [
+  {
+    kind: 'client',
+    name: 'redis stats',
+    summary: 'Memory, policy, clients and replicas of a redis instance, read live',
+    args: ['NAME'],
+    remote: true,
+    options: REMOTE_OPTIONS,
+    examples: ['hangar redis stats cache', 'hangar redis stats cache --json'],
+    run: stats,
+  },
+  {
+    kind: 'client',
+    name: 'redis resize',
+    summary: 'Grow a redis instance to a larger plan, live, and wait until it runs on it',
+    args: ['NAME'],
+    remote: true,
+    options: {
+      ...REMOTE_OPTIONS,
+      ...WAIT_OPTIONS,
+      plan: { type: 'string', value: 'MB', description: `the new plan: ${PLANS.redis.join(', ')}`, choices: PLANS.redis.map(String) },
+    },
+    examples: ['hangar redis resize cache --plan 1000', 'hangar redis resize cache --plan 2500 --no-wait'],
+    run: resize,
+  },
+];

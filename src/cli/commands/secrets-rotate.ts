@@ -1,0 +1,81 @@
+import { existsSync, readFileSync } from 'node:fs';
+import type { Config } from '../../config.js';
+import { lockDataDir } from '../../lib/data-dir-lock.js';
+import { Keyring, SecretKeyError, keyFilePath, newKey, parseKeys, writeKeyFile } from '../../lib/secrets.js';
+import { assertKeysOpenStore, sealingKeyIds } from '../../server.js';
+import { appendAuditEvent } from '../../store/audit-repository.js';
+import type { Db } from '../../store/database.js';
+import { openStore } from '../../store/database.js';
+import { setMeta } from '../../store/lease-repository.js';
+import { type Io, json } from '../io.js';
+
+/**
+ * Re-encrypts every stored secret with a new key.
+ *
+ * With the key file (`secret.key` in the data dir): hangar must be stopped (the data dir lock
+ * says so for SQLite). A new key is made and put in front of the old ones in the file; every
+ * value is re-encrypted; only once no value needs an old key is the file rewritten with the new
+ * key alone. A crash at any point leaves everything readable.
+ *
+ * With HANGAR_SECRET_KEY: the new key first, the old ones after (`NEW,OLD`). Run it with hangar
+ * serving (restarted with `NEW,OLD` first, so it already writes with the new key), then set
+ * HANGAR_SECRET_KEY to the new key alone and restart.
+ */
+export async function secretsRotate(config: Config, _opts: unknown, io: Io): Promise<void> {
+  const unlock = config.secretKey ? () => {} : lockDataDir(config.dataDir);
+  try {
+    const store = await openStore({ ...config, poolSize: 2 });
+    try {
+      let keyring: Keyring;
+      let finish = () => {};
+      if (config.secretKey) {
+        keyring = new Keyring(parseKeys(config.secretKey, 'HANGAR_SECRET_KEY'));
+        await assertKeysOpenStore(store.db, keyring);
+      } else {
+        const file = keyFilePath(config.dataDir);
+        if (!existsSync(file)) throw new SecretKeyError(`no key file at ${file}: is --data-dir the data dir hangar serves from?`);
+        const old = parseKeys(readFileSync(file, 'utf8'), file);
+        await assertKeysOpenStore(store.db, new Keyring(old));
+        const fresh = newKey();
+        writeKeyFile(file, [fresh, ...old]);
+        keyring = new Keyring([fresh, ...old]);
+        finish = () => writeKeyFile(file, [fresh]);
+      }
+      const count = await reencryptAll(store.db, keyring);
+      const stale = [...(await sealingKeyIds(store.db)).keys()].filter((id) => id !== keyring.currentId);
+      if (stale.length > 0) throw new SecretKeyError(`values still encrypted with key(s) ${stale.join(', ')} (written meanwhile?); run hangar secrets rotate again`);
+      finish();
+      await appendAuditEvent(store.db, {
+        accountId: null, login: null, action: 'secrets.rotate', target: `key:${keyring.currentId}`,
+        sourceIp: null, outcome: 'success', statusCode: null, requestId: null, createdAt: Date.now(),
+      });
+      io.out(json({ key: keyring.currentId, reencrypted: count, ...(config.secretKey ? { next: 'set HANGAR_SECRET_KEY to the new key alone and restart hangar' } : {}) }));
+    } finally {
+      await store.close();
+    }
+  } finally {
+    unlock();
+  }
+}
+
+/** Re-encrypts, in one transaction, every value not sealed with the keyring's current key. */
+export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
+  const reseal = (v: string) => (keyring.isCurrent(v) ? v : keyring.encrypt(keyring.decrypt(v)));
+  let n = 0;
+  await db.transaction().execute(async (trx) => {
+    for (const r of await trx.selectFrom('instances').select(['id', 'api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) {
+      await trx
+        .updateTable('instances')
+        .set({ api_key_enc: reseal(r.api_key_enc), password_enc: r.password_enc === null ? null : reseal(r.password_enc), admin_secret_enc: reseal(r.admin_secret_enc) })
+        .where('id', '=', r.id)
+        .execute();
+      n += r.password_enc === null ? 2 : 3;
+    }
+    for (const r of await trx.selectFrom('mongodb_users').select(['id', 'password_enc']).execute()) {
+      await trx.updateTable('mongodb_users').set({ password_enc: reseal(r.password_enc) }).where('id', '=', r.id).execute();
+      n++;
+    }
+    await setMeta(trx, 'secret_check', keyring.encrypt('hangar'));
+  });
+  return n;
+}

@@ -1,0 +1,34 @@
+import type { Config } from '../../config.js';
+import { startHangar } from '../../server.js';
+import type { Io } from '../io.js';
+
+/** How long a stop may take before the process exits anyway. */
+const STOP_DEADLINE_MS = 9_000;
+
+/**
+ * Runs hangar until SIGTERM or SIGINT: then in-flight requests finish, the reconciler stops
+ * between steps, and the process exits 0. Engines and the edge keep serving.
+ */
+export async function serve(config: Config, io: Io): Promise<void> {
+  const hangar = await startHangar(config);
+  io.err(`hangar serving on ${hangar.url}/v2/ (runtime ${hangar.runtime.kind}, store ${hangar.store.location})`);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      hangar.log.info({ signal }, 'stopping');
+      const deadline = setTimeout(() => {
+        hangar.log.error('stop took too long; exiting');
+        process.exit(1);
+      }, STOP_DEADLINE_MS);
+      deadline.unref();
+      hangar.close().then(
+        () => resolve(),
+        (err: unknown) => {
+          hangar.log.error({ err }, 'stop failed');
+          resolve();
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

@@ -1,0 +1,211 @@
+import { parseArgs } from 'node:util';
+import { HangarApiError } from '../client/index.js';
+import { ConfigError, SETTINGS, loadConfig, settingOptions } from '../config.js';
+import { HangarError } from '../service/errors.js';
+import { type ClientCommand, type OptionSpec, type Values, contextFor } from './client-command.js';
+import { CLIENT_COMMANDS } from './client-commands.js';
+import { ConnectError, ExitCode } from './commands/connect.js';
+import { EXIT, type Io, NotLoggedInError, UsageError } from './io.js';
+import { OPERATOR_COMMANDS, type OperatorCommand } from './operator-commands.js';
+import type { Env } from './session.js';
+
+export { OPERATOR_COMMANDS, type OperatorCommand } from './operator-commands.js';
+export { CLIENT_COMMANDS } from './client-commands.js';
+
+type Command = OperatorCommand | ClientCommand;
+
+const ALL: readonly Command[] = [...CLIENT_COMMANDS, ...OPERATOR_COMMANDS];
+
+const EXIT_CODES =
+  'Exit codes: 0 success; 1 failure; 2 wrong usage; 3 not found (instance, ACL or user); 4 not logged in, or credentials refused; 5 gave up waiting (--timeout; hangar keeps working).';
+
+/** Flags that take a value, in any command: their values are not command words. */
+const VALUE_FLAGS = new Set<string>([
+  ...Object.keys(settingOptions()),
+  ...ALL.flatMap((c) => Object.entries(c.options).filter(([, o]) => o.type === 'string').map(([f]) => f)),
+]);
+
+/** The command named by the words of the command line (flags and their values skipped). */
+function findCommand(argv: readonly string[]): { command: Command | undefined; words: string[] } {
+  const words: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') break;
+    if (a.startsWith('-')) {
+      if (a.startsWith('--') && !a.includes('=') && VALUE_FLAGS.has(a.slice(2))) i++;
+      continue;
+    }
+    words.push(a);
+  }
+  const command = [...ALL].sort((a, b) => b.name.length - a.name.length).find((c) => c.name.split(' ').every((w, i) => words[i] === w));
+  return { command, words };
+}
+
+const argUsage = (a: string) => (a.startsWith('...') ? ` [-- ${a.slice(3)}...]` : a.endsWith('?') ? ` [${a.slice(0, -1)}]` : ` ${a}`);
+const usageOf = (c: ClientCommand) => `hangar ${c.name}${c.args.filter((a) => !a.startsWith('...')).map(argUsage).join('')} [options]${c.args.filter((a) => a.startsWith('...')).map(argUsage).join('')}`;
+
+function help(): string {
+  const width = Math.max(...ALL.map((c) => c.name.length)) + 2;
+  const line = (c: Command) => `  ${c.name.padEnd(width)}${c.summary}`;
+  return [
+    'hangar: a self-hosted control plane for Redis, MongoDB and Elasticsearch behind the ObjectRocket API v2',
+    '',
+    'Usage: hangar <command> [options]',
+    '',
+    'Using hangar (talks to any hangar over HTTP; start with hangar login):',
+    ...CLIENT_COMMANDS.map(line),
+    '',
+    'Running hangar (on its machine, with the settings below):',
+    ...OPERATOR_COMMANDS.map(line),
+    '',
+    'Settings of the commands that run hangar, as flags or environment variables (the flag wins):',
+    ...SETTINGS.map((s) => `  --${s.flag} / ${s.env}${s.default !== undefined ? ` (default ${s.default})` : ''}: ${s.description}`),
+    '',
+    EXIT_CODES,
+    'hangar <command> --help shows the command with examples. Shell completion: hangar completion bash|zsh.',
+  ].join('\n');
+}
+
+function optionLine(flag: string, o: OptionSpec): [string, string] {
+  return [`${o.short ? `-${o.short}, ` : ''}--${flag}${o.value ? ` ${o.value}` : ''}`, `${o.description}${o.multiple ? ' (repeatable)' : ''}`];
+}
+
+function commandHelp(c: Command): string {
+  if (c.kind === 'operator') {
+    return [c.summary, '', `Usage: ${c.usage}`, '', 'Examples:', ...c.examples.map((e) => `  ${e}`), '', 'Settings: see hangar --help', EXIT_CODES].join('\n');
+  }
+  // The command's own options first, the common ones (--url, --json) last.
+  const common = (f: string) => (f === 'url' || f === 'json' ? 1 : 0);
+  const entries = Object.entries(c.options).sort(([a], [b]) => common(a) - common(b));
+  const opts = [...entries.map(([f, o]) => optionLine(f, o)), ['-h, --help', 'show this help'] as [string, string]];
+  const width = Math.max(...opts.map(([f]) => f.length)) + 2;
+  return [
+    c.summary,
+    '',
+    `Usage: ${usageOf(c)}`,
+    '',
+    'Options:',
+    ...opts.map(([f, d]) => `  ${f.padEnd(width)}${d}`),
+    ...(c.details ? ['', wrap(c.details)] : []),
+    ...(c.remote ? ['', wrap('Environment: HANGAR_URL, HANGAR_TOKEN; HANGAR_LOGIN and HANGAR_PASSWORD log in without hangar login.')] : []),
+    '',
+    'Examples:',
+    ...c.examples.map((e) => `  ${e}`),
+    '',
+    wrap(EXIT_CODES),
+  ].join('\n');
+}
+
+/** Breaks text into lines of at most `width` characters, at spaces. */
+function wrap(text: string, width = 100): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/)) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  return [...lines, line].join('\n');
+}
+
+/** Runs the command line; returns the exit code. */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
+  const { command, words } = findCommand(argv);
+  const wantsHelp = argv.includes('--help') || argv.includes('-h');
+  if (!command) {
+    if (words.length === 0 || words[0] === 'help') {
+      io.out(help());
+      return words.length === 0 && !wantsHelp ? EXIT.USAGE : EXIT.OK;
+    }
+    io.err(`unknown command "${words.join(' ')}"; see hangar --help`);
+    return EXIT.USAGE;
+  }
+  if (wantsHelp) {
+    io.out(commandHelp(command));
+    return EXIT.OK;
+  }
+  return command.kind === 'operator' ? runOperator(command, argv, env, io) : runClient(command, argv, env, io);
+}
+
+/** A command of the operator, unchanged: its flags and the server settings (flag > env > default). */
+async function runOperator(command: OperatorCommand, argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: { ...settingOptions(), ...command.options },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (positionals.length > command.name.split(' ').length) throw new UsageError(`unexpected argument "${positionals.at(-1)}"`);
+    const config = loadConfig(values, env);
+    await command.run(config, values, io);
+    return EXIT.OK;
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.err(`${(err as Error).message}\nusage: ${command.usage}`);
+      return EXIT.USAGE;
+    }
+    if (err instanceof ConfigError) {
+      io.err(`configuration: ${err.message}`);
+      return EXIT.USAGE;
+    }
+    if (err instanceof HangarError) {
+      io.err(err.message);
+      return EXIT.FAILURE;
+    }
+    io.err(`hangar: ${(err as Error).message ?? String(err)}`);
+    return EXIT.FAILURE;
+  }
+}
+
+/** A command for API users: its own flags, no server settings; API errors become exit codes. */
+async function runClient(command: ClientCommand, argv: readonly string[], env: Env, io: Io): Promise<number> {
+  try {
+    const options = Object.fromEntries(
+      Object.entries(command.options).map(([f, o]) => [f, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]),
+    );
+    const { values, positionals } = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+    const args = positionals.slice(command.name.split(' ').length);
+    const required = command.args.filter((a) => !a.endsWith('?') && !a.startsWith('...')).length;
+    const most = command.args.at(-1)?.startsWith('...') ? Infinity : command.args.length;
+    if (args.length < required) throw new UsageError(`missing ${command.args.slice(args.length, required).join(' ')}`);
+    if (args.length > most) throw new UsageError(`unexpected argument "${args[most]}"`);
+    await command.run(contextFor(args, values as Values, io, env));
+    return EXIT.OK;
+  } catch (err) {
+    return clientFailure(command, err, io);
+  }
+}
+
+function clientFailure(command: ClientCommand, err: unknown, io: Io): number {
+  if (err instanceof ExitCode) return err.code;
+  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    io.err(`hangar: ${(err as Error).message}\nusage: ${usageOf(command)}  (see hangar ${command.name} --help)`);
+    return EXIT.USAGE;
+  }
+  if (err instanceof NotLoggedInError) {
+    io.err(`hangar: ${err.message}`);
+    return EXIT.AUTH;
+  }
+  if (err instanceof HangarApiError) {
+    const id = err.status >= 500 && err.requestId ? ` (request id ${err.requestId})` : '';
+    io.err(`hangar: ${err.message}${id}`);
+    if (err.status === 401) {
+      io.err('hangar: log in again: hangar login');
+      return EXIT.AUTH;
+    }
+    if (err.status === 404) return EXIT.NOT_FOUND;
+    if (err.code === 'WAIT_TIMEOUT') {
+      io.err('hangar: hangar keeps working on it; follow it with hangar instances show');
+      return EXIT.TIMEOUT;
+    }
+    return EXIT.FAILURE;
+  }
+  if (err instanceof ConnectError) {
+    io.err(`hangar: ${err.message}`);
+    return EXIT.FAILURE;
+  }
+  io.err(`hangar: ${(err as Error).message ?? String(err)}`);
+  return EXIT.FAILURE;
+}

@@ -1,0 +1,107 @@
+import type { Config } from '../config.js';
+import type { Io } from './io.js';
+
+// Loaded when run: they bring the server, the store and the drivers, which the commands of API
+// users (and --help) have no use for.
+const accounts = () => import('./commands/accounts.js');
+
+type Opts = Record<string, string | boolean | undefined>;
+
+/** A command of the operator: works on a data dir or database directly and takes the server settings. */
+export interface OperatorCommand {
+  readonly kind: 'operator';
+  /** Words that name it, e.g. `accounts create`. */
+  readonly name: string;
+  readonly summary: string;
+  readonly usage: string;
+  readonly examples: readonly string[];
+  /** Flags of its own, besides the settings (--data-dir, --database-url, ...). */
+  readonly options: Readonly<Record<string, { type: 'string' | 'boolean'; short?: string }>>;
+  run(config: Config, opts: Opts, io: Io): Promise<void>;
+}
+
+const login = { login: { type: 'string' as const } };
+
+export const OPERATOR_COMMANDS: readonly OperatorCommand[] = [
+  {
+    kind: 'operator',
+    name: 'serve',
+    summary: 'Serve the API, run the reconciler and supervise the engines',
+    usage: 'hangar serve [--port N] [--data-dir DIR] [--database-url URL] [--runtime local|emulated] [...]',
+    examples: ['hangar serve', 'HANGAR_BOOTSTRAP_LOGIN=me@example.com HANGAR_BOOTSTRAP_PASSWORD=long-password hangar serve --port 8080'],
+    options: {},
+    run: async (config, _opts, io) => (await import('./commands/serve.js')).serve(config, io),
+  },
+  {
+    kind: 'operator',
+    name: 'doctor',
+    summary: 'Tell which services this machine can host, the engines found and what to install for the others',
+    usage: 'hangar doctor [--json]',
+    examples: ['hangar doctor', 'hangar doctor --json'],
+    options: { json: { type: 'boolean' } },
+    run: async (config, opts, io) => (await import('./commands/doctor.js')).doctor(config, opts, io),
+  },
+  {
+    kind: 'operator',
+    name: 'accounts create',
+    summary: 'Create an account (prints it as JSON)',
+    usage: 'hangar accounts create --login LOGIN --password PASSWORD',
+    examples: ['hangar accounts create --login ops@example.com --password "correct horse battery"'],
+    options: { ...login, password: { type: 'string' } },
+    run: async (config, opts, io) => (await accounts()).accountsCreate(config, opts, io),
+  },
+  {
+    kind: 'operator',
+    name: 'keys create',
+    summary: 'Create an API key pair for an account; prints {"user_key", "pass_key"} (the pass_key is shown once)',
+    usage: 'hangar keys create --login LOGIN',
+    examples: ['hangar keys create --login ops@example.com'],
+    options: login,
+    run: async (config, opts, io) => (await accounts()).keysCreate(config, opts, io),
+  },
+  {
+    kind: 'operator',
+    name: 'keys ls',
+    summary: "List an account's API keys (without secrets)",
+    usage: 'hangar keys ls --login LOGIN',
+    examples: ['hangar keys ls --login ops@example.com'],
+    options: login,
+    run: async (config, opts, io) => (await accounts()).keysList(config, opts, io),
+  },
+  {
+    kind: 'operator',
+    name: 'keys rm',
+    summary: 'Delete an API key pair',
+    usage: 'hangar keys rm --login LOGIN --user-key KEY',
+    examples: ['hangar keys rm --login ops@example.com --user-key 3f2a...'],
+    options: { ...login, 'user-key': { type: 'string' } },
+    run: async (config, opts, io) => (await accounts()).keysDelete(config, opts, io),
+  },
+  {
+    kind: 'operator',
+    name: 'tokens revoke',
+    summary: "Revoke every token of an account (its clients must log in again)",
+    usage: 'hangar tokens revoke --login LOGIN',
+    examples: ['hangar tokens revoke --login ops@example.com'],
+    options: login,
+    run: async (config, opts, io) => (await accounts()).tokensRevoke(config, opts, io),
+  },
+  {
+    kind: 'operator',
+    name: 'secrets rotate',
+    summary: 'Re-encrypt every stored secret with a new key',
+    usage: 'hangar secrets rotate',
+    examples: ['hangar secrets rotate', 'HANGAR_SECRET_KEY="$(openssl rand -base64 32),$OLD_KEY" hangar secrets rotate'],
+    options: {},
+    run: async (config, opts, io) => (await import('./commands/secrets-rotate.js')).secretsRotate(config, opts, io),
+  },
+  {
+    kind: 'operator',
+    name: 'audit',
+    summary: 'Print the audit log, newest first',
+    usage: 'hangar audit [--login LOGIN] [--limit N]',
+    examples: ['hangar audit --limit 20', 'hangar audit --login ops@example.com'],
+    options: { ...login, limit: { type: 'string' } },
+    run: async (config, opts, io) => (await import('./commands/audit.js')).audit(config, opts, io),
+  },
+];

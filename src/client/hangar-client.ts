@@ -1,0 +1,351 @@
+import { HangarApiError } from './errors.js';
+import {
+  READY_STATES,
+  type AccountInfo, type Acl, type AclDetail, type AuditEvent, type CreateAclRequest, type CreateInstanceRequest,
+  type CreateMongoUserRequest, type CreatedInstance, type Instance, type MongoUser, type SpaceUsage, type UpdateMongoUserRequest,
+} from './types.js';
+
+export interface HangarClientOptions {
+  /** Where hangar answers, e.g. `http://127.0.0.1:8080` (a trailing `/v2` is accepted). */
+  readonly url: string;
+  /** Log in with a login and a password... */
+  readonly login?: string;
+  readonly password?: string;
+  /** ...or with an API key pair. */
+  readonly userKey?: string;
+  readonly passKey?: string;
+  /** A token from an earlier login; with credentials too, an expired one is replaced. */
+  readonly token?: string;
+  /** Milliseconds a request may take (default 30 s). */
+  readonly timeoutMs?: number;
+  /** The fetch to use (default: the global one). */
+  readonly fetch?: typeof fetch;
+}
+
+export interface WaitOptions {
+  /** Give up after this long (default 10 minutes): HangarApiError WAIT_TIMEOUT. */
+  readonly timeoutMs?: number;
+  /** First pause between polls (default 250 ms); it grows by half each poll up to `maxIntervalMs`. */
+  readonly intervalMs?: number;
+  readonly maxIntervalMs?: number;
+  /** Called with each record polled (undefined once it is gone), e.g. to show progress. */
+  readonly onPoll?: (instance: Instance | undefined, elapsedMs: number) => void;
+  readonly signal?: AbortSignal;
+}
+
+type Auth = 'token' | 'basic' | 'none';
+
+const enc = encodeURIComponent;
+
+/**
+ * A client of the hangar API, typed from the schemas the server validates with. It logs in
+ * with a login and password (or an API key pair) when it has no token, keeps the token, and on
+ * a 401 logs in again once and repeats the request, as the ObjectRocket python client does.
+ * Every failure is a HangarApiError. Uses the global fetch; no dependency.
+ *
+ * ```ts
+ * const hangar = new HangarClient({ url: 'http://127.0.0.1:8080', login: 'me@example.com', password: '...' });
+ * await hangar.createInstance({ name: 'cache', service: 'redis', type: 'redis_ha_instance', plan: 500, version: '7.0.15', zone: 'US-Dallas' });
+ * const cache = await hangar.waitUntilReady('cache');
+ * ```
+ */
+export class HangarClient {
+  readonly baseUrl: string;
+  private currentToken: string | undefined;
+  private loggingIn: Promise<string> | undefined;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(private readonly opts: HangarClientOptions) {
+    this.baseUrl = opts.url.replace(/\/+$/, '').replace(/\/v2$/, '');
+    this.currentToken = opts.token;
+    this.fetchFn = opts.fetch ?? globalThis.fetch;
+  }
+
+  /** The token in use, if any (keep it to skip the login next time). */
+  get token(): string | undefined {
+    return this.currentToken;
+  }
+
+  private get credentials(): [string, string] | undefined {
+    if (this.opts.login !== undefined && this.opts.password !== undefined) return [this.opts.login, this.opts.password];
+    if (this.opts.userKey !== undefined && this.opts.passKey !== undefined) return [this.opts.userKey, this.opts.passKey];
+    return undefined;
+  }
+
+  // --- tokens -------------------------------------------------------------------------------
+
+  /** Logs in (HTTP Basic at `GET /v2/tokens/`), keeps the token and returns it. */
+  login(): Promise<string> {
+    this.loggingIn ??= (async () => {
+      try {
+        const { token } = await this.call<{ token: string }>('GET', '/v2/tokens/', { auth: 'basic' });
+        this.currentToken = token;
+        return token;
+      } finally {
+        this.loggingIn = undefined;
+      }
+    })();
+    return this.loggingIn;
+  }
+
+  /** Whose a token is and when it expires (the client's own token by default). */
+  async verifyToken(token?: string): Promise<AccountInfo> {
+    const t = token ?? this.currentToken ?? (await this.login());
+    return this.call('POST', '/v2/tokens/verify/', { auth: 'none', body: { token: t } });
+  }
+
+  /** Revokes the token in use and forgets it. */
+  async logout(): Promise<void> {
+    if (this.currentToken === undefined) return;
+    await this.call('DELETE', '/v2/tokens/', { retry: false });
+    this.currentToken = undefined;
+  }
+
+  // --- instances ----------------------------------------------------------------------------
+
+  listInstances(): Promise<Instance[]> {
+    return this.call('GET', '/v2/instances/');
+  }
+
+  /** Asks for an instance; it is REQUESTED at first: see waitUntilReady. */
+  createInstance(body: CreateInstanceRequest): Promise<CreatedInstance> {
+    return this.call('POST', '/v2/instances/', { body });
+  }
+
+  getInstance(name: string): Promise<Instance> {
+    return this.call('GET', `/v2/instances/${enc(name)}/`);
+  }
+
+  /** Starts the deletion; the instance is DELETING until it is gone: see waitUntilGone. */
+  deleteInstance(name: string): Promise<string> {
+    return this.call('DELETE', `/v2/instances/${enc(name)}/`);
+  }
+
+  renameInstance(name: string, newName: string): Promise<string> {
+    return this.call('POST', `/v2/instances/${enc(name)}/rename/`, { body: { name: newName } });
+  }
+
+  // --- ACLs ---------------------------------------------------------------------------------
+
+  listAcls(instance: string): Promise<Acl[]> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/acls/`);
+  }
+
+  /** Admits an address or range; resolves to the new ACL's id. */
+  createAcl(instance: string, body: CreateAclRequest): Promise<string> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/acls/`, { body });
+  }
+
+  getAcl(instance: string, aclId: string): Promise<AclDetail> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/acls/${enc(aclId)}/`);
+  }
+
+  async deleteAcl(instance: string, aclId: string): Promise<void> {
+    await this.call('DELETE', `/v2/instances/${enc(instance)}/acls/${enc(aclId)}/`);
+  }
+
+  // --- redis --------------------------------------------------------------------------------
+
+  connectedSlaves(instance: string): Promise<number> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/connectedSlaves/`);
+  }
+
+  spaceUsage(instance: string): Promise<SpaceUsage> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/spaceUsage/`);
+  }
+
+  maxMemoryPolicy(instance: string): Promise<string> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/maxMemoryPolicy/`);
+  }
+
+  /** A number, as the API gives it: a string. */
+  maxClients(instance: string): Promise<string> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/maxClients/`);
+  }
+
+  /** Starts growing a redis instance to `newPlan` MB; it is RESIZING until ACTIVE again: see waitUntilReady. */
+  resizeRedis(instance: string, newPlan: number): Promise<string> {
+    return this.call('POST', `/v2/redis/${enc(instance)}/resize/`, { body: { new_plan: newPlan } });
+  }
+
+  // --- MongoDB users ------------------------------------------------------------------------
+
+  private usersPath(instance: string, database: string): string {
+    return `/v2/mongodb/${enc(instance)}/databases/${enc(database)}/users`;
+  }
+
+  /** `instance` is the instance id (a name works too). */
+  listMongoUsers(instance: string, database: string): Promise<MongoUser[]> {
+    return this.call('GET', this.usersPath(instance, database));
+  }
+
+  createMongoUser(instance: string, database: string, body: CreateMongoUserRequest): Promise<string> {
+    return this.call('POST', this.usersPath(instance, database), { body });
+  }
+
+  /** Changes the password and/or the roles (a sent role list replaces the old one). */
+  updateMongoUser(instance: string, database: string, username: string, change: UpdateMongoUserRequest): Promise<string> {
+    return this.call('PATCH', `${this.usersPath(instance, database)}/${enc(username)}`, { body: change, envelope: 'message' });
+  }
+
+  deleteMongoUser(instance: string, database: string, username: string): Promise<string> {
+    return this.call('DELETE', `${this.usersPath(instance, database)}/${enc(username)}`);
+  }
+
+  // --- audit log ----------------------------------------------------------------------------
+
+  /** The account's audit log, newest first. */
+  listEvents(opts: { limit?: number; before?: number } = {}): Promise<AuditEvent[]> {
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.set('limit', String(opts.limit));
+    if (opts.before !== undefined) q.set('before', String(opts.before));
+    const qs = q.toString();
+    return this.call('GET', `/v2/events/${qs ? `?${qs}` : ''}`);
+  }
+
+  // --- waiting ------------------------------------------------------------------------------
+
+  /**
+   * Polls the instance, with backoff, until it serves (ACTIVE; COMPLETED for elasticsearch) and
+   * returns its record. Throws HangarApiError INSTANCE_FAILED (with the reason) when it turns
+   * FAILED, WAIT_TIMEOUT after `timeoutMs`, and the API's 404 when it does not exist.
+   */
+  async waitUntilReady(name: string, opts: WaitOptions = {}): Promise<Instance> {
+    return this.poll(name, opts, (inst) => {
+      if (!inst) throw new HangarApiError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" not found`);
+      if (inst.state === 'FAILED') {
+        throw new HangarApiError(0, 'INSTANCE_FAILED', `instance "${name}" FAILED: ${inst.state_reason ?? 'no reason given'}`, { instance: inst });
+      }
+      return READY_STATES.includes(inst.state) ? inst : undefined;
+    });
+  }
+
+  /** Polls, with backoff, until the instance is gone (404). */
+  async waitUntilGone(name: string, opts: WaitOptions = {}): Promise<void> {
+    await this.poll(name, opts, (inst) => (inst ? undefined : true));
+  }
+
+  private async poll<T>(name: string, opts: WaitOptions, done: (inst: Instance | undefined) => T | undefined): Promise<T> {
+    const started = Date.now();
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const maxInterval = opts.maxIntervalMs ?? 2_000;
+    let interval = opts.intervalMs ?? 250;
+    let last: Instance | undefined;
+    for (;;) {
+      let inst: Instance | undefined;
+      try {
+        inst = await this.getInstance(name);
+      } catch (err) {
+        if (!(err instanceof HangarApiError && err.status === 404)) throw err;
+      }
+      last = inst ?? last;
+      opts.onPoll?.(inst, Date.now() - started);
+      const result = done(inst);
+      if (result !== undefined) return result;
+      const left = timeoutMs - (Date.now() - started);
+      if (left <= 0) {
+        throw new HangarApiError(0, 'WAIT_TIMEOUT', `instance "${name}" is still ${last?.state ?? 'there'} after ${Math.round(timeoutMs / 1000)} s`, {
+          ...(last ? { instance: last } : {}),
+        });
+      }
+      await sleep(Math.min(interval, left), opts.signal);
+      interval = Math.min(maxInterval, Math.round(interval * 1.5));
+    }
+  }
+
+  // --- transport ----------------------------------------------------------------------------
+
+  /**
+   * One API call: sends the token (logging in first when there is none but credentials are
+   * known), and on a 401 logs in again once and repeats the request. Returns `data` (or
+   * `message`) of the answer.
+   */
+  private async call<T>(
+    method: string,
+    path: string,
+    opts: { body?: unknown; auth?: Auth; retry?: boolean; envelope?: 'data' | 'message' } = {},
+  ): Promise<T> {
+    const auth = opts.auth ?? 'token';
+    if (auth === 'token' && this.currentToken === undefined && this.credentials) await this.login();
+    let res = await this.send(method, path, opts.body, auth);
+    if (res.status === 401 && auth === 'token' && opts.retry !== false && this.credentials) {
+      await this.login();
+      res = await this.send(method, path, opts.body, auth);
+    }
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok) throw errorOf(res, parsed, text);
+    const envelope = opts.envelope ?? 'data';
+    if (typeof parsed !== 'object' || parsed === null || !(envelope in parsed)) {
+      throw new HangarApiError(res.status, 'BAD_ANSWER', `${method} ${path}: the answer has no "${envelope}"`, { requestId: res.headers.get('x-request-id') ?? undefined });
+    }
+    return (parsed as Record<string, T>)[envelope]!;
+  }
+
+  private async send(method: string, path: string, body: unknown, auth: Auth): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (auth === 'basic') {
+      const creds = this.credentials;
+      if (!creds) throw new HangarApiError(401, 'UNAUTHORIZED', 'no credentials to log in with: pass login and password, or userKey and passKey');
+      headers.authorization = `Basic ${base64(`${creds[0]}:${creds[1]}`)}`;
+    } else if (auth === 'token' && this.currentToken !== undefined) {
+      headers['x-auth-token'] = this.currentToken;
+    }
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const timeoutMs = this.opts.timeoutMs ?? 30_000;
+    try {
+      return await this.fetchFn(`${this.baseUrl}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string; message?: string } };
+      if (e.name === 'TimeoutError') throw new HangarApiError(0, 'TIMEOUT', `${method} ${path}: no answer from ${this.baseUrl} within ${timeoutMs} ms`, { cause: err });
+      const why = e.cause?.code ?? e.cause?.message ?? e.message;
+      throw new HangarApiError(0, 'NETWORK_ERROR', `cannot reach hangar at ${this.baseUrl}: ${why}`, { cause: err });
+    }
+  }
+}
+
+function errorOf(res: Response, body: unknown, text: string): HangarApiError {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as { message?: unknown; code?: unknown; field?: unknown; allowed?: unknown };
+  const retry = Number(res.headers.get('retry-after'));
+  return new HangarApiError(
+    res.status,
+    typeof b.code === 'string' ? b.code : `HTTP_${res.status}`,
+    typeof b.message === 'string' ? b.message : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
+    {
+      ...(typeof b.field === 'string' ? { field: b.field } : {}),
+      ...(Array.isArray(b.allowed) ? { allowed: b.allowed as (string | number)[] } : {}),
+      ...(res.headers.get('x-request-id') ? { requestId: res.headers.get('x-request-id')! } : {}),
+      ...(Number.isFinite(retry) && retry > 0 ? { retryAfterSeconds: retry } : {}),
+    },
+  );
+}
+
+/** UTF-8 base64 with what every JavaScript runtime has (no Buffer). */
+function base64(s: string): string {
+  return btoa(Array.from(new TextEncoder().encode(s), (b) => String.fromCharCode(b)).join(''));
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,34 @@
+import type { Static } from 'typebox';
+import type { AclCreateBody as AclCreateBodySchema, AclRecord, AclRecordExtended } from '../http/schemas/acls.js';
+import type { ErrorBody } from '../http/schemas/common.js';
+import type { AuditEventRecord } from '../http/schemas/events.js';
+import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
+import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
+import type { SpaceUsage as SpaceUsageSchema } from '../http/schemas/redis.js';
+import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
+
+// The wire types of the API, derived from the very schemas the server validates and
+// serializes with. Type-only imports: the client carries no runtime dependency.
+
+/** An instance, as listed and read (spec 2.1). Fields depend on the service and type. */
+export type Instance = Static<typeof InstanceRecord>;
+/** The answer to a create: the creation record (spec 2.3) plus the instance's fields. */
+export type CreatedInstance = Static<typeof CreationRecord>;
+export type CreateInstanceRequest = Static<typeof CreateInstanceBodySchema>;
+export type Acl = Static<typeof AclRecord>;
+export type AclDetail = Static<typeof AclRecordExtended>;
+export type CreateAclRequest = Static<typeof AclCreateBodySchema>;
+export type SpaceUsage = Static<typeof SpaceUsageSchema>;
+export type MongoUser = Static<typeof UserRecord>;
+export type MongoRole = Static<typeof Role>;
+export type CreateMongoUserRequest = Static<typeof UserCreateBody>;
+export type UpdateMongoUserRequest = Static<typeof UserPatchBody>;
+export type AccountInfo = Static<typeof AccountInfoSchema>;
+/** The body of every error answer. */
+export type ApiErrorBody = Static<typeof ErrorBody>;
+
+/** One entry of the account's audit log. */
+export type AuditEvent = Static<typeof AuditEventRecord>;
+
+/** States in which an instance serves (ACTIVE; COMPLETED for elasticsearch). */
+export const READY_STATES: readonly string[] = ['ACTIVE', 'COMPLETED'];
