@@ -1,0 +1,170 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from '../../src/config.js';
+import { EmulatedRuntime } from '../../src/runtimes/emulated/emulated-runtime.js';
+import { startHangar, type Hangar } from '../../src/server.js';
+import { accounts } from './accounts.js';
+import { type Dialect, freshPostgres } from './database.js';
+
+export interface Reply<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export type Auth = { token: string } | { basic: [string, string] } | undefined;
+
+/** A minimal HTTP client of the API, as a real client would talk to it. */
+export class Client {
+  constructor(
+    readonly baseUrl: string,
+    readonly auth: Auth,
+  ) {}
+
+  async request<T = any>(method: string, path: string, opts: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (this.auth && 'token' in this.auth) headers['x-auth-token'] = this.auth.token;
+    if (this.auth && 'basic' in this.auth) headers.authorization = `Basic ${Buffer.from(this.auth.basic.join(':')).toString('base64')}`;
+    let body: string | undefined = opts.rawBody;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: the test will see the text */
+    }
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  }
+
+  get<T = any>(path: string, opts?: { headers?: Record<string, string> }) {
+    return this.request<T>('GET', path, opts);
+  }
+  post<T = any>(path: string, body?: unknown, opts?: { headers?: Record<string, string> }) {
+    return this.request<T>('POST', path, { body, ...opts });
+  }
+  patch<T = any>(path: string, body?: unknown) {
+    return this.request<T>('PATCH', path, { body });
+  }
+  delete<T = any>(path: string, opts?: { rawBody?: string; headers?: Record<string, string> }) {
+    return this.request<T>('DELETE', path, opts);
+  }
+
+  /** Polls an instance until `predicate` holds for its record (or fails after `ms`). */
+  async waitFor(name: string, predicate: (rec: any) => boolean, ms = 10_000): Promise<any> {
+    const until = Date.now() + ms;
+    let last: Reply | undefined;
+    while (Date.now() < until) {
+      last = await this.get(`/v2/instances/${name}/`);
+      if (predicate(last.status === 200 ? last.body.data : undefined)) return last.body?.data;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`instance ${name} did not reach the expected state: last ${JSON.stringify(last?.body)}`);
+  }
+
+  /** Creates an instance and waits until it is ready (ACTIVE, or COMPLETED for elasticsearch). */
+  async ready(body: { name: string; service: string }): Promise<any> {
+    const res = await this.post('/v2/instances/', body);
+    if (res.status !== 200) throw new Error(`create ${body.name} failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return this.waitFor(body.name, (r) => r?.state === (body.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE'));
+  }
+
+  /** Waits until the instance is gone (404). */
+  async waitGone(name: string, ms = 10_000): Promise<void> {
+    await this.waitFor(name, (r) => r === undefined, ms);
+  }
+}
+
+/** A logged-in account: a client carrying its token, with its login and password. */
+export type Account = Client & { login: string; password: string };
+
+export interface TestHangar {
+  readonly hangar: Hangar;
+  readonly url: string;
+  readonly config: Config;
+  /** A new account, logged in: a client carrying its token. */
+  signup(login?: string): Promise<Account>;
+  anonymous(): Client;
+  /** The emulated runtime of the running hangar. */
+  readonly runtime: EmulatedRuntime;
+  /** Holds the runtime's work (builds, changes, removals) until the returned function is called. */
+  hold(): () => void;
+  /** Stops hangar (engines keep running) and keeps the data. */
+  stop(): Promise<void>;
+  /** Starts hangar again on the same data dir / database. */
+  restart(env?: Record<string, string>): Promise<void>;
+  /** Stops hangar and removes its data. */
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+export const PASSWORD = 'correct-horse-battery';
+
+/** Starts a real, listening hangar on a free port with a temp data dir and the emulated runtime. */
+export async function startTestHangar(opts: { dialect?: Dialect; env?: Record<string, string> } = {}): Promise<TestHangar> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hangar-test-'));
+  const pgdb = opts.dialect === 'postgres' ? await freshPostgres() : undefined;
+  const makeConfig = (extra: Record<string, string> = {}) =>
+    loadConfig(
+      {},
+      {
+        HANGAR_PORT: '0',
+        HANGAR_DATA_DIR: dataDir,
+        HANGAR_RUNTIME: 'emulated',
+        HANGAR_LOG_LEVEL: 'silent',
+        HANGAR_HOST_ID: `test-${process.pid}-${++counter}`,
+        ...(pgdb ? { HANGAR_DATABASE_URL: pgdb.url } : {}),
+        ...opts.env,
+        ...extra,
+      },
+    );
+  let config = makeConfig();
+  let hangar = await startHangar(config);
+  let stopped = false;
+  const th: TestHangar = {
+    get hangar() {
+      return hangar;
+    },
+    get url() {
+      return hangar.url;
+    },
+    get config() {
+      return config;
+    },
+    async signup(login = `user${++counter}@example.com`) {
+      await accounts(hangar).createAccount(login, PASSWORD);
+      const basic = new Client(hangar.url, { basic: [login, PASSWORD] });
+      const res = await basic.get('/v2/tokens/');
+      if (res.status !== 200) throw new Error(`login failed: ${JSON.stringify(res.body)}`);
+      return Object.assign(new Client(hangar.url, { token: res.body.data.token }), { login, password: PASSWORD });
+    },
+    anonymous: () => new Client(hangar.url, undefined),
+    get runtime() {
+      if (!(hangar.runtime instanceof EmulatedRuntime)) throw new Error('this test hangar does not run the emulated runtime');
+      return hangar.runtime;
+    },
+    hold: () => th.runtime.hold(),
+    async stop() {
+      if (!stopped) await hangar.close();
+      stopped = true;
+    },
+    async restart(env = {}) {
+      await th.stop();
+      config = makeConfig({ ...env, HANGAR_PORT: String(new URL(hangar.url).port) });
+      hangar = await startHangar(config);
+      stopped = false;
+    },
+    async close() {
+      await th.stop();
+      await pgdb?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return th;
+}

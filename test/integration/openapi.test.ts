@@ -1,0 +1,334 @@
+import Ajv2020Module from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { RouteOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import type { Services } from '../../src/http/context.js';
+import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
+import { type Account, Client, PASSWORD, type Reply, type TestHangar, startTestHangar } from '../helpers/hangar.js';
+
+// CommonJS default exports, as NodeNext sees them.
+const Ajv2020 = Ajv2020Module.default;
+const addFormats = addFormatsModule.default;
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+/** Routes left out of the document on purpose. */
+const HIDDEN = (url: string) => ['/healthz', '/readyz', '/metrics'].includes(url) || url === '/docs' || url.startsWith('/docs/');
+
+/** `/v2/instances/:instance_name/` -> `/v2/instances/{instance_name}/` */
+const templateOf = (fastifyUrl: string) => fastifyUrl.replace(/:(\w+)/g, '{$1}');
+const pointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+type Doc = {
+  openapi: string;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, any>>;
+  components: { schemas: Record<string, any>; securitySchemes: Record<string, any> };
+  security: Record<string, string[]>[];
+};
+
+/**
+ * Validates real answers against the response schemas of the served document and records
+ * which statuses of which operations were seen.
+ */
+class Conformance {
+  readonly ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
+  readonly seen = new Map<string, Set<number>>();
+
+  constructor(readonly doc: Doc) {
+    addFormats(this.ajv);
+    this.ajv.addSchema(doc as object, 'doc');
+  }
+
+  /** The validator of the schema at a JSON pointer into the document. */
+  validator(path: string) {
+    const v = this.ajv.getSchema(`doc#${path}`);
+    if (!v) throw new Error(`no schema at ${path}`);
+    return v;
+  }
+
+  check(method: string, template: string, res: Reply): Reply {
+    const m = method.toLowerCase();
+    const op = this.doc.paths[template]?.[m];
+    expect(op, `${method} ${template} is in the document`).toBeDefined();
+    const response = op.responses[String(res.status)];
+    expect(response, `${method} ${template} documents status ${res.status} (answer: ${JSON.stringify(res.body)})`).toBeDefined();
+    const v = this.validator(`/paths/${pointer(template)}/${m}/responses/${res.status}/content/application~1json/schema`);
+    expect(v(res.body), `${method} ${template} ${res.status}: ${JSON.stringify(v.errors)} in ${JSON.stringify(res.body)}`).toBe(true);
+    const key = `${m} ${template}`;
+    this.seen.set(key, (this.seen.get(key) ?? new Set()).add(res.status));
+    return res;
+  }
+}
+
+describe('the OpenAPI document', () => {
+  let th: TestHangar;
+  let alice: Account;
+  let bob: Account;
+  let doc: Doc;
+  let c: Conformance;
+  let m: any;
+
+  /** One request as `who`, checked against the document. `params` fill the template. */
+  const call = async (who: Client, method: string, template: string, params: Record<string, string> = {}, body?: unknown, headers?: Record<string, string>) => {
+    const path = template.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(params[k] ?? `missing-${k}`));
+    const res = await who.request(method, path, body === undefined ? { headers } : typeof body === 'string' ? { rawBody: body, headers } : { body, headers });
+    return c.check(method, template, res);
+  };
+
+  beforeAll(async () => {
+    th = await startTestHangar();
+    alice = await th.signup();
+    bob = await th.signup();
+    const res = await th.anonymous().get('/v2/openapi.json');
+    expect(res.status).toBe(200);
+    doc = res.body;
+    c = new Conformance(doc);
+    await alice.ready(redisBody('r'));
+    m = await alice.ready(mongoBody('m'));
+    await alice.ready(esBody('e'));
+  });
+  afterAll(() => th?.close());
+
+  it('is OpenAPI 3.1 with info, paths, components and both auth schemes', () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(doc.info).toMatchObject({ title: 'hangar API', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    expect(Object.keys(doc.paths).length).toBeGreaterThan(10);
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Error', 'Instance', 'CreatedInstance', 'Acl', 'AclExtended', 'MongodbUser']));
+    expect(doc.components.securitySchemes).toEqual({
+      token: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-Auth-Token' }),
+      basic: expect.objectContaining({ type: 'http', scheme: 'basic' }),
+    });
+    expect(doc.security).toEqual([{ token: [] }, { basic: [] }]);
+    for (const [path, item] of Object.entries(doc.paths)) {
+      expect(path).toMatch(/^\/v2\//);
+      for (const [method, op] of Object.entries(item)) {
+        expect(METHODS).toContain(method);
+        expect(op.summary, `${method} ${path} has a summary`).toEqual(expect.any(String));
+        expect(Object.keys(op.responses).some((s) => s.startsWith('2')), `${method} ${path} has a success response`).toBe(true);
+        for (const [status, r] of Object.entries<any>(op.responses)) {
+          expect(r.description, `${method} ${path} ${status} has a description`).toEqual(expect.any(String));
+          expect(r.content?.['application/json']?.schema, `${method} ${path} ${status} has a JSON body`).toBeDefined();
+          if (status.startsWith('4') || status.startsWith('5')) expect(r.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+        }
+      }
+    }
+  });
+
+  it('says how each route authenticates: Basic only to log in, nothing to verify a token or read the document', () => {
+    expect(doc.paths['/v2/tokens/']!.get.security).toEqual([{ basic: [] }]);
+    expect(doc.paths['/v2/tokens/verify/']!.post.security).toEqual([]);
+    expect(doc.paths['/v2/openapi.json']!.get.security).toEqual([]);
+    expect(doc.paths['/v2/instances/']!.get.security).toBeUndefined();
+  });
+
+  it('documents every route the server has, and nothing else; health, metrics and docs are hidden', async () => {
+    const routes: RouteOptions[] = [];
+    // Routes are only registered here, never called: the services can stay out.
+    const servicesNeverCalled = {} as Services;
+    const app = await buildApp(
+      { config: th.config, services: servicesNeverCalled, db: th.hangar.store.db, readiness: { check: async () => ({ problems: [], degraded: [] }) }, now: Date.now },
+      undefined,
+      { onRoute: (r) => routes.push(r) },
+    );
+    await app.ready();
+    try {
+      const operations = new Set<string>();
+      for (const r of routes) {
+        for (const method of [r.method].flat()) {
+          if (method === 'HEAD') continue; // made by fastify for each GET
+          const template = templateOf(r.url);
+          if (HIDDEN(r.url)) {
+            expect(doc.paths[template]?.[method.toLowerCase()], `${method} ${r.url} is hidden`).toBeUndefined();
+            continue;
+          }
+          expect(doc.paths[template]?.[method.toLowerCase()], `${method} ${r.url} is documented`).toBeDefined();
+          operations.add(`${method.toLowerCase()} ${template}`);
+        }
+      }
+      const documented = Object.entries(doc.paths).flatMap(([p, item]) => Object.keys(item).map((meth) => `${meth} ${p}`));
+      expect(documented.sort()).toEqual([...operations].sort());
+      for (const hidden of ['/healthz', '/readyz', '/metrics', '/docs']) expect(routes.some((r) => r.url === hidden), hidden).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('every example validates against its schema', () => {
+    let checked = 0;
+    for (const [name, schema] of Object.entries<any>(doc.components.schemas)) {
+      const v = c.validator(`/components/schemas/${pointer(name)}`);
+      for (const ex of schema.examples ?? []) {
+        expect(v(ex), `${name} example: ${JSON.stringify(v.errors)}`).toBe(true);
+        checked++;
+      }
+    }
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        const base = `/paths/${pointer(path)}/${method}`;
+        const media: [string, any][] = Object.entries<any>(op.responses).map(([s, r]) => [`${base}/responses/${s}/content/application~1json`, r.content['application/json']]);
+        if (op.requestBody) media.push([`${base}/requestBody/content/application~1json`, op.requestBody.content['application/json']]);
+        for (const [where, mt] of media) {
+          const examples = [...(mt.example !== undefined ? [mt.example] : []), ...Object.values<any>(mt.examples ?? {}).map((e) => e.value)];
+          expect(examples.length, `${where} has an example`).toBeGreaterThan(0);
+          const v = c.validator(`${where}/schema`);
+          for (const ex of examples) {
+            expect(v(ex), `${where}: ${JSON.stringify(v.errors)} in ${JSON.stringify(ex)}`).toBe(true);
+            checked++;
+          }
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(100);
+  });
+
+  describe('real answers match the document', () => {
+    const anon = () => th.anonymous();
+
+    it('tokens', async () => {
+      expect((await call(new Client(th.url, { basic: [alice.login, PASSWORD] }), 'GET', '/v2/tokens/')).status).toBe(200);
+      expect((await call(new Client(th.url, { basic: [alice.login, 'wrong-password'] }), 'GET', '/v2/tokens/')).status).toBe(401);
+      expect((await call(alice, 'GET', '/v2/tokens/')).status).toBe(401);
+      const fresh = (await new Client(th.url, { basic: [alice.login, PASSWORD] }).get('/v2/tokens/')).body.data.token as string;
+      expect((await call(anon(), 'POST', '/v2/tokens/verify/', {}, { token: fresh })).status).toBe(200);
+      expect((await call(anon(), 'POST', '/v2/tokens/verify/', {}, { token: 'no-such-token' })).status).toBe(401);
+      expect((await call(anon(), 'POST', '/v2/tokens/verify/', {}, { tok: fresh })).status).toBe(400);
+      expect((await call(anon(), 'POST', '/v2/tokens/verify/', {}, 'token', { 'content-type': 'text/plain' })).status).toBe(415);
+      expect((await call(new Client(th.url, { token: fresh }), 'DELETE', '/v2/tokens/')).status).toBe(200);
+      expect((await call(new Client(th.url, { basic: [alice.login, PASSWORD] }), 'DELETE', '/v2/tokens/')).status).toBe(400);
+      expect((await call(anon(), 'DELETE', '/v2/tokens/')).status).toBe(401);
+    });
+
+    it('instances', async () => {
+      expect((await call(alice, 'GET', '/v2/instances/')).status).toBe(200);
+      expect((await call(anon(), 'GET', '/v2/instances/')).status).toBe(401);
+      for (const body of [redisBody('c1'), mongoBody('c2', 'mongodb_sharded', { encryption: true, storage_engine: 'wiredtiger' }), esBody('c3')]) {
+        expect((await call(alice, 'POST', '/v2/instances/', {}, body)).status).toBe(200);
+      }
+      expect((await call(alice, 'POST', '/v2/instances/', {}, redisBody('c4', { service: 'mysql' }))).status).toBe(400);
+      expect((await call(alice, 'POST', '/v2/instances/', {}, redisBody('c1'))).status).toBe(409);
+      expect((await call(alice, 'POST', '/v2/instances/', {}, JSON.stringify({ ...redisBody('c5'), pad: 'x'.repeat(70_000) }), { 'content-type': 'application/json' })).status).toBe(413);
+      expect((await call(alice, 'POST', '/v2/instances/', {}, JSON.stringify(redisBody('c6')), { 'content-type': 'text/plain' })).status).toBe(415);
+      for (const name of ['r', 'm', 'e']) expect((await call(alice, 'GET', '/v2/instances/{instance_name}/', { instance_name: name })).status).toBe(200);
+      expect((await call(alice, 'GET', '/v2/instances/{instance_name}/', { instance_name: 'nope' })).status).toBe(404);
+      expect((await call(bob, 'GET', '/v2/instances/{instance_name}/', { instance_name: 'r' })).status).toBe(404);
+
+      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1' }, { name: 'c1b' })).status).toBe(200);
+      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1b' }, { name: 'r' })).status).toBe(409);
+      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1b' }, { name: 'no spaces' })).status).toBe(400);
+      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'nope' }, { name: 'x' })).status).toBe(404);
+
+      expect((await call(alice, 'DELETE', '/v2/instances/{instance_name}/', { instance_name: 'c1b' })).status).toBe(200);
+      // Deleting again: 409 while it is torn down, 404 once it is gone; both are documented.
+      expect([404, 409]).toContain((await call(alice, 'DELETE', '/v2/instances/{instance_name}/', { instance_name: 'c1b' })).status);
+      expect((await call(alice, 'DELETE', '/v2/instances/{instance_name}/', { instance_name: 'nope' })).status).toBe(404);
+    });
+
+    it('ACLs', async () => {
+      const list = '/v2/instances/{instance_name}/acls/';
+      const one = '/v2/instances/{instance_name}/acls/{acl_id}/';
+      const created = await call(alice, 'POST', list, { instance_name: 'r' }, { cidr_mask: '198.51.100.0/24', description: 'office' });
+      expect(created.status).toBe(200);
+      const id = created.body.data as string;
+      expect((await call(alice, 'POST', list, { instance_name: 'e' }, { cidr_mask: '198.51.100.9', description: 'es', transport: true })).status).toBe(200);
+      expect((await call(alice, 'POST', list, { instance_name: 'r' }, { cidr_mask: '198.51.100.0/24', description: 'again' })).status).toBe(409);
+      expect((await call(alice, 'POST', list, { instance_name: 'r' }, { cidr_mask: '300.1.1.1', description: 'bad' })).status).toBe(400);
+      expect((await call(alice, 'POST', list, { instance_name: 'nope' }, { cidr_mask: '198.51.100.1', description: 'x' })).status).toBe(404);
+      expect((await call(alice, 'GET', list, { instance_name: 'r' })).status).toBe(200);
+      expect((await call(alice, 'GET', list, { instance_name: 'e' })).status).toBe(200);
+      expect((await call(bob, 'GET', list, { instance_name: 'r' })).status).toBe(404);
+      expect((await call(alice, 'GET', one, { instance_name: 'r', acl_id: id })).status).toBe(200);
+      expect((await call(alice, 'GET', one, { instance_name: 'r', acl_id: '0'.repeat(24) })).status).toBe(404);
+      expect((await call(alice, 'DELETE', one, { instance_name: 'r', acl_id: id })).status).toBe(200);
+      expect((await call(alice, 'DELETE', one, { instance_name: 'r', acl_id: id })).status).toBe(404);
+    });
+
+    it('redis', async () => {
+      for (const metric of ['connectedSlaves', 'spaceUsage', 'maxMemoryPolicy', 'maxClients']) {
+        const t = `/v2/redis/{instance_name}/${metric}/`;
+        expect((await call(alice, 'GET', t, { instance_name: 'r' })).status).toBe(200);
+        expect((await call(alice, 'GET', t, { instance_name: 'm' })).status).toBe(404);
+      }
+      const resize = '/v2/redis/{instance_name}/resize/';
+      expect((await call(alice, 'POST', resize, { instance_name: 'r' }, { new_plan: 600 })).status).toBe(400);
+      expect((await call(alice, 'POST', resize, { instance_name: 'nope' }, { new_plan: 1000 })).status).toBe(404);
+      expect((await call(alice, 'POST', resize, { instance_name: 'r' }, { new_plan: 1000 })).status).toBe(200);
+      await alice.waitFor('r', (rec) => rec?.state === 'ACTIVE' && rec.plan === 1000);
+
+      // An instance still being built: its engine cannot be read, nor resized.
+      const release = th.hold();
+      try {
+        expect((await alice.post('/v2/instances/', redisBody('b'))).status).toBe(200);
+        expect((await call(alice, 'GET', '/v2/redis/{instance_name}/maxClients/', { instance_name: 'b' })).status).toBe(409);
+        expect((await call(alice, 'POST', resize, { instance_name: 'b' }, { new_plan: 1000 })).status).toBe(409);
+      } finally {
+        release();
+      }
+    });
+
+    it('MongoDB users', async () => {
+      const users = '/v2/mongodb/{instance_id}/databases/{database_name}/users';
+      const user = `${users}/{username}`;
+      const at = { instance_id: m.id, database_name: 'app' };
+      const body = { username: 'u1', password: 'password-1', roles: [{ role: 'readWrite', db: 'app' }] };
+      expect((await call(alice, 'POST', users, at, body)).status).toBe(200);
+      expect((await call(alice, 'POST', users, at, body)).status).toBe(409);
+      expect((await call(alice, 'POST', users, at, { ...body, username: 'u2', password: 'short' })).status).toBe(400);
+      expect((await call(alice, 'POST', users, { ...at, instance_id: 'nope' }, body)).status).toBe(404);
+      expect((await call(alice, 'GET', users, at)).status).toBe(200);
+      expect((await call(alice, 'GET', users, { ...at, database_name: 'a.b' })).status).toBe(400);
+      expect((await call(bob, 'GET', users, at)).status).toBe(404);
+      expect((await call(alice, 'PATCH', user, { ...at, username: 'u1' }, { roles: [{ role: 'read', db: 'app' }] })).status).toBe(200);
+      expect((await call(alice, 'PATCH', user, { ...at, username: 'u1' }, {})).status).toBe(400);
+      expect((await call(alice, 'PATCH', user, { ...at, username: 'nobody' }, { password: 'password-2' })).status).toBe(404);
+      expect((await call(alice, 'DELETE', user, { ...at, username: 'u1' })).status).toBe(200);
+      expect((await call(alice, 'DELETE', user, { ...at, username: 'nobody' })).status).toBe(404);
+    });
+
+    it('events and the document itself', async () => {
+      expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=5'))).status).toBe(200);
+      expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=many'))).status).toBe(400);
+      expect((await call(anon(), 'GET', '/v2/openapi.json')).status).toBe(200);
+    });
+
+    it('every operation was seen answering a success and an error', () => {
+      for (const [path, item] of Object.entries(doc.paths)) {
+        for (const method of Object.keys(item)) {
+          const statuses = [...(c.seen.get(`${method} ${path}`) ?? [])];
+          expect(statuses.some((s) => s < 300), `${method} ${path} success seen (${statuses})`).toBe(true);
+          // The document itself takes no input and no credentials: it has no error to provoke.
+          if (path !== '/v2/openapi.json') expect(statuses.some((s) => s >= 400), `${method} ${path} error seen (${statuses})`).toBe(true);
+        }
+      }
+    });
+  });
+});
+
+describe('the docs page', () => {
+  let th: TestHangar;
+  beforeAll(async () => {
+    th = await startTestHangar();
+  });
+  afterAll(() => th?.close());
+
+  it('is served by hangar, assets included, without authentication and without any other host', async () => {
+    const page = await fetch(`${th.url}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((x) => x[1]!);
+    expect(assets.length).toBeGreaterThan(3);
+    for (const a of assets) {
+      expect(a).toMatch(/^\/docs\/static\//);
+      expect((await fetch(`${th.url}${a}`)).status, a).toBe(200);
+    }
+    const init = await (await fetch(`${th.url}/docs/static/swagger-initializer.js`)).text();
+    // The page reads the document from hangar and asks no validator service.
+    expect(init).toContain("url: resolveUrl('./json')");
+    expect(init).toContain('validatorUrl: null');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
+    const json = await fetch(`${th.url}/docs/json`);
+    expect(json.status).toBe(200);
+    expect(((await json.json()) as Doc).openapi).toMatch(/^3\.1\./);
+  });
+});

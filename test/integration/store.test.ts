@@ -1,0 +1,366 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { newObjectId } from '../../src/lib/ids.js';
+import { AccountService } from '../../src/service/accounts.js';
+import { HangarError } from '../../src/service/errors.js';
+import { findLiveToken, insertAccount, insertToken, purgeDeadTokens, revokeToken } from '../../src/store/account-repository.js';
+import { insertAcl, listAcls, markAclDeleting, purgeDeletedAcls } from '../../src/store/acl-repository.js';
+import { openStore, type InstanceRow, type Store } from '../../src/store/database.js';
+import {
+  PortRaceError, bumpInstance, claimInstance, deleteInstanceRow, findInstanceRowById, getInstanceListVersion, insertInstance,
+  listPendingInstanceIds, listUsedPorts, releaseInstance, renameInstance, replacePort, updateInstance,
+} from '../../src/store/instance-repository.js';
+import { acquireLease, findLease } from '../../src/store/lease-repository.js';
+import { deleteMongoUserRow, findMongoUserRow, insertMongoUser, markMongoUserDeleting } from '../../src/store/mongodb-user-repository.js';
+import { migrateToLatest } from '../../src/store/migrations/index.js';
+import { DIALECTS, freshPostgres } from '../helpers/database.js';
+
+const HOST = 'host-a';
+const NOW = 1_790_000_000_123; // a 2026 epoch in ms: larger than 2^31, as every stored time
+
+/** A place for a store: a temp data dir (SQLite) or a fresh PostgreSQL database. */
+async function location(dialect: string): Promise<{ dataDir: string; databaseUrl: string | undefined; drop(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hangar-store-'));
+  const pg = dialect === 'postgres' ? await freshPostgres() : undefined;
+  return {
+    dataDir,
+    databaseUrl: pg?.url,
+    async drop() {
+      await pg?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function instanceRow(accountId: string, name: string, ports: Record<string, number>, extra: Partial<InstanceRow> = {}): InstanceRow {
+  return {
+    id: newObjectId(),
+    account_id: accountId,
+    login: `${accountId}@example.com`,
+    name,
+    name_prior: null,
+    service: 'redis',
+    type: 'redis_ha_instance',
+    version: '7.0.15',
+    zone: 'US-Dallas',
+    plan: 500,
+    desired_plan: 500,
+    encrypted: 0,
+    storage_engine: null,
+    api_key_enc: 'enc',
+    password_enc: 'enc',
+    admin_secret_enc: 'enc',
+    state: 'REQUESTED',
+    state_reason: null,
+    deleting: 0,
+    spec_version: 1,
+    observed_version: 0,
+    build_id: 'b',
+    ports: JSON.stringify(ports),
+    created_at: NOW,
+    updated_at: NOW,
+    transition_at: NOW,
+    lease_owner: null,
+    lease_expires_at: null,
+    ...extra,
+  };
+}
+
+const acl = (instanceId: string, cidrMask: string, flags: { transport?: boolean; kibana?: boolean } = {}) => ({
+  id: newObjectId(),
+  instanceId,
+  accountId: 'acc-1',
+  cidrMask,
+  description: 'd',
+  transport: flags.transport ?? false,
+  kibana: flags.kibana ?? false,
+  createdAt: NOW,
+});
+
+const user = (instanceId: string, username: string) => ({
+  id: newObjectId(),
+  instanceId,
+  database: 'app',
+  username,
+  passwordEnc: 'enc',
+  roles: [{ role: 'read', db: 'app' }],
+  now: NOW,
+});
+
+describe.each(DIALECTS)('store on %s', (dialect) => {
+  let loc: Awaited<ReturnType<typeof location>>;
+  let store: Store;
+
+  // One store per dialect, emptied before each test (a new PostgreSQL database per test is slow).
+  beforeAll(async () => {
+    loc = await location(dialect);
+    store = await openStore(loc);
+  });
+  afterAll(async () => {
+    await store.close();
+    await loc.drop();
+  });
+  beforeEach(async () => {
+    for (const t of ['mongodb_users', 'acls', 'ports', 'instances', 'tokens', 'api_keys', 'accounts', 'leases'] as const) await store.db.deleteFrom(t).execute();
+    for (const id of ['acc-1', 'acc-2']) await insertAccount(store.db, { id, login: `${id}@example.com`, passwordHash: 'h', createdAt: NOW });
+  });
+
+  describe('migrations', () => {
+    it('running them again, in-process or by another start, changes nothing and keeps the data', async () => {
+      const migrations = async () => (await sql<{ name: string }>`select name from kysely_migration order by name`.execute(store.db)).rows.map((r) => r.name);
+      const applied = await migrations();
+      expect(applied).toEqual(['2026-11-21T0900-initial', '2026-11-21T1100-audit-append-only', '2026-11-21T1500-instance-list-versions']);
+      await migrateToLatest(store.db);
+      const again = await openStore(loc);
+      await again.close();
+      expect(await migrations()).toEqual(applied);
+      expect((await store.db.selectFrom('accounts').select('id').orderBy('id').execute()).map((r) => r.id)).toEqual(['acc-1', 'acc-2']);
+    });
+
+    it('two starts migrating one new store at once both succeed', async () => {
+      const other = await location(dialect);
+      try {
+        const [s1, s2] = await Promise.all([openStore(other), openStore(other)]);
+        const rows = (await sql<{ name: string }>`select name from kysely_migration`.execute(s1.db)).rows;
+        expect(rows).toHaveLength(3);
+        await s1.close();
+        await s2.close();
+      } finally {
+        await other.drop();
+      }
+    });
+  });
+
+  it('times are epoch milliseconds and come back as the same numbers', async () => {
+    const row = instanceRow('acc-1', 'times', { public: 20001 });
+    await insertInstance(store.db, row, HOST, []);
+    const back = await findInstanceRowById(store.db, row.id);
+    expect(back?.created_at).toBe(NOW);
+    expect(typeof back?.created_at).toBe('number');
+    expect(back).toEqual(row);
+  });
+
+  describe('instances', () => {
+    it('a name taken in the account is a 409 NAME_TAKEN; nothing of the refused one is kept', async () => {
+      await insertInstance(store.db, instanceRow('acc-1', 'same', { public: 20001 }), HOST, []);
+      const dup = instanceRow('acc-1', 'same', { public: 20002 });
+      const err = await insertInstance(store.db, dup, HOST, [acl(dup.id, '10.0.0.1')]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(HangarError);
+      expect(err).toMatchObject({ status: 409, code: 'NAME_TAKEN' });
+      expect(await findInstanceRowById(store.db, dup.id)).toBeUndefined();
+      expect([...(await listUsedPorts(store.db, HOST))]).toEqual([20001]);
+      expect(await listAcls(store.db, dup.id, true)).toEqual([]);
+    });
+
+    it('the same name in another account, or differing in case, is another instance', async () => {
+      await insertInstance(store.db, instanceRow('acc-1', 'same', { public: 20001 }), HOST, []);
+      await insertInstance(store.db, instanceRow('acc-2', 'same', { public: 20002 }), HOST, []);
+      await insertInstance(store.db, instanceRow('acc-1', 'SAME', { public: 20003 }), HOST, []);
+      expect((await listUsedPorts(store.db, HOST)).size).toBe(3);
+    });
+
+    it('a port used on the host is a PortRaceError (the caller picks again); on another host it is free', async () => {
+      await insertInstance(store.db, instanceRow('acc-1', 'one', { public: 20001 }), HOST, []);
+      const clash = instanceRow('acc-1', 'two', { public: 20001 });
+      await expect(insertInstance(store.db, clash, HOST, [])).rejects.toBeInstanceOf(PortRaceError);
+      expect(await findInstanceRowById(store.db, clash.id)).toBeUndefined();
+      await insertInstance(store.db, clash, 'host-b', []);
+    });
+
+    it('a rename to a taken name is a 409 NAME_TAKEN and changes nothing', async () => {
+      const a = instanceRow('acc-1', 'a', { public: 20001 });
+      await insertInstance(store.db, a, HOST, []);
+      await insertInstance(store.db, instanceRow('acc-1', 'b', { public: 20002 }), HOST, []);
+      await expect(renameInstance(store.db, a.id, 'a', 'b', NOW + 1)).rejects.toMatchObject({ status: 409, code: 'NAME_TAKEN' });
+      expect(await findInstanceRowById(store.db, a.id)).toMatchObject({ name: 'a', name_prior: null, spec_version: 1 });
+      expect(await renameInstance(store.db, a.id, 'a', 'c', NOW + 1)).toBe(true);
+      expect(await findInstanceRowById(store.db, a.id)).toMatchObject({ name: 'c', name_prior: 'a', spec_version: 2 });
+    });
+
+    it('deleting the row takes its ports, ACLs and users with it', async () => {
+      const row = instanceRow('acc-1', 'gone', { public: 20001, servicenet: 20002 });
+      await insertInstance(store.db, row, HOST, [acl(row.id, '10.0.0.1')]);
+      await insertMongoUser(store.db, user(row.id, 'u'));
+      await deleteInstanceRow(store.db, row.id);
+      expect(await findInstanceRowById(store.db, row.id)).toBeUndefined();
+      expect((await listUsedPorts(store.db, HOST)).size).toBe(0);
+      expect(await store.db.selectFrom('acls').select('id').execute()).toEqual([]);
+      expect(await store.db.selectFrom('mongodb_users').select('id').execute()).toEqual([]);
+    });
+
+    it('a change bumps the spec version; a pass writes only at the version it read', async () => {
+      const row = instanceRow('acc-1', 'v', { public: 20001 });
+      await insertInstance(store.db, row, HOST, []);
+      expect(await listPendingInstanceIds(store.db)).toEqual([row.id]);
+      expect(await updateInstance(store.db, row.id, { state: 'ACTIVE', observed_version: 1 }, { specVersion: 1 })).toBe(true);
+      expect(await listPendingInstanceIds(store.db)).toEqual([]);
+      expect(await bumpInstance(store.db, row.id, { desired_plan: 1000, state: 'RESIZING' }, NOW + 1, { states: ['ACTIVE', 'COMPLETED'] })).toBe(true);
+      expect(await listPendingInstanceIds(store.db)).toEqual([row.id]);
+      // a pass that read version 1 cannot overwrite the newer request
+      expect(await updateInstance(store.db, row.id, { state: 'ACTIVE', observed_version: 1 }, { specVersion: 1 })).toBe(false);
+      expect(await findInstanceRowById(store.db, row.id)).toMatchObject({ state: 'RESIZING', desired_plan: 1000, spec_version: 2 });
+      // a second resize from a state that is not ready changes nothing
+      expect(await bumpInstance(store.db, row.id, { desired_plan: 2500 }, NOW + 2, { states: ['ACTIVE', 'COMPLETED'] })).toBe(false);
+      expect(await bumpInstance(store.db, row.id, { deleting: 1, state: 'DELETING' }, NOW + 3, { notDeleting: true })).toBe(true);
+      expect(await bumpInstance(store.db, row.id, { deleting: 1, state: 'DELETING' }, NOW + 4, { notDeleting: true })).toBe(false);
+      expect(await findInstanceRowById(store.db, row.id)).toMatchObject({ desired_plan: 1000, spec_version: 3, deleting: 1 });
+    });
+
+    it('one replica at a time holds the claim of an instance, until it expires', async () => {
+      const row = instanceRow('acc-1', 'claimed', { public: 20001 });
+      await insertInstance(store.db, row, HOST, []);
+      expect(await claimInstance(store.db, row.id, 'r1', NOW, 6000)).toBe(true);
+      expect(await claimInstance(store.db, row.id, 'r2', NOW + 1000, 6000)).toBe(false);
+      expect(await claimInstance(store.db, row.id, 'r1', NOW + 2000, 6000)).toBe(true);
+      expect(await claimInstance(store.db, row.id, 'r2', NOW + 7000, 6000)).toBe(false);
+      expect(await claimInstance(store.db, row.id, 'r2', NOW + 8001, 6000)).toBe(true);
+      await releaseInstance(store.db, row.id, 'r1');
+      expect(await claimInstance(store.db, row.id, 'r1', NOW + 9000, 6000)).toBe(false);
+      await releaseInstance(store.db, row.id, 'r2');
+      expect(await claimInstance(store.db, row.id, 'r1', NOW + 9000, 6000)).toBe(true);
+    });
+
+    it("the account's records version moves with every change its records show, whoever writes it, and only then", async () => {
+      const version = () => getInstanceListVersion(store.db, 'acc-1');
+      const other = () => getInstanceListVersion(store.db, 'acc-2');
+      const seen: number[] = [await version()];
+      const moved = async () => {
+        const v = await version();
+        expect(v).not.toBe(seen.at(-1));
+        seen.push(v);
+      };
+      const stayed = async () => expect(await version()).toBe(seen.at(-1));
+      const before = await other();
+      const row = instanceRow('acc-1', 'shown', { public: 20001 });
+      await insertInstance(store.db, row, HOST, []);
+      await moved();
+      await updateInstance(store.db, row.id, { state: 'BUILDING', updated_at: NOW + 1 });
+      await moved();
+      await renameInstance(store.db, row.id, 'shown', 'renamed', NOW + 2);
+      await moved();
+      await replacePort(store.db, HOST, row.id, 'public', 20002);
+      await moved();
+      // leases and bookkeeping are not part of a record
+      await claimInstance(store.db, row.id, 'r1', NOW, 6000);
+      await releaseInstance(store.db, row.id, 'r1');
+      await updateInstance(store.db, row.id, { observed_version: 1 });
+      await stayed();
+      await deleteInstanceRow(store.db, row.id);
+      await moved();
+      expect(await other()).toBe(before);
+    });
+  });
+
+  describe('ACLs', () => {
+    it('the same rule twice on an instance is refused; other flags or another instance are other rules', async () => {
+      const row = instanceRow('acc-1', 'e', { public: 20001 });
+      const other = instanceRow('acc-1', 'f', { public: 20002 });
+      await insertInstance(store.db, row, HOST, []);
+      await insertInstance(store.db, other, HOST, []);
+      expect(await insertAcl(store.db, acl(row.id, '10.0.0.0/8'))).toBe(true);
+      expect(await insertAcl(store.db, acl(row.id, '10.0.0.0/8'))).toBe(false);
+      expect(await insertAcl(store.db, acl(row.id, '10.0.0.0/8', { transport: true }))).toBe(true);
+      expect(await insertAcl(store.db, acl(other.id, '10.0.0.0/8'))).toBe(true);
+      expect((await listAcls(store.db, row.id)).map((a) => [a.cidrMask, a.transport])).toEqual([
+        ['10.0.0.0/8', false],
+        ['10.0.0.0/8', true],
+      ]);
+    });
+
+    it('a rule being removed is hidden, still blocks its twin until purged, then frees it', async () => {
+      const row = instanceRow('acc-1', 'g', { public: 20001 });
+      await insertInstance(store.db, row, HOST, []);
+      const a = acl(row.id, '10.0.0.1');
+      await insertAcl(store.db, a);
+      expect(await markAclDeleting(store.db, row.id, a.id)).toBe(true);
+      expect(await markAclDeleting(store.db, row.id, a.id)).toBe(false);
+      expect(await listAcls(store.db, row.id)).toEqual([]);
+      expect((await listAcls(store.db, row.id, true)).map((x) => x.deleting)).toEqual([true]);
+      expect(await insertAcl(store.db, acl(row.id, '10.0.0.1'))).toBe(false);
+      await purgeDeletedAcls(store.db, row.id, [a.id]);
+      expect(await insertAcl(store.db, acl(row.id, '10.0.0.1'))).toBe(true);
+    });
+  });
+
+  describe('MongoDB users', () => {
+    it('a user that exists, or is still being dropped, cannot be added again; once dropped it can', async () => {
+      const row = instanceRow('acc-1', 'm', { public: 20001 }, { service: 'mongodb', type: 'mongodb_singledb' });
+      await insertInstance(store.db, row, HOST, []);
+      const u = user(row.id, 'u');
+      expect(await insertMongoUser(store.db, u)).toBe(true);
+      expect(await insertMongoUser(store.db, user(row.id, 'u'))).toBe(false);
+      expect(await insertMongoUser(store.db, { ...user(row.id, 'u'), database: 'other' })).toBe(true);
+      expect(await markMongoUserDeleting(store.db, u.id, NOW)).toBe(true);
+      expect(await findMongoUserRow(store.db, row.id, 'app', 'u')).toBeUndefined();
+      expect(await insertMongoUser(store.db, user(row.id, 'u'))).toBe(false);
+      await deleteMongoUserRow(store.db, u.id);
+      expect(await insertMongoUser(store.db, user(row.id, 'u'))).toBe(true);
+    });
+  });
+
+  describe('accounts and tokens', () => {
+    it('a login taken is a 409 LOGIN_TAKEN', async () => {
+      const svc = new AccountService(store.db, { tokenTtlSeconds: 60, now: () => NOW });
+      await svc.createAccount('ops@example.com', 'long-enough-password');
+      await expect(svc.createAccount('ops@example.com', 'another-long-password')).rejects.toMatchObject({ status: 409, code: 'LOGIN_TAKEN' });
+      expect(await svc.ensureAccount('ops@example.com', 'whatever-password')).toBe(false);
+    });
+
+    it('a token is live until it expires or is revoked; dead ones are purged after a day', async () => {
+      await insertToken(store.db, { id: 't1', accountId: 'acc-1', tokenHash: 'h1', createdAt: NOW, expiresAt: NOW + 1000 });
+      await insertToken(store.db, { id: 't2', accountId: 'acc-1', tokenHash: 'h2', createdAt: NOW, expiresAt: NOW + 1000 });
+      expect(await findLiveToken(store.db, 'h1', NOW + 999)).toMatchObject({ account_id: 'acc-1', login: 'acc-1@example.com', expires_at: NOW + 1000 });
+      expect(await findLiveToken(store.db, 'h1', NOW + 1000)).toBeUndefined();
+      await revokeToken(store.db, 'h2', NOW + 500);
+      expect(await findLiveToken(store.db, 'h2', NOW + 501)).toBeUndefined();
+      expect(await findLiveToken(store.db, 'h2', NOW + 499)).toBeUndefined();
+      await purgeDeadTokens(store.db, NOW + 500 + 86_400_000);
+      expect((await store.db.selectFrom('tokens').select('id').orderBy('id').execute()).map((r) => r.id)).toEqual(['t1', 't2']);
+      await purgeDeadTokens(store.db, NOW + 501 + 86_400_000);
+      expect((await store.db.selectFrom('tokens').select('id').execute()).map((r) => r.id)).toEqual(['t1']);
+      await purgeDeadTokens(store.db, NOW + 1001 + 86_400_000);
+      expect(await store.db.selectFrom('tokens').select('id').execute()).toEqual([]);
+    });
+  });
+
+  it('logins drop tokens dead for more than a day (at most once an hour), and record when a key pair was used', async () => {
+    let now = NOW;
+    const svc = new AccountService(store.db, { tokenTtlSeconds: 60, now: () => now });
+    await svc.createAccount('keys@example.com', 'long-enough-password');
+    const { user_key: userKey, pass_key: passKey } = await svc.createApiKey('keys@example.com');
+    expect((await svc.listApiKeys('keys@example.com'))[0]!.last_used_at).toBeNull();
+    const caller = await svc.verifyBasic(userKey, passKey);
+    expect(caller?.login).toBe('keys@example.com');
+    expect((await svc.listApiKeys('keys@example.com'))[0]!.last_used_at).toBe(NOW);
+    await svc.issueToken(caller!);
+    const count = async () => Number((await store.db.selectFrom('tokens').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    expect(await count()).toBe(1);
+    now = NOW + 60_000 + 86_400_000 + 1; // the first token is dead for more than a day
+    await svc.issueToken(caller!);
+    expect(await count()).toBe(1);
+    // one more dead token, within the hour of that purge: it stays until the next hour
+    await insertToken(store.db, { id: 'dead', accountId: caller!.accountId, tokenHash: 'dead', createdAt: NOW, expiresAt: NOW });
+    now += 60_000;
+    await svc.issueToken(caller!);
+    expect(await count()).toBe(3);
+    now += 3_600_000;
+    await svc.issueToken(caller!);
+    expect(await count()).toBe(3);
+    expect(await store.db.selectFrom('tokens').select('id').where('id', '=', 'dead').execute()).toEqual([]);
+  });
+
+  it('a lease has one owner at a time, renewable by it, free once expired', async () => {
+    expect(await acquireLease(store.db, 'runtime:x', 'r1', NOW, 6000)).toBe(true);
+    expect(await acquireLease(store.db, 'runtime:x', 'r2', NOW + 1, 6000)).toBe(false);
+    expect(await acquireLease(store.db, 'runtime:x', 'r1', NOW + 5000, 6000)).toBe(true);
+    expect(await acquireLease(store.db, 'runtime:x', 'r2', NOW + 10_000, 6000)).toBe(false);
+    expect(await acquireLease(store.db, 'runtime:x', 'r2', NOW + 11_001, 6000)).toBe(true);
+    expect(await findLease(store.db, 'runtime:x')).toEqual({ name: 'runtime:x', owner: 'r2', expires_at: NOW + 17_001 });
+    // two replicas racing for a free lease: exactly one wins
+    const results = await Promise.all([acquireLease(store.db, 'runtime:y', 'r1', NOW, 6000), acquireLease(store.db, 'runtime:y', 'r2', NOW, 6000)]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+  });
+});
