@@ -1,0 +1,315 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { killAllUnder } from './processes.js';
+
+/** The built binary (`npm run build`; `npm test` builds first). */
+export const BIN = join(import.meta.dirname, '..', '..', '..', 'dist', 'src', 'cli', 'bin.js');
+
+const LOGIN = 'e2e@example.com';
+const PASSWORD = 'correct-horse-battery-staple';
+
+/** The environment of the spawned commands: ours without HANGAR_* settings, which flags replace. */
+function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+/** What the local runtime needs here, or the packages to install. */
+export function missingEngines(): string[] {
+  const has = (bin: string) => spawnSync('sh', ['-c', `PATH="$PATH:/usr/sbin:/sbin" command -v ${bin}`], { stdio: 'ignore' }).status === 0;
+  return [has('redis-server') ? undefined : 'redis-server', has('haproxy') ? undefined : 'haproxy'].filter((x): x is string => x !== undefined);
+}
+
+/**
+ * Whether the real-engine tests can run. In CI a missing engine fails the run (it must be
+ * installed there); elsewhere the tests are left out with a message saying what to install.
+ */
+export function enginesAvailable(): boolean {
+  const missing = missingEngines();
+  if (missing.length === 0) return true;
+  const message = `the local runtime tests need ${missing.join(' and ')}: apt-get install ${missing.join(' ')}`;
+  if (process.env.CI === 'true') throw new Error(message);
+  console.warn(`${message}; leaving them out`);
+  return false;
+}
+
+/**
+ * Whether tests that mount filesystems (tmpfs) can run: they need root. CI runs as root, so
+ * there a missing privilege fails the run; elsewhere the tests are left out with a message.
+ */
+export function canMount(): boolean {
+  if (process.getuid?.() === 0) return true;
+  const message = 'the filesystem fault tests mount tmpfs and need root';
+  if (process.env.CI === 'true') throw new Error(message);
+  console.warn(`${message}; leaving them out`);
+  return false;
+}
+
+export interface Reply<T = any> {
+  status: number;
+  body: T;
+}
+
+export interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** How a hangar process is started. */
+export interface HangarOptions {
+  /** Shared with other processes (replicas of one host); a new temp dir when left out. */
+  readonly dataDir?: string;
+  /** PostgreSQL instead of SQLite in the data dir. */
+  readonly databaseUrl?: string;
+  readonly portRange?: { readonly first: number; readonly last: number };
+  /** `local` (default) or `emulated`. */
+  readonly runtime?: 'local' | 'emulated';
+  /** Extra settings of every start (HANGAR_*); `serve(env)` adds more for one start. */
+  readonly env?: Record<string, string>;
+  /** Seconds a lease lasts (HANGAR_LEASE_TTL); short by default, so that tests do not wait on a dead one's. */
+  readonly leaseTtl?: number;
+  /** Create the account at start, if it does not exist (the first process of a store does). Default true. */
+  readonly createAccount?: boolean;
+}
+
+let ranges = 0;
+
+/**
+ * A port range of its own for a hangar of this test file: files run at once in different
+ * vitest workers, each worker has its own part of 10000-17999, and each hangar of a file its
+ * own slice of that part, so that engines of two tests never compete for one port (tests
+ * that free a port on purpose count on nobody else taking it). 18000-19999 is the local
+ * runtime's unit test's; hangars started without a range take 20000-29999.
+ */
+export function nextPortRange(size = 100): { first: number; last: number } {
+  const worker = Number(process.env.VITEST_POOL_ID ?? '1') - 1;
+  const slots = Math.floor(2000 / size);
+  const first = 10_000 + (worker % 4) * 2000 + ((ranges++ + Math.floor(Math.random() * slots)) % slots) * size;
+  return { first, last: first + size - 1 };
+}
+
+/** A hangar process (`hangar serve`) with a data dir and a logged-in account. */
+export class HangarProcess {
+  private child: ChildProcess | undefined;
+  private exited: Promise<Exit> = Promise.resolve({ code: 0, signal: null });
+  private current = { text: '' };
+  url = '';
+  private token = '';
+  readonly dataDir: string;
+  /** Ports this hangar hands out. */
+  readonly portRange: { first: number; last: number };
+  private readonly ownsDataDir: boolean;
+
+  private constructor(readonly opts: HangarOptions) {
+    this.ownsDataDir = opts.dataDir === undefined;
+    this.dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-e2e-'));
+    this.portRange = opts.portRange ?? nextPortRange();
+  }
+
+  /** Starts `hangar serve` (which creates the account at its first start), logs in. */
+  static async start(opts: HangarOptions & { serveEnv?: Record<string, string> } = {}): Promise<HangarProcess> {
+    if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first (npm test does)`);
+    const h = new HangarProcess(opts);
+    await h.serve(opts.serveEnv);
+    return h;
+  }
+
+  /** Another replica on the same data dir, store and port range, without an account of its own. */
+  static async replicaOf(other: HangarProcess, serveEnv?: Record<string, string>): Promise<HangarProcess> {
+    return HangarProcess.start({ ...other.opts, dataDir: other.dataDir, portRange: other.portRange, createAccount: false, serveEnv });
+  }
+
+  /** Starts `hangar serve` on this data dir (again, after a stop or a kill); `env` adds settings for this start only. */
+  async serve(env: Record<string, string> = {}): Promise<void> {
+    const args = [
+      BIN, 'serve', '--runtime', this.opts.runtime ?? 'local', '--port', '0', '--data-dir', this.dataDir,
+      '--port-range', `${this.portRange.first}-${this.portRange.last}`, '--log-level', 'info',
+      // a replica of another host would wait for a dead one's leases to expire: keep them short
+      '--lease-ttl', String(this.opts.leaseTtl ?? 2),
+    ];
+    if (this.opts.databaseUrl) args.push('--database-url', this.opts.databaseUrl);
+    const account: Record<string, string> = this.opts.createAccount === false ? {} : { HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD };
+    const child = spawn(process.execPath, args, { env: childEnv({ ...account, ...this.opts.env, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    // each process writes to its own buffer: a stopped one must not add to the next one's
+    const output = { text: '' };
+    this.current = output;
+    child.stdout!.on('data', (c: Buffer) => (output.text += c.toString('utf8')));
+    const exited = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+    this.exited = exited;
+    this.url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`hangar serve did not start within 30 s:\n${output.text}`)), 30_000);
+      child.stderr!.on('data', (c: Buffer) => {
+        output.text += c.toString('utf8');
+        const m = /hangar serving on (https?:\/\/[^/\s]+)/.exec(output.text);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      });
+      void exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`hangar serve exited before serving:\n${output.text}`));
+      });
+    });
+    const basic = Buffer.from(`${LOGIN}:${PASSWORD}`).toString('base64');
+    const res = await fetch(`${this.url}/v2/tokens/`, { headers: { authorization: `Basic ${basic}` } });
+    const body = (await res.json()) as { data: { token: string } };
+    this.token = body.data.token;
+  }
+
+  /** Resolves once this hangar supervises the engines (it owns the runtime and adopted what runs). */
+  async waitSupervising(ms = 15_000): Promise<void> {
+    const until = Date.now() + ms;
+    while (!this.supervising) {
+      if (Date.now() > until) throw new Error(`hangar does not supervise the engines after ${ms} ms:\n${this.log}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Whether this process has taken the runtime over and adopted what runs (it says so in its log). */
+  get supervising(): boolean {
+    const line = (this.opts.runtime ?? 'local') === 'local' ? 'local runtime supervising' : 'this replica owns the runtime';
+    return this.log.includes(`"msg":"${line}"`);
+  }
+
+  /** The pid of the hangar process. */
+  get pid(): number {
+    return this.child!.pid!;
+  }
+
+  /** Whether the process runs. */
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** What hangar wrote since it last started (its log), for failure messages. */
+  get log(): string {
+    return this.current.text;
+  }
+
+  /** Resolves when the process has exited (or rejects after `ms`, with its log). */
+  async waitExit(ms = 30_000): Promise<Exit> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`hangar did not exit within ${ms} ms:\n${this.log}`)), ms);
+    });
+    try {
+      return await Promise.race([this.exited, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** SIGTERM and wait for the exit. */
+  async stop(): Promise<Exit> {
+    if (this.running) this.child!.kill('SIGTERM');
+    return this.exited;
+  }
+
+  /** SIGKILL (a crash) and wait for the exit. */
+  async kill(): Promise<Exit> {
+    if (this.running) this.child!.kill('SIGKILL');
+    return this.exited;
+  }
+
+  /** Stops hangar, kills every process it started under the data dir, removes the data dir (if it made it). */
+  async destroy(): Promise<void> {
+    await this.stop();
+    if (!this.ownsDataDir) return;
+    await killAllUnder(this.dataDir);
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  async request<T = any>(method: string, path: string, body?: unknown): Promise<Reply<T>> {
+    const headers: Record<string, string> = { 'x-auth-token': this.token };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${this.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: the test sees the text */
+    }
+    return { status: res.status, body: parsed as T };
+  }
+
+  get<T = any>(path: string) {
+    return this.request<T>('GET', path);
+  }
+  post<T = any>(path: string, body?: unknown) {
+    return this.request<T>('POST', path, body ?? {});
+  }
+  patch<T = any>(path: string, body?: unknown) {
+    return this.request<T>('PATCH', path, body ?? {});
+  }
+  delete<T = any>(path: string) {
+    return this.request<T>('DELETE', path);
+  }
+
+  /** GET /readyz: its status and problems. */
+  async readyz(): Promise<{ status: number; problems: string[] }> {
+    const res = await fetch(`${this.url}/readyz`);
+    const body = (await res.json()) as { problems?: string[] };
+    return { status: res.status, problems: body.problems ?? [] };
+  }
+
+  /** Polls an instance until `predicate` holds for its record (undefined once it is gone). */
+  async waitFor(name: string, predicate: (rec: any) => boolean, ms = 30_000): Promise<any> {
+    const until = Date.now() + ms;
+    let last: Reply | undefined;
+    while (Date.now() < until) {
+      last = await this.get(`/v2/instances/${name}/`);
+      const rec = last.status === 200 ? last.body.data : undefined;
+      if (predicate(rec)) return rec;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`instance ${name} did not reach the expected state; last answer ${JSON.stringify(last?.body)}\nhangar log:\n${this.log}`);
+  }
+
+  /** The body of a redis create request. */
+  redisBody(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return { name, plan: 500, service: 'redis', type: 'redis_ha_instance', version: redisVersion(), zone: 'US-Dallas', ...extra };
+  }
+
+  /** Creates a redis instance and waits until it is ACTIVE; returns its record. */
+  async createRedis(name: string, extra: Record<string, unknown> = {}): Promise<RedisRecord> {
+    const res = await this.post('/v2/instances/', this.redisBody(name, extra));
+    if (res.status !== 200) throw new Error(`create ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+    return this.waitFor(name, (r) => r?.state === 'ACTIVE');
+  }
+
+  /** The installed redis-server version as X.Y.Z (what the local runtime offers). */
+  async redisVersion(): Promise<string> {
+    return redisVersion();
+  }
+}
+
+let installedRedis: string | undefined;
+
+/** The installed redis-server version as X.Y.Z. */
+export function redisVersion(): string {
+  installedRedis ??= /v=(\d+\.\d+\.\d+)/.exec(spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout)![1]!;
+  return installedRedis;
+}
+
+export interface RedisRecord {
+  id: string;
+  name: string;
+  state: string;
+  state_reason?: string;
+  plan: number;
+  password: string;
+  connect_string: string;
+  public_connect_string: string;
+  servicenet_connect_string: string;
+}
+
+/** The port of a `redis://host:port` connection string. */
+export function portOf(connectString: string): number {
+  return Number(new URL(connectString).port);
+}

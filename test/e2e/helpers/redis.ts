@@ -1,0 +1,86 @@
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { createClient } from 'redis';
+
+export type RedisClient = ReturnType<typeof createClient>;
+
+/**
+ * A real Redis client, connected to 127.0.0.1:`port` (through the edge, unless `port` is an
+ * engine port) from `localAddress`, authenticated with `password`. Rejects when the connection
+ * is refused or closed.
+ */
+export async function connectRedis(port: number, password: string, localAddress?: string): Promise<RedisClient> {
+  const client = createClient({
+    socket: { host: '127.0.0.1', port, connectTimeout: 2000, reconnectStrategy: false, ...(localAddress ? { localAddress } : {}) },
+    password,
+    disableClientInfo: true,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (err) {
+    try {
+      client.destroy();
+    } catch {
+      /* already closed */
+    }
+    throw err;
+  }
+  return client;
+}
+
+/** What a client gets: PONG, refused (connection refused, reset or closed), or the error it got. */
+export async function pingOutcome(port: number, password: string, localAddress?: string): Promise<string> {
+  let client: RedisClient | undefined;
+  try {
+    client = await connectRedis(port, password, localAddress);
+    return await client.ping();
+  } catch (err) {
+    const text = `${(err as Error).name} ${(err as Error).message} ${(err as NodeJS.ErrnoException).code ?? ''}`;
+    return /closed|ECONNRESET|ECONNREFUSED|EPIPE|Socket/i.test(text) ? 'refused' : (err as Error).message;
+  } finally {
+    try {
+      client?.destroy();
+    } catch {
+      /* already closed */
+    }
+  }
+}
+
+/** Whether anything accepts a TCP connection on 127.0.0.1:`port`. */
+export function tcpAccepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** A setting of an engine's redis.conf under the data dir (the documented layout). */
+export function engineSetting(dataDir: string, instanceId: string, role: 'primary' | 'replica', name: string): string | undefined {
+  const text = readFileSync(join(dataDir, 'instances', instanceId, role, 'redis.conf'), 'utf8');
+  return new RegExp(`^${name} (.+)$`, 'm').exec(text)?.[1];
+}
+
+/** The loopback port of an instance's engine. */
+export function enginePort(dataDir: string, instanceId: string, role: 'primary' | 'replica'): number {
+  return Number(engineSetting(dataDir, instanceId, role, 'port'));
+}
+
+/** The pid of an engine, from its pid file. */
+export function enginePid(dataDir: string, instanceId: string, role: 'primary' | 'replica'): number {
+  return Number(readFileSync(join(dataDir, 'instances', instanceId, role, 'process.pid'), 'utf8').trim());
+}
+
+/** Polls until `condition` holds (or throws after `ms` with `what`). */
+export async function eventually(what: string, condition: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
