@@ -1,0 +1,175 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, assertBuilt, type CliResult } from './run-cli.js';
+
+// `hangar doctor`, run as the built binary. MongoDB and Elasticsearch cannot be installed on this
+// machine: stand-in programs that print what the real ones print for --version take their place
+// where the report must show them found.
+
+const made: string[] = [];
+const searchPath = process.env.PATH ?? '/usr/bin:/bin';
+const isRoot = process.getuid?.() === 0;
+/** Elasticsearch refuses root: as root, the runs where it must be available are made as `nobody`. */
+const NOBODY = 65534;
+
+function dir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  // readable by an unprivileged user too (mkdtemp makes it 0700)
+  chmodSync(d, 0o755);
+  made.push(d);
+  return d;
+}
+
+/** A directory of stand-in programs, each printing `output` (shell builtins only) and exiting 0. */
+function standIns(programs: Record<string, string>): string {
+  const d = dir('hangar-doctor-bin-');
+  for (const [name, output] of Object.entries(programs)) {
+    writeFileSync(join(d, name), `#!/bin/sh\nprintf '%s\\n' '${output}'\n`);
+    chmodSync(join(d, name), 0o755);
+  }
+  return d;
+}
+
+const MONGOD_7 = { mongod: 'db version v7.0.2', mongos: 'mongos version v7.0.2' };
+const ELASTICSEARCH_8 = {
+  elasticsearch: 'Version: 8.11.1, Build: default/deb/6f9ff581fbcde658e6f69d6ce03050f060d1fd0c/2023-11-11T10:05:59.421038163Z, JVM: 21.0.1',
+  kibana: '8.11.1',
+};
+
+let home: string;
+
+/** Runs `hangar doctor ARGS` with no HANGAR_* variable but those given, as `uid` when given. */
+function doctor(args: readonly string[], opts: { path?: string; env?: Record<string, string>; uid?: number } = {}): Promise<CliResult> {
+  const env = { PATH: opts.path ?? searchPath, HOME: home, ...opts.env };
+  const ids = opts.uid === undefined ? {} : { uid: opts.uid, gid: opts.uid };
+  const child = spawn(process.execPath, [BIN, 'doctor', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], ...ids });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** The line of a service in the Services section of the human report. */
+function serviceLine(stdout: string, service: string): string {
+  const lines = stdout.split('\n');
+  return lines.slice(lines.indexOf('Services')).find((l) => l.startsWith(`  ${service} `)) ?? '';
+}
+
+/** redis-server's version as the binary prints it, read here independently of hangar. */
+function redisVersion(): string {
+  const out = spawnSync('redis-server', ['--version'], { encoding: 'utf8', env: { PATH: `${searchPath}:/usr/sbin:/usr/bin` } }).stdout;
+  const version = /v=(\d+\.\d+\.\d+)/.exec(out)?.[1];
+  if (!version) throw new Error('the doctor tests need redis-server (apt-get install redis-server)');
+  return version;
+}
+
+beforeAll(() => {
+  assertBuilt();
+  home = dir('hangar-doctor-home-');
+});
+afterAll(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
+describe('hangar doctor on this machine', () => {
+  it('shows redis available with the installed version, MongoDB and Elasticsearch unavailable with what to install; exit 0', async () => {
+    const version = redisVersion();
+    const r = await doctor([]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(serviceLine(r.stdout, 'redis')).toMatch(new RegExp(`available +versions ${version.replace(/\./g, '\\.')}, ${version.split('.').slice(0, 2).join('\\.')} \\(redis-server ${version.replace(/\./g, '\\.')}, haproxy \\d+\\.\\d+\\.\\d+\\)`));
+    expect(r.stdout).toMatch(new RegExp(`redis-server +${version.replace(/\./g, '\\.')} +/\\S*redis-server`));
+    expect(serviceLine(r.stdout, 'mongodb')).toMatch(/unavailable .*`mongod` was not found.*HANGAR_MONGOD_BIN.*`mongos` was not found.*HANGAR_MONGOS_BIN/);
+    expect(serviceLine(r.stdout, 'elasticsearch')).toMatch(/unavailable .*`elasticsearch` or `opensearch` was not found.*HANGAR_ELASTICSEARCH_BIN/);
+    expect(r.stdout).toContain('To host mongodb:');
+    expect(r.stdout).toMatch(/mongod: install package mongodb-org-server .*https:\/\/www\.mongodb\.com\/docs\/manual\/administration\/install-on-linux\/; or set HANGAR_MONGOD_BIN/);
+    expect(r.stdout).toMatch(/mongos: install package mongodb-org-mongos .*HANGAR_MONGOS_BIN/);
+    expect(r.stdout).toContain('To host elasticsearch:');
+    expect(r.stdout).toMatch(/elasticsearch or opensearch: install package elasticsearch .*opensearch.*HANGAR_ELASTICSEARCH_BIN/);
+    expect(r.stdout).not.toContain('To host redis:');
+    expect(r.stdout).toMatch(/openssl \d+\.\d+\.\d+ .*TLS listeners/);
+  });
+
+  it('gives the same facts as JSON for scripts', async () => {
+    const r = await doctor(['--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout);
+    const version = redisVersion();
+    expect(report.ok).toBe(true);
+    expect(report.services.redis).toMatchObject({ available: true, versions: [version, version.split('.').slice(0, 2).join('.')] });
+    expect(report.services.redis.engines.map((e: { name: string }) => e.name)).toEqual(['redis-server', 'haproxy']);
+    expect(report.services.mongodb).toMatchObject({ available: false, versions: [], reason: expect.stringMatching(/HANGAR_MONGOD_BIN/) });
+    expect(report.services.mongodb.install).toEqual([expect.stringMatching(/^mongod: .*HANGAR_MONGOD_BIN/), expect.stringMatching(/^mongos: .*HANGAR_MONGOS_BIN/)]);
+    expect(report.services.elasticsearch).toMatchObject({ available: false, reason: expect.stringMatching(/HANGAR_ELASTICSEARCH_BIN/) });
+    const programs = Object.fromEntries(report.programs.map((p: { program: string }) => [p.program, p]));
+    expect(programs['redis-server']).toMatchObject({ found: true, version });
+    expect(programs.mongod).toMatchObject({ found: false, variable: 'HANGAR_MONGOD_BIN', install: expect.stringContaining('mongodb-org-server') });
+    expect(programs['kibana or opensearch-dashboards']).toMatchObject({ found: false, variable: 'HANGAR_KIBANA_BIN' });
+  });
+
+  it('exits 1 when redis, the default service, cannot run, saying why and what to install', async () => {
+    const r = await doctor([], { env: { HANGAR_REDIS_SERVER_BIN: '/nonexistent/redis-server' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/redis, the default service, cannot run on this machine: .*\/nonexistent\/redis-server.*HANGAR_REDIS_SERVER_BIN/);
+    expect(serviceLine(r.stdout, 'redis')).toMatch(/unavailable/);
+    expect(r.stdout).toMatch(/To host redis:\n {2}redis-server: install Debian\/Ubuntu package redis-server \(apt-get install redis-server\)/);
+    expect(JSON.parse((await doctor(['--json'], { env: { HANGAR_REDIS_SERVER_BIN: '/nonexistent/redis-server' } })).stdout).ok).toBe(false);
+  });
+});
+
+describe('hangar doctor with MongoDB and Elasticsearch found', () => {
+  it('shows them available with the versions the programs print, and Kibana next to Elasticsearch', async () => {
+    const bin = standIns({ ...MONGOD_7, ...ELASTICSEARCH_8 });
+    const r = await doctor(['--json'], { path: `${bin}:${searchPath}`, ...(isRoot ? { uid: NOBODY } : {}) });
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.services.mongodb).toMatchObject({ available: true, versions: ['7.0.2', '7.0'] });
+    expect(report.services.mongodb.engines).toEqual([
+      { name: 'mongod', version: '7.0.2', path: join(bin, 'mongod') },
+      { name: 'mongos', version: '7.0.2', path: join(bin, 'mongos') },
+      expect.objectContaining({ name: 'haproxy' }),
+    ]);
+    expect(report.services.elasticsearch).toMatchObject({ available: true, versions: ['8.11.1', '8.11'] });
+    expect(report.services.elasticsearch.engines.map((e: { name: string; version: string }) => `${e.name} ${e.version}`)).toEqual(
+      expect.arrayContaining(['elasticsearch 8.11.1', 'kibana 8.11.1']),
+    );
+    expect(report.notes).toContain('kibana 8.11.1 serves the Kibana listeners of elasticsearch instances');
+    const text = await doctor([], { path: `${bin}:${searchPath}`, ...(isRoot ? { uid: NOBODY } : {}) });
+    expect(serviceLine(text.stdout, 'mongodb')).toMatch(/available +versions 7\.0\.2, 7\.0 \(mongod 7\.0\.2, mongos 7\.0\.2, haproxy/);
+    expect(serviceLine(text.stdout, 'elasticsearch')).toMatch(/available +versions 8\.11\.1, 8\.11 \(elasticsearch 8\.11\.1, haproxy \S+, kibana 8\.11\.1\)/);
+    expect(text.stdout).not.toContain('To host');
+  });
+
+  it('offers OpenSearch under the elasticsearch service, and says why a Kibana of another release is not used', async () => {
+    const bin = standIns({ opensearch: 'Version: 2.11.0, Build: tar/4dcad6dd1fd45b6bd91f041a041829c8687278fa/2023-10-13T02:55:55.511945994Z, JVM: 17.0.8', kibana: '8.11.1' });
+    const r = await doctor(['--json'], { path: `${bin}:${searchPath}`, ...(isRoot ? { uid: NOBODY } : {}) });
+    const report = JSON.parse(r.stdout);
+    expect(report.services.elasticsearch).toMatchObject({ available: true, versions: ['2.11.0', '2.11'] });
+    expect(report.notes).toContainEqual(expect.stringMatching(/no Kibana for elasticsearch instances: kibana 8\.11\.1 does not work with opensearch: install opensearch-dashboards/));
+  });
+
+  it('refuses what hangar cannot drive, saying why: MongoDB older than 4.2, a mongos of another release, Elasticsearch run by root', async () => {
+    const old = standIns({ mongod: 'db version v4.0.28', mongos: 'mongos version v4.0.28' });
+    const oldReport = JSON.parse((await doctor(['--json'], { path: `${old}:${searchPath}` })).stdout);
+    expect(oldReport.services.mongodb).toMatchObject({ available: false, versions: [] });
+    expect(oldReport.services.mongodb.reason).toMatch(/mongod 4\.0\.28 is older than 4\.2\.0.*driver/);
+    expect(oldReport.services.mongodb.install).toBeUndefined();
+
+    const mixed = standIns({ mongod: 'db version v7.0.2', mongos: 'mongos version v6.0.5' });
+    expect(JSON.parse((await doctor(['--json'], { path: `${mixed}:${searchPath}` })).stdout).services.mongodb.reason).toMatch(/different release series/);
+
+    // Elasticsearch and OpenSearch refuse root; only a test running as root can run hangar as root
+    // (elasticsearch-versions.test.ts covers the rule itself)
+    if (isRoot) {
+      const es = standIns(ELASTICSEARCH_8);
+      const asRoot = JSON.parse((await doctor(['--json'], { path: `${es}:${searchPath}` })).stdout);
+      expect(asRoot.services.elasticsearch).toMatchObject({ available: false, reason: expect.stringMatching(/refuses to run as root.*unprivileged user/) });
+    }
+  });
+});
