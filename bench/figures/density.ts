@@ -1,0 +1,122 @@
+import { readFileSync } from 'node:fs';
+import { PORT_RANGES, type BenchContext, type Figure } from '../lib/context.js';
+import { BenchHangar, type Api } from '../lib/hangar.js';
+import { httpLoad } from '../lib/http-load.js';
+import { createActive, requestRedis, waitAll } from '../lib/instances.js';
+import { pidsUnder } from '../lib/processes.js';
+import { row } from '../lib/result.js';
+import { now, sleep } from '../lib/time.js';
+
+const PER_ACCOUNT = 100;
+/** Instances requested at once, ACTIVE before the next ones are requested. */
+const WAVE = 25;
+
+/** Proportional set size of the processes (shared pages split between them), in MB. */
+function pssMb(pids: readonly number[]): number {
+  let kb = 0;
+  for (const pid of pids) {
+    try {
+      kb += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      /* exited */
+    }
+  }
+  return kb / 1024;
+}
+
+/** hangar's CPU use over a quiet window, in % of one core. */
+async function idleCpu(hangar: BenchHangar, windowMs: number): Promise<number> {
+  const c0 = hangar.cpuMs();
+  const t0 = now();
+  await sleep(windowMs);
+  return ((hangar.cpuMs() - c0) / (now() - t0)) * 100;
+}
+
+interface ApiSample {
+  readonly oneP99: number;
+  readonly listP99?: number;
+  readonly rss: number;
+}
+
+async function sampleApi(ctx: BenchContext, hangar: BenchHangar, api: Api, one: string, listApi: Api | undefined): Promise<ApiSample> {
+  const durationS = ctx.opts.quick ? 2 : 4;
+  const oneRun = await httpLoad({ url: `${api.url}/v2/instances/${one}/`, connections: 10, durationS, headers: api.headers });
+  const listRun = listApi ? await httpLoad({ url: `${listApi.url}/v2/instances/`, connections: 10, durationS, headers: listApi.headers }) : undefined;
+  for (const r of [oneRun, listRun]) if (r && (r.non2xx > 0 || r.errors > 0)) throw new Error(`density: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  return { oneP99: oneRun.p99, ...(listRun ? { listP99: listRun.p99 } : {}), rss: hangar.rssMb() };
+}
+
+export const densityFigure: Figure = {
+  name: 'density',
+  title: 'density: 500 idle redis_ha_instances on the machine, then the API p99 and hangar RSS',
+  ceiling: 'an idle hangar (one instance)',
+  target: 'API p99 < 50 ms; hangar RSS < 200 MB',
+  async run(ctx) {
+    await ctx.release();
+    const count = ctx.opts.quick ? 30 : 500;
+    const accounts = Array.from({ length: Math.ceil(count / PER_ACCOUNT) }, (_, i) => `density-${i}@bench.test`);
+    const hangar = await BenchHangar.start(ctx.procs, ctx.hangarStart({
+      label: 'density', runtime: 'local', accounts, portRange: PORT_RANGES.density, maxInstances: PER_ACCOUNT + 10,
+    }));
+    try {
+      const apis = await Promise.all(accounts.map((a) => hangar.login(a)));
+      const first = apis[0]!;
+      await createActive(first, ['probe']);
+      await sleep(1000);
+      const windowMs = ctx.opts.quick ? 3000 : 10_000;
+      const idle: ApiSample[] = [];
+      for (let round = 1; round <= ctx.opts.rounds; round++) idle.push(await sampleApi(ctx, hangar, first, 'probe', undefined));
+      const idleCpuPct = await idleCpu(hangar, windowMs);
+      ctx.log(`density idle: GET p99 ${idle.map((s) => s.oneP99).join(', ')} ms, RSS ${idle.map((s) => s.rss.toFixed(0)).join(', ')} MB, CPU ${idleCpuPct.toFixed(1)} %`);
+
+      // The other instances, PER_ACCOUNT per account, in waves of WAVE requested at once (10
+      // requests in flight), each wave ACTIVE before the next: what is measured is hangar holding
+      // many instances, not a burst (a burst of hundreds queues behind the workers).
+      const t0 = now();
+      const jobs = apis.flatMap((api, a) =>
+        Array.from({ length: Math.min(PER_ACCOUNT, count - a * PER_ACCOUNT) - (a === 0 ? 1 : 0) }, (_, i) => ({ api, name: `d-${a}-${i}` })),
+      );
+      const failed: string[] = [];
+      for (let w = 0; w < jobs.length; w += WAVE) {
+        const wave = jobs.slice(w, w + WAVE);
+        const queue = [...wave];
+        await Promise.all(Array.from({ length: 10 }, async () => {
+          for (let job = queue.shift(); job; job = queue.shift()) await requestRedis(job.api, job.name);
+        }));
+        for (const api of new Set(wave.map((j) => j.api))) {
+          const r = await waitAll(api, wave.filter((j) => j.api === api).map((j) => j.name), 'ACTIVE', 300_000, 100, { tolerateFailed: true });
+          failed.push(...r.failed);
+        }
+        if ((w / WAVE) % 4 === 3) ctx.log(`density: ${1 + w + wave.length} instances after ${((now() - t0) / 1000).toFixed(0)} s`);
+      }
+      const allActiveS = (now() - t0) / 1000;
+      ctx.log(`density: ${count} instances requested, ${count - failed.length} ACTIVE after ${allActiveS.toFixed(1)} s${failed.length ? `; FAILED: ${failed.join(', ')}` : ''}`);
+      await sleep(2000);
+
+      const listApi = count >= 2 * PER_ACCOUNT ? apis[1] : undefined;
+      const loaded: ApiSample[] = [];
+      for (let round = 1; round <= ctx.opts.rounds; round++) loaded.push(await sampleApi(ctx, hangar, first, 'probe', listApi));
+      const loadedCpuPct = await idleCpu(hangar, windowMs);
+      const engines = pidsUnder(hangar.dataDir);
+      const enginesMb = pssMb(engines);
+      ctx.log(`density ${count}: GET p99 ${loaded.map((s) => s.oneP99).join(', ')} ms, RSS ${loaded.map((s) => s.rss.toFixed(0)).join(', ')} MB, CPU ${loadedCpuPct.toFixed(1)} %, ${engines.length} engine/edge processes, ${enginesMb.toFixed(0)} MB PSS`);
+
+      const f = 'density';
+      const idleWhat = 'the same hangar with one instance, before the others were created';
+      return [
+        row({ figure: f, metric: `${count} instances: API p99, GET one, 10 conn`, unit: 'ms', hangar: loaded.map((s) => s.oneP99),
+          ceiling: { what: idleWhat, values: idle.map((s) => s.oneP99) }, target: { kind: 'below', value: 50 } }),
+        ...(listApi ? [row({ figure: f, metric: `${count} instances: API p99, list of ${PER_ACCOUNT}, 10 conn`, unit: 'ms', hangar: loaded.map((s) => s.listP99!), target: { kind: 'below', value: 50 } })] : []),
+        row({ figure: f, metric: `${count} instances: hangar RSS`, unit: 'MB', hangar: loaded.map((s) => s.rss), ceiling: { what: idleWhat, values: idle.map((s) => s.rss) }, target: { kind: 'below', value: 200 } }),
+        row({ figure: f, metric: `${count} instances: hangar CPU, idle`, unit: '% core', hangar: [loadedCpuPct], ceiling: { what: idleWhat, values: [idleCpuPct] },
+          note: `CPU over ${windowMs / 1000} s with no request (resync sweep every 30 s)` }),
+        row({ figure: f, metric: `${count} instances: engines + edge memory (PSS)`, unit: 'MB', hangar: [enginesMb], note: `${engines.length} processes` }),
+        row({ figure: f, metric: `${count} instances: created, ${WAVE} at a time`, unit: 's', hangar: [allActiveS],
+          ...(failed.length ? { note: `${failed.length} instance(s) FAILED while created: ${failed.slice(0, 5).join(', ')}` } : {}) }),
+      ];
+    } finally {
+      ctx.log('density: stopping hangar and its engines');
+      await hangar.stop();
+    }
+  },
+};
