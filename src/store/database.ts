@@ -246,9 +246,12 @@ function openPostgres(url: string, max: number): Store {
     // a server that vanished without closing its connections is found out by TCP keepalives
     keepAlive: true,
   });
-  // An idle client that loses its server (PostgreSQL restarted) emits 'error' on the pool;
-  // without a listener that would crash the process.
+  // A connection that loses its server (PostgreSQL stopped or restarted) emits 'error': an
+  // idle one through the pool, one checked out between two queries (a transaction waiting on
+  // hangar) on itself. Without a listener either would crash the process. The loss reaches the
+  // work that holds the connection as a failed query, and the pool drops the connection.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const u = new URL(url);
   return { db, dialect: 'postgres', location: `postgres://${u.host}${u.pathname}`, close: () => db.destroy() };

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newObjectId } from '../../src/lib/ids.js';
 import { AccountService } from '../../src/service/accounts.js';
@@ -362,5 +363,36 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     // two replicas racing for a free lease: exactly one wins
     const results = await Promise.all([acquireLease(store.db, 'runtime:y', 'r1', NOW, 6000), acquireLease(store.db, 'runtime:y', 'r2', NOW, 6000)]);
     expect(results.filter(Boolean)).toHaveLength(1);
+  });
+});
+
+describe.runIf(DIALECTS.includes('postgres'))('store on postgres: a connection the server ends', () => {
+  it('while a transaction holds it between two queries: that transaction fails, hangar does not crash, the next query gets a new connection', async () => {
+    const loc = await location('postgres');
+    const store = await openStore(loc);
+    const admin = new pg.Client({ connectionString: process.env.HANGAR_TEST_DATABASE_URL });
+    await admin.connect();
+    try {
+      let ended!: () => void;
+      const serverEnded = new Promise<void>((r) => (ended = r));
+      const tx = store.db.transaction().execute(async (trx) => {
+        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+        // the server ends this connection while it is checked out and idle (as a PostgreSQL
+        // that stops or restarts does): the connection's 'error' event has no query to go to
+        await admin.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
+        await new Promise((r) => setTimeout(r, 300));
+        ended();
+        await sql`select 1`.execute(trx);
+      });
+      await serverEnded;
+      await expect(tx).rejects.toThrow();
+      // an unhandled 'error' event would have ended this process (the test run) by now
+      const { rows } = await sql<{ one: number }>`select 1 as one`.execute(store.db);
+      expect(rows[0]!.one).toBe(1);
+    } finally {
+      await admin.end();
+      await store.close();
+      await loc.drop();
+    }
   });
 });
