@@ -63,6 +63,7 @@ describe.runIf(enginesAvailable() && privatePostgresAvailable())('PostgreSQL sto
           sample('metrics', () => h.get('/v2/redis/before/maxClients/')),
         ])),
       );
+      if (!h.running) throw new Error(`hangar exited during the outage; its log ends:\n${h.log.split('\n').slice(-15).join('\n')}`);
       readiness.push(await h.readyz());
       serving.push(await pingOutcome(portOf(before.public_connect_string), before.password));
       expect(h.running, 'hangar is still running').toBe(true);
