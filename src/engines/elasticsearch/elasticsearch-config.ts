@@ -1,5 +1,6 @@
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
-import { compareVersions, type SearchProduct } from './elasticsearch-versions.js';
+import { compareVersions } from '../../lib/versions.js';
+import type { SearchProduct } from './elasticsearch-versions.js';
 
 /** The user hangar administers an Elasticsearch node as (`superuser`); clients never get it. */
 export const ES_ADMIN_USER = 'hangar';

@@ -1,5 +1,6 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { compareVersions, minorVersion } from '../../lib/versions.js';
 
 /** An engine program found on this machine. */
 export interface EngineBinary {
@@ -19,19 +20,6 @@ export type SearchProduct = 'elasticsearch' | 'opensearch';
 export const ELASTICSEARCH_MINIMUM = '7.1.0';
 /** Oldest Kibana hangar runs: its anonymous access provider (what clients get, see kibanaConfig) appeared in 7.10. */
 export const KIBANA_MINIMUM = '7.10.0';
-
-/** Compares `X.Y.Z` versions: negative, zero or positive. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split('.').map(Number);
-  const pb = b.split('.').map(Number);
-  for (let i = 0; i < 3; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
-const minor = (v: string): string => v.split('.').slice(0, 2).join('.');
 
 /** Which product a node binary is: OpenSearch when its name says so (`opensearch`), else Elasticsearch. */
 export function productOf(node: EngineBinary): SearchProduct {
@@ -68,8 +56,8 @@ export function dashboardsUse(node: EngineBinary, dashboards: EngineBinary | und
   if (isOpensearchDashboards(dashboards) !== (product === 'opensearch')) {
     return { use: false, reason: `${dashboards.name} ${dashboards.version} does not work with ${product}: install ${wanted}` };
   }
-  if (minor(dashboards.version) !== minor(node.version)) {
-    return { use: false, reason: `${dashboards.name} ${dashboards.version} does not work with ${product} ${node.version}: install ${wanted} ${minor(node.version)}` };
+  if (minorVersion(dashboards.version) !== minorVersion(node.version)) {
+    return { use: false, reason: `${dashboards.name} ${dashboards.version} does not work with ${product} ${node.version}: install ${wanted} ${minorVersion(node.version)}` };
   }
   if (product === 'elasticsearch' && compareVersions(dashboards.version, KIBANA_MINIMUM) < 0) {
     return { use: false, reason: `kibana ${dashboards.version} is older than ${KIBANA_MINIMUM}, which hangar needs for anonymous access` };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MONGODB_MINIMUM, compareVersions, mongodbSupport, storageEngineRefusal, storageEnginesFor } from './mongodb-versions.js';
+import { compareVersions } from '../../lib/versions.js';
+import { MONGODB_MINIMUM, mongodbSupport, storageEngineRefusal, storageEnginesFor } from './mongodb-versions.js';
 
 const bin = (name: string, version: string) => ({ name, path: `/usr/bin/${name}`, version });
 

@@ -1,3 +1,5 @@
+import { compareVersions, minorVersion } from '../../lib/versions.js';
+
 /** An engine program found on this machine. */
 export interface EngineBinary {
   readonly name: string;
@@ -14,19 +16,6 @@ export interface EngineBinary {
 export const MONGODB_MINIMUM = '4.2.0';
 /** MMAPv1 was removed in MongoDB 4.2: 4.0 is the last version that has it. */
 const MMAPV1_LAST = '4.0.99';
-
-/** Compares `X.Y.Z` versions: negative, zero or positive. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split('.').map(Number);
-  const pb = b.split('.').map(Number);
-  for (let i = 0; i < 3; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
-const minor = (v: string): string => v.split('.').slice(0, 2).join('.');
 
 /** The `storage_engine` values a mongod of this version can run. */
 export function storageEnginesFor(version: string): string[] {
@@ -51,7 +40,7 @@ export function mongodbSupport(mongod: EngineBinary, mongos: EngineBinary): { re
     }
   }
   // A mongos only works with config servers and shards of its own release series.
-  if (minor(mongod.version) !== minor(mongos.version)) {
+  if (minorVersion(mongod.version) !== minorVersion(mongos.version)) {
     return {
       unavailableReason: `mongos ${mongos.version} and mongod ${mongod.version} are of different release series; install both from the same MongoDB release`,
       storageEngines,

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Service } from '../../service/catalog.js';
 import type { Offering, Offerings } from '../runtime.js';
+import { compareVersions } from '../../lib/versions.js';
 
 /** An engine binary found on this machine. */
 export interface FoundBinary {
@@ -79,17 +80,6 @@ export function findExecutable(nameOrPath: string, searchPath: string): string |
     if (isExecutableFile(p)) return p;
   }
   return undefined;
-}
-
-/** Compares `X.Y.Z` versions: negative, zero or positive. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split('.').map(Number);
-  const pb = b.split('.').map(Number);
-  for (let i = 0; i < 3; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
 }
 
 /** `X.Y.Z` from a program's version output, or undefined. */
