@@ -19,6 +19,7 @@ import { metricsRoutes } from './http/routes/metrics.js';
 import { mongodbUserRoutes } from './http/routes/mongodb-users.js';
 import { redisRoutes } from './http/routes/redis.js';
 import { tokenRoutes } from './http/routes/tokens.js';
+import { zoneRoutes } from './http/routes/zones.js';
 
 /** Request bodies above this are refused with 413. */
 export const BODY_LIMIT = 64 * 1024;
@@ -154,6 +155,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       redisRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
       eventRoutes(v2, deps);
+      zoneRoutes(v2, deps);
     },
     { prefix: '/v2' },
   );

@@ -1,7 +1,7 @@
 import { HangarApiError } from './errors.js';
 import {
   READY_STATES,
-  type AccountInfo, type Acl, type AclDetail, type AuditEvent, type CreateAclRequest, type CreateInstanceRequest,
+  type AccountInfo, type Acl, type Zone, type AclDetail, type AuditEvent, type CreateAclRequest, type CreateInstanceRequest,
   type CreateMongoUserRequest, type CreatedInstance, type Instance, type MongoUser, type SpaceUsage, type UpdateMongoUserRequest,
 } from './types.js';
 
@@ -193,6 +193,11 @@ export class HangarClient {
   }
 
   // --- audit log ----------------------------------------------------------------------------
+
+  /** The zones of this hangar: runtime, services and versions offered, capacity and what is free. */
+  listZones(): Promise<Zone[]> {
+    return this.call('GET', '/v2/zones/');
+  }
 
   /** The account's audit log, newest first. */
   listEvents(opts: { limit?: number; before?: number } = {}): Promise<AuditEvent[]> {

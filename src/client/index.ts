@@ -5,6 +5,6 @@ export { HangarClient, type HangarClientOptions, type WaitOptions } from './hang
 export { HangarApiError } from './errors.js';
 export type {
   AccountInfo, Acl, AclDetail, ApiErrorBody, AuditEvent, CreateAclRequest, CreateInstanceRequest, CreateMongoUserRequest,
-  CreatedInstance, Instance, MongoRole, MongoUser, SpaceUsage, UpdateMongoUserRequest,
+  CreatedInstance, Instance, MongoRole, MongoUser, SpaceUsage, UpdateMongoUserRequest, Zone,
 } from './types.js';
 export { READY_STATES } from './types.js';

@@ -6,6 +6,7 @@ import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, In
 import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
 import type { SpaceUsage as SpaceUsageSchema } from '../http/schemas/redis.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
+import type { ZoneRecord } from '../http/schemas/zones.js';
 
 // The wire types of the API, derived from the very schemas the server validates and
 // serializes with. Type-only imports: the client carries no runtime dependency.
@@ -26,6 +27,9 @@ export type UpdateMongoUserRequest = Static<typeof UserPatchBody>;
 export type AccountInfo = Static<typeof AccountInfoSchema>;
 /** The body of every error answer. */
 export type ApiErrorBody = Static<typeof ErrorBody>;
+
+/** A zone: where instances can be placed, what it offers, how full it is. */
+export type Zone = Static<typeof ZoneRecord>;
 
 /** One entry of the account's audit log. */
 export type AuditEvent = Static<typeof AuditEventRecord>;
