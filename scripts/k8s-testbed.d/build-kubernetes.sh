@@ -76,6 +76,7 @@ build_kubernetes() {
   fi
   local t0=$SECONDS
   log "building kubernetes $upstream from Debian's source package $debver (once; about 10 minutes on 2 cores)"
+  # shellcheck disable=SC2086 # a list of package names
   ensure_packages $K8S_BUILD_DEPS
   local work="$HANGAR_K8S_CACHE/build/kubernetes-$debver"
   rm -rf "$work"
