@@ -38,7 +38,8 @@ start_daemon() {
   mkdir -p "$PIDS" "$LOGS"
   if daemon_pid "$name" >/dev/null; then die "$name is already running"; fi
   log "starting $name"
-  setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  # fd 9 is the lock of this script: the daemons must not keep it.
+  setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$PIDS/$name.pid"
 }
 
@@ -438,6 +439,7 @@ cmd_up() {
   fi
   cmd_build
   log "binaries and images ready ($((SECONDS - t0)) s); starting the cluster in $RUN"
+  trap up_failed EXIT
 
   mkdir -p "$RUN"
   chmod 700 "$RUN"
@@ -469,11 +471,27 @@ cmd_up() {
     || { tail -20 "$LOGS/kube-controller-manager.log" >&2; die "no default ServiceAccount token"; }
   all_alive || die "a component exited during start-up (logs in $LOGS)"
   write_env_file
+  trap - EXIT
   log "up in $((SECONDS - t0)) s: API https://$NODE_IP:$API_PORT, node $NODE_NAME ($NODE_IP) Ready"
   log "  admin kubeconfig  $RUN/admin.kubeconfig"
   log "  hangar kubeconfig $RUN/hangar.kubeconfig (user 'hangar', no permissions until a Role is bound)"
   log "  env file          $RUN/testbed.env"
   log "  images            $REDIS_IMAGE $HAPROXY_IMAGE $PAUSE_IMAGE (imagePullPolicy: Never)"
+}
+
+# A failed up takes down what it started (its logs stay), unless HANGAR_K8S_KEEP_ON_FAILURE=1.
+up_failed() {
+  local rc=$?
+  trap - EXIT
+  [[ $rc == 0 ]] && return 0
+  if [[ ${HANGAR_K8S_KEEP_ON_FAILURE:-0} == 1 ]]; then
+    log "up failed (exit $rc); left as it is (HANGAR_K8S_KEEP_ON_FAILURE=1): run 'down' to clean"
+  else
+    log "up failed (exit $rc): taking down what it started; logs stay in $LOGS"
+    set +e
+    cmd_down
+  fi
+  exit "$rc"
 }
 
 cmd_status() {
@@ -487,7 +505,7 @@ cmd_status() {
     if node_ready; then echo "node $NODE_NAME Ready; API https://$NODE_IP:$API_PORT; env $RUN/testbed.env"
     else echo "node $NODE_NAME NOT Ready"; rc=1; fi
   else
-    echo "testbed is down"
+    [[ $rc == 0 ]] || echo "testbed is not (fully) up"
   fi
   return $rc
 }
