@@ -12,7 +12,6 @@ smoke_fail() {
   log "SMOKE FAILED: $*"
   kc -n "$SMOKE_NS" get pods -o wide >&2 2>/dev/null || true
   kc -n "$SMOKE_NS" get events --sort-by=.lastTimestamp 2>/dev/null | tail -15 >&2 || true
-  smoke_cleanup
   exit 1
 }
 
@@ -34,6 +33,8 @@ cmd_smoke() {
   source "$RUN/testbed.env"
   command -v redis-cli >/dev/null || ensure_packages redis-tools
   smoke_cleanup
+  # Whatever happens from here on, the namespace goes.
+  trap 'smoke_cleanup' EXIT
 
   kc apply -f - >/dev/null <<EOF || smoke_fail "kubectl apply"
 apiVersion: v1
@@ -214,6 +215,7 @@ EOF
   log "ok: hangar lists pods once a Role is bound"
 
   log "smoke passed in $((SECONDS - t0)) s; deleting namespace $SMOKE_NS"
+  trap - EXIT
   smoke_cleanup
   log "smoke done in $((SECONDS - t0)) s"
 }
