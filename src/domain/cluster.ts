@@ -50,6 +50,8 @@ export interface ClusterPlace {
   serviceAddress(name: string): Promise<string>;
   /** The instance's pods matching `selector` (besides the instance labels). */
   pods(selector: Readonly<Record<string, string>>): Promise<PodState[]>;
+  /** Why a workload has not rolled out its current template to every replica yet; undefined once it has. */
+  rollout(kind: 'StatefulSet' | 'Deployment', name: string): Promise<string | undefined>;
 }
 
 /** One server behind an edge route. */

@@ -56,7 +56,8 @@ export function instanceRecord(inst: Instance, advertised: string): InstanceReco
       });
       break;
   }
-  if (inst.stateReason !== null && (inst.state === 'FAILED' || inst.state === 'DEGRADED')) base.state_reason = inst.stateReason;
+  // Why it is DEGRADED or FAILED, or what a build or resize waits for (a pod the scheduler cannot place).
+  if (inst.stateReason !== null) base.state_reason = inst.stateReason;
   return base;
 }
 

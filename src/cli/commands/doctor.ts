@@ -5,6 +5,8 @@ import { detectBinaries, findExecutable, type BinaryKey, type EngineBinaries } f
 import { localEngines } from '../../engines/index.js';
 import type { Offerings } from '../../domain/units.js';
 import type { Service } from '../../domain/catalog.js';
+import { checkKubernetesZone, type ZoneCheck } from '../../runtimes/kubernetes/kube-doctor.js';
+import { loadZonesFile } from '../../zones/zones-file.js';
 import { json, type Io } from '../io.js';
 
 /** What each program is for, where it comes from, and the variable that points to it. */
@@ -84,6 +86,8 @@ export interface DoctorReport {
   readonly services: Readonly<Record<Service, ServiceReport>>;
   /** Things worth knowing that make no service unavailable (Kibana, TLS listeners, the runtime configured). */
   readonly notes: readonly string[];
+  /** The zones of the zones file, each checked as hangar will use it (Kubernetes: kubeconfig, API, namespace, RBAC). */
+  readonly zones?: readonly { readonly zone: string; readonly runtime: string; readonly checks: readonly ZoneCheck[] }[];
 }
 
 const installLine = (key: BinaryKey): string => {
@@ -134,6 +138,13 @@ export function renderDoctor(r: DoctorReport): string {
     lines.push('', `To host ${service}:`, ...install.map((l) => `  ${l}`));
   }
   if (r.notes.length > 0) lines.push('', 'Notes', ...r.notes.map((n) => `  ${n}`));
+  if (r.zones && r.zones.length > 0) {
+    lines.push('', 'Zones');
+    for (const z of r.zones) {
+      lines.push(`  ${z.zone} (${z.runtime})`);
+      for (const c of z.checks) lines.push(`    ${c.ok ? 'ok  ' : 'FAIL'}  ${c.check.padEnd(10)}${c.detail}`);
+    }
+  }
   return lines.join('\n');
 }
 
@@ -172,7 +183,15 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
     notes.push(use.use ? `${use.binary.name} ${use.binary.version} serves the Kibana listeners of elasticsearch instances` : `no Kibana for elasticsearch instances: ${use.reason}`);
   }
 
-  const report = doctorReport(binaries, offerings, notes);
+  const zones = config.zonesFile ? loadZonesFile(config.zonesFile) : [];
+  const zoneReports = await Promise.all(
+    zones.map(async (z) => ({ zone: z.name, runtime: z.runtime, checks: z.kubernetes ? await checkKubernetesZone(z.kubernetes) : [] })),
+  );
+  const report: DoctorReport = { ...doctorReport(binaries, offerings, notes), ...(zones.length > 0 ? { zones: zoneReports } : {}) };
   io.out(opts.json === true ? json(report) : renderDoctor(report));
-  if (!report.ok) throw new Error(`redis, the default service, cannot run on this machine: ${report.services.redis.reason}`);
+  const failed = zoneReports.flatMap((z) => z.checks.filter((c) => !c.ok).map((c) => `zone ${z.zone}: ${c.check}: ${c.detail}`));
+  if (failed.length > 0) throw new Error(failed.join('; '));
+  // Without local zones, what this machine can host locally does not decide the outcome.
+  const local = zones.length === 0 || zones.some((z) => z.runtime === 'local');
+  if (local && !report.ok) throw new Error(`redis, the default service, cannot run on this machine: ${report.services.redis.reason}`);
 }

@@ -3,16 +3,22 @@ import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
+import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Namespace } from 'kubernetes-models/v1/Namespace';
+import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
+import { parseZones } from '../../zones/zones-file.js';
 import { INSTANCE_TYPES, PLANS } from '../../domain/catalog.js';
 import type { ClusterPlace, KubeObject } from '../../domain/cluster.js';
 import { edgeRoutes, portRoles } from '../../domain/endpoints.js';
 import type { InstanceSpec } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
+import { RBAC_NEEDS } from '../../runtimes/kubernetes/kube-doctor.js';
 import { edgeObjects } from '../../runtimes/kubernetes/kube-edge.js';
 import { ElasticsearchClusterDriver, elasticsearchNodes } from '../elasticsearch/elasticsearch-kubernetes.js';
 import { MongodbClusterDriver } from '../mongodb/mongodb-kubernetes.js';
@@ -30,6 +36,10 @@ const MODELS: Record<string, new (o: any) => { validate(): void }> = {
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'rbac.authorization.k8s.io/v1/Role': Role,
+  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Namespace': Namespace,
+  'v1/ServiceAccount': ServiceAccount,
 };
 
 function validate(o: KubeObject): void {
@@ -48,6 +58,7 @@ const place: ClusterPlace = {
   apply: async () => {},
   serviceAddress: async () => '198.19.0.10',
   pods: async () => [],
+  rollout: async () => undefined,
 };
 
 const spec = (service: InstanceSpec['service'], type: InstanceSpec['type'], plan: number): InstanceSpec => {
@@ -141,7 +152,20 @@ describe('generated Kubernetes objects', () => {
     expect(() => validate({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' }, spec: { ports: [{ port: 'http' }] } })).toThrow();
   });
 
-  it("deploy/role.yaml is a valid Role", () => {
-    validate(parse(readFileSync('deploy/role.yaml', 'utf8')));
+  it.each(['namespace.yaml', 'serviceaccount.yaml', 'rolebinding.yaml', 'zones.yaml', 'hangar.yaml', 'secret.example.yaml'])('deploy/%s holds valid objects', (file) => {
+    const docs = parseAllDocuments(readFileSync(`deploy/${file}`, 'utf8')).map((d) => d.toJSON());
+    expect(docs.length).toBeGreaterThan(0);
+    docs.forEach(validate);
+  });
+
+  it('the zones file of deploy/zones.yaml is one hangar reads', () => {
+    const cm = parse(readFileSync('deploy/zones.yaml', 'utf8'));
+    expect(parseZones(parse(cm.data['zones.yaml']), '/etc/hangar/zones.yaml')).toMatchObject([{ name: 'US-Dallas', runtime: 'kubernetes', kubernetes: { inCluster: true, namespace: 'hangar' } }]);
+  });
+
+  it('deploy/role.yaml is a valid Role granting exactly what the runtime needs (what hangar doctor checks)', () => {
+    const role = parse(readFileSync('deploy/role.yaml', 'utf8'));
+    validate(role);
+    expect(role.rules.map((r: any) => ({ group: r.apiGroups[0], resources: r.resources, verbs: r.verbs }))).toEqual(RBAC_NEEDS);
   });
 });

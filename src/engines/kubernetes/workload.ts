@@ -127,10 +127,24 @@ export async function addressesOf(place: ClusterPlace, names: readonly string[])
   return out;
 }
 
-/** Why the pods of `selector` are not all ready (`expected` of them), or undefined when they are. */
-export function podsProblem(pods: readonly PodState[], expected: number, what: string): string | undefined {
+/**
+ * A pod that will not come up by waiting: the scheduler cannot place it, its image cannot be
+ * pulled, its container keeps crashing. A pass stops waiting at once and says why (in the
+ * instance's state reason), and looks again later.
+ */
+export class PodStuck extends Error {
+  override name = 'PodStuck';
+}
+
+/** Throws PodStuck naming the first pod that will not come up by waiting. */
+export function assertNoPodStuck(pods: readonly PodState[]): void {
   const stuck = pods.find((p) => !p.ready && p.reason);
-  if (stuck) return `pod ${stuck.name} is ${stuck.phase}: ${stuck.reason}`;
+  if (stuck) throw new PodStuck(`pod ${stuck.name} is ${stuck.phase}: ${stuck.reason}`);
+}
+
+/** Why the pods of `selector` are not all ready (`expected` of them), or undefined when they are; throws PodStuck for one that will not come. */
+export function podsProblem(pods: readonly PodState[], expected: number, what: string): string | undefined {
+  assertNoPodStuck(pods);
   if (pods.length < expected) return `${pods.length} of ${expected} ${what} pods exist`;
   const waiting = pods.filter((p) => !p.ready);
   if (waiting.length > 0) return `${waiting.length} of ${expected} ${what} pods are not ready (${waiting[0]!.name}: ${waiting[0]!.phase})`;

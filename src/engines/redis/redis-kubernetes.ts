@@ -1,7 +1,7 @@
 import type { ClusterDriver, ClusterPlace, ClusterResult, EdgeBackend, KubeObject } from '../../domain/cluster.js';
 import { TerminalError } from '../../domain/errors.js';
-import { throwIfCancelled, type Health, type InstanceSpec, type ProbeTarget, type StepContext } from '../../domain/units.js';
-import { sleep } from '../../lib/time.js';
+import type { Health, InstanceSpec, ProbeTarget, StepContext } from '../../domain/units.js';
+import { assertNoPodStuck, waitUntil } from '../kubernetes/workload.js';
 import type { RedisAdmin, RedisEndpoint } from './redis-admin.js';
 import { REDIS_ADMIN_USER, renderRedisConfig, renderSentinelConfig } from './redis-config.js';
 import { probeRedis } from './redis-probe.js';
@@ -16,7 +16,6 @@ const QUORUM = 2;
 const MEMBERS = [0, 1] as const;
 /** How long a pass waits for the members to answer and sync. */
 const READY_TIMEOUT_MS = 120_000;
-const POLL_MS = 500;
 
 /**
  * Memory of one engine's container, in MB: `maxmemory` (the plan) plus a quarter for what Redis
@@ -32,6 +31,20 @@ export const SENTINEL_MEMORY_MB = 64;
 export function redisVolumeMb(plan: number): number {
   return Math.max(1024, plan * 3);
 }
+
+/**
+ * How an engine's container starts: with the configuration of its ordinal, copied once (after that
+ * Sentinel and hangar change it with CONFIG REWRITE); and as a replica of whatever Sentinel says
+ * is the primary now, unless that is itself. A primary that failed and comes back must not serve
+ * writes as a second primary until Sentinel turns it: those writes would be lost.
+ */
+const START_ENGINE = [
+  '[ -f /data/redis.conf ] || cp "/etc/hangar/redis-${HOSTNAME##*-}.conf" /data/redis.conf',
+  // CONFIG REWRITE quotes the address: compare it bare
+  'self=$(awk \'/^replica-announce-ip/{gsub(/"/, "", $2); print $2}\' /data/redis.conf)',
+  `primary=$(redis-cli -h "$(cat /etc/hangar/sentinel-address)" -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning sentinel get-master-addr-by-name ${SENTINEL_MASTER} 2>/dev/null | head -n 1)`,
+  `case "$primary" in "") exec redis-server /data/redis.conf ;; "$self") exec redis-server /data/redis.conf --replicaof no one ;; *) exec redis-server /data/redis.conf --replicaof "$primary" ${REDIS_PORT} ;; esac`,
+].join('\n');
 
 /** Names of an instance's objects: one prefix, derived from the instance id. */
 export function redisNames(id: string) {
@@ -142,7 +155,14 @@ export class RedisClusterDriver implements ClusterDriver {
         kind: 'Secret',
         metadata: { name: n.secret, labels: { ...place.labels } },
         type: 'Opaque',
-        stringData: { password, 'admin-secret': spec.adminSecret, 'redis-0.conf': config(0), 'redis-1.conf': config(1), 'sentinel.conf': sentinel },
+        stringData: {
+          password,
+          'admin-secret': spec.adminSecret,
+          'redis-0.conf': config(0),
+          'redis-1.conf': config(1),
+          'sentinel.conf': sentinel,
+          'sentinel-address': addresses[n.sentinel] ?? '',
+        },
       },
       {
         apiVersion: 'apps/v1',
@@ -163,9 +183,7 @@ export class RedisClusterDriver implements ClusterDriver {
                   name: 'redis',
                   image,
                   imagePullPolicy: 'IfNotPresent',
-                  // The configuration of its ordinal, copied once: after that Sentinel and hangar
-                  // change it (CONFIG REWRITE), and a restart keeps its role.
-                  command: ['sh', '-c', '[ -f /data/redis.conf ] || cp "/etc/hangar/redis-${HOSTNAME##*-}.conf" /data/redis.conf; exec redis-server /data/redis.conf'],
+                  command: ['sh', '-c', START_ENGINE],
                   ports: [{ name: 'redis', containerPort: REDIS_PORT }],
                   env: [adminEnv],
                   readinessProbe: {
@@ -291,18 +309,21 @@ export class RedisClusterDriver implements ClusterDriver {
     await place.apply(this.services(spec, place), ctx);
     const a = await this.addresses(spec, place);
     const fresh = (await place.pods(component(place, 'redis'))).length === 0;
+    // The plan live first (no restart: Redis changes maxmemory as it runs); the pods then roll to
+    // their new memory limit one by one, which Kubernetes cannot change in a running container.
+    if (!fresh) await this.applyPlan(spec, a, ctx).catch(() => {});
     await place.apply(this.objects(spec, place, a), ctx);
     ctx.step(`${fresh ? 'create' : 'ensure'}:objects-applied`);
-    await this.waitMembers(spec, place, a, ctx);
-    // The plan, live on every engine and in its configuration file.
-    const bytes = String(spec.plan * 1024 * 1024);
-    for (const i of MEMBERS) {
-      const ep = this.endpoint(spec, a[n.member(i)]!, `redis-${i}`);
-      if ((await this.admin.configGet(ep, 'maxmemory')) === bytes) continue;
-      await this.admin.configSet(ep, 'maxmemory', bytes);
-      await this.admin.command(ep, ['CONFIG', 'REWRITE']);
-      ctx.step(`resize:redis-${i}-set`);
-    }
+    await waitUntil(
+      async () => {
+        assertNoPodStuck(await place.pods(component(place, 'redis')));
+        return (await place.rollout('StatefulSet', n.redis)) ?? (await this.membersProblem(spec, place, a));
+      },
+      READY_TIMEOUT_MS,
+      ctx,
+      'waiting for the redis pods',
+    );
+    await this.applyPlan(spec, a, ctx);
     return { fresh, backends: this.backends(spec, a) };
   }
 
@@ -321,24 +342,24 @@ export class RedisClusterDriver implements ClusterDriver {
     return ['public', 'servicenet'].map((role) => ({ role, servers, check }));
   }
 
-  /** Waits until both engines answer and the replica is in sync, saying why not (the pods' reasons first) when they do not in time. */
-  private async waitMembers(spec: InstanceSpec, place: ClusterPlace, a: Readonly<Record<string, string>>, ctx: StepContext): Promise<void> {
-    const until = Date.now() + READY_TIMEOUT_MS;
-    for (;;) {
-      throwIfCancelled(ctx.signal, 'waiting for the redis pods');
-      const problem = await this.membersProblem(spec, place, a);
-      if (problem === undefined) return;
-      if (Date.now() > until) throw new Error(problem);
-      await sleep(POLL_MS, ctx.signal);
+  /** `maxmemory` = the plan on every engine, live and in its configuration file. */
+  private async applyPlan(spec: InstanceSpec, a: Readonly<Record<string, string>>, ctx: StepContext): Promise<void> {
+    const n = redisNames(spec.id);
+    const bytes = String(spec.plan * 1024 * 1024);
+    for (const i of MEMBERS) {
+      const ep = this.endpoint(spec, a[n.member(i)]!, `redis-${i}`);
+      if ((await this.admin.configGet(ep, 'maxmemory')) === bytes) continue;
+      await this.admin.configSet(ep, 'maxmemory', bytes);
+      await this.admin.command(ep, ['CONFIG', 'REWRITE']);
+      ctx.step(`resize:redis-${i}-set`);
     }
   }
 
   private async membersProblem(spec: InstanceSpec, place: ClusterPlace, a: Readonly<Record<string, string>>): Promise<string | undefined> {
     const n = redisNames(spec.id);
     const pods = await place.pods(component(place, 'redis'));
-    const stuck = pods.find((p) => !p.ready && p.reason);
+    assertNoPodStuck(pods);
     if (pods.length < MEMBERS.length) return `${pods.length} of ${MEMBERS.length} redis pods exist`;
-    if (stuck) return `pod ${stuck.name} is ${stuck.phase}: ${stuck.reason}`;
     let masters = 0;
     for (const i of MEMBERS) {
       try {

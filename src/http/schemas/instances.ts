@@ -58,7 +58,7 @@ const detailFields = {
   api_key: Type.String({ description: 'Key attached to the instance' }),
   caster: Type.Null({ description: 'Always null' }),
   state: Type.String({ description: 'REQUESTED, BUILDING, ACTIVE, COMPLETED, RESIZING, DEGRADED, DELETING or FAILED' }),
-  state_reason: Type.Optional(Type.String({ description: 'Why the instance is DEGRADED or FAILED' })),
+  state_reason: Type.Optional(Type.String({ description: 'Why the instance is DEGRADED or FAILED, or what a build or resize is waiting for' })),
   connect_string: Type.Optional(Type.String({ description: 'mongodb: host:port entries, comma-separated; redis: redis://host:port' })),
   ssl_connect_string: Type.Optional(Type.String({ description: 'mongodb_sharded: host:port of the TLS listener' })),
   clb_id: Type.Optional(Type.Null({ description: 'redis: load balancer identifier, always null' })),

@@ -92,6 +92,11 @@ function podState(p: Pod): PodState & { ip?: string; hostIp?: string } {
   };
 }
 
+/** The fields of `o` that are set, as they are (apply sends them back unchanged). */
+function pick(o: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+}
+
 /** Units are the cluster's: an engine asked for a local unit on a Kubernetes zone is told so. */
 const NO_UNITS: UnitHost = new Proxy({} as UnitHost, {
   get: () => () => {
@@ -221,6 +226,17 @@ export class KubernetesRuntime implements Runtime {
         return ip;
       },
       pods: async (selector) => (await this.pods({ ...labels, ...selector })).map(({ ip: _ip, hostIp: _host, ...p }) => p),
+      rollout: async (kind, name) => {
+        const w = await this.call(() => this.api.get('apps/v1', kind, name));
+        if (!w) return `${kind} ${name} does not exist`;
+        const st = w.status ?? {};
+        const want = w.spec?.replicas ?? 1;
+        if ((st.observedGeneration ?? 0) < ((w.metadata as { generation?: number }).generation ?? 0)) return `${kind} ${name} is not observed yet`;
+        if (kind === 'StatefulSet' && st.updateRevision && st.currentRevision !== st.updateRevision) return `${kind} ${name} is rolling out (${st.updatedReplicas ?? 0} of ${want} updated)`;
+        if (kind === 'Deployment' && (st.updatedReplicas ?? 0) < want) return `${kind} ${name} is rolling out (${st.updatedReplicas ?? 0} of ${want} updated)`;
+        if ((st.readyReplicas ?? 0) < want) return `${kind} ${name}: ${st.readyReplicas ?? 0} of ${want} ready`;
+        return undefined;
+      },
     };
   }
 
@@ -239,9 +255,20 @@ export class KubernetesRuntime implements Runtime {
     }
   }
 
-  /** Server-side apply with the instance's labels added; a conflict is tried again. */
+  /**
+   * Server-side apply with the instance's labels added; a conflict is tried again. A StatefulSet
+   * keeps what Kubernetes does not let change (its volume claims, selector, service name): a
+   * resize changes the plan, not the size of the volumes made at the start.
+   */
   private async apply(o: KubeObject, labels: Readonly<Record<string, string>>): Promise<KubeObject> {
-    const obj = { ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, ...labels } } };
+    let obj: KubeObject = { ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, ...labels } } };
+    if (o.kind === 'StatefulSet') {
+      const live = await this.call(() => this.api.get(o.apiVersion, o.kind, o.metadata.name));
+      if (live?.spec) {
+        const spec = (obj as unknown as { spec: Record<string, unknown> }).spec;
+        obj = { ...obj, spec: { ...spec, ...pick(live.spec, ['volumeClaimTemplates', 'selector', 'serviceName', 'podManagementPolicy']) } } as KubeObject;
+      }
+    }
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.call(() => this.api.apply(obj));
@@ -255,9 +282,13 @@ export class KubernetesRuntime implements Runtime {
     }
   }
 
-  private async pods(labels: Readonly<Record<string, string>>): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
+  /** The pods matching `labels`; those being deleted too when `terminating` is set. */
+  private async pods(labels: Readonly<Record<string, string>>, terminating = false): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
     const pods = (await this.call(() => this.api.list('v1', 'Pod', this.selector(labels)))) as Pod[];
-    return pods.filter((p) => !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp).map(podState).sort((a, b) => a.name.localeCompare(b.name));
+    return pods
+      .filter((p) => terminating || !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp)
+      .map(podState)
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   private edgePods(id: string) {
@@ -273,9 +304,12 @@ export class KubernetesRuntime implements Runtime {
   async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     if (!driver.cluster) throw new TerminalError(`${spec.service} cannot run on Kubernetes in this version of hangar`);
     const place = this.clusterPlace(spec.id);
-    const result = await driver.cluster.ensure(spec, place, ctx);
     const routes = edgeRoutes(spec.service, spec.type, spec.ports);
     const access = accessGroups(routes, rules);
+    // Access first, on the edge pods that run: revoking an ACL must not wait for the engines.
+    const running = (await this.edgePods(spec.id)).filter((p) => p.ready && p.ip);
+    if (running.length > 0 && (await this.accessLive(routes, running, access, ctx.signal))) ctx.step('ensure:access-applied');
+    const result = await driver.cluster.ensure(spec, place, ctx);
     const member = (await this.pods(this.labels(spec.id))).find((p) => p.ip);
     if (!member?.ip) throw new Error('no pod of the instance has an address yet');
     const source = await this.hangarSource(member.ip);
@@ -396,7 +430,7 @@ export class KubernetesRuntime implements Runtime {
     }
     ctx.step('delete:objects-deleted');
     const until = Date.now() + REMOVE_TIMEOUT_MS;
-    while ((await this.pods(this.labels(id))).length > 0) {
+    while ((await this.pods(this.labels(id), true)).length > 0) {
       throwIfCancelled(ctx.signal, 'waiting for the pods to be gone');
       if (Date.now() > until) throw new Error('the pods of the instance are still terminating');
       await sleep(POLL_MS, ctx.signal);

@@ -1,0 +1,186 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/**
+ * The single-node Kubernetes of scripts/k8s-testbed, as the tests use it: its env file, kubectl
+ * as the admin (the tests' own set-up) or as hangar's user, a namespace of the test's own with
+ * hangar's Role bound, static volumes (the testbed has no provisioner), and a client host in a
+ * network namespace, whose address the edge sees as it is.
+ */
+
+export const ENV_FILE = process.env.HANGAR_K8S_ENV ?? '/var/lib/hangar-k8s-testbed/run/testbed.env';
+
+export type TestbedEnv = Record<string, string>;
+
+export function readTestbedEnv(): TestbedEnv | undefined {
+  if (!existsSync(ENV_FILE)) return undefined;
+  const env: TestbedEnv = {};
+  for (const line of readFileSync(ENV_FILE, 'utf8').split('\n')) {
+    const m = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (m) env[m[1]!] = m[2]!;
+  }
+  return env;
+}
+
+/**
+ * Whether the Kubernetes tests can run: the testbed is up (`scripts/k8s-testbed up`; CI starts
+ * it). In CI a testbed that is not up fails the run; elsewhere the tests are left out with a message.
+ */
+export function testbedAvailable(): boolean {
+  const env = readTestbedEnv();
+  if (env && spawnSync(env.HANGAR_K8S_KUBECTL!, ['--kubeconfig', env.HANGAR_K8S_ADMIN_KUBECONFIG!, 'get', '--raw', '/readyz'], { encoding: 'utf8' }).stdout === 'ok') return true;
+  const message = 'the Kubernetes tests need the testbed: scripts/k8s-testbed up (root; builds Kubernetes from Debian sources once, ~10 min)';
+  if (process.env.CI === 'true') throw new Error(message);
+  console.warn(`${message}; leaving them out`);
+  return false;
+}
+
+export class Testbed {
+  constructor(readonly env: TestbedEnv) {}
+
+  /** kubectl as the admin (the test's own set-up and checks) or as hangar's user. */
+  kubectl(args: readonly string[], opts: { as?: 'admin' | 'hangar'; input?: string } = {}): { status: number; stdout: string; stderr: string } {
+    const kubeconfig = opts.as === 'hangar' ? this.env.HANGAR_K8S_HANGAR_KUBECONFIG! : this.env.HANGAR_K8S_ADMIN_KUBECONFIG!;
+    const r = spawnSync(this.env.HANGAR_K8S_KUBECTL!, ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input: opts.input, timeout: 120_000 });
+    return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  /** kubectl that must succeed. */
+  k(args: readonly string[], input?: string): string {
+    const r = this.kubectl(args, input === undefined ? {} : { input });
+    if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  }
+
+  json(args: readonly string[]): any {
+    return JSON.parse(this.k([...args, '-o', 'json']));
+  }
+
+  /** A namespace of the test's own, with the Role of deploy/role.yaml bound to hangar's user. */
+  namespace(name: string): void {
+    this.k(['create', 'namespace', name]);
+    this.k(['-n', name, 'apply', '-f', 'deploy/role.yaml']);
+    this.k(['-n', name, 'create', 'rolebinding', 'hangar', '--role=hangar', `--user=${this.env.HANGAR_K8S_HANGAR_USER}`]);
+  }
+
+  /** `count` hostPath volumes of `storageClass` under `dir`: what a provisioner would make. */
+  volumes(prefix: string, storageClass: string, dir: string, count: number, size = '4Gi'): void {
+    for (let i = 0; i < count; i++) {
+      const path = join(dir, `${prefix}-${i}`);
+      mkdirSync(path, { recursive: true });
+      this.k(['apply', '-f', '-'], JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: { name: `${prefix}-${i}`, labels: { 'hangar-test': prefix } },
+        spec: { capacity: { storage: size }, accessModes: ['ReadWriteOnce'], storageClassName: storageClass, persistentVolumeReclaimPolicy: 'Retain', hostPath: { path, type: 'DirectoryOrCreate' } },
+      }));
+    }
+  }
+
+  /** The objects of kinds hangar makes that carry an instance's label. */
+  objectsOf(namespace: string, id: string): string[] {
+    const out = this.k(['-n', namespace, 'get', 'statefulsets,deployments,services,secrets,poddisruptionbudgets,networkpolicies,pods', '-l', `hangar.io/instance=${id}`, '-o', 'name']);
+    return out.split('\n').filter(Boolean);
+  }
+
+  /** Stops (SIGSTOP) the API server for `ms`, then lets it go on: the test's own testbed, stopped by the pid it recorded. */
+  async pauseApiServer(ms: number): Promise<void> {
+    const pid = Number(readFileSync(join(this.env.HANGAR_K8S_RUN!, 'pids', 'kube-apiserver.pid'), 'utf8').trim());
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await new Promise((r) => setTimeout(r, ms));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  }
+}
+
+/**
+ * A host of its own: a network namespace with one address, routed to the node's. Made with
+ * `unshare` and entered with `nsenter`, never `ip netns`: that bind-mounts /run/netns over the
+ * directory where containerd keeps the pods' namespaces, and the kubelet can then no longer remove them.
+ */
+export class ClientHost {
+  private constructor(
+    private readonly holder: ChildProcess,
+    private readonly link: string,
+    readonly address: string,
+  ) {}
+
+  static async create(name: string, address: string, nodeIp: string): Promise<ClientHost> {
+    const sh = (cmd: string) => {
+      const r = spawnSync('sh', ['-ec', cmd], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`${cmd}: ${r.stderr}`);
+    };
+    // the namespace lives as long as this process
+    const holder = spawn('unshare', ['--net', 'sleep', 'infinity'], { stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, 200));
+    const pid = holder.pid!;
+    const host = `${name.slice(0, 10)}0`;
+    const peer = `${name.slice(0, 10)}1`;
+    sh(`ip link add ${host} type veth peer name ${peer}; ip link set ${peer} netns ${pid}; ip link set ${host} up; ip route add ${address}/32 dev ${host}`);
+    sh(`nsenter -t ${pid} -n sh -ec 'ip addr add ${address}/32 dev ${peer}; ip link set ${peer} up; ip link set lo up; ip route add ${nodeIp}/32 dev ${peer}'`);
+    return new ClientHost(holder, host, address);
+  }
+
+  /** A Redis connection from the namespace, driven command by command (AUTH first). */
+  redis(host: string, port: number): NetnsRedis {
+    return new NetnsRedis(spawn('nsenter', ['-t', String(this.holder.pid), '-n', process.execPath, join(import.meta.dirname, 'netns-redis.mjs'), host, String(port)], { stdio: ['pipe', 'pipe', 'inherit'] }));
+  }
+
+  /** AUTH then PING on a new connection: `PONG`, or how it failed (`closed` when the edge refused it). */
+  async ping(host: string, port: number, password: string): Promise<string> {
+    const c = this.redis(host, port);
+    try {
+      const auth = await c.send('AUTH', password);
+      if (auth.closed) return 'closed';
+      if (auth.error) return auth.error;
+      const r = await c.send('PING');
+      return r.closed ? 'closed' : (r.error ?? String(r.reply));
+    } finally {
+      c.end();
+    }
+  }
+
+  remove(): void {
+    this.holder.kill();
+    spawnSync('ip', ['link', 'del', this.link]);
+  }
+}
+
+/** One connection from the client host; each command answers a reply, an error, or that the connection is closed. */
+export class NetnsRedis {
+  private readonly replies: ((r: { reply?: unknown; error?: string; closed?: boolean }) => void)[] = [];
+  private closedFlag = false;
+
+  constructor(private readonly child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const r = JSON.parse(line) as { reply?: unknown; error?: string; closed?: boolean };
+      if (r.closed) this.closedFlag = true;
+      this.replies.shift()?.(r);
+    });
+    child.on('exit', () => {
+      this.closedFlag = true;
+      for (const w of this.replies.splice(0)) w({ closed: true });
+    });
+  }
+
+  get closed(): boolean {
+    return this.closedFlag;
+  }
+
+  /** Sends a command; resolves with what came back. */
+  send(...args: string[]): Promise<{ reply?: unknown; error?: string; closed?: boolean }> {
+    return new Promise((resolve) => {
+      if (this.closedFlag) return resolve({ closed: true });
+      this.replies.push(resolve);
+      this.child.stdin!.write(`${JSON.stringify(args)}\n`);
+    });
+  }
+
+  end(): void {
+    this.child.kill();
+  }
+}
