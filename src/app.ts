@@ -15,10 +15,12 @@ import { aclRoutes } from './http/routes/acls.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { instanceRoutes } from './http/routes/instances.js';
+import { keyRoutes } from './http/routes/keys.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { mongodbUserRoutes } from './http/routes/mongodb-users.js';
 import { redisRoutes } from './http/routes/redis.js';
 import { tokenRoutes } from './http/routes/tokens.js';
+import { whoamiRoutes } from './http/routes/whoami.js';
 
 /** Request bodies above this are refused with 413. */
 export const BODY_LIMIT = 64 * 1024;
@@ -154,6 +156,8 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       redisRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
       eventRoutes(v2, deps);
+      keyRoutes(v2, deps);
+      whoamiRoutes(v2, deps);
     },
     { prefix: '/v2' },
   );

@@ -1,7 +1,7 @@
 import { HangarApiError } from './errors.js';
 import {
   READY_STATES,
-  type AccountInfo, type Acl, type AclDetail, type AuditEvent, type CreateAclRequest, type CreateInstanceRequest,
+  type AccountInfo, type Acl, type AclDetail, type ApiKey, type AuditEvent, type CreatedApiKey, type Whoami, type Zone, type CreateAclRequest, type CreateInstanceRequest,
   type CreateMongoUserRequest, type CreatedInstance, type Instance, type MongoUser, type SpaceUsage, type UpdateMongoUserRequest,
 } from './types.js';
 
@@ -101,6 +101,18 @@ export class HangarClient {
     this.currentToken = undefined;
   }
 
+  /** The caller's account, token expiry and source address as hangar sees it. */
+  whoami(): Promise<Whoami> {
+    return this.call('GET', '/v2/whoami/');
+  }
+
+  // --- zones --------------------------------------------------------------------------------
+
+  /** The zones, with the services, types, plans and versions each offers now. */
+  listZones(): Promise<Zone[]> {
+    return this.call('GET', '/v2/zones/');
+  }
+
   // --- instances ----------------------------------------------------------------------------
 
   listInstances(): Promise<Instance[]> {
@@ -190,6 +202,22 @@ export class HangarClient {
 
   deleteMongoUser(instance: string, database: string, username: string): Promise<string> {
     return this.call('DELETE', `${this.usersPath(instance, database)}/${enc(username)}`);
+  }
+
+  // --- API keys -----------------------------------------------------------------------------
+
+  /** The account's API key pairs (without secrets). */
+  listApiKeys(): Promise<ApiKey[]> {
+    return this.call('GET', '/v2/keys/');
+  }
+
+  /** A new API key pair; its `pass_key` is in this answer only. */
+  createApiKey(): Promise<CreatedApiKey> {
+    return this.call('POST', '/v2/keys/', { body: {} });
+  }
+
+  async deleteApiKey(id: string): Promise<void> {
+    await this.call('DELETE', `/v2/keys/${enc(id)}/`);
   }
 
   // --- audit log ----------------------------------------------------------------------------

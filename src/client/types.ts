@@ -5,6 +5,7 @@ import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
 import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
 import type { SpaceUsage as SpaceUsageSchema } from '../http/schemas/redis.js';
+import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
 
 // The wire types of the API, derived from the very schemas the server validates and
@@ -26,6 +27,34 @@ export type UpdateMongoUserRequest = Static<typeof UserPatchBody>;
 export type AccountInfo = Static<typeof AccountInfoSchema>;
 /** The body of every error answer. */
 export type ApiErrorBody = Static<typeof ErrorBody>;
+
+/** An API key pair as listed (no secret). */
+export type ApiKey = Static<typeof ApiKeyRecord>;
+/** A new API key pair, with its pass_key: shown this once. */
+export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
+/** The caller, and the source address hangar sees. */
+export type Whoami = Static<typeof WhoamiRecord>;
+
+/** What one zone offers of one service (`GET /v2/zones/`). */
+export interface ZoneService {
+  readonly service: string;
+  /** Whether an instance of this service can be created in the zone now; `reason` says why not. */
+  readonly available: boolean;
+  readonly types: readonly string[];
+  readonly plans: readonly number[];
+  readonly versions: readonly string[];
+  readonly reason: string | null;
+}
+
+/** A zone, what it offers and its room (`GET /v2/zones/`). */
+export interface Zone {
+  readonly name: string;
+  readonly runtime: string;
+  readonly services: readonly ZoneService[];
+  readonly capacity_mb: number | null;
+  readonly allocated_mb: number;
+  readonly free_mb: number | null;
+}
 
 /** One entry of the account's audit log. */
 export type AuditEvent = Static<typeof AuditEventRecord>;

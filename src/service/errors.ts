@@ -40,6 +40,7 @@ export const errors = {
   notARedisInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `redis instance "${name}" not found`),
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
   aclNotFound: (id: string, instance: string) => new HangarError(404, 'ACL_NOT_FOUND', `ACL "${id}" not found on instance "${instance}"`),
+  apiKeyNotFound: (id: string) => new HangarError(404, 'API_KEY_NOT_FOUND', `API key "${id}" not found`),
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),
   nameTaken: (name: string) => new HangarError(409, 'NAME_TAKEN', `an instance named "${name}" already exists in this account`),

@@ -17,6 +17,7 @@ const CATALOGUE: readonly HangarError[] = [
   errors.instanceNotFound('cache'),
   errors.aclNotFound('6560a1f2c3d4e5f60718293a', 'cache'),
   errors.userNotFound('app', 'orders'),
+  errors.apiKeyNotFound('6560a1f2c3d4e5f607182940'),
   errors.nameTaken('cache'),
   errors.userExists('app', 'orders'),
   errors.aclExists('203.0.113.7', 'cache'),
@@ -48,7 +49,8 @@ export type ErrorCode =
   | 'SERVICE_UNAVAILABLE_HERE' | 'ENGINE_UNREACHABLE' | 'STORE_UNAVAILABLE' | 'CAPACITY_EXHAUSTED'
   | 'SHUTTING_DOWN' | 'BODY_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'URI_TOO_LONG' | 'INVALID_PATH'
   | 'REQUEST_TIMEOUT' | 'HEADERS_TOO_LARGE' | 'BAD_REQUEST' | 'INTERNAL'
-  | 'IDEMPOTENCY_KEY_CONFLICT' | 'IDEMPOTENCY_KEY_IN_USE';
+  | 'IDEMPOTENCY_KEY_CONFLICT' | 'IDEMPOTENCY_KEY_IN_USE'
+  | 'API_KEY_NOT_FOUND';
 
 const byCode = new Map(CATALOGUE.map((e) => [e.code, e]));
 
