@@ -64,6 +64,7 @@ export interface Config {
   readonly dieAt: string | undefined;
 }
 
+/** The runtime of every zone when no zones file says otherwise. */
 export type RuntimeKind = 'local' | 'emulated';
 
 export class ConfigError extends Error {

@@ -1,33 +1,39 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { type HttpLimits, buildApp } from './app.js';
 import type { Config } from './config.js';
 import type { Services } from './http/context.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
 import { Metrics } from './lib/metrics.js';
-import { SecretKeyError, loadKeyring, type Keyring } from './lib/secrets.js';
+import { detectBinaries } from './lib/binaries.js';
 import { Reconciler, stepContext } from './reconciler/reconciler.js';
-import { createRuntime } from './runtimes/index.js';
+import { emulatedEngines, localEngines } from './engines/index.js';
+import type { EngineRegistry } from './engines/registry.js';
+import { EmulatedRuntime } from './runtimes/emulated/emulated-runtime.js';
+import { LocalRuntime } from './runtimes/local/local-runtime.js';
 import type { Runtime } from './runtimes/runtime.js';
 import { AccountService } from './service/accounts.js';
 import { AclService } from './service/acls.js';
-import type { ServiceDeps } from './service/deps.js';
-import { INSTANCE_STATES } from './service/model.js';
+import type { Placement, ServiceDeps } from './service/deps.js';
+import { INSTANCE_STATES } from './domain/model.js';
 import { InstanceService } from './service/instances.js';
 import { LoginGuard, RateLimiter } from './service/limits.js';
 import { MongoUserService } from './service/mongodb-users.js';
 import { RedisService } from './service/redis.js';
 import { openStore, type Db, type Store } from './store/database.js';
-import { getMeta, setMeta } from './store/lease-repository.js';
 import { appendAuditEvent } from './store/audit-repository.js';
+import { countInstancesByServiceAndState } from './store/instance-repository.js';
+import { assertKeysOpenStore, openKeyring } from './store/keyring.js';
+import { pingStore } from './store/database.js';
 
 export interface Hangar {
   readonly config: Config;
   readonly app: FastifyInstance;
   readonly store: Store;
   readonly runtime: Runtime;
+  /** The engines the runtime's instances run, by service. */
+  readonly engines: EngineRegistry;
   readonly reconciler: Reconciler;
   readonly log: Logger;
   /** The Prometheus registry of this hangar, served at /metrics. */
@@ -54,67 +60,6 @@ export function createLogger(config: Config, destination?: DestinationStream): L
   return destination ? pino(options, destination) : pino(options);
 }
 
-/** Instances by service and state, for /metrics. */
-async function countInstancesByServiceAndState(db: Db): Promise<{ service: string; state: string; count: number }[]> {
-  const rows = await db
-    .selectFrom('instances')
-    .select((eb) => ['service', 'state', eb.fn.countAll<number | string | bigint>().as('n')])
-    .groupBy(['service', 'state'])
-    .execute();
-  return rows.map((r) => ({ service: r.service, state: r.state, count: Number(r.n) }));
-}
-
-/** The keyring, checked against the store: a wrong key fails the start instead of every request. */
-export async function openKeyring(config: Config, db: Db): Promise<Keyring> {
-  const keyring = loadKeyring(config.secretKey, config.dataDir);
-  const check = await getMeta(db, 'secret_check');
-  if (check === undefined) {
-    await setMeta(db, 'secret_check', keyring.encrypt('hangar'));
-  } else {
-    try {
-      keyring.decrypt(check);
-    } catch (err) {
-      throw new SecretKeyError(
-        `the secret key does not decrypt this store (${(err as Error).message}); set HANGAR_SECRET_KEY to the key(s) it was encrypted with`,
-      );
-    }
-  }
-  return keyring;
-}
-
-/** The id of the key that sealed each encrypted value in the store, with how many it sealed. */
-export async function sealingKeyIds(db: Db): Promise<Map<string, number>> {
-  const ids = new Map<string, number>();
-  const add = (sealed: string | null) => {
-    if (sealed === null) return;
-    const id = sealed.split('.')[1] ?? '?';
-    ids.set(id, (ids.get(id) ?? 0) + 1);
-  };
-  for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) {
-    add(r.api_key_enc);
-    add(r.password_enc);
-    add(r.admin_secret_enc);
-  }
-  for (const r of await db.selectFrom('mongodb_users').select('password_enc').execute()) add(r.password_enc);
-  add((await getMeta(db, 'secret_check')) ?? null);
-  return ids;
-}
-
-/**
- * Every stored secret must be readable with the configured keys: a key dropped too early (before
- * `hangar secrets rotate` finished) fails the start, naming what is missing, instead of
- * failing instances one by one later.
- */
-export async function assertKeysOpenStore(db: Db, keyring: Keyring): Promise<void> {
-  const missing = [...(await sealingKeyIds(db))].filter(([id]) => !keyring.ids.includes(id));
-  if (missing.length === 0) return;
-  const n = missing.reduce((sum, [, count]) => sum + count, 0);
-  throw new SecretKeyError(
-    `${n} stored secret(s) are encrypted with key(s) ${missing.map(([id]) => id).join(', ')}, which are not configured; ` +
-      'give hangar those keys again (after the current one in HANGAR_SECRET_KEY) and run hangar secrets rotate',
-  );
-}
-
 /**
  * The data dir holds the key file, the SQLite store and engine data: readable by its owner only.
  * A dir made by someone else with wider permissions is narrowed (and said so), and the process
@@ -136,6 +81,19 @@ export function ensurePrivateDataDir(dataDir: string, log: Logger): void {
   }
 }
 
+/**
+ * Where instances run and the engines that drive them: real engines as processes on this
+ * machine behind the edge (local), or the in-process models (emulated).
+ */
+async function createTarget(config: Config, log: Logger): Promise<{ runtime: Runtime; engines: EngineRegistry }> {
+  if (config.runtime === 'emulated') return { runtime: new EmulatedRuntime(), engines: emulatedEngines(config) };
+  // PATH is not a hangar setting: it locates the engine binaries like a shell would, and is
+  // the only variable the engine processes inherit (hangar's own environment holds secrets).
+  const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
+  const binaries = await detectBinaries(config, searchPath);
+  return { runtime: new LocalRuntime({ config, log, binaries, searchPath }), engines: localEngines(config, binaries) };
+}
+
 export interface StartOptions {
   /** Overrides of the HTTP limits (tests shorten the timeouts). */
   readonly http?: Partial<HttpLimits>;
@@ -152,13 +110,14 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const db = store.db;
     const keyring = await openKeyring(config, db);
     await assertKeysOpenStore(db, keyring);
-    const runtime = await createRuntime(config, log);
+    const { runtime, engines } = await createTarget(config, log);
     const now = Date.now;
     const metrics = new Metrics({ defaultMetrics: true });
     const reconciler = new Reconciler({
       db,
       keyring,
       runtime,
+      engines,
       config,
       log: log.child({ component: 'reconciler' }),
       now,
@@ -173,7 +132,8 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       runtimeStats: () => runtime.stats(),
       onError: (what, err) => log.warn({ err, metric: what }, 'metric not collected'),
     });
-    const deps: ServiceDeps = { db, keyring, runtime, config, work: reconciler, now };
+    const placement: Placement = { engines, portIsFree: (port) => runtime.portIsFree(port), place: (spec) => runtime.place(spec) };
+    const deps: ServiceDeps = { db, keyring, placement, config, work: reconciler, now };
     const accounts = new AccountService(db, { tokenTtlSeconds: config.tokenTtlSeconds, now });
     const instances = new InstanceService(deps);
     const services: Services = {
@@ -201,12 +161,15 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         const problems: string[] = [];
         // the runtime as it is when the request is taken, before the store is asked
         const h = runtime.health();
+        // redis is the default service: engines that cannot run it make this hangar unready
+        const redis = engines.offerings().redis;
+        const target = redis.available ? [] : [redis.unavailableReason ?? 'redis cannot run here'];
         try {
-          await sql`select 1`.execute(db);
+          await pingStore(db);
         } catch {
           problems.push(`store unreachable: ${openedStore.location}`);
         }
-        return { problems: [...problems, ...h.problems], degraded: [...h.degraded] };
+        return { problems: [...problems, ...target, ...h.problems], degraded: [...h.degraded] };
       },
     };
     const app = await buildApp({ config, services, db, readiness, now, metrics }, log, options.http ? { http: options.http } : {});
@@ -223,6 +186,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       app,
       store,
       runtime,
+      engines,
       reconciler,
       log,
       metrics,

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { HangarApiError } from '../client/index.js';
 import { ConfigError, SETTINGS, loadConfig, settingOptions } from '../config.js';
-import { HangarError } from '../service/errors.js';
+import { HangarError } from '../domain/errors.js';
 import { type ClientCommand, type OptionSpec, type Values, contextFor } from './client-command.js';
 import { CLIENT_COMMANDS } from './client-commands.js';
 import { ConnectError, ExitCode } from './commands/connect.js';

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { openKeyring } from '../server.js';
+import { openKeyring } from '../store/keyring.js';
 import { AccountService } from '../service/accounts.js';
 import { openStore, type Store } from '../store/database.js';
 import type { Keyring } from '../lib/secrets.js';

@@ -8,7 +8,7 @@ import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
 import type { RedisService } from '../service/redis.js';
 import type { Db } from '../store/database.js';
-import { errors } from '../service/errors.js';
+import { errors } from '../domain/errors.js';
 
 /** The use cases the HTTP layer calls. */
 export interface Services {

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { formatCreated } from '../lib/time.js';
-import { publicPort } from '../service/endpoints.js';
-import type { Acl, Instance, PortMap } from '../service/model.js';
+import { publicPort } from '../domain/endpoints.js';
+import type { Acl, Instance, PortMap } from '../domain/model.js';
 import type { AclRecord, AclRecordExtended } from './schemas/acls.js';
 import type { CreationRecord, InstanceRecord } from './schemas/instances.js';
 

@@ -2,11 +2,13 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { ReconcileKind, ReconcileOutcome } from '../lib/metrics.js';
 import type { Keyring } from '../lib/secrets.js';
-import { PortTakenError, type AccessRule, type InstanceSpec, type Runtime, type StepContext } from '../runtimes/runtime.js';
-import { TerminalError } from '../service/errors.js';
-import { READY_STATES, type Instance, type InstanceState } from '../service/model.js';
-import { pickFreePorts } from '../service/ports.js';
-import { toSpec } from '../service/spec.js';
+import { TerminalError } from '../domain/errors.js';
+import { PortTakenError, type AccessRule, type InstanceSpec, type StepContext } from '../domain/units.js';
+import type { EngineRegistry } from '../engines/registry.js';
+import type { Runtime } from '../runtimes/runtime.js';
+import { READY_STATES, type Instance, type InstanceState } from '../domain/model.js';
+import { pickFreePorts } from '../store/ports.js';
+import { toSpec } from '../domain/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
 import type { Db } from '../store/database.js';
 import {
@@ -21,6 +23,8 @@ export interface ReconcileDeps {
   readonly db: Db;
   readonly keyring: Keyring;
   readonly runtime: Runtime;
+  /** The engines of the runtime's instances, by service. */
+  readonly engines: EngineRegistry;
   readonly config: Config;
   readonly log: Logger;
   readonly now: () => number;
@@ -81,6 +85,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     // Known to the runtime but not to the store: an orphan, or the tail of a finished delete.
     report.kind = 'delete';
     await runtime.removeInstance(id, ctx);
+    deps.engines.forget(id);
     return;
   }
   let inst = toInstance(row, deps.keyring);
@@ -106,7 +111,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, inst, spec);
   let fresh: boolean;
   try {
-    ({ fresh } = await runtime.ensureInstance(spec, rules, ctx));
+    ({ fresh } = await runtime.ensureInstance(spec, rules, deps.engines.require(inst.service), ctx));
   } catch (err) {
     // A cancelled pass says nothing about the instance: the next one carries on.
     if (signal.aborted) throw err;
@@ -136,6 +141,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
 async function teardown(deps: ReconcileDeps, inst: Instance, ctx: StepContext): Promise<PassResult> {
   ctx.step('delete:start');
   await deps.runtime.removeInstance(inst.id, ctx);
+  deps.engines.forget(inst.id);
   ctx.step('delete:removed');
   await deleteInstanceRow(deps.db, inst.id);
   deps.log.info({ instance: inst.id, name: inst.name }, 'instance deleted');
@@ -143,7 +149,9 @@ async function teardown(deps: ReconcileDeps, inst: Instance, ctx: StepContext): 
 
 /** Writes DEGRADED with the reason when the runtime finds the instance not serving; returns the instance as it is then. */
 async function sayHealth(deps: ReconcileDeps, inst: Instance, spec: InstanceSpec): Promise<Instance> {
-  const health = await deps.runtime.checkInstance(spec).catch((err: unknown) => ({ healthy: false, reason: err instanceof Error ? err.message : String(err) }));
+  const health = await Promise.resolve()
+    .then(() => deps.runtime.checkInstance(spec, deps.engines.require(spec.service)))
+    .catch((err: unknown) => ({ healthy: false, reason: err instanceof Error ? err.message : String(err) }));
   if (health.healthy) return inst;
   const reason = health.reason ?? 'the instance does not serve';
   const wrote = await updateInstance(deps.db, inst.id, { state: 'DEGRADED', state_reason: reason, updated_at: deps.now() }, { specVersion: inst.specVersion, states: READY_STATES });
@@ -191,6 +199,7 @@ async function failedPass(deps: ReconcileDeps, inst: Instance, err: unknown, rep
     const reason = terminal ? message : `not ready after ${deps.config.buildTimeoutSeconds} s: ${message}`;
     deps.log.error({ instance: inst.id, name: inst.name, reason }, 'instance failed');
     await deps.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
+    deps.engines.forget(inst.id);
     await updateInstance(deps.db, inst.id, { state: 'FAILED', state_reason: reason, observed_version: inst.specVersion, updated_at: deps.now() }, where);
     report.outcome = 'failed';
     return;
@@ -208,7 +217,10 @@ async function syncUsers(deps: ReconcileDeps, inst: Instance, fresh: boolean, ct
   const rows = await listMongoUserRows(deps.db, inst.id);
   if (rows.length === 0) return false;
   let changed = false;
-  const admin = deps.runtime.mongodbUsers(toSpec(inst));
+  const spec = toSpec(inst);
+  const engine = deps.engines.require(inst.service);
+  if (!engine.mongodbUsers) throw new TerminalError(`the ${inst.service} engine keeps no database users`);
+  const admin = engine.mongodbUsers(spec, deps.runtime.place(spec));
   const present = new Map<string, Set<string>>();
   const usersOf = async (database: string): Promise<Set<string>> => {
     let names = present.get(database);

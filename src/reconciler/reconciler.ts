@@ -3,8 +3,7 @@ import type { Logger } from 'pino';
 import { dieAtStep } from '../lib/fault-injection.js';
 import { pidIsAlive } from '../lib/data-dir-lock.js';
 import { sleep } from '../lib/time.js';
-import type { StepContext } from '../runtimes/runtime.js';
-import type { WorkQueue } from '../service/deps.js';
+import type { StepContext } from '../domain/units.js';
 import {
   claimInstance, findInstanceRowById, listAllInstanceIds, listPendingInstanceIds, releaseInstance, takeInstanceClaim,
 } from '../store/instance-repository.js';
@@ -16,6 +15,8 @@ import { reconcileInstance, type ReconcileDeps } from './reconcile-instance.js';
 const POLL_MS = 250;
 /** How often a replica that does not run the passes looks whether a change was carried out. */
 const SETTLE_POLL_MS = 50;
+/** Administrative connections of the engines unused this long are closed. */
+const ADMIN_IDLE_MS = 60_000;
 
 /**
  * Drives every instance toward its desired state. One replica per host owns the runtime (a
@@ -28,7 +29,7 @@ const SETTLE_POLL_MS = 50;
  * store; on PostgreSQL, a replica of this host named by its default id (`host:pid`) is dead
  * when its process is.
  */
-export class Reconciler implements WorkQueue {
+export class Reconciler {
   private readonly controller: Controller;
   private readonly leaseName: string;
   private owner = false;
@@ -37,6 +38,7 @@ export class Reconciler implements WorkQueue {
   private leaseTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
   private polling = false;
   private transition: Promise<void> = Promise.resolve();
 
@@ -168,6 +170,8 @@ export class Reconciler implements WorkQueue {
     this.pollTimer.unref();
     this.sweepTimer = setInterval(() => void this.sweep(), this.deps.config.resyncSeconds * 1000);
     this.sweepTimer.unref();
+    this.idleTimer = setInterval(() => this.deps.engines.closeIdle(ADMIN_IDLE_MS), ADMIN_IDLE_MS);
+    this.idleTimer.unref();
   }
 
   private async demote(): Promise<void> {
@@ -175,8 +179,10 @@ export class Reconciler implements WorkQueue {
     this.owner = false;
     clearInterval(this.pollTimer);
     clearInterval(this.sweepTimer);
+    clearInterval(this.idleTimer);
     await this.controller.stop(8000);
     await this.deps.runtime.close();
+    await this.deps.engines.close();
     this.log.info({ lease: this.leaseName }, 'this replica no longer owns the runtime');
   }
 

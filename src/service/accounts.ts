@@ -7,7 +7,7 @@ import {
 import type { Db } from '../store/database.js';
 import { isUniqueViolation } from '../store/errors.js';
 import type { Caller } from './deps.js';
-import { HangarError, errors } from './errors.js';
+import { HangarError, errors } from '../domain/errors.js';
 
 /** Account passwords shorter than this are refused. */
 export const MIN_PASSWORD_LENGTH = 12;

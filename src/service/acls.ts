@@ -2,9 +2,9 @@ import { newObjectId } from '../lib/ids.js';
 import { countAcls, findAcl, insertAcl, listAcls, markAclDeleting } from '../store/acl-repository.js';
 import { bumpInstance } from '../store/instance-repository.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
-import { errors } from './errors.js';
+import { errors } from '../domain/errors.js';
 import type { InstanceService } from './instances.js';
-import type { Acl, Instance } from './model.js';
+import type { Acl, Instance } from '../domain/model.js';
 import { assertAcl, type AclInput } from './validate.js';
 
 /** How long an ACL change waits for the edge before answering (it is durable either way). */

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { Keyring } from '../lib/secrets.js';
-import type { Runtime } from '../runtimes/runtime.js';
+import type { InstancePlace, InstanceSpec } from '../domain/units.js';
+import type { EngineRegistry } from '../engines/registry.js';
 import type { Db } from '../store/database.js';
 import { dieAtStep } from '../lib/fault-injection.js';
 
@@ -15,11 +16,23 @@ export interface WorkQueue {
   settle(instanceId: string, timeoutMs: number): Promise<void>;
 }
 
+/**
+ * Where instances run, as the use cases see it: what the engines can run there, which ports are
+ * free, and where an instance's units are, for live reads (Redis inspection).
+ */
+export interface Placement {
+  readonly engines: EngineRegistry;
+  /** Whether a port may be handed out to a new instance (nothing listens on it). */
+  portIsFree(port: number): Promise<boolean>;
+  /** Where the units of an instance live, handed to its engine for live reads. */
+  place(spec: InstanceSpec): InstancePlace;
+}
+
 /** Everything the use cases need, built once by the composition root. */
 export interface ServiceDeps {
   readonly db: Db;
   readonly keyring: Keyring;
-  readonly runtime: Runtime;
+  readonly placement: Placement;
   readonly config: Config;
   readonly work: WorkQueue;
   readonly now: () => number;

@@ -6,12 +6,12 @@ import {
 } from '../store/instance-repository.js';
 import type { NewAcl } from '../store/acl-repository.js';
 import type { InstanceRow } from '../store/database.js';
-import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService, type InstanceType } from './catalog.js';
+import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService, type InstanceType } from '../domain/catalog.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
-import { portRoles } from './endpoints.js';
-import { errors } from './errors.js';
-import type { Instance, PortMap } from './model.js';
-import { pickFreePorts } from './ports.js';
+import { portRoles } from '../domain/endpoints.js';
+import { errors } from '../domain/errors.js';
+import type { Instance, PortMap } from '../domain/model.js';
+import { pickFreePorts } from '../store/ports.js';
 import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
 
 export interface CreateInstanceInput {
@@ -69,7 +69,7 @@ export class InstanceService {
   }
 
   async create(caller: Caller, input: CreateInstanceInput): Promise<Instance> {
-    const { config, runtime, keyring, db } = this.deps;
+    const { config, placement, keyring, db } = this.deps;
     const service = input.service;
     if (!isService(service)) throw errors.invalidValue('service', `"service" ${JSON.stringify(service)} is not a service`, SERVICES);
     assertInstanceName(input.name);
@@ -83,7 +83,7 @@ export class InstanceService {
       if (service !== 'mongodb') throw errors.invalidValue('storage_engine', '"storage_engine" applies to mongodb instances only');
       assertOneOf('storage_engine', input.storage_engine, STORAGE_ENGINES);
     }
-    const offering = runtime.offerings()[service];
+    const offering = placement.engines.offerings()[service];
     if (!offering.available) {
       throw errors.serviceUnavailableHere(service, offering.unavailableReason ?? `${service} cannot run on this host`);
     }
@@ -165,8 +165,8 @@ export class InstanceService {
 
   /** Free ports for each role, from the configured range, starting at a random place. */
   private async pickPorts(roles: readonly string[]): Promise<PortMap> {
-    const { db, config, runtime } = this.deps;
-    const ports = await pickFreePorts(db, config, runtime, roles.length);
+    const { db, config, placement } = this.deps;
+    const ports = await pickFreePorts(db, config, placement, roles.length);
     return Object.fromEntries(roles.map((role, i) => [role, ports[i]!]));
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HangarError } from './errors.js';
+import { HangarError } from '../domain/errors.js';
 import { LoginGuard, RateLimiter } from './limits.js';
 
 /** A clock the test moves (the limits work on one-minute windows). */

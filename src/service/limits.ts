@@ -1,4 +1,4 @@
-import { errors } from './errors.js';
+import { errors } from '../domain/errors.js';
 
 /** A fixed-window counter per key. Memory is bounded: windows are dropped once they end. */
 class Windows {

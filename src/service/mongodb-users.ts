@@ -4,11 +4,11 @@ import { bumpInstance } from '../store/instance-repository.js';
 import {
   findMongoUserRow, insertMongoUser, listMongoUserRows, markMongoUserDeleting, updateMongoUser,
 } from '../store/mongodb-user-repository.js';
-import { ADMIN_DB_ROLES, MONGODB_ROLES, USER_ADMIN_ROLES } from './catalog.js';
+import { ADMIN_DB_ROLES, MONGODB_ROLES, USER_ADMIN_ROLES } from '../domain/catalog.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
-import { errors } from './errors.js';
+import { errors } from '../domain/errors.js';
 import type { InstanceService } from './instances.js';
-import type { Instance, MongoRole } from './model.js';
+import type { Instance, MongoRole } from '../domain/model.js';
 
 /**
  * hangar's own administrative user, which the engine creates as `root` on every MongoDB instance

@@ -1,10 +1,11 @@
 import { bumpInstance } from '../store/instance-repository.js';
-import { PLANS } from './catalog.js';
+import { PLANS } from '../domain/catalog.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
-import { errors } from './errors.js';
+import { errors } from '../domain/errors.js';
 import type { InstanceService } from './instances.js';
-import { READY_STATES, SERVING_STATES, type Instance } from './model.js';
-import { toSpec } from './spec.js';
+import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
+import { toSpec } from '../domain/spec.js';
+import type { RedisInspector } from '../engines/engine.js';
 
 /** An engine that takes longer than this to answer an inspection is reported unreachable. */
 const ENGINE_TIMEOUT_MS = 3000;
@@ -47,16 +48,25 @@ export class RedisService {
     }
   }
 
+  /** The engine of a redis instance, read live where its units are. */
+  private inspector(inst: Instance): RedisInspector {
+    const { engines, place } = this.deps.placement;
+    const engine = engines.require(inst.service);
+    if (!engine.redis) throw new Error(`the ${inst.service} engine has no Redis inspection`);
+    const spec = toSpec(inst);
+    return engine.redis(spec, place(spec));
+  }
+
   connectedSlaves(caller: Caller, name: string): Promise<number> {
     return this.live(caller, name, async (inst) => {
-      const info = await this.deps.runtime.redis(toSpec(inst)).info('replication');
+      const info = await this.inspector(inst).info('replication');
       return integer(info.connected_slaves, 'connected_slaves');
     });
   }
 
   spaceUsage(caller: Caller, name: string): Promise<SpaceUsage> {
     return this.live(caller, name, async (inst) => {
-      const info = await this.deps.runtime.redis(toSpec(inst)).info('memory');
+      const info = await this.inspector(inst).info('memory');
       const used = integer(info.used_memory, 'used_memory');
       const max = integer(info.maxmemory, 'maxmemory');
       const human = info.used_memory_human;
@@ -67,11 +77,11 @@ export class RedisService {
   }
 
   maxMemoryPolicy(caller: Caller, name: string): Promise<string> {
-    return this.live(caller, name, (inst) => this.deps.runtime.redis(toSpec(inst)).configGet('maxmemory-policy'));
+    return this.live(caller, name, (inst) => this.inspector(inst).configGet('maxmemory-policy'));
   }
 
   maxClients(caller: Caller, name: string): Promise<string> {
-    return this.live(caller, name, (inst) => this.deps.runtime.redis(toSpec(inst)).configGet('maxclients'));
+    return this.live(caller, name, (inst) => this.inspector(inst).configGet('maxclients'));
   }
 
   /** Records the larger plan; the reconciler applies it to the engines. */

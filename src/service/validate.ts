@@ -1,6 +1,6 @@
 import { parseCidr } from '../lib/cidr.js';
-import { INSTANCE_NAME_PATTERN, type Service } from './catalog.js';
-import { errors } from './errors.js';
+import { INSTANCE_NAME_PATTERN, type Service } from '../domain/catalog.js';
+import { errors } from '../domain/errors.js';
 
 /** Rules a JSON schema cannot say, each throwing a 400 that names the field. */
 

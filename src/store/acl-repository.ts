@@ -1,4 +1,4 @@
-import type { Acl } from '../service/model.js';
+import type { Acl } from '../domain/model.js';
 import type { AclRow, Db } from './database.js';
 import { isUniqueViolation } from './errors.js';
 

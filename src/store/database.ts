@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
+import { Kysely, PostgresDialect, sql, SqliteDialect, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrations/index.js';
 
@@ -160,6 +160,11 @@ export type AclRow = Selectable<AclTable>;
 export type MongodbUserRow = Selectable<MongodbUserTable>;
 
 export type Dialect = 'sqlite' | 'postgres';
+
+/** One round trip to the store: resolves when it answers (readiness). */
+export async function pingStore(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}
 export type Db = Kysely<Database>;
 
 export interface Store {

@@ -1,8 +1,8 @@
 import { PostgresAdapter } from 'kysely';
 import type { Keyring } from '../lib/secrets.js';
-import type { InstanceType, Service } from '../service/catalog.js';
-import { errors } from '../service/errors.js';
-import type { Instance, InstanceState, PortMap } from '../service/model.js';
+import type { InstanceType, Service } from '../domain/catalog.js';
+import { errors } from '../domain/errors.js';
+import type { Instance, InstanceState, PortMap } from '../domain/model.js';
 import { aclValues, type NewAcl } from './acl-repository.js';
 import type { Db, InstanceRow, InstanceRowUpdate, NewInstanceRow } from './database.js';
 import { isUniqueViolation } from './errors.js';
@@ -226,4 +226,14 @@ async function movePort(db: Db, hostId: string, instanceId: string, role: string
     const ports = { ...(JSON.parse(row.ports) as PortMap), [role]: port };
     await trx.updateTable('instances').set({ ports: JSON.stringify(ports) }).where('id', '=', instanceId).execute();
   });
+}
+
+/** Instances by service and state, for /metrics. */
+export async function countInstancesByServiceAndState(db: Db): Promise<{ service: string; state: string; count: number }[]> {
+  const rows = await db
+    .selectFrom('instances')
+    .select((eb) => ['service', 'state', eb.fn.countAll<number | string | bigint>().as('n')])
+    .groupBy(['service', 'state'])
+    .execute();
+  return rows.map((r) => ({ service: r.service, state: r.state, count: Number(r.n) }));
 }

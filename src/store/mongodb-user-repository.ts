@@ -1,5 +1,5 @@
 import type { Keyring } from '../lib/secrets.js';
-import type { MongoRole, MongoUser } from '../service/model.js';
+import type { MongoRole, MongoUser } from '../domain/model.js';
 import type { Db, MongodbUserRow } from './database.js';
 import { isUniqueViolation } from './errors.js';
 

@@ -5,7 +5,7 @@ import { createConnection } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_COMMANDS, OPERATOR_COMMANDS } from '../../src/cli/main.js';
-import { TerminalError } from '../../src/service/errors.js';
+import { TerminalError } from '../../src/domain/errors.js';
 import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
 import { type Account, PASSWORD, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 import { BIN, assertBuilt, removeTempDirs, runCli, startCli, tempDir } from './run-cli.js';

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
+import { EmulatedEngine } from '../../src/engines/emulated/emulated-engines.js';
 import { EmulatedRuntime } from '../../src/runtimes/emulated/emulated-runtime.js';
 import { startHangar, type Hangar } from '../../src/server.js';
 import { accounts } from './accounts.js';
@@ -92,6 +93,8 @@ export interface TestHangar {
   anonymous(): Client;
   /** The emulated runtime of the running hangar. */
   readonly runtime: EmulatedRuntime;
+  /** The emulated MongoDB engine of the running hangar (its users, as the engine holds them). */
+  readonly mongodb: EmulatedEngine;
   /** Holds the runtime's work (builds, changes, removals) until the returned function is called. */
   hold(): () => void;
   /** Stops hangar (engines keep running) and keeps the data. */
@@ -148,6 +151,11 @@ export async function startTestHangar(opts: { dialect?: Dialect; env?: Record<st
     get runtime() {
       if (!(hangar.runtime instanceof EmulatedRuntime)) throw new Error('this test hangar does not run the emulated runtime');
       return hangar.runtime;
+    },
+    get mongodb() {
+      const engine = hangar.engines.require('mongodb');
+      if (!(engine instanceof EmulatedEngine)) throw new Error('this test hangar does not run the emulated engines');
+      return engine;
     },
     hold: () => th.runtime.hold(),
     async stop() {

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarApiError, HangarClient, type Instance } from '../../src/client/index.js';
-import { TerminalError } from '../../src/service/errors.js';
+import { TerminalError } from '../../src/domain/errors.js';
 import { accounts } from '../helpers/accounts.js';
 import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
 import { PASSWORD, type TestHangar, startTestHangar } from '../helpers/hangar.js';

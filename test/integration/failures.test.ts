@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TerminalError } from '../../src/service/errors.js';
+import { TerminalError } from '../../src/domain/errors.js';
 import { keysOf, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';

@@ -112,7 +112,7 @@ describe.each(DIALECTS)('instance delete and rename on %s', (dialect) => {
       expect((await alice.get(`/v2/mongodb/${inst.id}/databases/app/users`)).body.data).toEqual(users);
       expect((await alice.get('/v2/mongodb/ren-2/databases/app/users')).body.data).toEqual(users);
       expect((await alice.get('/v2/mongodb/ren-1/databases/app/users')).status).toBe(404);
-      expect(th.runtime.authenticate(inst.id, 'app', 'u1', 'password-1')).toBe(true);
+      expect(th.mongodb.authenticate(inst.id, 'app', 'u1', 'password-1')).toBe(true);
     });
 
     it('200: the old name is free again', async () => {

@@ -145,7 +145,7 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
 
       it("leaves alice's instances, ACLs and users as they were", async () => {
         expect(await snapshot()).toEqual(before);
-        expect(th.runtime.authenticate(a.mongo.id, 'app', 'a-user', 'alice-password')).toBe(true);
+        expect(th.mongodb.authenticate(a.mongo.id, 'app', 'a-user', 'alice-password')).toBe(true);
         expect(th.runtime.rulesOf(a.redis.id)).toEqual([{ cidr: '203.0.113.7', transport: false, kibana: false }]);
       });
     });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/lib/metrics.js';
-import { TerminalError } from '../../src/service/errors.js';
+import { TerminalError } from '../../src/domain/errors.js';
 import { redisBody } from '../helpers/bodies.js';
 import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 

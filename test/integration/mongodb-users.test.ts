@@ -40,9 +40,9 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
       const res = await add(alice, m.id, 'u-create', [{ role: 'readWrite', db: 'app' }, { role: 'read', db: 'reports' }]);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ data: expect.stringMatching(/"u-create".*"app"/) });
-      expect(th.runtime.authenticate(m.id, 'app', 'u-create', 'password-1')).toBe(true);
-      expect(th.runtime.authenticate(m.id, 'app', 'u-create', 'wrong-password')).toBe(false);
-      const engine = await th.runtime.mongodbUsers({ id: m.id } as never).listUsers('app');
+      expect(th.mongodb.authenticate(m.id, 'app', 'u-create', 'password-1')).toBe(true);
+      expect(th.mongodb.authenticate(m.id, 'app', 'u-create', 'wrong-password')).toBe(false);
+      const engine = th.mongodb.usersOf(m.id, 'app');
       expect(engine.find((u) => u.name === 'u-create')?.roles).toEqual([{ role: 'readWrite', db: 'app' }, { role: 'read', db: 'reports' }]);
     });
 
@@ -67,13 +67,13 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
         // release the build once the user is recorded.
         added = add(alice, inst.id, 'early');
         await expect.poll(async () => (await alice.get(users(inst.id))).body.data.map((u: any) => u.name)).toEqual(['early']);
-        expect(th.runtime.authenticate(inst.id, 'app', 'early', 'password-1')).toBe(false);
+        expect(th.mongodb.authenticate(inst.id, 'app', 'early', 'password-1')).toBe(false);
       } finally {
         release();
       }
       expect((await added).status).toBe(200);
       await alice.waitFor('m-building', (x) => x?.state === 'ACTIVE');
-      await expect.poll(() => th.runtime.authenticate(inst.id, 'app', 'early', 'password-1')).toBe(true);
+      await expect.poll(() => th.mongodb.authenticate(inst.id, 'app', 'early', 'password-1')).toBe(true);
     });
 
     describe('400', () => {
@@ -137,12 +137,12 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
       expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'username' });
       expect(res.body.message).toMatch(/"hangar" of database "admin" is hangar's own administrative user/);
       expect((await alice.get(users(m.id, 'admin'))).body.data).toEqual([]);
-      expect(th.runtime.authenticate(m.id, 'admin', 'hangar', 'password-1')).toBe(false);
+      expect(th.mongodb.authenticate(m.id, 'admin', 'hangar', 'password-1')).toBe(false);
     });
 
     it('200: the name hangar on another database is an ordinary user', async () => {
       expect((await add(alice, m.id, 'hangar', [{ role: 'read', db: 'app' }])).status).toBe(200);
-      expect(th.runtime.authenticate(m.id, 'app', 'hangar', 'password-1')).toBe(true);
+      expect(th.mongodb.authenticate(m.id, 'app', 'hangar', 'password-1')).toBe(true);
     });
 
     it('409: a user that exists; its password stays', async () => {
@@ -150,7 +150,7 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
       const res = await add(alice, m.id, 'dup', [], 'app', 'another-password');
       expect(res.status).toBe(409);
       expect(res.body).toEqual({ code: 'USER_EXISTS', message: 'user "dup" already exists in database "app"' });
-      expect(th.runtime.authenticate(m.id, 'app', 'dup', 'password-1')).toBe(true);
+      expect(th.mongodb.authenticate(m.id, 'app', 'dup', 'password-1')).toBe(true);
     });
 
     describe('404', () => {
@@ -224,8 +224,8 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
       const res = await patch(alice, m.id, 'p-pass', { password: 'new-password' });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ message: expect.stringMatching(/"p-pass".*"app"/) });
-      expect(th.runtime.authenticate(m.id, 'app', 'p-pass', 'new-password')).toBe(true);
-      expect(th.runtime.authenticate(m.id, 'app', 'p-pass', 'password-1')).toBe(false);
+      expect(th.mongodb.authenticate(m.id, 'app', 'p-pass', 'new-password')).toBe(true);
+      expect(th.mongodb.authenticate(m.id, 'app', 'p-pass', 'password-1')).toBe(false);
       const list = (await alice.get(users(m.id))).body.data;
       expect(list.find((u: any) => u.name === 'p-pass').roles).toEqual([{ role: 'read', db: 'app' }]);
     });
@@ -236,9 +236,9 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
       expect(res.status).toBe(200);
       const list = (await alice.get(users(m.id))).body.data;
       expect(list.find((u: any) => u.name === 'p-roles').roles).toEqual([{ role: 'dbAdmin', db: 'app' }]);
-      const engine = await th.runtime.mongodbUsers({ id: m.id } as never).listUsers('app');
+      const engine = th.mongodb.usersOf(m.id, 'app');
       expect(engine.find((u) => u.name === 'p-roles')?.roles).toEqual([{ role: 'dbAdmin', db: 'app' }]);
-      expect(th.runtime.authenticate(m.id, 'app', 'p-roles', 'password-1')).toBe(true);
+      expect(th.mongodb.authenticate(m.id, 'app', 'p-roles', 'password-1')).toBe(true);
     });
 
     it('200: an empty role list takes every role away', async () => {
@@ -250,7 +250,7 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
     it('200: both at once, with the instance addressed by name', async () => {
       await add(alice, m.id, 'p-both');
       expect((await patch(alice, 'm', 'p-both', { password: 'both-password', roles: [{ role: 'read', db: 'app' }] })).status).toBe(200);
-      expect(th.runtime.authenticate(m.id, 'app', 'p-both', 'both-password')).toBe(true);
+      expect(th.mongodb.authenticate(m.id, 'app', 'p-both', 'both-password')).toBe(true);
       expect((await alice.get(users(m.id))).body.data.find((u: any) => u.name === 'p-both').roles).toEqual([{ role: 'read', db: 'app' }]);
     });
 
@@ -268,7 +268,7 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
         expect(res.status).toBe(400);
         expect(res.body.message).toEqual(expect.any(String));
         if (field) expect(res.body.field).toBe(field);
-        expect(th.runtime.authenticate(m.id, 'app', `p400-${field ?? 'empty'}`, 'password-1')).toBe(true);
+        expect(th.mongodb.authenticate(m.id, 'app', `p400-${field ?? 'empty'}`, 'password-1')).toBe(true);
       });
 
       it('no body at all', async () => {
@@ -305,7 +305,7 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
           expect(res.status).toBe(404);
           expect(res.body.code).toBe('INSTANCE_NOT_FOUND');
         }
-        expect(th.runtime.authenticate(bobs.id, 'app', 'bobuser', 'bob-password')).toBe(true);
+        expect(th.mongodb.authenticate(bobs.id, 'app', 'bobuser', 'bob-password')).toBe(true);
       });
     });
 
@@ -321,9 +321,9 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ data: expect.stringMatching(/"d1".*"app"/) });
       expect((await alice.get(users(m.id))).body.data.map((u: any) => u.name)).not.toContain('d1');
-      expect(th.runtime.authenticate(m.id, 'app', 'd1', 'password-1')).toBe(false);
+      expect(th.mongodb.authenticate(m.id, 'app', 'd1', 'password-1')).toBe(false);
       expect((await add(alice, m.id, 'd1', [], 'app', 'password-2')).status).toBe(200);
-      expect(th.runtime.authenticate(m.id, 'app', 'd1', 'password-2')).toBe(true);
+      expect(th.mongodb.authenticate(m.id, 'app', 'd1', 'password-2')).toBe(true);
     });
 
     it('200: by instance name', async () => {
@@ -349,7 +349,7 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
       it("another account's user, which stays", async () => {
         expect((await alice.delete(`${users(bobs.id)}/bobuser`)).status).toBe(404);
         expect((await alice.delete(`${users('bobs')}/bobuser`)).status).toBe(404);
-        expect(th.runtime.authenticate(bobs.id, 'app', 'bobuser', 'bob-password')).toBe(true);
+        expect(th.mongodb.authenticate(bobs.id, 'app', 'bobuser', 'bob-password')).toBe(true);
       });
 
       it('an unknown instance', async () => {

@@ -68,9 +68,9 @@ describe.each(DIALECTS)('restart on %s', (dialect) => {
     await alice.post('/v2/instances/keep/acls/', { cidr_mask: '192.0.2.0/24', description: 'x' });
     await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'u', password: 'password-1', roles: [{ role: 'read', db: 'app' }] });
     await th.restart();
-    await expect.poll(() => th.runtime.authenticate(m.id, 'app', 'u', 'password-1')).toBe(true);
+    await expect.poll(() => th.mongodb.authenticate(m.id, 'app', 'u', 'password-1')).toBe(true);
     expect(th.runtime.rulesOf(m.id)).toEqual([{ cidr: '192.0.2.0/24', transport: false, kibana: false }]);
-    const engine = await th.runtime.mongodbUsers({ id: m.id } as never).listUsers('app');
+    const engine = th.mongodb.usersOf(m.id, 'app');
     expect(engine).toEqual([{ name: 'u', roles: [{ role: 'read', db: 'app' }] }]);
     // (the emulated engines are rebuilt after a restart: DEGRADED for a moment, then ACTIVE)
     await again().waitFor('keep', (r) => r?.state === 'ACTIVE');

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newObjectId } from '../../src/lib/ids.js';
 import { AccountService } from '../../src/service/accounts.js';
-import { HangarError } from '../../src/service/errors.js';
+import { HangarError } from '../../src/domain/errors.js';
 import { findLiveToken, insertAccount, insertToken, purgeDeadTokens, revokeToken } from '../../src/store/account-repository.js';
 import { insertAcl, listAcls, markAclDeleting, purgeDeletedAcls } from '../../src/store/acl-repository.js';
 import { openStore, type InstanceRow, type Store } from '../../src/store/database.js';

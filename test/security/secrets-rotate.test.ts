@@ -30,7 +30,7 @@ const newKeyText = () => randomBytes(32).toString('base64');
 async function seen(th: TestHangar, who: Account) {
   const r = (await who.get('/v2/instances/r/')).body.data;
   const m = (await who.get('/v2/instances/m/')).body.data;
-  return { redis: { password: r.password, api_key: r.api_key }, mongo: m.api_key, user: th.runtime.authenticate(m.id, 'app', 'u', USER_PASSWORD) };
+  return { redis: { password: r.password, api_key: r.api_key }, mongo: m.api_key, user: th.mongodb.authenticate(m.id, 'app', 'u', USER_PASSWORD) };
 }
 
 /** Logs in again after a restart (tokens survive; the client object does not). */
@@ -44,7 +44,7 @@ async function seed(th: TestHangar): Promise<Account> {
   await alice.ready(redisBody('r'));
   const m = await alice.ready(mongoBody('m'));
   expect((await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'u', password: USER_PASSWORD, roles: [] })).status).toBe(200);
-  await waitFor(() => th.runtime.authenticate(m.id, 'app', 'u', USER_PASSWORD));
+  await waitFor(() => th.mongodb.authenticate(m.id, 'app', 'u', USER_PASSWORD));
   return alice;
 }
 
@@ -108,7 +108,7 @@ describe('hangar secrets rotate with the key file', () => {
     const after = await seen(th, alice);
     expect({ ...after, user: true }).toEqual({ ...before, user: true });
     const mongoId = (await alice.get('/v2/instances/m/')).body.data.id;
-    await waitFor(() => th.runtime.authenticate(mongoId, 'app', 'u', USER_PASSWORD));
+    await waitFor(() => th.mongodb.authenticate(mongoId, 'app', 'u', USER_PASSWORD));
   });
 
   it('the old key, or any wrong key, fails the start of hangar serve and says why', async () => {
@@ -161,7 +161,7 @@ describe.each(DIALECTS)('hangar secrets rotate with HANGAR_SECRET_KEY on %s', (d
     const after = await seen(th, alice);
     expect({ ...after, user: true }).toEqual({ ...original, user: true });
     const mongoId = (await alice.get('/v2/instances/m/')).body.data.id;
-    await waitFor(() => th.runtime.authenticate(mongoId, 'app', 'u', USER_PASSWORD));
+    await waitFor(() => th.mongodb.authenticate(mongoId, 'app', 'u', USER_PASSWORD));
   });
 
   it('the old key alone fails the start with a clear message', async () => {

@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
-import { pino } from 'pino';
 import type { Config } from '../../config.js';
 import { dashboardsUse } from '../../engines/elasticsearch/elasticsearch-versions.js';
-import { detectBinaries, findExecutable, type BinaryKey, type EngineBinaries } from '../../runtimes/local/binaries.js';
-import { LocalRuntime } from '../../runtimes/local/local-runtime.js';
-import type { Offerings } from '../../runtimes/runtime.js';
-import type { Service } from '../../service/catalog.js';
+import { detectBinaries, findExecutable, type BinaryKey, type EngineBinaries } from '../../lib/binaries.js';
+import { localEngines } from '../../engines/index.js';
+import type { Offerings } from '../../domain/units.js';
+import type { Service } from '../../domain/catalog.js';
 import { json, type Io } from '../io.js';
 
 /** What each program is for, where it comes from, and the variable that points to it. */
@@ -156,9 +155,9 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
   // PATH is not a hangar setting: it locates the engine binaries like a shell would (as the runtime does).
   const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
   const binaries = await detectBinaries(config, searchPath);
-  const runtime = new LocalRuntime({ config, log: pino({ level: 'silent' }), binaries, searchPath });
-  const offerings = runtime.offerings();
-  await runtime.close();
+  const engines = localEngines(config, binaries);
+  const offerings = engines.offerings();
+  await engines.close();
 
   const notes: string[] = [];
   if (config.runtime !== 'local') notes.push(`the configured runtime is ${config.runtime}: this report is what the local runtime (the default) would host`);

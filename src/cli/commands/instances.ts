@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { CreateInstanceRequest, Instance } from '../../client/index.js';
-import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService } from '../../service/catalog.js';
+import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService } from '../../domain/catalog.js';
 import {
   REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, list, myAddress, need, str, waitGone, waitReady,
 } from '../client-command.js';

@@ -1,4 +1,4 @@
-import { MONGODB_ROLES } from '../../service/catalog.js';
+import { MONGODB_ROLES } from '../../domain/catalog.js';
 import type { MongoRole } from '../../client/index.js';
 import { REMOTE_OPTIONS, type ClientCommand, type ClientContext, type OptionSpec, type Values, list, need, str } from '../client-command.js';
 import { type Io, UsageError, json } from '../io.js';

@@ -1,4 +1,4 @@
-import { PLANS } from '../../service/catalog.js';
+import { PLANS } from '../../domain/catalog.js';
 import { REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, need, waitReady } from '../client-command.js';
 import { UsageError, json } from '../io.js';
 import { fields } from '../table.js';

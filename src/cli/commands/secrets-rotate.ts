@@ -2,11 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Config } from '../../config.js';
 import { lockDataDir } from '../../lib/data-dir-lock.js';
 import { Keyring, SecretKeyError, keyFilePath, newKey, parseKeys, writeKeyFile } from '../../lib/secrets.js';
-import { assertKeysOpenStore, sealingKeyIds } from '../../server.js';
 import { appendAuditEvent } from '../../store/audit-repository.js';
-import type { Db } from '../../store/database.js';
 import { openStore } from '../../store/database.js';
-import { setMeta } from '../../store/lease-repository.js';
+import { assertKeysOpenStore, reencryptAll, sealingKeyIds } from '../../store/keyring.js';
 import { type Io, json } from '../io.js';
 
 /**
@@ -58,24 +56,3 @@ export async function secretsRotate(config: Config, _opts: unknown, io: Io): Pro
   }
 }
 
-/** Re-encrypts, in one transaction, every value not sealed with the keyring's current key. */
-export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
-  const reseal = (v: string) => (keyring.isCurrent(v) ? v : keyring.encrypt(keyring.decrypt(v)));
-  let n = 0;
-  await db.transaction().execute(async (trx) => {
-    for (const r of await trx.selectFrom('instances').select(['id', 'api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) {
-      await trx
-        .updateTable('instances')
-        .set({ api_key_enc: reseal(r.api_key_enc), password_enc: r.password_enc === null ? null : reseal(r.password_enc), admin_secret_enc: reseal(r.admin_secret_enc) })
-        .where('id', '=', r.id)
-        .execute();
-      n += r.password_enc === null ? 2 : 3;
-    }
-    for (const r of await trx.selectFrom('mongodb_users').select(['id', 'password_enc']).execute()) {
-      await trx.updateTable('mongodb_users').set({ password_enc: reseal(r.password_enc) }).where('id', '=', r.id).execute();
-      n++;
-    }
-    await setMeta(trx, 'secret_check', keyring.encrypt('hangar'));
-  });
-  return n;
-}

@@ -4,9 +4,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PortTakenError, type InstanceSpec, type StepContext } from '../../runtimes/runtime.js';
-import { TerminalError } from '../../service/errors.js';
-import type { UnitDefinition, UnitHost } from '../engine.js';
+import { PortTakenError, type InstanceSpec, type StepContext, type UnitDefinition, type UnitHost } from '../../domain/units.js';
+import { TerminalError } from '../../domain/errors.js';
 import { ElasticsearchEngine } from './elasticsearch-engine.js';
 
 // No Elasticsearch can be installed on this machine. The engine runs here against a stand-in
@@ -182,23 +181,23 @@ describe('ElasticsearchEngine', () => {
     const spec = await specWithPorts('65a1b2c3d4e5f60718293a4b');
     const instanceDir = join(dir, 'instances', spec.id);
     const ctx = recorder();
-    expect(await engine.ensureUnits(spec, instanceDir, host, ctx)).toEqual({ fresh: true });
+    expect(await engine.ensureUnits(spec, { dir: instanceDir, host }, ctx)).toEqual({ fresh: true });
     expect(ctx.steps).toEqual(['create:node-started']);
     const nodeDir = join(instanceDir, 'node');
     expect(statSync(join(nodeDir, 'users')).mode & 0o777).toBe(0o600);
     expect(existsSync(join(nodeDir, 'data'))).toBe(true);
 
     const target = { host: '127.0.0.1', port: spec.ports['engine.http']!, localAddress: '127.77.0.1' };
-    expect(await engine.readiness(spec, instanceDir, [target])).toBeUndefined();
-    expect(await engine.check(spec, instanceDir, host)).toEqual({ healthy: true });
-    expect(await engine.readiness({ ...spec, adminSecret: 'another-secret' }, instanceDir, [target])).toMatch(/HTTP 401/);
+    expect(await engine.readiness(spec, { dir: instanceDir, host }, [target])).toBeUndefined();
+    expect(await engine.check(spec, { dir: instanceDir, host })).toEqual({ healthy: true });
+    expect(await engine.readiness({ ...spec, adminSecret: 'another-secret' }, { dir: instanceDir, host }, [target])).toMatch(/HTTP 401/);
 
     const again = recorder();
-    expect(await engine.ensureUnits(spec, instanceDir, host, again)).toEqual({ fresh: false });
+    expect(await engine.ensureUnits(spec, { dir: instanceDir, host }, again)).toEqual({ fresh: false });
     expect(again.steps).toEqual([]);
 
     await host.stopUnit(engine.units(spec, instanceDir)[0]!);
-    expect(await engine.check(spec, instanceDir, host)).toEqual({ healthy: false, reason: 'elasticsearch is not running' });
+    expect(await engine.check(spec, { dir: instanceDir, host })).toEqual({ healthy: false, reason: 'elasticsearch is not running' });
   });
 
   it('fails a node that exits at start with its log', async () => {
@@ -210,7 +209,7 @@ describe('ElasticsearchEngine', () => {
     // what a node does with a configuration directory it cannot use
     const original = host.writeFile.bind(host);
     host.writeFile = (unit, name, content) => (name === 'jvm.options' ? false : original(unit, name, content));
-    await expect(engine.ensureUnits(spec, instanceDir, host, recorder())).rejects.toThrow(/elasticsearch exited: .*missing jvm\.options/);
+    await expect(engine.ensureUnits(spec, { dir: instanceDir, host }, recorder())).rejects.toThrow(/elasticsearch exited: .*missing jvm\.options/);
   });
 
   it('reports a port held by another process, naming its role, so that the engine is moved', async () => {
@@ -218,7 +217,7 @@ describe('ElasticsearchEngine', () => {
     const host = new SpawningUnitHost();
     hosts.push(host);
     const spec = await specWithPorts('65a1b2c3d4e5f60718293a4e');
-    const failure = await engine.ensureUnits(spec, join(dir, 'instances', spec.id), host, recorder()).catch((e: unknown) => e);
+    const failure = await engine.ensureUnits(spec, { dir: join(dir, 'instances', spec.id), host }, recorder()).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(PortTakenError);
     expect(failure).toMatchObject({ role: 'engine.transport', port: spec.ports['engine.transport'] });
   });
@@ -231,7 +230,7 @@ describe('ElasticsearchEngine', () => {
     host.isRunning = () => true;
     const aborted = new AbortController();
     const spec = await specWithPorts('65a1b2c3d4e5f60718293a4f');
-    const pass = engine.ensureUnits(spec, join(dir, 'instances', spec.id), host, { step: () => {}, signal: aborted.signal });
+    const pass = engine.ensureUnits(spec, { dir: join(dir, 'instances', spec.id), host }, { step: () => {}, signal: aborted.signal });
     setTimeout(() => aborted.abort(), 300);
     await expect(pass).rejects.toThrow(/cancelled while waiting for elasticsearch/);
   });
@@ -240,7 +239,7 @@ describe('ElasticsearchEngine', () => {
     const engine = new ElasticsearchEngine({ node: elasticsearch, runningAsRoot: true });
     expect(engine.support().unavailableReason).toMatch(/refuses to run as root/);
     const host = new SpawningUnitHost();
-    const failure = engine.ensureUnits(await specWithPorts('65a1b2c3d4e5f60718293a4d'), join(dir, 'root'), host, recorder());
+    const failure = engine.ensureUnits(await specWithPorts('65a1b2c3d4e5f60718293a4d'), { dir: join(dir, 'root'), host }, recorder());
     await expect(failure).rejects.toBeInstanceOf(TerminalError);
     expect(host.children.size).toBe(0);
   });

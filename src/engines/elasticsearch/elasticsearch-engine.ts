@@ -1,8 +1,11 @@
 import { join } from 'node:path';
 import { sleep } from '../../lib/time.js';
-import { PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstanceSpec, type StepContext } from '../../runtimes/runtime.js';
-import { TerminalError } from '../../service/errors.js';
-import type { Engine, ProbeTarget, UnitDefinition, UnitHost } from '../engine.js';
+import {
+  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext,
+  type UnitDefinition, type UnitHost,
+} from '../../domain/units.js';
+import { TerminalError } from '../../domain/errors.js';
+import type { Engine } from '../engine.js';
 import {
   ES_ADMIN_USER, confDirVariable, dashboardsConfigFile, heapMb, nodeConfigFile, renderDashboardsConfig, renderFileRealm, renderJvmOptions,
   renderLog4j2, renderNodeConfig, renderRoles,
@@ -35,6 +38,7 @@ export interface ElasticsearchEngineOptions {
  * directory is its configuration directory; data lives in `data/` below it.
  */
 export class ElasticsearchEngine implements Engine {
+  readonly service = 'elasticsearch' as const;
   private readonly product: SearchProduct;
   private readonly dashboards: DashboardsUse;
   private readonly securityPlugin: boolean;
@@ -117,10 +121,11 @@ export class ElasticsearchEngine implements Engine {
     }
   }
 
-  async ensureUnits(spec: InstanceSpec, instanceDir: string, host: UnitHost, ctx: StepContext): Promise<EnsureResult> {
+  async ensureUnits(spec: InstanceSpec, place: InstancePlace, ctx: StepContext): Promise<EnsureResult> {
+    const { host } = place;
     const refusal = this.support().unavailableReason;
     if (refusal) throw new TerminalError(refusal);
-    const units = this.units(spec, instanceDir);
+    const units = this.units(spec, place.dir);
     const [node, kibana] = units as [UnitDefinition, UnitDefinition | undefined];
     const fresh = !host.exists(node, DATA_DIR);
     const step = (what: string) => ctx.step(`${fresh ? 'create' : 'ensure'}:${what}`);
@@ -167,7 +172,7 @@ export class ElasticsearchEngine implements Engine {
     return new Error(message);
   }
 
-  async readiness(spec: InstanceSpec, _instanceDir: string, targets: readonly ProbeTarget[]): Promise<string | undefined> {
+  async readiness(spec: InstanceSpec, _place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined> {
     try {
       for (const t of targets) {
         const problem = healthProblem(await clusterHealth(t, this.credentials(spec)));
@@ -179,9 +184,9 @@ export class ElasticsearchEngine implements Engine {
     }
   }
 
-  async check(spec: InstanceSpec, instanceDir: string, host: UnitHost): Promise<Health> {
-    for (const unit of this.units(spec, instanceDir)) {
-      if (!host.isRunning(unit)) return { healthy: false, reason: `${unit.role === 'node' ? this.product : 'kibana'} is not running` };
+  async check(spec: InstanceSpec, place: InstancePlace): Promise<Health> {
+    for (const unit of this.units(spec, place.dir)) {
+      if (!place.host.isRunning(unit)) return { healthy: false, reason: `${unit.role === 'node' ? this.product : 'kibana'} is not running` };
     }
     try {
       const problem = healthProblem(await clusterHealth({ host: '127.0.0.1', port: this.port(spec, 'engine.http') }, this.credentials(spec)));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TerminalError } from '../../service/errors.js';
+import { TerminalError } from '../../domain/errors.js';
 import {
   ensureAdminUser, ensureInitiated, ensureMembers, ensureShard, primaryPort, replicaSetProblem, session, shardProblem,
   type MongoConnector, type ReplicaSetSpec,

@@ -1,4 +1,4 @@
-import { TerminalError } from '../../service/errors.js';
+import { TerminalError } from '../../domain/errors.js';
 import { createAdminUserCommand, memberHost, replicaSetConfig, shardAddress } from './mongodb-config.js';
 import { MONGO_ERROR, mongoErrorCode, type MongoCommands, type MongoDocument } from './mongodb-commands.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { portRoles } from '../../service/endpoints.js';
+import { portRoles } from '../../domain/endpoints.js';
 import {
   KEY_FILE, createAdminUserCommand, keyFileContent, mongoLayout, mongodArgs, mongosArgs, replicaSetConfig, replicaSets, shardAddress,
   storageEngineFlag, wiredTigerCacheGb,

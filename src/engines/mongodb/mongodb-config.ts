@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { InstanceType } from '../../service/catalog.js';
+import type { InstanceType } from '../../domain/catalog.js';
 
 /** The user hangar administers a MongoDB instance as (`root` on `admin`); clients never get it. */
 export const MONGODB_ADMIN_USER = 'hangar';

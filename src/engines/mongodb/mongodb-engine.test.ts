@@ -3,9 +3,8 @@ import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rea
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PortTakenError, type InstanceSpec, type StepContext } from '../../runtimes/runtime.js';
-import { TerminalError } from '../../service/errors.js';
-import type { UnitDefinition, UnitHost } from '../engine.js';
+import { PortTakenError, type InstanceSpec, type StepContext, type UnitDefinition, type UnitHost } from '../../domain/units.js';
+import { TerminalError } from '../../domain/errors.js';
 import { KEY_FILE } from './mongodb-config.js';
 import { MongodbEngine } from './mongodb-engine.js';
 
@@ -95,7 +94,7 @@ describe('MongodbEngine.ensureUnits', () => {
     const engine = new MongodbEngine({ mongod: bin(other), mongos });
     const host = new SpawningUnitHost();
     const instanceDir = join(dir, 'keyfile');
-    await expect(engine.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }), instanceDir, host, ctx)).rejects.toThrow(/mongod mongod-0 exited: Error parsing command line/);
+    await expect(engine.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }), { dir: instanceDir, host }, ctx)).rejects.toThrow(/mongod mongod-0 exited: Error parsing command line/);
     const key = join(instanceDir, 'mongod-0', KEY_FILE);
     expect(statSync(key).mode & 0o777).toBe(0o600);
     expect(readFileSync(key, 'utf8').trim()).toMatch(/^[0-9a-f]{128}$/);
@@ -103,25 +102,25 @@ describe('MongodbEngine.ensureUnits', () => {
 
   it('reports a port held by another process with its role, so that the engine is moved', async () => {
     const engine = new MongodbEngine({ mongod: bin(portTaken), mongos });
-    const failure = await engine.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }), join(dir, 'taken'), new SpawningUnitHost(), ctx).catch((e: unknown) => e);
+    const failure = await engine.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }), { dir: join(dir, 'taken'), host: new SpawningUnitHost() }, ctx).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(PortTakenError);
     expect(failure).toMatchObject({ role: 'engine.0', port: 20001 });
   });
 
   it('fails the instance for good when the disk is full', async () => {
     const engine = new MongodbEngine({ mongod: bin(diskFull), mongos });
-    const failure = engine.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }), join(dir, 'full'), new SpawningUnitHost(), ctx);
+    const failure = engine.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }), { dir: join(dir, 'full'), host: new SpawningUnitHost() }, ctx);
     await expect(failure).rejects.toBeInstanceOf(TerminalError);
   });
 
   it('refuses mmapv1 and servers the driver cannot talk to, before starting anything', async () => {
     const host = new SpawningUnitHost();
     const engine = new MongodbEngine({ mongod: bin(other), mongos });
-    const mmap = engine.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }, { storageEngine: 'mmapv1' }), join(dir, 'mmap'), host, ctx);
+    const mmap = engine.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }, { storageEngine: 'mmapv1' }), { dir: join(dir, 'mmap'), host }, ctx);
     await expect(mmap).rejects.toBeInstanceOf(TerminalError);
     await expect(mmap).rejects.toThrow(/mmapv1 exists only up to MongoDB 4\.0/);
     const old = new MongodbEngine({ mongod: bin(other, '3.4.2'), mongos: { ...mongos, version: '3.4.2' } });
-    await expect(old.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }), join(dir, 'old'), host, ctx)).rejects.toThrow(/older than 4\.2\.0/);
+    await expect(old.ensureUnits(spec('mongodb_singledb', { 'engine.0': 20001 }), { dir: join(dir, 'old'), host }, ctx)).rejects.toThrow(/older than 4\.2\.0/);
     expect(host.children.size).toBe(0);
   });
 });

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { sleep } from '../../lib/time.js';
 import {
-  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstanceSpec, type MongoUserAdmin, type StepContext,
-} from '../../runtimes/runtime.js';
-import { TerminalError } from '../../service/errors.js';
-import type { Engine, ProbeTarget, UnitDefinition, UnitHost } from '../engine.js';
+  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext,
+  type UnitDefinition, type UnitHost,
+} from '../../domain/units.js';
+import { TerminalError } from '../../domain/errors.js';
+import type { Engine, MongoUserAdmin } from '../engine.js';
 import { MongoAdmin } from './mongodb-admin.js';
 import {
   ensureAdminUser, ensureInitiated, ensureMembers, ensureShard, memberState, primaryPort, replicaSetProblem, shardProblem,
@@ -53,6 +54,7 @@ interface InstanceReplicaSet extends ReplicaSetSpec {
  * through the user API. Each process runs on a loopback engine port, its data in its directory.
  */
 export class MongodbEngine implements Engine {
+  readonly service = 'mongodb' as const;
   private readonly admin = new MongoAdmin();
 
   constructor(private readonly opts: MongodbEngineOptions) {}
@@ -107,11 +109,12 @@ export class MongodbEngine implements Engine {
     return this.admin.connector(spec.id, spec.adminSecret);
   }
 
-  async ensureUnits(spec: InstanceSpec, instanceDir: string, host: UnitHost, ctx: StepContext): Promise<EnsureResult> {
+  async ensureUnits(spec: InstanceSpec, place: InstancePlace, ctx: StepContext): Promise<EnsureResult> {
+    const { host } = place;
     const refusal = this.support().unavailableReason ?? storageEngineRefusal(spec.storageEngine, this.opts.mongod.version);
     if (refusal) throw new TerminalError(refusal);
     const layout = mongoLayout(spec.id, spec.type);
-    const units = this.units(spec, instanceDir);
+    const units = this.units(spec, place.dir);
     // Users live with the first process: the standalone mongod, the first member, the config server.
     const fresh = !host.exists(units[0]!, DATA_MARKER);
     const step = (what: string) => ctx.step(`${fresh ? 'create' : 'ensure'}:${what}`);
@@ -216,7 +219,7 @@ export class MongodbEngine implements Engine {
     return undefined;
   }
 
-  async readiness(spec: InstanceSpec, _instanceDir: string, targets: readonly ProbeTarget[]): Promise<string | undefined> {
+  async readiness(spec: InstanceSpec, _place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined> {
     try {
       const problem = await this.engineProblem(spec);
       if (problem) return problem;
@@ -227,9 +230,9 @@ export class MongodbEngine implements Engine {
     }
   }
 
-  async check(spec: InstanceSpec, instanceDir: string, host: UnitHost): Promise<Health> {
-    for (const unit of this.units(spec, instanceDir)) {
-      if (!host.isRunning(unit)) return { healthy: false, reason: `${unit.role === 'mongos' ? 'mongos' : 'mongod'} ${unit.role} is not running` };
+  async check(spec: InstanceSpec, place: InstancePlace): Promise<Health> {
+    for (const unit of this.units(spec, place.dir)) {
+      if (!place.host.isRunning(unit)) return { healthy: false, reason: `${unit.role === 'mongos' ? 'mongos' : 'mongod'} ${unit.role} is not running` };
     }
     try {
       const problem = await this.engineProblem(spec);
@@ -243,7 +246,7 @@ export class MongodbEngine implements Engine {
    * The instance's users, as hangar's admin: on the standalone mongod, on the replica set's
    * primary (the driver finds it), or on the mongos of a sharded cluster.
    */
-  mongodbUsers(spec: InstanceSpec): MongoUserAdmin {
+  mongodbUsers(spec: InstanceSpec, _place: InstancePlace): MongoUserAdmin {
     const base = { instanceId: spec.id, adminSecret: spec.adminSecret };
     switch (spec.type) {
       case 'mongodb_singledb':

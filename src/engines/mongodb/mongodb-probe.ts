@@ -1,5 +1,5 @@
 import { MongoClient } from 'mongodb';
-import type { ProbeTarget } from '../engine.js';
+import type { ProbeTarget } from '../../domain/units.js';
 import { MONGODB_ADMIN_DB, MONGODB_ADMIN_USER } from './mongodb-config.js';
 
 /**

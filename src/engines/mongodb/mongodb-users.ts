@@ -1,5 +1,5 @@
-import type { MongoUserAdmin } from '../../runtimes/runtime.js';
-import type { MongoRole } from '../../service/model.js';
+import type { MongoUserAdmin } from '../engine.js';
+import type { MongoRole } from '../../domain/model.js';
 import { MONGODB_ADMIN_DB, MONGODB_ADMIN_USER } from './mongodb-config.js';
 import { MONGO_ERROR, mongoErrorCode, type MongoCommands, type MongoDocument } from './mongodb-commands.js';
 

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { sleep } from '../../lib/time.js';
 import {
-  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstanceSpec, type RedisInspector, type StepContext,
-} from '../../runtimes/runtime.js';
-import { TerminalError } from '../../service/errors.js';
-import { type Engine, type ProbeTarget, type UnitDefinition, type UnitHost } from '../engine.js';
+  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext,
+  type UnitDefinition, type UnitHost,
+} from '../../domain/units.js';
+import { TerminalError } from '../../domain/errors.js';
+import type { Engine, RedisInspector } from '../engine.js';
 import { RedisAdmin, type RedisEndpoint } from './redis-admin.js';
 import { readMaxmemoryPolicy, renderRedisConfig, type RedisRole } from './redis-config.js';
 import { probeRedis } from './redis-probe.js';
@@ -42,6 +43,7 @@ function exited(unit: UnitDefinition, ep: RedisEndpoint, tail: string): Error {
  * each with its redis.conf, pid file, log and append-only file in its own directory.
  */
 export class RedisEngine implements Engine {
+  readonly service = 'redis' as const;
   private readonly admin = new RedisAdmin();
 
   constructor(private readonly opts: RedisEngineOptions) {}
@@ -64,9 +66,10 @@ export class RedisEngine implements Engine {
     return spec.password;
   }
 
-  async ensureUnits(spec: InstanceSpec, instanceDir: string, host: UnitHost, ctx: StepContext): Promise<EnsureResult> {
+  async ensureUnits(spec: InstanceSpec, place: InstancePlace, ctx: StepContext): Promise<EnsureResult> {
+    const { host } = place;
     const password = this.password(spec);
-    const [primary, replica] = this.units(spec, instanceDir) as [UnitDefinition, UnitDefinition];
+    const [primary, replica] = this.units(spec, place.dir) as [UnitDefinition, UnitDefinition];
     const fresh = !host.exists(primary, AOF_DIR);
     // The policy is chosen when the instance is created and kept, whatever the default becomes.
     const policy = readMaxmemoryPolicy(host.readFile(primary, CONFIG_FILE) ?? '') ?? this.opts.maxmemoryPolicy;
@@ -147,7 +150,7 @@ export class RedisEngine implements Engine {
     }
   }
 
-  async readiness(spec: InstanceSpec, _instanceDir: string, targets: readonly ProbeTarget[]): Promise<string | undefined> {
+  async readiness(spec: InstanceSpec, _place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined> {
     try {
       const password = this.password(spec);
       for (const t of targets) await probeRedis(t, password);
@@ -158,9 +161,9 @@ export class RedisEngine implements Engine {
     }
   }
 
-  async check(spec: InstanceSpec, instanceDir: string, host: UnitHost): Promise<Health> {
-    for (const unit of this.units(spec, instanceDir)) {
-      if (!host.isRunning(unit)) return { healthy: false, reason: `redis-server ${unit.role} is not running` };
+  async check(spec: InstanceSpec, place: InstancePlace): Promise<Health> {
+    for (const unit of this.units(spec, place.dir)) {
+      if (!place.host.isRunning(unit)) return { healthy: false, reason: `redis-server ${unit.role} is not running` };
     }
     try {
       await this.admin.ping(this.endpoint(spec, 'primary'));
@@ -172,7 +175,7 @@ export class RedisEngine implements Engine {
     }
   }
 
-  redis(spec: InstanceSpec): RedisInspector {
+  redis(spec: InstanceSpec, _place: InstancePlace): RedisInspector {
     const ep = this.endpoint(spec, 'primary');
     return {
       info: (section) => this.admin.info(ep, section),

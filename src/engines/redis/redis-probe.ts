@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import type { ProbeTarget } from '../engine.js';
+import type { ProbeTarget } from '../../domain/units.js';
 
 /** One command in the RESP protocol. */
 function resp(args: readonly string[]): string {

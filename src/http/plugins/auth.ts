@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountService, AuthenticatedCaller } from '../../service/accounts.js';
-import { errors } from '../../service/errors.js';
+import { errors } from '../../domain/errors.js';
 import type { LoginGuard, RateLimiter } from '../../service/limits.js';
 
 declare module 'fastify' {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HangarError, errors } from '../../service/errors.js';
+import { HangarError, errors } from '../../domain/errors.js';
 import { isStoreUnavailable } from '../../store/errors.js';
 
 interface AjvError {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { errors } from '../../service/errors.js';
+import { errors } from '../../domain/errors.js';
 import type { Db } from '../../store/database.js';
 import {
   completeIdempotencyKey, findIdempotencyKey, purgeIdempotencyKeys, releaseIdempotencyKey, reserveIdempotencyKey,

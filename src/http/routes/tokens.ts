@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { formatCreated } from '../../lib/time.js';
 import { hashToken } from '../../lib/passwords.js';
-import { errors } from '../../service/errors.js';
+import { errors } from '../../domain/errors.js';
 import { type AppDeps, callerOf } from '../context.js';
 import { Data } from '../schemas/common.js';
 import { WITH_BODY, errorResponses } from '../schemas/error-responses.js';

@@ -1,4 +1,4 @@
-import { HangarError, errors } from '../../service/errors.js';
+import { HangarError, errors } from '../../domain/errors.js';
 import {
   BODY_TOO_LARGE, HEADERS_TOO_LARGE, errorBody, INTERNAL, INVALID_PATH, MALFORMED_REQUEST, REQUEST_TIMEOUT, UNSUPPORTED_MEDIA_TYPE, URI_TOO_LONG,
 } from '../plugins/error-handler.js';

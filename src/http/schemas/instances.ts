@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { DateRef, ObjectIdRef } from './common.js';
-import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES } from '../../service/catalog.js';
+import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES } from '../../domain/catalog.js';
 import { AclCreateBody } from './acls.js';
 import { CREATED_REDIS_INSTANCE, CREATE_MONGODB_BODY, CREATE_REDIS_BODY, ELASTICSEARCH_INSTANCE, MONGODB_INSTANCE, REDIS_INSTANCE } from './examples.js';
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { MONGODB_ROLES } from '../../service/catalog.js';
+import { MONGODB_ROLES } from '../../domain/catalog.js';
 import { MONGODB_INSTANCE, MONGODB_USER } from './examples.js';
 
 export const Role = Type.Object(

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PLANS } from '../../service/catalog.js';
+import { PLANS } from '../../domain/catalog.js';
 
 export const ResizeBody = Type.Object(
   { new_plan: Type.Integer({ description: `The new plan in MB, larger than the current one: ${PLANS.redis.join(', ')}` }) },

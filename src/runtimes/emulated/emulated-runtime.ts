@@ -1,51 +1,68 @@
-import { bytesToHuman } from '../../lib/redis-format.js';
-import { SPEC_VERSIONS } from '../../service/catalog.js';
-import type { MongoRole } from '../../service/model.js';
+import { join } from 'node:path';
 import type {
-  AccessRule, EnsureResult, Health, InstanceSpec, MongoUserAdmin, Offerings, RedisInspector, Runtime, RuntimeHealth, RuntimeStats, StepContext,
-} from '../runtime.js';
+  AccessRule, EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition, UnitDriver, UnitHost,
+} from '../../domain/units.js';
+import type { Runtime, RuntimeHealth, RuntimeStats } from '../runtime.js';
 
-/** Redis versions the emulated runtime pretends to run. */
-export const EMULATED_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0', '6.2.14', '6.2'] as const;
-
-const BASE_USED_MEMORY = 1_048_576 - 182_176; // an empty redis-server reports ~850K
-
-interface Unit {
-  spec: InstanceSpec;
-  maxmemoryPolicy: string;
+/** What runs of one instance: its units (by role), their files, and the rules its edge admits. */
+interface Placed {
+  readonly units: Set<string>;
+  readonly files: Map<string, string>;
   rules: readonly AccessRule[];
-  /** database -> user name -> user */
-  users: Map<string, Map<string, { password: string; roles: MongoRole[] }>>;
 }
 
 /**
- * An in-process stand-in for real engines: no process, no port, no network. It models each
- * engine consistently (a redis_ha_instance has one replica and `maxmemory` = plan MB; MongoDB
- * users are kept in memory) so that API clients can be developed and tested against hangar
- * without installing anything. Its state lives in memory: after a restart the reconciler
- * rebuilds it from the store.
+ * A runtime without processes, ports or network: a unit "runs" from the moment it is started
+ * until it is stopped, and its files live in memory. Paired with the emulated engines (models of
+ * each product), it lets API clients be developed and tested against hangar without installing
+ * anything. Its state lives in memory: after a restart the reconciler rebuilds it from the store.
  */
 export class EmulatedRuntime implements Runtime {
   readonly kind = 'emulated' as const;
-  private readonly units = new Map<string, Unit>();
+  private readonly placed = new Map<string, Placed>();
+  private readonly host: UnitHost;
   private holds = 0;
   private failure: Error | undefined;
 
-  constructor(private readonly opts: { redisMaxmemoryPolicy: string }) {}
+  constructor() {
+    const of = (u: UnitDefinition): Placed => {
+      let p = this.placed.get(u.instanceId);
+      if (!p) this.placed.set(u.instanceId, (p = { units: new Set(), files: new Map(), rules: [] }));
+      return p;
+    };
+    this.host = {
+      ensureUnit: async (u) => {
+        const p = of(u);
+        const started = !p.units.has(u.role);
+        p.units.add(u.role);
+        return { pid: 0, started };
+      },
+      stopUnit: async (u) => {
+        this.placed.get(u.instanceId)?.units.delete(u.role);
+      },
+      isRunning: (u) => this.placed.get(u.instanceId)?.units.has(u.role) ?? false,
+      logTail: () => '',
+      writeFile: (u, name, content) => {
+        const files = of(u).files;
+        const key = join(u.dir, name);
+        if (files.get(key) === content) return false;
+        files.set(key, content);
+        return true;
+      },
+      readFile: (u, name) => this.placed.get(u.instanceId)?.files.get(join(u.dir, name)),
+      exists: (u, name) => this.placed.get(u.instanceId)?.files.has(join(u.dir, name)) ?? false,
+    };
+  }
 
   async start(): Promise<void> {}
   async close(): Promise<void> {}
 
-  offerings(): Offerings {
-    return {
-      redis: { available: true, versions: EMULATED_REDIS_VERSIONS },
-      mongodb: { available: true, versions: SPEC_VERSIONS.mongodb },
-      elasticsearch: { available: true, versions: SPEC_VERSIONS.elasticsearch },
-    };
-  }
-
   async portIsFree(): Promise<boolean> {
     return true;
+  }
+
+  place(spec: Pick<InstanceSpec, 'id'>): InstancePlace {
+    return { dir: join('emulated', spec.id), host: this.host };
   }
 
   /**
@@ -82,112 +99,38 @@ export class EmulatedRuntime implements Runtime {
     };
   }
 
-  async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<EnsureResult> {
+  async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     await this.whileHeld(ctx);
     if (this.failure) throw this.failure;
-    let unit = this.units.get(spec.id);
-    const fresh = unit === undefined;
-    if (!unit) {
-      unit = { spec, maxmemoryPolicy: this.opts.redisMaxmemoryPolicy, rules: [], users: new Map() };
-      this.units.set(spec.id, unit);
-      ctx.step('create:engine-started');
-    }
-    unit.spec = spec;
-    unit.rules = [...rules];
+    const result = await driver.ensureUnits(spec, this.place(spec), ctx);
+    const placed = this.placed.get(spec.id);
+    if (placed) placed.rules = [...rules];
     ctx.step('ensure:access-applied');
-    return { fresh };
+    return result;
   }
 
   async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[]): Promise<void> {
-    const unit = this.units.get(spec.id);
-    if (unit) unit.rules = [...rules];
+    const placed = this.placed.get(spec.id);
+    if (placed) placed.rules = [...rules];
   }
 
   async removeInstance(id: string, ctx: StepContext): Promise<void> {
     await this.whileHeld(ctx);
     ctx.step('delete:engine-stopping');
-    this.units.delete(id);
+    this.placed.delete(id);
   }
 
   async listInstanceIds(): Promise<string[]> {
-    return [...this.units.keys()];
+    return [...this.placed.keys()];
   }
 
-  async checkInstance(spec: InstanceSpec): Promise<Health> {
-    return this.units.has(spec.id) ? { healthy: true } : { healthy: false, reason: 'not running' };
+  async checkInstance(spec: InstanceSpec, driver: UnitDriver): Promise<Health> {
+    return driver.check(spec, this.place(spec));
   }
 
   /** Access rules in force for an instance (tests of the emulated edge read this). */
   rulesOf(id: string): readonly AccessRule[] | undefined {
-    return this.units.get(id)?.rules;
-  }
-
-  /** Whether a MongoDB user of the instance would log in with this password (as `db.auth` would). */
-  authenticate(id: string, database: string, name: string, password: string): boolean {
-    return this.units.get(id)?.users.get(database)?.get(name)?.password === password;
-  }
-
-  redis(spec: InstanceSpec): RedisInspector {
-    const unit = () => {
-      const u = this.units.get(spec.id);
-      if (!u) throw new Error('instance is not running');
-      return u;
-    };
-    return {
-      info: async (section): Promise<Record<string, string>> => {
-        const u = unit();
-        if (section === 'replication') return { role: 'master', connected_slaves: '1' };
-        if (section === 'server') return { redis_version: u.spec.version, redis_mode: 'standalone' };
-        const maxmemory = u.spec.plan * 1024 * 1024;
-        return {
-          used_memory: String(BASE_USED_MEMORY),
-          used_memory_human: bytesToHuman(BASE_USED_MEMORY),
-          maxmemory: String(maxmemory),
-          maxmemory_human: bytesToHuman(maxmemory),
-          maxmemory_policy: u.maxmemoryPolicy,
-        };
-      },
-      configGet: async (name) => {
-        const u = unit();
-        switch (name) {
-          case 'maxmemory':
-            return String(u.spec.plan * 1024 * 1024);
-          case 'maxmemory-policy':
-            return u.maxmemoryPolicy;
-          case 'maxclients':
-            return '10000';
-          default:
-            return '';
-        }
-      },
-    };
-  }
-
-  mongodbUsers(spec: InstanceSpec): MongoUserAdmin {
-    const db = (database: string) => {
-      const u = this.units.get(spec.id);
-      if (!u) throw new Error('instance is not running');
-      let users = u.users.get(database);
-      if (!users) u.users.set(database, (users = new Map()));
-      return users;
-    };
-    return {
-      listUsers: async (database) => [...db(database).entries()].map(([name, u]) => ({ name, roles: u.roles.map((r) => ({ ...r })) })),
-      createUser: async (database, name, password, roles) => {
-        const users = db(database);
-        if (users.has(name)) throw new Error(`User "${name}@${database}" already exists`);
-        users.set(name, { password, roles: roles.map((r) => ({ ...r })) });
-      },
-      updateUser: async (database, name, change) => {
-        const user = db(database).get(name);
-        if (!user) throw new Error(`User ${name}@${database} not found`);
-        if (change.password !== undefined) user.password = change.password;
-        if (change.roles !== undefined) user.roles = change.roles.map((r) => ({ ...r }));
-      },
-      dropUser: async (database, name) => {
-        db(database).delete(name);
-      },
-    };
+    return this.placed.get(id)?.rules;
   }
 
   health(): RuntimeHealth {
@@ -196,6 +139,7 @@ export class EmulatedRuntime implements Runtime {
 
   /** The emulated runtime runs no process and no edge: units count as processes, nothing is admitted or refused. */
   async stats(): Promise<RuntimeStats> {
-    return { processesUp: this.units.size, processesExpected: this.units.size, edge: [] };
+    const units = [...this.placed.values()].reduce((n, p) => n + p.units.size, 0);
+    return { processesUp: units, processesExpected: units, edge: [] };
   }
 }

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TerminalError } from '../../service/errors.js';
-import { findExecutable } from './binaries.js';
+import { TerminalError } from '../../domain/errors.js';
+import { findExecutable } from '../../lib/binaries.js';
 import {
   edgeCertificateFile, edgeCertificatePublicFile, edgeTlsDir, ensureEdgeCertificate, removeEdgeCertificate, tlsBindOptions,
 } from './edge-tls.js';

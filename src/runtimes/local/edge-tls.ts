@@ -3,7 +3,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { TerminalError } from '../../service/errors.js';
+import { TerminalError } from '../../domain/errors.js';
 
 /** How long a certificate is valid, and how long before its end it is replaced. */
 const VALID_DAYS = 825;

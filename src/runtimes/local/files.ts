@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { TerminalError } from '../../service/errors.js';
+import { TerminalError } from '../../domain/errors.js';
 
 /** A full disk does not heal by retrying: the instance must fail with the reason instead. */
 function terminalIfFull(err: unknown, path: string): never {

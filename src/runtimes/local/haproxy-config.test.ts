@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { edgeRoutes } from '../../service/endpoints.js';
+import { edgeRoutes } from '../../domain/endpoints.js';
 import { allowListFile, frontendName, instanceOfFrontend, renderHaproxyConfig, type EdgeConfigInput } from './haproxy-config.js';
 
 const A = '65a1b2c3d4e5f60718293a4b';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { AccessGroup, EdgeRoute } from '../../service/endpoints.js';
+import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
 import { tlsBindOptions } from './edge-tls.js';
 
 /** The listeners of one instance at the edge. */

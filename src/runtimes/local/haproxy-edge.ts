@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { matcher, parseCidr } from '../../lib/cidr.js';
 import { sleep } from '../../lib/time.js';
-import type { AccessGroup, EdgeRoute } from '../../service/endpoints.js';
-import { TerminalError } from '../../service/errors.js';
-import { throwIfCancelled } from '../runtime.js';
+import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
+import { TerminalError } from '../../domain/errors.js';
+import { throwIfCancelled } from '../../domain/units.js';
 import { ensureEdgeCertificate, removeEdgeCertificate } from './edge-tls.js';
 import { ensureDir, readText, writeFileIfChanged } from './files.js';
 import {

@@ -2,20 +2,15 @@ import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathS
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import type { Engine, ProbeTarget, UnitDefinition, UnitHost } from '../../engines/engine.js';
-import { ElasticsearchEngine } from '../../engines/elasticsearch/elasticsearch-engine.js';
-import { MongodbEngine } from '../../engines/mongodb/mongodb-engine.js';
-import { RedisEngine } from '../../engines/redis/redis-engine.js';
-import { sleep } from '../../lib/time.js';
-import type { Service } from '../../service/catalog.js';
-import { edgeRoutes, type AccessGroup, type EdgeRoute } from '../../service/endpoints.js';
-import { TerminalError } from '../../service/errors.js';
+import { edgeRoutes, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
 import {
   throwIfCancelled,
-  type AccessRule, type EnsureResult, type Health, type InstanceSpec, type MongoUserAdmin, type Offering, type Offerings, type RedisInspector, type Runtime,
-  type RuntimeEvents, type RuntimeHealth, type RuntimeStats, type StepContext,
-} from '../runtime.js';
-import { detectBinaries, offeringsOf, type EngineBinaries } from './binaries.js';
+  type AccessRule, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext, type UnitDefinition,
+  type UnitDriver, type UnitHost,
+} from '../../domain/units.js';
+import type { EngineBinaries } from '../../lib/binaries.js';
+import { sleep } from '../../lib/time.js';
+import type { Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 import { ensureDir, readText, writeFileIfChanged } from './files.js';
 import { HaproxyEdge } from './haproxy-edge.js';
 import { portIsFree } from './ports.js';
@@ -31,8 +26,6 @@ export const PROBE_SOURCE = '127.77.0.1';
 
 /** How long a pass waits for an instance to be usable before it fails (and is retried). */
 const READY_TIMEOUT_MS = 10_000;
-/** Administrative connections unused this long are closed. */
-const ADMIN_IDLE_MS = 60_000;
 /** How often the instances' data dirs are checked for being writable. */
 const DATA_DIR_CHECK_MS = 1000;
 
@@ -56,6 +49,7 @@ export function dataDirProblem(dir: string): string | undefined {
 export interface LocalRuntimeOptions {
   readonly config: Config;
   readonly log: Logger;
+  /** The programs found on this machine: haproxy for the edge, and the engines' programs, which supervision recognises. */
   readonly binaries: EngineBinaries;
   /** PATH for finding binaries and for the processes the runtime starts. */
   readonly searchPath: string;
@@ -81,25 +75,6 @@ function realpath(path: string): string | undefined {
   }
 }
 
-/**
- * What this machine can host: the binaries found, then what each engine can run with them (a
- * version it cannot drive, or running as root, makes its service unavailable with the reason;
- * the storage engines it can honour are offered).
- */
-export function offeringsWith(binaries: EngineBinaries, engines: Partial<Record<Service, Engine>>): Offerings {
-  const offered: Record<Service, Offering> = { ...offeringsOf(binaries, new Set(Object.keys(engines) as Service[])) };
-  for (const service of Object.keys(engines) as Service[]) {
-    const support = engines[service]?.support?.();
-    if (!support || !offered[service].available) continue;
-    if (support.unavailableReason !== undefined) {
-      offered[service] = { ...offered[service], available: false, versions: [], unavailableReason: `${service} cannot run here: ${support.unavailableReason}` };
-    } else if (support.storageEngines !== undefined) {
-      offered[service] = { ...offered[service], storageEngines: support.storageEngines };
-    }
-  }
-  return offered;
-}
-
 /** Which ACLs apply to which listeners: `transport` ones also to the transport port, `kibana` ones to Kibana only. */
 function accessGroups(routes: readonly EdgeRoute[], rules: readonly AccessRule[]): Map<AccessGroup, string[]> {
   const groups = new Map<AccessGroup, string[]>();
@@ -122,23 +97,15 @@ export class LocalRuntime implements Runtime {
   readonly kind = 'local' as const;
   private readonly supervisor: ProcessSupervisor;
   private readonly edge: HaproxyEdge;
-  private readonly engines: Partial<Record<Service, Engine>> = {};
-  private readonly offered: Offerings;
   private readonly instancesDir: string;
   private readonly host: UnitHost;
   private events: RuntimeEvents | undefined;
-  private idleTimer: NodeJS.Timeout | undefined;
   private dirTimer: NodeJS.Timeout | undefined;
   private readonly log: Logger;
   /** Why an instance does not serve as asked, as last found by a pass or by supervision. */
   private readonly problems = new Map<string, string>();
   /** Instances whose data dir cannot be written to, with the reason. */
   private readonly dirProblems = new Map<string, string>();
-
-  static async create(config: Config, log: Logger, searchPath: string): Promise<LocalRuntime> {
-    const binaries = await detectBinaries(config, searchPath);
-    return new LocalRuntime({ config, log, binaries, searchPath });
-  }
 
   constructor(private readonly opts: LocalRuntimeOptions) {
     const { config, binaries, log } = opts;
@@ -163,20 +130,6 @@ export class LocalRuntime implements Runtime {
       supervisor: this.supervisor,
       log: log.child({ component: 'edge' }),
     });
-    const redisServer = 'found' in binaries.redisServer ? binaries.redisServer.found.path : config.redisServerBin;
-    this.engines.redis = new RedisEngine({ bin: redisServer, maxmemoryPolicy: config.redisMaxmemoryPolicy });
-    // MongoDB and Elasticsearch only where their binaries are: without them the offering names what is missing.
-    if ('found' in binaries.mongod && 'found' in binaries.mongos) {
-      this.engines.mongodb = new MongodbEngine({ mongod: binaries.mongod.found, mongos: binaries.mongos.found });
-    }
-    if ('found' in binaries.elasticsearch) {
-      this.engines.elasticsearch = new ElasticsearchEngine({
-        node: binaries.elasticsearch.found,
-        ...('found' in binaries.kibana ? { dashboards: binaries.kibana.found } : {}),
-        runningAsRoot: process.getuid?.() === 0,
-      });
-    }
-    this.offered = offeringsWith(binaries, this.engines);
     this.host = this.unitHost();
   }
 
@@ -219,10 +172,6 @@ export class LocalRuntime implements Runtime {
       }
     }
     this.supervisor.start();
-    this.idleTimer = setInterval(() => {
-      for (const e of Object.values(this.engines)) e.closeIdle(ADMIN_IDLE_MS);
-    }, ADMIN_IDLE_MS);
-    this.idleTimer.unref();
     this.dirTimer = setInterval(() => this.checkDataDirs(), DATA_DIR_CHECK_MS);
     this.dirTimer.unref();
     this.log.info({ instances: this.instanceDirs().length, edge: this.supervisor.pidOf(this.edge.unit) ?? null }, 'local runtime supervising');
@@ -230,12 +179,10 @@ export class LocalRuntime implements Runtime {
 
   async close(): Promise<void> {
     this.events = undefined;
-    clearInterval(this.idleTimer);
     clearInterval(this.dirTimer);
     this.problems.clear();
     this.dirProblems.clear();
     this.supervisor.close();
-    await Promise.all(Object.values(this.engines).map((e) => e.close()));
   }
 
   /** A unit that should run died: its instance is reconciled, which starts it again. */
@@ -273,19 +220,12 @@ export class LocalRuntime implements Runtime {
     }
   }
 
-  offerings(): Offerings {
-    return this.offered;
-  }
-
   portIsFree(port: number): Promise<boolean> {
     return portIsFree(port, ['127.0.0.1', this.opts.config.edgeBind]);
   }
 
-  private engineFor(spec: Pick<InstanceSpec, 'service'>): Engine {
-    const offering = this.offered[spec.service];
-    const engine = this.engines[spec.service];
-    if (!offering.available || !engine) throw new TerminalError(offering.unavailableReason ?? `${spec.service} cannot run on this host`);
-    return engine;
+  place(spec: Pick<InstanceSpec, 'id'>): InstancePlace {
+    return { dir: this.instanceDir(spec.id), host: this.host };
   }
 
   /** Where hangar's probes reach the instance: each client listener, from the probe source. */
@@ -295,9 +235,9 @@ export class LocalRuntime implements Runtime {
     return routes.filter((r) => r.group === 'main' && !r.tls).map((r) => ({ host, port: r.port, localAddress: PROBE_SOURCE }));
   }
 
-  async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<EnsureResult> {
+  async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     try {
-      const result = await this.converge(spec, rules, ctx);
+      const result = await this.converge(spec, rules, driver, ctx);
       this.problems.delete(spec.id);
       return result;
     } catch (err) {
@@ -306,9 +246,9 @@ export class LocalRuntime implements Runtime {
     }
   }
 
-  private async converge(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<EnsureResult> {
-    const engine = this.engineFor(spec);
-    const dir = this.instanceDir(spec.id);
+  private async converge(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
+    const place = this.place(spec);
+    const { dir } = place;
     const routes = edgeRoutes(spec.service, spec.type, spec.ports);
     // Access first: revoking an ACL must take effect even when the engines are in trouble.
     const access = await this.edge.applyAccess(spec.id, accessGroups(routes, rules), ctx.signal);
@@ -326,7 +266,7 @@ export class LocalRuntime implements Runtime {
     edge.catch(() => {});
     let result: EnsureResult;
     try {
-      result = await engine.ensureUnits(spec, dir, this.host, ctx);
+      result = await driver.ensureUnits(spec, place, ctx);
     } catch (err) {
       // the pass ends only once the edge is done too
       await edge.catch(() => {});
@@ -340,7 +280,7 @@ export class LocalRuntime implements Runtime {
     const until = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       throwIfCancelled(ctx.signal, 'waiting for the instance to be ready');
-      const problem = await engine.readiness(spec, dir, targets);
+      const problem = await driver.readiness(spec, place, targets);
       if (problem === undefined) return result;
       if (Date.now() > until) throw new Error(problem);
       await sleep(5, ctx.signal);
@@ -366,7 +306,6 @@ export class LocalRuntime implements Runtime {
     await Promise.all(roles.map((role) => this.supervisor.stop({ key: `${id}/${role}`, dir: join(dir, role) }, 1000)));
     // Every process whose command line names the instance directory: its engines and anything they forked.
     await this.supervisor.stop({ key: id, dir }, 1000);
-    for (const e of Object.values(this.engines)) e.forget(id);
     this.problems.delete(id);
     this.dirProblems.delete(id);
     ctx.step('delete:engines-stopped');
@@ -380,41 +319,22 @@ export class LocalRuntime implements Runtime {
     return [...new Set([...this.instanceDirs(), ...this.edge.instanceIds()])];
   }
 
-  async checkInstance(spec: InstanceSpec): Promise<Health> {
-    const engine = this.engineFor(spec);
+  async checkInstance(spec: InstanceSpec, driver: UnitDriver): Promise<Health> {
     const dir = this.instanceDir(spec.id);
     const unwritable = dataDirProblem(dir);
     if (unwritable) return { healthy: false, reason: unwritable };
     if (!this.edge.serving()) return { healthy: false, reason: 'the edge (haproxy) is not running' };
     const blocked = this.edge.blockedInstances().get(spec.id);
     if (blocked) return { healthy: false, reason: blocked };
-    return engine.check(spec, dir, this.host);
-  }
-
-  redis(spec: InstanceSpec): RedisInspector {
-    const inspector = this.engines.redis?.redis?.(spec);
-    if (!inspector) throw new TerminalError('redis is not available on this host');
-    return inspector;
-  }
-
-  mongodbUsers(spec: InstanceSpec): MongoUserAdmin {
-    const users = this.offered.mongodb.available ? this.engines.mongodb?.mongodbUsers?.(spec) : undefined;
-    if (users) return users;
-    const reason = this.offered.mongodb.unavailableReason ?? 'mongodb is not available on this host';
-    const refuse = async (): Promise<never> => {
-      throw new Error(reason);
-    };
-    return { listUsers: refuse, createUser: refuse, updateUser: refuse, dropUser: refuse };
+    return driver.check(spec, this.place(spec));
   }
 
   /**
-   * Problems of the runtime (redis not installed, the edge down) and, on the replica that
-   * supervises this host, of each instance that does not serve as asked right now.
+   * Problems of the runtime (the edge down) and, on the replica that supervises this host, of
+   * each instance that does not serve as asked right now.
    */
   health(): RuntimeHealth {
-    const redis = this.offered.redis;
     const problems: string[] = [];
-    if (!redis.available) problems.push(redis.unavailableReason ?? 'redis cannot run here');
     if (this.edge.needed() && !this.edge.serving()) problems.push('the edge (haproxy) is not running');
     const byInstance = new Map([...this.edge.blockedInstances(), ...this.problems, ...this.dirProblems]);
     const degraded = [...byInstance].sort(([a], [b]) => a.localeCompare(b)).map(([id, reason]) => `instance ${id}: ${reason}`);

@@ -5,8 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { UNIT_PID_FILE } from '../../engines/engine.js';
-import { findProcesses, isAlive, ProcessSupervisor, readProcess, unitMarker, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
+import { findProcesses, isAlive, ProcessSupervisor, readProcess, UNIT_PID_FILE, unitMarker, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
 
 // Units here are small node programs: real processes that fork nothing (a shell loop forks a
 // child carrying its command line for each command), able to ignore SIGTERM like a fresh replica

@@ -2,10 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { UNIT_LOG_FILE, UNIT_PID_FILE } from '../../engines/engine.js';
 import { sleep } from '../../lib/time.js';
-import { TerminalError } from '../../service/errors.js';
+import { TerminalError } from '../../domain/errors.js';
 import { ensureDir, writeFileIfChanged } from './files.js';
+
+/** Name of the pid file in a unit's directory, written when the unit is spawned. */
+export const UNIT_PID_FILE = 'process.pid';
+/** Name of the log file in a unit's directory: the process's stdout and stderr. */
+export const UNIT_LOG_FILE = 'process.log';
 
 /** A process the supervisor runs: an engine of an instance, or the edge. */
 export interface SupervisedUnit {

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { compareVersions } from '../../lib/versions.js';
+import { compareVersions } from './versions.js';
 import { lookupBinary, offeringsOf, parseVersion, type EngineBinaries } from './binaries.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hangar-binaries-'));

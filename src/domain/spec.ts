@@ -1,4 +1,4 @@
-import type { InstanceSpec } from '../runtimes/runtime.js';
+import type { InstanceSpec } from './units.js';
 import type { Instance } from './model.js';
 
 /** What the runtime runs for an instance: its desired plan, credentials and ports. */

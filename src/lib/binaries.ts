@@ -1,19 +1,13 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Config } from '../../config.js';
-import type { Service } from '../../service/catalog.js';
-import type { Offering, Offerings } from '../runtime.js';
-import { compareVersions } from '../../lib/versions.js';
+import type { Config } from '../config.js';
+import type { Service } from '../domain/catalog.js';
+import type { FoundProgram, Offering, Offerings } from '../domain/units.js';
+import { compareVersions } from './versions.js';
 
 /** An engine binary found on this machine. */
-export interface FoundBinary {
-  /** The program's name (`redis-server`, `opensearch`, ...). */
-  readonly name: string;
-  readonly path: string;
-  /** `X.Y.Z` as the binary reports it. */
-  readonly version: string;
-}
+export type FoundBinary = FoundProgram;
 
 /** The result of looking for one binary: found, or why not (naming the variable that points to it). */
 export type BinaryLookup = { readonly found: FoundBinary } | { readonly problem: string };

@@ -3,24 +3,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../config.js';
-import { probeRedis } from '../../engines/redis/redis-probe.js';
-import type { AccessRule, InstanceSpec, StepContext } from '../runtime.js';
-import { LocalRuntime, PROBE_SOURCE } from './local-runtime.js';
-import { findProcesses, unitMarker } from './process-supervisor.js';
+import { loadConfig } from '../../src/config.js';
+import type { AccessRule, InstanceSpec, StepContext } from '../../src/domain/units.js';
+import type { Engine } from '../../src/engines/engine.js';
+import { localEngines } from '../../src/engines/index.js';
+import { probeRedis } from '../../src/engines/redis/redis-probe.js';
+import { detectBinaries } from '../../src/lib/binaries.js';
+import { LocalRuntime, PROBE_SOURCE } from '../../src/runtimes/local/local-runtime.js';
+import { findProcesses, unitMarker } from '../../src/runtimes/local/process-supervisor.js';
 
-// The runtime itself, on real redis-server and HAProxy processes: the steps it takes (the names
-// fault-injection tests stop hangar at), idempotence, adoption and port moves, which the HTTP API
-// cannot drive.
+// The local runtime with the Redis engine, on real redis-server and HAProxy processes: the steps
+// they take (the names fault-injection tests stop hangar at), idempotence, adoption and port
+// moves, which the HTTP API cannot drive.
 
 const dataDir = mkdtempSync(join(tmpdir(), 'hangar-runtime-'));
 const config = loadConfig({}, { HANGAR_DATA_DIR: dataDir, HANGAR_LOG_LEVEL: 'silent' });
 const log = pino({ level: 'silent' });
 const path = process.env.PATH ?? '/usr/bin:/bin';
 const runtimes: LocalRuntime[] = [];
+const binaries = await detectBinaries(config, path);
+const engines = localEngines(config, binaries);
 
 async function runtime(): Promise<LocalRuntime> {
-  const r = await LocalRuntime.create(config, log, path);
+  const r = new LocalRuntime({ config, log, binaries, searchPath: path });
   runtimes.push(r);
   return r;
 }
@@ -30,7 +35,7 @@ function recorder(): StepContext & { steps: string[] } {
   return { steps, step: (name) => void steps.push(name) };
 }
 
-const offering = (await LocalRuntime.create(config, log, path)).offerings().redis;
+const offering = engines.offerings().redis;
 /** Real paths of redis-server and haproxy: what the runtime's processes run. */
 const programs = new Set((offering.engines ?? []).map((e) => realpathSync(e.path)));
 const enginesOf = (id: string) => findProcesses(unitMarker(join(dataDir, 'instances', id)), programs).map((p) => p.pid).sort();
@@ -43,7 +48,9 @@ const available = (() => {
   return false;
 })();
 
-describe.runIf(available)('LocalRuntime', () => {
+describe.runIf(available)('LocalRuntime with the Redis engine', () => {
+  let redis: Engine;
+  const inspect = (s: InstanceSpec) => redis.redis!(s, r.place(s));
   let r: LocalRuntime;
   let spec: InstanceSpec;
   const changed: string[] = [];
@@ -63,6 +70,7 @@ describe.runIf(available)('LocalRuntime', () => {
   const client = (s: InstanceSpec, localAddress: string) => probeRedis({ host: '127.0.0.1', port: s.ports.public!, localAddress }, s.password!);
 
   beforeAll(async () => {
+    redis = engines.require('redis');
     r = await runtime();
     await r.start({ instanceChanged: (id) => changed.push(id) });
     const [pub, svc, primary, replica] = await freePorts(4);
@@ -82,25 +90,26 @@ describe.runIf(available)('LocalRuntime', () => {
 
   afterAll(async () => {
     for (const x of runtimes) await x.close();
+    await engines.close();
     for (const p of findProcesses(unitMarker(dataDir), programs)) process.kill(p.pid, 'SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('creates an instance step by step, access first', async () => {
     const ctx = recorder();
-    const result = await r.ensureInstance(spec, [], ctx);
+    const result = await r.ensureInstance(spec, [], redis, ctx);
     expect(result.fresh).toBe(true);
     expect(ctx.steps).toEqual(['ensure:access-applied', 'create:primary-started', 'create:replica-started', 'create:edge-listening']);
     expect(await r.listInstanceIds()).toEqual([spec.id]);
-    expect(await r.checkInstance(spec)).toEqual({ healthy: true });
+    expect(await r.checkInstance(spec, redis)).toEqual({ healthy: true });
     expect(r.health()).toEqual({ problems: [], degraded: [] });
-    expect(await r.redis(spec).configGet('maxmemory')).toBe(String(500 * 1024 * 1024));
-    expect((await r.redis(spec).info('replication')).connected_slaves).toBe('1');
+    expect(await inspect(spec).configGet('maxmemory')).toBe(String(500 * 1024 * 1024));
+    expect((await inspect(spec).info('replication')).connected_slaves).toBe('1');
   });
 
   it('does nothing when everything runs as asked', async () => {
     const ctx = recorder();
-    expect(await r.ensureInstance(spec, [], ctx)).toEqual({ fresh: false });
+    expect(await r.ensureInstance(spec, [], redis, ctx)).toEqual({ fresh: false });
     expect(ctx.steps).toEqual([]);
     expect((await r.stats()).processesUp).toBe(2);
   });
@@ -108,7 +117,7 @@ describe.runIf(available)('LocalRuntime', () => {
   it('admits the ACL sources and the probe source only', async () => {
     await expect(client(spec, '127.0.0.1')).rejects.toThrow(/closed|reset/i);
     const ctx = recorder();
-    await r.ensureInstance(spec, local, ctx);
+    await r.ensureInstance(spec, local, redis, ctx);
     expect(ctx.steps).toEqual(['ensure:access-applied']);
     await client(spec, '127.0.0.1');
     await client(spec, PROBE_SOURCE);
@@ -121,9 +130,9 @@ describe.runIf(available)('LocalRuntime', () => {
   it('resizes live, primary then replica', async () => {
     spec = { ...spec, plan: 1000 };
     const ctx = recorder();
-    await r.ensureInstance(spec, local, ctx);
+    await r.ensureInstance(spec, local, redis, ctx);
     expect(ctx.steps).toEqual(['resize:primary-set', 'resize:replica-set']);
-    expect(await r.redis(spec).configGet('maxmemory')).toBe(String(1000 * 1024 * 1024));
+    expect(await inspect(spec).configGet('maxmemory')).toBe(String(1000 * 1024 * 1024));
   });
 
   it('adopts what runs after a restart of hangar, without starting anything twice', async () => {
@@ -133,7 +142,7 @@ describe.runIf(available)('LocalRuntime', () => {
     r = await runtime();
     await r.start({ instanceChanged: (id) => changed.push(id) });
     const ctx = recorder();
-    expect(await r.ensureInstance(spec, local, ctx)).toEqual({ fresh: false });
+    expect(await r.ensureInstance(spec, local, redis, ctx)).toEqual({ fresh: false });
     expect(ctx.steps).toEqual([]);
     expect(enginesOf(spec.id)).toEqual(before);
   });
@@ -142,9 +151,9 @@ describe.runIf(available)('LocalRuntime', () => {
     const [moved] = await freePorts(1);
     spec = { ...spec, ports: { ...spec.ports, 'engine.primary': moved! } };
     const ctx = recorder();
-    await r.ensureInstance(spec, local, ctx);
+    await r.ensureInstance(spec, local, redis, ctx);
     expect(ctx.steps).toEqual(['ensure:primary-restarted']);
-    expect((await r.redis(spec).info('replication')).connected_slaves).toBe('1');
+    expect((await inspect(spec).info('replication')).connected_slaves).toBe('1');
     await client(spec, '127.0.0.1');
   });
 
@@ -156,11 +165,11 @@ describe.runIf(available)('LocalRuntime', () => {
       const cancel = new AbortController();
       setTimeout(() => cancel.abort(), 200);
       const more = [...local, { cidr: '192.0.2.1', transport: false, kibana: false }];
-      await expect(r.ensureInstance(spec, more, { step: () => {}, signal: cancel.signal })).rejects.toThrow(/^cancelled while/);
+      await expect(r.ensureInstance(spec, more, redis, { step: () => {}, signal: cancel.signal })).rejects.toThrow(/^cancelled while/);
     } finally {
       process.kill(-edge, 'SIGCONT');
     }
-    expect(await r.ensureInstance(spec, local, recorder())).toEqual({ fresh: false });
+    expect(await r.ensureInstance(spec, local, redis, recorder())).toEqual({ fresh: false });
     await client(spec, '127.0.0.1');
   });
 

@@ -1,0 +1,180 @@
+import type { InstanceType, Service } from './catalog.js';
+import type { PortMap } from './model.js';
+
+/**
+ * The vocabulary engines and runtimes share: what an instance asks to run, the units (processes,
+ * containers) it runs as, and the results and failures of running them. Neither side imports the
+ * other; both import this.
+ */
+
+/** How a zone's instances are run: processes on this host, in-process models, or a Kubernetes cluster. */
+export type RuntimeKind = 'local' | 'emulated' | 'kubernetes';
+
+/** What an instance asks to run; derived from the store on every pass. */
+export interface InstanceSpec {
+  readonly id: string;
+  readonly service: Service;
+  readonly type: InstanceType;
+  readonly version: string;
+  /** The plan to run with (for redis, `maxmemory` in MB). */
+  readonly plan: number;
+  readonly encrypted: boolean;
+  readonly storageEngine: string | null;
+  /** The password clients use (redis). */
+  readonly password: string | null;
+  /** hangar's own administrative credential for the engine. */
+  readonly adminSecret: string;
+  readonly ports: PortMap;
+}
+
+/** One ACL as the edge sees it. */
+export interface AccessRule {
+  /** Normalised IPv4/IPv6 address or CIDR range. */
+  readonly cidr: string;
+  readonly transport: boolean;
+  readonly kibana: boolean;
+}
+
+/** A program found on a host, with its version. */
+export interface FoundProgram {
+  /** The program's name (`redis-server`, `haproxy`, ...). */
+  readonly name: string;
+  readonly path: string;
+  /** `X.Y.Z` as the program reports it. */
+  readonly version: string;
+}
+
+/** What a zone can host, per service. */
+export interface Offering {
+  readonly available: boolean;
+  /** Versions accepted in a create body. */
+  readonly versions: readonly string[];
+  /** Why it is unavailable: names the missing binary and the variable that points to it. */
+  readonly unavailableReason?: string;
+  /** What to install to make it available. */
+  readonly installHint?: string;
+  /** The programs found, with their versions (for `hangar doctor`). */
+  readonly engines?: readonly FoundProgram[];
+  /** `storage_engine` values accepted in a create body (mongodb); absent: any the API allows. */
+  readonly storageEngines?: readonly string[];
+}
+
+export type Offerings = Readonly<Record<Service, Offering>>;
+
+/** Passed into long runtime operations so that tests can stop hangar at a named step. */
+export interface StepContext {
+  /**
+   * Marks a step boundary. Throws when the pass is being cancelled (shutdown), and kills the
+   * process when a fault-injection test named this step.
+   */
+  step(name: string): void;
+  /**
+   * Aborts when the pass is cancelled (shutdown, or this replica lost the work's lease): long
+   * waits (an engine answering, readiness, the edge starting or reloading) end early then.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** Throws when `signal` has aborted: a long wait of a cancelled pass ends here. */
+export function throwIfCancelled(signal: AbortSignal | undefined, what: string): void {
+  if (signal?.aborted) throw new Error(`cancelled while ${what}`);
+}
+
+/**
+ * A port the instance needs is held by a process that is not one of the instance's: the
+ * engine cannot start on it. For an engine port (`engine.*`) the reconciler moves the engine
+ * to another port; a public port stays (clients know it) and the instance is DEGRADED.
+ */
+export class PortTakenError extends Error {
+  override name = 'PortTakenError';
+  constructor(
+    /** The port's role in the instance's port map. */
+    readonly role: string,
+    readonly port: number,
+    message = `port ${port} (${role}) is in use by another process`,
+  ) {
+    super(message);
+  }
+}
+
+export interface EnsureResult {
+  /** The engine was (re)created empty in this call, so state held inside it must be re-applied. */
+  readonly fresh: boolean;
+}
+
+export interface Health {
+  readonly healthy: boolean;
+  /** Why not, in words for people (shown as the instance's state reason). */
+  readonly reason?: string;
+}
+
+/**
+ * One unit of an instance (a process, a container) as a runtime runs it. Everything in it is
+ * derived from the instance id and the instance's place, so describing a unit twice gives the
+ * same unit.
+ */
+export interface UnitDefinition {
+  /** The instance the unit belongs to. */
+  readonly instanceId: string;
+  /** Its role within the instance (`primary`, `replica`, ...); also the name of its directory. */
+  readonly role: string;
+  /** Directory of the unit: configuration, data, pid file and log. */
+  readonly dir: string;
+  /** The program it runs. */
+  readonly bin: string;
+  readonly args: readonly string[];
+}
+
+/** What an engine needs from the runtime that runs its units. */
+export interface UnitHost {
+  /**
+   * Runs the unit unless it runs already. A unit that runs already is adopted rather than
+   * started twice. `started` says it was started by this call.
+   */
+  ensureUnit(unit: UnitDefinition): Promise<{ readonly pid: number; readonly started: boolean }>;
+  /** Stops the unit (and what it forked); its files stay. */
+  stopUnit(unit: UnitDefinition): Promise<void>;
+  /** Whether the unit runs right now. */
+  isRunning(unit: UnitDefinition): boolean;
+  /** The last lines of the unit's log, to explain why it stopped. */
+  logTail(unit: UnitDefinition): string;
+  /** Writes a file in the unit's directory (mode 0600) unless it holds `content`; says whether it wrote. */
+  writeFile(unit: UnitDefinition, name: string, content: string): boolean;
+  /** A file of the unit's directory, or undefined. */
+  readFile(unit: UnitDefinition, name: string): string | undefined;
+  /** Whether a file or directory exists in the unit's directory. */
+  exists(unit: UnitDefinition, name: string): boolean;
+}
+
+/** Where a runtime keeps one instance's units: the directory they live under and the host that runs them. */
+export interface InstancePlace {
+  readonly dir: string;
+  readonly host: UnitHost;
+}
+
+/** Where a client reaches an instance: an edge listener, and the source address to connect from. */
+export interface ProbeTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly localAddress: string;
+}
+
+/**
+ * What a runtime asks of the engine of an instance it runs: the engine knows its product (which
+ * units, their configuration, how to tell they serve); the runtime knows how units run. No
+ * product is named here.
+ */
+export interface UnitDriver {
+  /**
+   * Writes the configuration, runs (or adopts) every unit at `place` and applies the spec's plan
+   * live. Resolves when each engine answers on its own port.
+   */
+  ensureUnits(spec: InstanceSpec, place: InstancePlace, ctx: StepContext): Promise<EnsureResult>;
+  /**
+   * What keeps the instance from being usable right now, or undefined when a client reaching
+   * `targets` (the edge) gets answers and the replicas are in sync. One check, no waiting.
+   */
+  readiness(spec: InstanceSpec, place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined>;
+  /** Whether the engines serve right now (no waiting). */
+  check(spec: InstanceSpec, place: InstancePlace): Promise<Health>;
+}

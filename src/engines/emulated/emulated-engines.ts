@@ -1,0 +1,156 @@
+import { join } from 'node:path';
+import { SPEC_VERSIONS, type Service } from '../../domain/catalog.js';
+import type { MongoRole } from '../../domain/model.js';
+import type { EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition } from '../../domain/units.js';
+import { bytesToHuman } from '../../lib/redis-format.js';
+import type { Engine, MongoUserAdmin, RedisInspector } from '../engine.js';
+import { registryOf, type EngineRegistry } from '../registry.js';
+
+/** Redis versions the emulated engines pretend to run. */
+export const EMULATED_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0', '6.2.14', '6.2'] as const;
+
+const BASE_USED_MEMORY = 1_048_576 - 182_176; // an empty redis-server reports ~850K
+
+/** What an emulated instance holds: the state a real engine would keep inside itself. */
+interface Model {
+  spec: InstanceSpec;
+  maxmemoryPolicy: string;
+  /** database -> user name -> user */
+  users: Map<string, Map<string, { password: string; roles: MongoRole[] }>>;
+}
+
+/**
+ * In-process models of the engines, for the emulated target: no process, no port, no network.
+ * Each models its product consistently (a redis_ha_instance has one replica and `maxmemory` =
+ * plan MB; MongoDB users are kept in memory) so that API clients can be developed and tested
+ * against hangar without installing anything. The model of an instance lives as long as its one
+ * unit runs on the (emulated) runtime: a unit started again starts an empty model.
+ */
+export class EmulatedEngine implements Engine {
+  constructor(
+    readonly service: Service,
+    private readonly models: Map<string, Model>,
+    private readonly maxmemoryPolicy: string,
+  ) {}
+
+  units(spec: InstanceSpec, instanceDir: string): UnitDefinition[] {
+    return [{ instanceId: spec.id, role: 'engine', dir: join(instanceDir, 'engine'), bin: `emulated-${this.service}`, args: [] }];
+  }
+
+  async ensureUnits(spec: InstanceSpec, place: InstancePlace, ctx: StepContext): Promise<EnsureResult> {
+    const [unit] = this.units(spec, place.dir) as [UnitDefinition];
+    const { started } = await place.host.ensureUnit(unit);
+    const model = this.models.get(spec.id);
+    if (started || !model) {
+      this.models.set(spec.id, { spec, maxmemoryPolicy: this.maxmemoryPolicy, users: new Map() });
+      ctx.step('create:engine-started');
+      return { fresh: true };
+    }
+    model.spec = spec;
+    return { fresh: false };
+  }
+
+  async readiness(spec: InstanceSpec, place: InstancePlace): Promise<string | undefined> {
+    return (await this.check(spec, place)).reason;
+  }
+
+  async check(spec: InstanceSpec, place: InstancePlace): Promise<Health> {
+    const [unit] = this.units(spec, place.dir) as [UnitDefinition];
+    return place.host.isRunning(unit) && this.models.has(spec.id) ? { healthy: true } : { healthy: false, reason: 'not running' };
+  }
+
+  private model(spec: InstanceSpec, place: InstancePlace): Model {
+    const [unit] = this.units(spec, place.dir) as [UnitDefinition];
+    const m = this.models.get(spec.id);
+    if (!m || !place.host.isRunning(unit)) throw new Error('instance is not running');
+    return m;
+  }
+
+  redis(spec: InstanceSpec, place: InstancePlace): RedisInspector {
+    return {
+      info: async (section): Promise<Record<string, string>> => {
+        const m = this.model(spec, place);
+        if (section === 'replication') return { role: 'master', connected_slaves: '1' };
+        if (section === 'server') return { redis_version: m.spec.version, redis_mode: 'standalone' };
+        const maxmemory = m.spec.plan * 1024 * 1024;
+        return {
+          used_memory: String(BASE_USED_MEMORY),
+          used_memory_human: bytesToHuman(BASE_USED_MEMORY),
+          maxmemory: String(maxmemory),
+          maxmemory_human: bytesToHuman(maxmemory),
+          maxmemory_policy: m.maxmemoryPolicy,
+        };
+      },
+      configGet: async (name) => {
+        const m = this.model(spec, place);
+        switch (name) {
+          case 'maxmemory':
+            return String(m.spec.plan * 1024 * 1024);
+          case 'maxmemory-policy':
+            return m.maxmemoryPolicy;
+          case 'maxclients':
+            return '10000';
+          default:
+            return '';
+        }
+      },
+    };
+  }
+
+  mongodbUsers(spec: InstanceSpec, place: InstancePlace): MongoUserAdmin {
+    const db = (database: string) => {
+      const m = this.model(spec, place);
+      let users = m.users.get(database);
+      if (!users) m.users.set(database, (users = new Map()));
+      return users;
+    };
+    return {
+      listUsers: async (database) => [...db(database).entries()].map(([name, u]) => ({ name, roles: u.roles.map((r) => ({ ...r })) })),
+      createUser: async (database, name, password, roles) => {
+        const users = db(database);
+        if (users.has(name)) throw new Error(`User "${name}@${database}" already exists`);
+        users.set(name, { password, roles: roles.map((r) => ({ ...r })) });
+      },
+      updateUser: async (database, name, change) => {
+        const user = db(database).get(name);
+        if (!user) throw new Error(`User ${name}@${database} not found`);
+        if (change.password !== undefined) user.password = change.password;
+        if (change.roles !== undefined) user.roles = change.roles.map((r) => ({ ...r }));
+      },
+      dropUser: async (database, name) => {
+        db(database).delete(name);
+      },
+    };
+  }
+
+  /** Whether a MongoDB user of the instance would log in with this password (as `db.auth` would). */
+  authenticate(id: string, database: string, name: string, password: string): boolean {
+    return this.models.get(id)?.users.get(database)?.get(name)?.password === password;
+  }
+
+  /** The users of a database as the model holds them (tests compare them with the store). */
+  usersOf(id: string, database: string): { name: string; roles: MongoRole[] }[] {
+    return [...(this.models.get(id)?.users.get(database)?.entries() ?? [])].map(([name, u]) => ({ name, roles: u.roles.map((r) => ({ ...r })) }));
+  }
+
+  forget(instanceId: string): void {
+    this.models.delete(instanceId);
+  }
+
+  closeIdle(): void {}
+
+  async close(): Promise<void> {}
+}
+
+/** The emulated engines of every service, sharing one set of models, and the versions they pretend to run. */
+export function emulatedEngines(config: { redisMaxmemoryPolicy: string }): EngineRegistry & { readonly mongodb: EmulatedEngine } {
+  const models = new Map<string, Model>();
+  const engine = (service: Service) => new EmulatedEngine(service, models, config.redisMaxmemoryPolicy);
+  const engines = { redis: engine('redis'), mongodb: engine('mongodb'), elasticsearch: engine('elasticsearch') };
+  const registry = registryOf(engines, {
+    redis: { available: true, versions: EMULATED_REDIS_VERSIONS },
+    mongodb: { available: true, versions: SPEC_VERSIONS.mongodb },
+    elasticsearch: { available: true, versions: SPEC_VERSIONS.elasticsearch },
+  });
+  return { ...registry, mongodb: engines.mongodb };
+}

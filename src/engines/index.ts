@@ -1,0 +1,52 @@
+import type { Config } from '../config.js';
+import type { Service } from '../domain/catalog.js';
+import type { Offering, Offerings } from '../domain/units.js';
+import { offeringsOf, type EngineBinaries } from '../lib/binaries.js';
+import { ElasticsearchEngine } from './elasticsearch/elasticsearch-engine.js';
+import { emulatedEngines } from './emulated/emulated-engines.js';
+import type { Engine } from './engine.js';
+import { registryOf, type EngineRegistry } from './registry.js';
+import { MongodbEngine } from './mongodb/mongodb-engine.js';
+import { RedisEngine } from './redis/redis-engine.js';
+
+/**
+ * What this machine can host: the binaries found, then what each engine can run with them (a
+ * version it cannot drive, or running as root, makes its service unavailable with the reason;
+ * the storage engines it can honour are offered).
+ */
+export function offeringsWith(binaries: EngineBinaries, engines: Partial<Record<Service, Engine>>): Offerings {
+  const offered: Record<Service, Offering> = { ...offeringsOf(binaries, new Set(Object.keys(engines) as Service[])) };
+  for (const service of Object.keys(engines) as Service[]) {
+    const support = engines[service]?.support?.();
+    if (!support || !offered[service].available) continue;
+    if (support.unavailableReason !== undefined) {
+      offered[service] = { ...offered[service], available: false, versions: [], unavailableReason: `${service} cannot run here: ${support.unavailableReason}` };
+    } else if (support.storageEngines !== undefined) {
+      offered[service] = { ...offered[service], storageEngines: support.storageEngines };
+    }
+  }
+  return offered;
+}
+
+/**
+ * The engines that run as processes on this machine, with the binaries found. MongoDB and
+ * Elasticsearch only where their binaries are: without them the offering names what is missing.
+ */
+export function localEngines(config: Pick<Config, 'redisServerBin' | 'redisMaxmemoryPolicy'>, binaries: EngineBinaries): EngineRegistry {
+  const engines: Partial<Record<Service, Engine>> = {};
+  const redisServer = 'found' in binaries.redisServer ? binaries.redisServer.found.path : config.redisServerBin;
+  engines.redis = new RedisEngine({ bin: redisServer, maxmemoryPolicy: config.redisMaxmemoryPolicy });
+  if ('found' in binaries.mongod && 'found' in binaries.mongos) {
+    engines.mongodb = new MongodbEngine({ mongod: binaries.mongod.found, mongos: binaries.mongos.found });
+  }
+  if ('found' in binaries.elasticsearch) {
+    engines.elasticsearch = new ElasticsearchEngine({
+      node: binaries.elasticsearch.found,
+      ...('found' in binaries.kibana ? { dashboards: binaries.kibana.found } : {}),
+      runningAsRoot: process.getuid?.() === 0,
+    });
+  }
+  return registryOf(engines, offeringsWith(binaries, engines));
+}
+
+export { emulatedEngines, registryOf, type EngineRegistry };

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../config.js';
+import type { InstanceSpec } from '../domain/units.js';
+import type { EngineBinaries } from '../lib/binaries.js';
+import { localEngines } from './index.js';
+
+// Which engines run on this machine and what they offer, from the binaries found (no engine is
+// started: MongoDB and Elasticsearch cannot be installed on this machine).
+
+const found = (name: string, version: string) => ({ found: { name, path: `/nonexistent/bin/${name}`, version } });
+const problem = (text: string) => ({ problem: text });
+const base: EngineBinaries = {
+  redisServer: found('redis-server', '7.0.15'),
+  haproxy: found('haproxy', '2.6.12'),
+  mongod: problem('`mongod` was not found on PATH; install it or set HANGAR_MONGOD_BIN to its path'),
+  mongos: problem('`mongos` was not found on PATH; install it or set HANGAR_MONGOS_BIN to its path'),
+  elasticsearch: problem('`elasticsearch` or `opensearch` was not found on PATH; install it or set HANGAR_ELASTICSEARCH_BIN to its path'),
+  kibana: problem('`kibana` or `opensearch-dashboards` was not found on PATH; install it or set HANGAR_KIBANA_BIN to its path'),
+};
+
+const engines = (binaries: EngineBinaries) => localEngines(loadConfig({}, { HANGAR_DATA_DIR: '/nonexistent/hangar' }), binaries);
+
+const mongoSpec: InstanceSpec = {
+  id: '65a1b2c3d4e5f60718293a4b', service: 'mongodb', type: 'mongodb_singledb', version: '7.0', plan: 1, encrypted: false,
+  storageEngine: null, password: null, adminSecret: 'secret', ports: { public: 20000, 'engine.0': 20001 },
+};
+/** Nowhere: the engine is never started here. */
+const place = { dir: '/nonexistent/hangar/instances/x', host: undefined as never };
+
+describe('local engines: offerings', () => {
+  it('refuse MongoDB and Elasticsearch where their binaries are missing, naming them and their variables', async () => {
+    const r = engines(base);
+    const o = r.offerings();
+    expect(o.redis).toMatchObject({ available: true, versions: ['7.0.15', '7.0'] });
+    expect(o.mongodb).toMatchObject({ available: false, versions: [] });
+    expect(o.mongodb.unavailableReason).toMatch(/mongod.*HANGAR_MONGOD_BIN/);
+    expect(o.elasticsearch.unavailableReason).toMatch(/HANGAR_ELASTICSEARCH_BIN/);
+    expect(() => r.require('mongodb')).toThrow(/HANGAR_MONGOD_BIN/);
+  });
+
+  it('offer MongoDB at the version of the mongod found, with the storage engines it has', async () => {
+    const r = engines({ ...base, mongod: found('mongod', '7.0.2'), mongos: found('mongos', '7.0.2') });
+    expect(r.offerings().mongodb).toMatchObject({ available: true, versions: ['7.0.2', '7.0'], storageEngines: ['wiredtiger'] });
+    // users go to the engine (nothing listens on its port here: the driver says so)
+    await expect(r.require('mongodb').mongodbUsers!(mongoSpec, place).listUsers('shop')).rejects.toThrow(/ECONNREFUSED|connect/);
+    await r.close();
+  });
+
+  it('refuse a MongoDB the driver cannot talk to', () => {
+    const o = engines({ ...base, mongod: found('mongod', '4.0.28'), mongos: found('mongos', '4.0.28') }).offerings();
+    expect(o.mongodb).toMatchObject({ available: false, versions: [] });
+    expect(o.mongodb.unavailableReason).toMatch(/mongodb cannot run here: mongod 4\.0\.28 is older than 4\.2\.0/);
+  });
+
+  it('offer Elasticsearch at the version found, unless hangar runs as root', () => {
+    const o = engines({ ...base, elasticsearch: found('elasticsearch', '8.11.1'), kibana: found('kibana', '8.11.1') }).offerings();
+    if (process.getuid?.() === 0) {
+      expect(o.elasticsearch).toMatchObject({ available: false, unavailableReason: expect.stringMatching(/refuses to run as root/) });
+    } else {
+      expect(o.elasticsearch).toMatchObject({ available: true, versions: ['8.11.1', '8.11'] });
+    }
+    expect(o.elasticsearch.engines?.map((e) => e.name)).toEqual(['elasticsearch', 'haproxy', 'kibana']);
+  });
+});

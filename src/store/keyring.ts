@@ -1,0 +1,83 @@
+import type { Config } from '../config.js';
+import { Keyring, SecretKeyError, loadKeyring } from '../lib/secrets.js';
+import type { Db } from './database.js';
+import { getMeta, setMeta } from './lease-repository.js';
+
+/**
+ * The store's sealed secrets as a whole: the key check, which keys sealed what, and re-sealing
+ * everything with the current key. Every encrypted column of the store is listed here and nowhere
+ * else.
+ */
+
+/** The keyring, checked against the store: a wrong key fails the start instead of every request. */
+export async function openKeyring(config: Pick<Config, 'secretKey' | 'dataDir'>, db: Db): Promise<Keyring> {
+  const keyring = loadKeyring(config.secretKey, config.dataDir);
+  const check = await getMeta(db, 'secret_check');
+  if (check === undefined) {
+    await setMeta(db, 'secret_check', keyring.encrypt('hangar'));
+  } else {
+    try {
+      keyring.decrypt(check);
+    } catch (err) {
+      throw new SecretKeyError(
+        `the secret key does not decrypt this store (${(err as Error).message}); set HANGAR_SECRET_KEY to the key(s) it was encrypted with`,
+      );
+    }
+  }
+  return keyring;
+}
+
+/** The id of the key that sealed each encrypted value in the store, with how many it sealed. */
+export async function sealingKeyIds(db: Db): Promise<Map<string, number>> {
+  const ids = new Map<string, number>();
+  const add = (sealed: string | null) => {
+    if (sealed === null) return;
+    const id = sealed.split('.')[1] ?? '?';
+    ids.set(id, (ids.get(id) ?? 0) + 1);
+  };
+  for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) {
+    add(r.api_key_enc);
+    add(r.password_enc);
+    add(r.admin_secret_enc);
+  }
+  for (const r of await db.selectFrom('mongodb_users').select('password_enc').execute()) add(r.password_enc);
+  add((await getMeta(db, 'secret_check')) ?? null);
+  return ids;
+}
+
+/**
+ * Every stored secret must be readable with the configured keys: a key dropped too early (before
+ * `hangar secrets rotate` finished) fails the start, naming what is missing, instead of
+ * failing instances one by one later.
+ */
+export async function assertKeysOpenStore(db: Db, keyring: Keyring): Promise<void> {
+  const missing = [...(await sealingKeyIds(db))].filter(([id]) => !keyring.ids.includes(id));
+  if (missing.length === 0) return;
+  const n = missing.reduce((sum, [, count]) => sum + count, 0);
+  throw new SecretKeyError(
+    `${n} stored secret(s) are encrypted with key(s) ${missing.map(([id]) => id).join(', ')}, which are not configured; ` +
+      'give hangar those keys again (after the current one in HANGAR_SECRET_KEY) and run hangar secrets rotate',
+  );
+}
+
+/** Re-encrypts, in one transaction, every value not sealed with the keyring's current key. */
+export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
+  const reseal = (v: string) => (keyring.isCurrent(v) ? v : keyring.encrypt(keyring.decrypt(v)));
+  let n = 0;
+  await db.transaction().execute(async (trx) => {
+    for (const r of await trx.selectFrom('instances').select(['id', 'api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) {
+      await trx
+        .updateTable('instances')
+        .set({ api_key_enc: reseal(r.api_key_enc), password_enc: r.password_enc === null ? null : reseal(r.password_enc), admin_secret_enc: reseal(r.admin_secret_enc) })
+        .where('id', '=', r.id)
+        .execute();
+      n += r.password_enc === null ? 2 : 3;
+    }
+    for (const r of await trx.selectFrom('mongodb_users').select(['id', 'password_enc']).execute()) {
+      await trx.updateTable('mongodb_users').set({ password_enc: reseal(r.password_enc) }).where('id', '=', r.id).execute();
+      n++;
+    }
+    await setMeta(trx, 'secret_check', keyring.encrypt('hangar'));
+  });
+  return n;
+}
