@@ -58,7 +58,8 @@ export class HangarClient {
   constructor(private readonly opts: HangarClientOptions) {
     this.baseUrl = opts.url.replace(/\/+$/, '').replace(/\/v2$/, '');
     this.currentToken = opts.token;
-    this.fetchFn = opts.fetch ?? globalThis.fetch;
+    // Bound: a browser's fetch called as a method of another object throws "Illegal invocation".
+    this.fetchFn = opts.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
   /** The token in use, if any (keep it to skip the login next time). */
@@ -160,6 +161,11 @@ export class HangarClient {
 
   connectedSlaves(instance: string): Promise<number> {
     return this.call('GET', `/v2/redis/${enc(instance)}/connectedSlaves/`);
+  }
+
+  /** Connections the primary has (clients, the replica, hangar's probes): an addition to the spec. */
+  connectedClients(instance: string): Promise<number> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/connectedClients/`);
   }
 
   spaceUsage(instance: string): Promise<SpaceUsage> {
