@@ -12,6 +12,7 @@ import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } fr
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { ErrorBody } from './http/schemas/common.js';
 import { aclRoutes } from './http/routes/acls.js';
+import { consoleRoutes } from './http/routes/console.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { instanceRoutes } from './http/routes/instances.js';
@@ -161,5 +162,6 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     },
     { prefix: '/v2' },
   );
+  await consoleRoutes(app);
   return app;
 }

@@ -7,8 +7,9 @@ import { killAllUnder } from './processes.js';
 /** The built binary (`npm run build`; `npm test` builds first). */
 export const BIN = join(import.meta.dirname, '..', '..', '..', 'dist', 'src', 'cli', 'bin.js');
 
-const LOGIN = 'e2e@example.com';
-const PASSWORD = 'correct-horse-battery-staple';
+/** The account every hangar process of these tests creates at its first start. */
+export const LOGIN = 'e2e@example.com';
+export const PASSWORD = 'correct-horse-battery-staple';
 
 /** The environment of the spawned commands: ours without HANGAR_* settings, which flags replace. */
 function childEnv(extra: Record<string, string> = {}): Record<string, string> {
