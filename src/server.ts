@@ -15,6 +15,8 @@ import { LocalRuntime } from './runtimes/local/local-runtime.js';
 import type { Runtime } from './runtimes/runtime.js';
 import { AccountService } from './service/accounts.js';
 import { AclService } from './service/acls.js';
+import { AuditService } from './service/audit.js';
+import { IdempotencyService } from './service/idempotency.js';
 import type { Placement, ServiceDeps } from './service/deps.js';
 import { INSTANCE_STATES } from './domain/model.js';
 import { InstanceService } from './service/instances.js';
@@ -22,7 +24,6 @@ import { LoginGuard, RateLimiter } from './service/limits.js';
 import { MongoUserService } from './service/mongodb-users.js';
 import { RedisService } from './service/redis.js';
 import { openStore, type Db, type Store } from './store/database.js';
-import { appendAuditEvent } from './store/audit-repository.js';
 import { countInstancesByServiceAndState } from './store/instance-repository.js';
 import { assertKeysOpenStore, openKeyring } from './store/keyring.js';
 import { pingStore } from './store/database.js';
@@ -38,7 +39,7 @@ export interface Hangar {
   readonly log: Logger;
   /** The Prometheus registry of this hangar, served at /metrics. */
   readonly metrics: Metrics;
-  /** Base URL of the API, e.g. http://127.0.0.1:8080 */
+  /** Base URL of the API, e.g. http://127.0.0.1:8080 (empty when started without listening). */
   readonly url: string;
   /** Stops serving (in-flight requests finish), stops the reconciler between steps, closes the store. Engines keep running. */
   close(): Promise<void>;
@@ -97,6 +98,8 @@ async function createTarget(config: Config, log: Logger): Promise<{ runtime: Run
 export interface StartOptions {
   /** Overrides of the HTTP limits (tests shorten the timeouts). */
   readonly http?: Partial<HttpLimits>;
+  /** Whether to listen on the configured address (default); without it the app only answers `app.inject` (tests). */
+  readonly listen?: boolean;
 }
 
 /** The composition root: store, keyring, runtime, reconciler, services, HTTP. */
@@ -136,12 +139,15 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const deps: ServiceDeps = { db, keyring, placement, config, work: reconciler, now };
     const accounts = new AccountService(db, { tokenTtlSeconds: config.tokenTtlSeconds, now });
     const instances = new InstanceService(deps);
+    const audit = new AuditService(db);
     const services: Services = {
       accounts,
       instances,
       acls: new AclService(deps, instances),
       redis: new RedisService(deps, instances),
       mongodbUsers: new MongoUserService(deps, instances),
+      audit,
+      idempotency: new IdempotencyService(db, now),
       loginGuard: new LoginGuard(config.loginFailureLimit, now),
       rateLimiter: new RateLimiter(config.rateLimit, now),
     };
@@ -149,7 +155,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       if (await accounts.ensureAccount(config.bootstrapLogin, config.bootstrapPassword)) {
         log.info({ login: config.bootstrapLogin }, 'bootstrap account created');
         const account = await accounts.accountByLogin(config.bootstrapLogin);
-        await appendAuditEvent(db, {
+        await audit.record({
           accountId: account.id, login: account.login, action: 'account.create', target: `account:${account.login}`,
           sourceIp: null, outcome: 'success', statusCode: null, requestId: null, createdAt: now(),
         });
@@ -172,13 +178,18 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         return { problems: [...problems, ...target, ...h.problems], degraded: [...h.degraded] };
       },
     };
-    const app = await buildApp({ config, services, db, readiness, now, metrics }, log, options.http ? { http: options.http } : {});
+    const app = await buildApp({ config, services, readiness, now, metrics }, log, options.http ? { http: options.http } : {});
     await reconciler.start();
-    await app.listen({ port: config.port, host: config.host });
-    const scheme = config.tlsCert ? 'https' : 'http';
-    const address = app.server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
-    const url = `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    let url = '';
+    if (options.listen !== false) {
+      await app.listen({ port: config.port, host: config.host });
+      const scheme = config.tlsCert ? 'https' : 'http';
+      const address = app.server.address();
+      const port = typeof address === 'object' && address ? address.port : config.port;
+      url = `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    } else {
+      await app.ready();
+    }
     log.info({ url, runtime: runtime.kind, store: store.location }, 'hangar is serving');
     let closing: Promise<void> | undefined;
     return {

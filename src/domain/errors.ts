@@ -2,11 +2,11 @@
  * Every failure a client can see is built here: a stable machine-readable code, the HTTP status
  * and a message meant for people. Services throw these; one error handler renders them.
  */
-export class HangarError extends Error {
+export class HangarError<C extends string = string> extends Error {
   override name = 'HangarError';
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: C,
     message: string,
     readonly extra: Readonly<Record<string, unknown>> = {},
     options?: { cause?: unknown },
@@ -22,6 +22,11 @@ export class TerminalError extends Error {
 
 const list = (values: readonly (string | number)[]): string => values.join(', ');
 
+/**
+ * The catalogue: every error a client can see, by the function that builds it. The HTTP layer's
+ * own refusals (a body too large, a media type, a timeout) are entries too, so that one list
+ * feeds the error handler, the OpenAPI document and the README's table.
+ */
 export const errors = {
   invalidValue: (field: string, message: string, allowed?: readonly (string | number)[]) =>
     new HangarError(400, 'INVALID_VALUE', allowed ? `${message}; allowed values: ${list(allowed)}` : message, {
@@ -40,7 +45,6 @@ export const errors = {
   notARedisInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `redis instance "${name}" not found`),
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
   aclNotFound: (id: string, instance: string) => new HangarError(404, 'ACL_NOT_FOUND', `ACL "${id}" not found on instance "${instance}"`),
-  apiKeyNotFound: (id: string) => new HangarError(404, 'API_KEY_NOT_FOUND', `API key "${id}" not found`),
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),
   nameTaken: (name: string) => new HangarError(409, 'NAME_TAKEN', `an instance named "${name}" already exists in this account`),
@@ -64,4 +68,30 @@ export const errors = {
   storeUnavailable: () => new HangarError(503, 'STORE_UNAVAILABLE', 'the store is unavailable; try again shortly'),
   capacityExhausted: (what: string) => new HangarError(503, 'CAPACITY_EXHAUSTED', `no capacity left on this host: ${what}`),
   shuttingDown: () => new HangarError(503, 'SHUTTING_DOWN', 'hangar is shutting down; try again shortly'),
+  loginTaken: (login: string) => new HangarError(409, 'LOGIN_TAKEN', `an account with login "${login}" already exists`),
+  accountNotFound: (login: string) => new HangarError(404, 'ACCOUNT_NOT_FOUND', `no account with login "${login}"`),
+  apiKeyNotFound: (login: string, userKey: string) => new HangarError(404, 'API_KEY_NOT_FOUND', `account "${login}" has no key ${userKey}`),
+  // Refusals of the HTTP layer itself.
+  bodyTooLarge: () => new HangarError(413, 'BODY_TOO_LARGE', 'the request body is larger than 64 KiB'),
+  unsupportedMediaType: () => new HangarError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON (Content-Type: application/json, or none)'),
+  uriTooLong: () => new HangarError(414, 'URI_TOO_LONG', 'a path segment is longer than 512 characters'),
+  invalidPath: () => new HangarError(400, 'INVALID_PATH', 'the path is not valid percent-encoding (or does not decode to UTF-8)'),
+  requestTimeout: () => new HangarError(408, 'REQUEST_TIMEOUT', 'the request did not arrive in time; the connection is closed'),
+  headersTooLarge: () => new HangarError(431, 'HEADERS_TOO_LARGE', 'the request line and headers are larger than 16 KiB'),
+  malformedRequest: () => new HangarError(400, 'BAD_REQUEST', 'the request is not valid HTTP/1.1'),
+  badRequest: () => new HangarError(400, 'BAD_REQUEST', 'the request is not valid'),
+  connectRefused: () => new HangarError(405, 'METHOD_NOT_ALLOWED', 'CONNECT is not a method of this API'),
+  // 4xx answers of the framework and its plugins (the docs page's static files).
+  forbiddenPath: () => new HangarError(403, 'FORBIDDEN', 'that path is not served'),
+  notFound: () => new HangarError(404, 'ROUTE_NOT_FOUND', 'not found'),
+  methodNotAllowed: () => new HangarError(405, 'METHOD_NOT_ALLOWED', 'that method is not allowed here'),
+  notAcceptable: () => new HangarError(406, 'NOT_ACCEPTABLE', 'no answer of an acceptable type'),
+  lengthRequired: () => new HangarError(411, 'LENGTH_REQUIRED', 'send a Content-Length'),
+  rangeNotSatisfiable: () => new HangarError(416, 'RANGE_NOT_SATISFIABLE', 'the range asked for is outside the file'),
+  /** Anything unexpected; the request id lets an operator find the cause in the log. */
+  internal: (requestId: string) => new HangarError(500, 'INTERNAL', `internal error; request id ${requestId}`),
 } as const;
+
+type Catalogue = typeof errors;
+/** Every code a client can see: derived from the catalogue, never kept by hand. */
+export type ErrorCode = ReturnType<Catalogue[keyof Catalogue]>['code'];

@@ -53,6 +53,49 @@ export interface Instance {
   readonly transitionAt: number;
 }
 
+/** What a create records: the instance as asked, before any pass ran. */
+export interface NewInstance {
+  readonly id: string;
+  readonly accountId: string;
+  readonly login: string;
+  readonly name: string;
+  readonly service: Service;
+  readonly type: InstanceType;
+  readonly version: string;
+  readonly zone: string;
+  readonly plan: number;
+  readonly encrypted: boolean;
+  readonly storageEngine: string | null;
+  readonly apiKey: string;
+  readonly password: string | null;
+  readonly adminSecret: string;
+  readonly buildId: string;
+  readonly ports: PortMap;
+  readonly createdAt: number;
+}
+
+/** The fields of an instance that a request or a pass changes; the store maps them to its columns. */
+export interface InstancePatch {
+  readonly state?: InstanceState;
+  readonly stateReason?: string | null;
+  readonly plan?: number;
+  readonly desiredPlan?: number;
+  readonly deleting?: boolean;
+  readonly observedVersion?: number;
+  readonly updatedAt?: number;
+  readonly transitionAt?: number;
+}
+
+/** Where an instance's pending work stands: what the reconciler and replicas look at between passes. */
+export interface InstanceProgress {
+  readonly accountId: string;
+  readonly state: InstanceState;
+  readonly specVersion: number;
+  readonly observedVersion: number;
+  /** The replica holding the instance's claim, if any. */
+  readonly leaseOwner: string | null;
+}
+
 export interface Acl {
   readonly id: string;
   readonly instanceId: string;
@@ -80,4 +123,22 @@ export interface MongoUser {
   readonly specVersion: number;
   readonly appliedVersion: number;
   readonly deleting: boolean;
+}
+
+/** One change or login, as the audit log records it. */
+export interface AuditEvent {
+  readonly accountId: string | null;
+  readonly login: string | null;
+  readonly action: string;
+  readonly target: string | null;
+  readonly sourceIp: string | null;
+  readonly outcome: 'success' | 'failure';
+  readonly statusCode: number | null;
+  readonly requestId: string | null;
+  readonly createdAt: number;
+}
+
+/** An audit event as stored, with its place in the log. */
+export interface RecordedAuditEvent extends AuditEvent {
+  readonly id: number;
 }

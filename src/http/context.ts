@@ -3,11 +3,12 @@ import type { Config } from '../config.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { AccountService, AuthenticatedCaller } from '../service/accounts.js';
 import type { AclService } from '../service/acls.js';
+import type { AuditService } from '../service/audit.js';
+import type { IdempotencyService } from '../service/idempotency.js';
 import type { InstanceService } from '../service/instances.js';
 import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
 import type { RedisService } from '../service/redis.js';
-import type { Db } from '../store/database.js';
 import { errors } from '../domain/errors.js';
 
 /** The use cases the HTTP layer calls. */
@@ -17,6 +18,8 @@ export interface Services {
   readonly acls: AclService;
   readonly redis: RedisService;
   readonly mongodbUsers: MongoUserService;
+  readonly audit: AuditService;
+  readonly idempotency: IdempotencyService;
   readonly loginGuard: LoginGuard;
   readonly rateLimiter: RateLimiter;
 }
@@ -33,7 +36,6 @@ export interface Readiness {
 export interface AppDeps {
   readonly config: Config;
   readonly services: Services;
-  readonly db: Db;
   readonly readiness: Readiness;
   readonly now: () => number;
   /** Where request metrics go and /metrics reads from; a registry of its own when left out. */

@@ -12,10 +12,10 @@ import { toSpec } from '../domain/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
 import type { Db } from '../store/database.js';
 import {
-  PortRaceError, deleteInstanceRow, findInstanceRowById, replacePort, toInstance, updateInstance,
+  PortRaceError, deleteInstanceRow, findInstanceById, replacePort, updateInstance,
 } from '../store/instance-repository.js';
 import {
-  deleteMongoUserRow, listMongoUserRows, markMongoUserApplied, toMongoUser,
+  deleteMongoUserRow, listMongoUsers, markMongoUserApplied,
 } from '../store/mongodb-user-repository.js';
 import { PassCancelled, type PassResult } from './controller.js';
 
@@ -80,26 +80,26 @@ function kindOf(inst: Instance): ReconcileKind {
 async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report: PassReport): Promise<PassResult> {
   const { db, runtime } = deps;
   const ctx = deps.steps(signal);
-  const row = await findInstanceRowById(db, id);
-  if (!row) {
+  const found = await findInstanceById(db, deps.keyring, id);
+  if (!found) {
     // Known to the runtime but not to the store: an orphan, or the tail of a finished delete.
     report.kind = 'delete';
     await runtime.removeInstance(id, ctx);
     deps.engines.forget(id);
     return;
   }
-  let inst = toInstance(row, deps.keyring);
+  let inst = found;
   report.kind = kindOf(inst);
   if (inst.deleting) return teardown(deps, inst, ctx);
   const version = inst.specVersion;
   if (inst.state === 'FAILED') {
     // FAILED is final until the instance is deleted: nothing is rebuilt, changes are only recorded.
-    if (inst.observedVersion < version) await updateInstance(db, id, { observed_version: version }, { specVersion: version });
+    if (inst.observedVersion < version) await updateInstance(db, id, { observedVersion: version }, { specVersion: version });
     return;
   }
 
   if (inst.state === 'REQUESTED') {
-    await updateInstance(db, id, { state: 'BUILDING', updated_at: deps.now() }, { specVersion: version });
+    await updateInstance(db, id, { state: 'BUILDING', updatedAt: deps.now() }, { specVersion: version });
     ctx.step('create:building');
   }
 
@@ -131,7 +131,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   const wrote = await updateInstance(
     db,
     id,
-    { state: done, state_reason: null, plan: inst.desiredPlan, observed_version: version, updated_at: deps.now() },
+    { state: done, stateReason: null, plan: inst.desiredPlan, observedVersion: version, updatedAt: deps.now() },
     { specVersion: version },
   );
   if (!wrote) return { requeueAfterMs: 0 };
@@ -154,7 +154,7 @@ async function sayHealth(deps: ReconcileDeps, inst: Instance, spec: InstanceSpec
     .catch((err: unknown) => ({ healthy: false, reason: err instanceof Error ? err.message : String(err) }));
   if (health.healthy) return inst;
   const reason = health.reason ?? 'the instance does not serve';
-  const wrote = await updateInstance(deps.db, inst.id, { state: 'DEGRADED', state_reason: reason, updated_at: deps.now() }, { specVersion: inst.specVersion, states: READY_STATES });
+  const wrote = await updateInstance(deps.db, inst.id, { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() }, { specVersion: inst.specVersion, states: READY_STATES });
   if (!wrote) return inst;
   deps.log.warn({ instance: inst.id, name: inst.name, from: inst.state, to: 'DEGRADED', reason }, 'instance state');
   return { ...inst, state: 'DEGRADED', stateReason: reason };
@@ -178,7 +178,7 @@ async function moveEnginePort(deps: ReconcileDeps, inst: Instance, err: PortTake
     const reason = `port ${err.port} (${err.role}) is in use by another process; moving ${err.role} to port ${port}`;
     deps.log.warn({ instance: inst.id, name: inst.name, role: err.role, from: err.port, to: port, err: err.message }, 'engine port taken by another process: moving the engine');
     if (READY_STATES.includes(inst.state) || inst.state === 'DEGRADED') {
-      await updateInstance(db, inst.id, { state: 'DEGRADED', state_reason: reason, updated_at: deps.now() }, { specVersion: inst.specVersion });
+      await updateInstance(db, inst.id, { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() }, { specVersion: inst.specVersion });
     }
     return { requeueAfterMs: 0 };
   }
@@ -200,13 +200,13 @@ async function failedPass(deps: ReconcileDeps, inst: Instance, err: unknown, rep
     deps.log.error({ instance: inst.id, name: inst.name, reason }, 'instance failed');
     await deps.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
     deps.engines.forget(inst.id);
-    await updateInstance(deps.db, inst.id, { state: 'FAILED', state_reason: reason, observed_version: inst.specVersion, updated_at: deps.now() }, where);
+    await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
     report.outcome = 'failed';
     return;
   }
   const state: InstanceState = building || (inst.state === 'RESIZING' && !overdue && !terminal) ? inst.state : 'DEGRADED';
   if (state !== inst.state || message !== inst.stateReason) {
-    await updateInstance(deps.db, inst.id, { state, state_reason: message, updated_at: deps.now() }, where);
+    await updateInstance(deps.db, inst.id, { state, stateReason: message, updatedAt: deps.now() }, where);
   }
   deps.log.warn({ instance: inst.id, name: inst.name, state, err: message }, 'instance not converged yet');
   return { requeueAfterMs: DEGRADED_RETRY_MS };
@@ -214,8 +214,8 @@ async function failedPass(deps: ReconcileDeps, inst: Instance, err: unknown, rep
 
 /** Brings the engine's users to what the store holds: creates, updates, drops. True when it changed any. */
 async function syncUsers(deps: ReconcileDeps, inst: Instance, fresh: boolean, ctx: StepContext): Promise<boolean> {
-  const rows = await listMongoUserRows(deps.db, inst.id);
-  if (rows.length === 0) return false;
+  const users = await listMongoUsers(deps.db, deps.keyring, inst.id);
+  if (users.length === 0) return false;
   let changed = false;
   const spec = toSpec(inst);
   const engine = deps.engines.require(inst.service);
@@ -230,8 +230,7 @@ async function syncUsers(deps: ReconcileDeps, inst: Instance, fresh: boolean, ct
     }
     return names;
   };
-  for (const row of rows) {
-    const user = toMongoUser(row, deps.keyring);
+  for (const user of users) {
     if (user.deleting) {
       await admin.dropUser(user.database, user.username);
       ctx.step('user-delete:dropped');

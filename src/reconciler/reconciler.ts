@@ -5,7 +5,7 @@ import { pidIsAlive } from '../lib/data-dir-lock.js';
 import { sleep } from '../lib/time.js';
 import type { StepContext } from '../domain/units.js';
 import {
-  claimInstance, findInstanceRowById, listAllInstanceIds, listPendingInstanceIds, releaseInstance, takeInstanceClaim,
+  claimInstance, findInstanceProgress, listAllInstanceIds, listPendingInstanceIds, releaseInstance, takeInstanceClaim,
 } from '../store/instance-repository.js';
 import { acquireLease, findLease, releaseLease, takeLease } from '../store/lease-repository.js';
 import { Controller, PassCancelled, type PassResult } from './controller.js';
@@ -100,13 +100,13 @@ export class Reconciler {
     const { db, now } = this.deps;
     const until = now() + timeoutMs;
     try {
-      const target = (await findInstanceRowById(db, id))?.spec_version;
+      const target = (await findInstanceProgress(db, id))?.specVersion;
       if (target === undefined) return;
       while (now() < until && !this.stopped) {
         await sleep(SETTLE_POLL_MS);
         if (this.owner) return await this.controller.settle(id, until - now());
-        const row = await findInstanceRowById(db, id);
-        if (!row || row.observed_version >= target || row.state === 'FAILED') return;
+        const progress = await findInstanceProgress(db, id);
+        if (!progress || progress.observedVersion >= target || progress.state === 'FAILED') return;
       }
     } catch (err) {
       // The change is durable already; only the wait for it is cut short.
@@ -212,7 +212,7 @@ export class Reconciler {
   private async claim(id: string): Promise<boolean> {
     const { db, config, now } = this.deps;
     if (await claimInstance(db, id, config.replicaId, now(), this.ttlMs)) return true;
-    const holder = (await findInstanceRowById(db, id))?.lease_owner;
+    const holder = (await findInstanceProgress(db, id))?.leaseOwner;
     if (!holder || !this.ownerIsDead(holder)) return false;
     return takeInstanceClaim(db, id, holder, config.replicaId, now(), this.ttlMs);
   }
@@ -222,7 +222,7 @@ export class Reconciler {
     const ttl = this.ttlMs;
     if (!(await this.claim(id))) {
       // No row to claim: an orphan of the runtime, which the pass removes.
-      if (!(await findInstanceRowById(db, id))) return reconcileInstance(this.deps, id, signal);
+      if (!(await findInstanceProgress(db, id))) return reconcileInstance(this.deps, id, signal);
       return { requeueAfterMs: ttl / 2 };
     }
     // Losing the claim (another replica took it) stops this pass at its next step.

@@ -63,7 +63,7 @@ export class AccountService {
     try {
       await insertAccount(this.db, { id, login, passwordHash: await hashSecret(password), createdAt });
     } catch (err) {
-      if (isUniqueViolation(err)) throw new HangarError(409, 'LOGIN_TAKEN', `an account with login "${login}" already exists`);
+      if (isUniqueViolation(err)) throw errors.loginTaken(login);
       throw err;
     }
     return { id, login, created_at: createdAt };
@@ -83,7 +83,7 @@ export class AccountService {
 
   async accountByLogin(login: string) {
     const account = await findAccountByLogin(this.db, login);
-    if (!account) throw new HangarError(404, 'ACCOUNT_NOT_FOUND', `no account with login "${login}"`);
+    if (!account) throw errors.accountNotFound(login);
     return account;
   }
 
@@ -118,7 +118,7 @@ export class AccountService {
 
   /** Deletes one of the caller's key pairs; credentials cached from it stop working at once. */
   async deleteOwnApiKey(caller: Caller, id: string): Promise<void> {
-    if (!(await deleteApiKeyById(this.db, caller.accountId, id))) throw errors.apiKeyNotFound(id);
+    if (!(await deleteApiKeyById(this.db, caller.accountId, id))) throw errors.apiKeyNotFound(caller.login, id);
     this.cache.clear();
   }
 
@@ -130,7 +130,7 @@ export class AccountService {
   async deleteApiKey(login: string, userKey: string): Promise<void> {
     const account = await this.accountByLogin(login);
     if (!(await deleteApiKey(this.db, account.id, userKey))) {
-      throw new HangarError(404, 'API_KEY_NOT_FOUND', `account "${login}" has no key ${userKey}`);
+      throw errors.apiKeyNotFound(login, userKey);
     }
     this.cache.clear();
   }

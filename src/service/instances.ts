@@ -1,11 +1,10 @@
 import { newBuildId, newObjectId, randomHex } from '../lib/ids.js';
 import { sleep } from '../lib/time.js';
 import {
-  PortRaceError, countInstances, findInstanceRowById, getInstanceListVersion, findInstanceRowByName, insertInstance, listInstanceRows,
-  bumpInstance, renameInstance, toInstance,
+  PortRaceError, bumpInstance, countInstances, createInstance, findInstanceById, findInstanceByName, getInstanceListVersion, instanceNameTaken,
+  listInstances, renameInstance,
 } from '../store/instance-repository.js';
 import type { NewAcl } from '../store/acl-repository.js';
-import type { InstanceRow } from '../store/database.js';
 import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService, type InstanceType } from '../domain/catalog.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
 import { portRoles } from '../domain/endpoints.js';
@@ -35,8 +34,7 @@ export class InstanceService {
   }
 
   async list(caller: Caller): Promise<Instance[]> {
-    const rows = await listInstanceRows(this.deps.db, caller.accountId);
-    return rows.map((r) => toInstance(r, this.deps.keyring));
+    return listInstances(this.deps.db, this.deps.keyring, caller.accountId);
   }
 
   /**
@@ -56,16 +54,14 @@ export class InstanceService {
   }
 
   async find(caller: Caller, name: string): Promise<Instance | undefined> {
-    const row = await findInstanceRowByName(this.deps.db, caller.accountId, name);
-    return row && toInstance(row, this.deps.keyring);
+    return findInstanceByName(this.deps.db, this.deps.keyring, caller.accountId, name);
   }
 
   /** The caller's instance by id, or by name when no id matches. */
   async getByIdOrName(caller: Caller, idOrName: string): Promise<Instance | undefined> {
-    const byId = await findInstanceRowById(this.deps.db, idOrName);
-    if (byId && byId.account_id === caller.accountId) return toInstance(byId, this.deps.keyring);
-    const byName = await findInstanceRowByName(this.deps.db, caller.accountId, idOrName);
-    return byName && toInstance(byName, this.deps.keyring);
+    const byId = await findInstanceById(this.deps.db, this.deps.keyring, idOrName);
+    if (byId && byId.accountId === caller.accountId) return byId;
+    return findInstanceByName(this.deps.db, this.deps.keyring, caller.accountId, idOrName);
   }
 
   async create(caller: Caller, input: CreateInstanceInput): Promise<Instance> {
@@ -104,48 +100,43 @@ export class InstanceService {
     if ((await countInstances(db, caller.accountId)) >= config.maxInstancesPerAccount) {
       throw errors.quotaExceeded('instances per account', config.maxInstancesPerAccount);
     }
-    if (await findInstanceRowByName(db, caller.accountId, input.name)) throw errors.nameTaken(input.name);
+    if (await instanceNameTaken(db, caller.accountId, input.name)) throw errors.nameTaken(input.name);
 
     const now = this.deps.now();
     const id = newObjectId(now);
     const type = input.type as InstanceType;
     const roles = portRoles(service, type);
     const newAcls: NewAcl[] = acls.map((a) => ({ ...a, id: newObjectId(now), instanceId: id, accountId: caller.accountId, createdAt: now }));
-    let inserted: InstanceRow;
+    let created: Instance;
     for (let attempt = 0; ; attempt++) {
       const ports = await this.pickPorts(roles);
-      inserted = {
-        id,
-        account_id: caller.accountId,
-        login: caller.login,
-        name: input.name,
-        name_prior: null,
-        service,
-        type,
-        version: input.version,
-        zone: input.zone,
-        plan: input.plan,
-        desired_plan: input.plan,
-        encrypted: input.encryption ? 1 : 0,
-        storage_engine: input.storage_engine ?? null,
-        api_key_enc: keyring.encrypt(randomHex(16)),
-        password_enc: service === 'redis' ? keyring.encrypt(randomHex(16)) : null,
-        admin_secret_enc: keyring.encrypt(randomHex(24)),
-        state: 'REQUESTED',
-        state_reason: null,
-        deleting: 0,
-        spec_version: 1,
-        observed_version: 0,
-        build_id: newBuildId(),
-        ports: JSON.stringify(ports),
-        created_at: now,
-        updated_at: now,
-        transition_at: now,
-        lease_owner: null,
-        lease_expires_at: null,
-      };
       try {
-        await insertInstance(db, inserted, config.hostId, newAcls, config.maxInstancesPerAccount);
+        created = await createInstance(
+          db,
+          keyring,
+          {
+            id,
+            accountId: caller.accountId,
+            login: caller.login,
+            name: input.name,
+            service,
+            type,
+            version: input.version,
+            zone: input.zone,
+            plan: input.plan,
+            encrypted: input.encryption === true,
+            storageEngine: input.storage_engine ?? null,
+            apiKey: randomHex(16),
+            password: service === 'redis' ? randomHex(16) : null,
+            adminSecret: randomHex(24),
+            buildId: newBuildId(),
+            ports,
+            createdAt: now,
+          },
+          config.hostId,
+          newAcls,
+          config.maxInstancesPerAccount,
+        );
         break;
       } catch (err) {
         // another create took one of these ports between our read and our insert
@@ -160,7 +151,7 @@ export class InstanceService {
     // The answer is the instance as recorded (REQUESTED), not as read back: the worker may
     // already have moved it on by then (it polls the store for new work).
     this.deps.work.enqueue(id);
-    return toInstance(inserted, keyring);
+    return created;
   }
 
   /** Free ports for each role, from the configured range, starting at a random place. */
@@ -177,7 +168,7 @@ export class InstanceService {
     if (inst.deleting) throw errors.instanceDeleting(name);
     if (!(await renameInstance(this.deps.db, inst.id, name, newName, this.deps.now()))) {
       // Another request got there first: it is being deleted, or no longer has this name.
-      const current = await findInstanceRowById(this.deps.db, inst.id);
+      const current = await findInstanceById(this.deps.db, this.deps.keyring, inst.id);
       if (current?.deleting) throw errors.instanceDeleting(name);
       throw errors.instanceNotFound(name);
     }
@@ -189,7 +180,7 @@ export class InstanceService {
   async delete(caller: Caller, name: string): Promise<string> {
     const inst = await this.get(caller, name);
     const now = this.deps.now();
-    const changed = await bumpInstance(this.deps.db, inst.id, { deleting: 1, state: 'DELETING', state_reason: null, transition_at: now }, now, { notDeleting: true });
+    const changed = await bumpInstance(this.deps.db, inst.id, { deleting: true, state: 'DELETING', stateReason: null, transitionAt: now }, now, { notDeleting: true });
     if (!changed) throw errors.instanceDeleting(name);
     this.step('delete:recorded');
     this.deps.work.enqueue(inst.id);

@@ -2,7 +2,7 @@ import { newObjectId } from '../lib/ids.js';
 import type { Db } from '../store/database.js';
 import { bumpInstance } from '../store/instance-repository.js';
 import {
-  findMongoUserRow, insertMongoUser, listMongoUserRows, markMongoUserDeleting, updateMongoUser,
+  findMongoUserId, insertMongoUser, listMongoUserRoles, markMongoUserDeleting, updateMongoUser,
 } from '../store/mongodb-user-repository.js';
 import { ADMIN_DB_ROLES, MONGODB_ROLES, USER_ADMIN_ROLES } from '../domain/catalog.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
@@ -50,8 +50,7 @@ export class MongoUserService {
   async list(caller: Caller, instanceId: string, database: string): Promise<UserRecord[]> {
     assertDatabase(database);
     const inst = await this.instance(caller, instanceId);
-    const rows = await listMongoUserRows(this.deps.db, inst.id, database);
-    return rows.map((r) => ({ name: r.username, roles: JSON.parse(r.roles) as MongoRole[] }));
+    return listMongoUserRoles(this.deps.db, inst.id, database);
   }
 
   async create(caller: Caller, instanceId: string, database: string, body: { username: string; password: string; roles: readonly MongoRole[] }): Promise<string> {
@@ -63,9 +62,8 @@ export class MongoUserService {
     const inst = await this.instance(caller, instanceId);
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
-    const passwordEnc = this.deps.keyring.encrypt(body.password);
     await this.record(inst, now, async (trx) => {
-      const inserted = await insertMongoUser(trx, { id: newObjectId(now), instanceId: inst.id, database, username: body.username, passwordEnc, roles, now });
+      const inserted = await insertMongoUser(trx, this.deps.keyring, { id: newObjectId(now), instanceId: inst.id, database, username: body.username, password: body.password, roles, now });
       if (!inserted) throw errors.userExists(body.username, database);
       this.step('user-create:inserted');
     });
@@ -85,10 +83,10 @@ export class MongoUserService {
     const inst = await this.instance(caller, instanceId);
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
-    const patch = { ...(body.password !== undefined ? { passwordEnc: this.deps.keyring.encrypt(body.password) } : {}), ...(roles ? { roles } : {}) };
+    const patch = { ...(body.password !== undefined ? { password: body.password } : {}), ...(roles ? { roles } : {}) };
     await this.record(inst, now, async (trx) => {
-      const row = await findMongoUserRow(trx, inst.id, database, username);
-      if (!row || !(await updateMongoUser(trx, row.id, patch, now))) throw errors.userNotFound(username, database);
+      const id = await findMongoUserId(trx, inst.id, database, username);
+      if (!id || !(await updateMongoUser(trx, this.deps.keyring, id, patch, now))) throw errors.userNotFound(username, database);
       this.step('user-update:changed');
     });
     this.step('user-update:recorded');
@@ -102,8 +100,8 @@ export class MongoUserService {
     const inst = await this.instance(caller, instanceId);
     const now = this.deps.now();
     await this.record(inst, now, async (trx) => {
-      const row = await findMongoUserRow(trx, inst.id, database, username);
-      if (!row || !(await markMongoUserDeleting(trx, row.id, now))) throw errors.userNotFound(username, database);
+      const id = await findMongoUserId(trx, inst.id, database, username);
+      if (!id || !(await markMongoUserDeleting(trx, id, now))) throw errors.userNotFound(username, database);
       this.step('user-delete:marked');
     }, { allowDeleting: true });
     this.step('user-delete:recorded');

@@ -105,7 +105,7 @@ export class RedisService {
     if (inst.deleting) throw errors.instanceDeleting(name);
     if (!READY_STATES.includes(inst.state)) throw errors.operationInProgress(name, inst.state);
     const now = this.deps.now();
-    const changed = await bumpInstance(this.deps.db, inst.id, { desired_plan: newPlan, state: 'RESIZING', state_reason: null, transition_at: now }, now, {
+    const changed = await bumpInstance(this.deps.db, inst.id, { desiredPlan: newPlan, state: 'RESIZING', stateReason: null, transitionAt: now }, now, {
       states: READY_STATES,
       notDeleting: true,
     });

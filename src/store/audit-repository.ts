@@ -1,16 +1,5 @@
+import type { AuditEvent, RecordedAuditEvent } from '../domain/model.js';
 import type { Db } from './database.js';
-
-export interface AuditEvent {
-  accountId: string | null;
-  login: string | null;
-  action: string;
-  target: string | null;
-  sourceIp: string | null;
-  outcome: 'success' | 'failure';
-  statusCode: number | null;
-  requestId: string | null;
-  createdAt: number;
-}
 
 /** Appends one event; the audit log is never updated or deleted from. */
 export async function appendAuditEvent(db: Db, e: AuditEvent): Promise<void> {
@@ -31,9 +20,21 @@ export async function appendAuditEvent(db: Db, e: AuditEvent): Promise<void> {
 }
 
 /** Newest first; the account's own events, or every event when `accountId` is undefined. */
-export function listAuditEvents(db: Db, opts: { accountId?: string; limit: number; beforeId?: number }) {
+export async function listAuditEvents(db: Db, opts: { accountId?: string; limit: number; beforeId?: number }): Promise<RecordedAuditEvent[]> {
   let q = db.selectFrom('audit_events').selectAll();
   if (opts.accountId !== undefined) q = q.where('account_id', '=', opts.accountId);
   if (opts.beforeId !== undefined) q = q.where('id', '<', opts.beforeId);
-  return q.orderBy('id', 'desc').limit(opts.limit).execute();
+  const rows = await q.orderBy('id', 'desc').limit(opts.limit).execute();
+  return rows.map((r) => ({
+    id: Number(r.id),
+    accountId: r.account_id,
+    login: r.login,
+    action: r.action,
+    target: r.target,
+    sourceIp: r.source_ip,
+    outcome: r.outcome as AuditEvent['outcome'],
+    statusCode: r.status_code,
+    requestId: r.request_id,
+    createdAt: Number(r.created_at),
+  }));
 }

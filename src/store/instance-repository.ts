@@ -2,7 +2,7 @@ import { PostgresAdapter } from 'kysely';
 import type { Keyring } from '../lib/secrets.js';
 import type { InstanceType, Service } from '../domain/catalog.js';
 import { errors } from '../domain/errors.js';
-import type { Instance, InstanceState, PortMap } from '../domain/model.js';
+import type { Instance, InstancePatch, InstanceProgress, InstanceState, NewInstance, PortMap } from '../domain/model.js';
 import { aclValues, type NewAcl } from './acl-repository.js';
 import type { Db, InstanceRow, InstanceRowUpdate, NewInstanceRow } from './database.js';
 import { isUniqueViolation } from './errors.js';
@@ -39,12 +39,71 @@ export function toInstance(row: InstanceRow, keyring: Keyring): Instance {
   };
 }
 
+/** The row of a new instance: REQUESTED, spec version 1, its secrets sealed. */
+function newInstanceRow(inst: NewInstance, keyring: Keyring): NewInstanceRow & InstanceRow {
+  return {
+    id: inst.id,
+    account_id: inst.accountId,
+    login: inst.login,
+    name: inst.name,
+    name_prior: null,
+    service: inst.service,
+    type: inst.type,
+    version: inst.version,
+    zone: inst.zone,
+    plan: inst.plan,
+    desired_plan: inst.plan,
+    encrypted: inst.encrypted ? 1 : 0,
+    storage_engine: inst.storageEngine,
+    api_key_enc: keyring.encrypt(inst.apiKey),
+    password_enc: inst.password === null ? null : keyring.encrypt(inst.password),
+    admin_secret_enc: keyring.encrypt(inst.adminSecret),
+    state: 'REQUESTED',
+    state_reason: null,
+    deleting: 0,
+    spec_version: 1,
+    observed_version: 0,
+    build_id: inst.buildId,
+    ports: JSON.stringify(inst.ports),
+    created_at: inst.createdAt,
+    updated_at: inst.createdAt,
+    transition_at: inst.createdAt,
+    lease_owner: null,
+    lease_expires_at: null,
+  };
+}
+
+/** The columns of a patch. */
+function patchRow(patch: InstancePatch): InstanceRowUpdate {
+  const row: InstanceRowUpdate = {};
+  if (patch.state !== undefined) row.state = patch.state;
+  if (patch.stateReason !== undefined) row.state_reason = patch.stateReason;
+  if (patch.plan !== undefined) row.plan = patch.plan;
+  if (patch.desiredPlan !== undefined) row.desired_plan = patch.desiredPlan;
+  if (patch.deleting !== undefined) row.deleting = patch.deleting ? 1 : 0;
+  if (patch.observedVersion !== undefined) row.observed_version = patch.observedVersion;
+  if (patch.updatedAt !== undefined) row.updated_at = patch.updatedAt;
+  if (patch.transitionAt !== undefined) row.transition_at = patch.transitionAt;
+  return row;
+}
+
 /**
- * Inserts an instance with its ports and ACLs at once; a name already used in the account is a
+ * Records a new instance (REQUESTED) with its ports and ACLs, its secrets sealed: a name already
+ * used in the account is a 409, and so is an account at `maxInstances`; a port another create
+ * took meanwhile is a PortRaceError (pick again). Returns the instance as recorded.
+ */
+export async function createInstance(db: Db, keyring: Keyring, inst: NewInstance, hostId: string, acls: readonly NewAcl[], maxInstances?: number): Promise<Instance> {
+  const row = newInstanceRow(inst, keyring);
+  await insertInstanceRow(db, row, hostId, acls, maxInstances);
+  return { ...inst, namePrior: null, desiredPlan: inst.plan, state: 'REQUESTED', stateReason: null, deleting: false, specVersion: 1, observedVersion: 0, updatedAt: inst.createdAt, transitionAt: inst.createdAt };
+}
+
+/**
+ * Inserts an instance row with its ports and ACLs at once; a name already used in the account is a
  * 409, and so is an account at `maxInstances` (counted under a lock of the account's row, so
  * that creates at once cannot pass the quota together).
  */
-export async function insertInstance(db: Db, row: NewInstanceRow, hostId: string, acls: readonly NewAcl[], maxInstances?: number): Promise<void> {
+export async function insertInstanceRow(db: Db, row: NewInstanceRow, hostId: string, acls: readonly NewAcl[], maxInstances?: number): Promise<void> {
   const ports = JSON.parse(row.ports) as PortMap;
   try {
     await db.transaction().execute(async (trx) => {
@@ -93,6 +152,38 @@ export function listInstanceRows(db: Db, accountId: string) {
   return db.selectFrom('instances').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
 }
 
+/** An instance by id, secrets unsealed; undefined when there is none. */
+export async function findInstanceById(db: Db, keyring: Keyring, id: string): Promise<Instance | undefined> {
+  const row = await findInstanceRowById(db, id);
+  return row && toInstance(row, keyring);
+}
+
+/** An account's instance by name, secrets unsealed; undefined when there is none. */
+export async function findInstanceByName(db: Db, keyring: Keyring, accountId: string, name: string): Promise<Instance | undefined> {
+  const row = await findInstanceRowByName(db, accountId, name);
+  return row && toInstance(row, keyring);
+}
+
+/** An account's instances, oldest first, secrets unsealed. */
+export async function listInstances(db: Db, keyring: Keyring, accountId: string): Promise<Instance[]> {
+  return (await listInstanceRows(db, accountId)).map((r) => toInstance(r, keyring));
+}
+
+/** Whether the account has an instance called `name`. */
+export async function instanceNameTaken(db: Db, accountId: string, name: string): Promise<boolean> {
+  return (await db.selectFrom('instances').select('id').where('account_id', '=', accountId).where('name', '=', name).executeTakeFirst()) !== undefined;
+}
+
+/** Where an instance's pending work stands (no secret is read); undefined when there is none. */
+export async function findInstanceProgress(db: Db, id: string): Promise<InstanceProgress | undefined> {
+  const r = await db
+    .selectFrom('instances')
+    .select(['account_id', 'state', 'spec_version', 'observed_version', 'lease_owner'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return r && { accountId: r.account_id, state: r.state as InstanceState, specVersion: r.spec_version, observedVersion: r.observed_version, leaseOwner: r.lease_owner };
+}
+
 /**
  * The account's instance-records version: it moves whenever one of its instances is created,
  * deleted, or changes a field its record shows. 0 for an account that never had an instance.
@@ -122,8 +213,8 @@ export async function listAllInstanceIds(db: Db): Promise<string[]> {
  * Updates an instance if it still is at `specVersion` (when given): the store's optimistic
  * check that keeps a reconcile pass from overwriting a newer request. True when a row changed.
  */
-export async function updateInstance(db: Db, id: string, patch: InstanceRowUpdate, where: { specVersion?: number; states?: readonly string[]; notDeleting?: boolean } = {}): Promise<boolean> {
-  let q = db.updateTable('instances').set(patch).where('id', '=', id);
+export async function updateInstance(db: Db, id: string, patch: InstancePatch, where: { specVersion?: number; states?: readonly string[]; notDeleting?: boolean } = {}): Promise<boolean> {
+  let q = db.updateTable('instances').set(patchRow(patch)).where('id', '=', id);
   if (where.specVersion !== undefined) q = q.where('spec_version', '=', where.specVersion);
   if (where.states) q = q.where('state', 'in', where.states);
   if (where.notDeleting) q = q.where('deleting', '=', 0);
@@ -132,10 +223,10 @@ export async function updateInstance(db: Db, id: string, patch: InstanceRowUpdat
 }
 
 /** Records a new desired state: bumps the spec version with the change. */
-export async function bumpInstance(db: Db, id: string, patch: InstanceRowUpdate, now: number, where: { states?: readonly string[]; notDeleting?: boolean } = {}): Promise<boolean> {
+export async function bumpInstance(db: Db, id: string, patch: InstancePatch, now: number, where: { states?: readonly string[]; notDeleting?: boolean } = {}): Promise<boolean> {
   let q = db
     .updateTable('instances')
-    .set((eb) => ({ ...patch, spec_version: eb('spec_version', '+', 1), updated_at: now }))
+    .set((eb) => ({ ...patchRow(patch), spec_version: eb('spec_version', '+', 1), updated_at: now }))
     .where('id', '=', id);
   if (where.states) q = q.where('state', 'in', where.states);
   if (where.notDeleting) q = q.where('deleting', '=', 0);

@@ -3,7 +3,7 @@ import type { MongoRole, MongoUser } from '../domain/model.js';
 import type { Db, MongodbUserRow } from './database.js';
 import { isUniqueViolation } from './errors.js';
 
-export function toMongoUser(row: MongodbUserRow, keyring: Keyring): MongoUser {
+function toMongoUser(row: MongodbUserRow, keyring: Keyring): MongoUser {
   return {
     id: row.id,
     instanceId: row.instance_id,
@@ -17,8 +17,12 @@ export function toMongoUser(row: MongodbUserRow, keyring: Keyring): MongoUser {
   };
 }
 
-/** Inserts a user to create on the engine; false when it exists (or is still being deleted). */
-export async function insertMongoUser(db: Db, u: { id: string; instanceId: string; database: string; username: string; passwordEnc: string; roles: readonly MongoRole[]; now: number }): Promise<boolean> {
+/** Inserts a user to create on the engine, its password sealed; false when it exists (or is still being deleted). */
+export async function insertMongoUser(
+  db: Db,
+  keyring: Keyring,
+  u: { id: string; instanceId: string; database: string; username: string; password: string; roles: readonly MongoRole[]; now: number },
+): Promise<boolean> {
   try {
     await db
       .insertInto('mongodb_users')
@@ -27,7 +31,7 @@ export async function insertMongoUser(db: Db, u: { id: string; instanceId: strin
         instance_id: u.instanceId,
         database_name: u.database,
         username: u.username,
-        password_enc: u.passwordEnc,
+        password_enc: keyring.encrypt(u.password),
         roles: JSON.stringify(u.roles),
         spec_version: 1,
         applied_version: 0,
@@ -43,29 +47,44 @@ export async function insertMongoUser(db: Db, u: { id: string; instanceId: strin
   }
 }
 
-export function listMongoUserRows(db: Db, instanceId: string, database?: string) {
-  let q = db.selectFrom('mongodb_users').selectAll().where('instance_id', '=', instanceId);
-  if (database !== undefined) q = q.where('database_name', '=', database).where('deleting', '=', 0);
-  return q.orderBy('database_name').orderBy('username').execute();
+/** Every user of an instance (those being dropped too), passwords unsealed: what a pass applies. */
+export async function listMongoUsers(db: Db, keyring: Keyring, instanceId: string): Promise<MongoUser[]> {
+  const rows = await db.selectFrom('mongodb_users').selectAll().where('instance_id', '=', instanceId).orderBy('database_name').orderBy('username').execute();
+  return rows.map((r) => toMongoUser(r, keyring));
 }
 
-export function findMongoUserRow(db: Db, instanceId: string, database: string, username: string) {
-  return db
+/** The users of one database of an instance with their roles (no password is read). */
+export async function listMongoUserRoles(db: Db, instanceId: string, database: string): Promise<{ name: string; roles: MongoRole[] }[]> {
+  const rows = await db
     .selectFrom('mongodb_users')
-    .selectAll()
+    .select(['username', 'roles'])
+    .where('instance_id', '=', instanceId)
+    .where('database_name', '=', database)
+    .where('deleting', '=', 0)
+    .orderBy('username')
+    .execute();
+  return rows.map((r) => ({ name: r.username, roles: JSON.parse(r.roles) as MongoRole[] }));
+}
+
+/** The id of a user (not being dropped), or undefined. */
+export async function findMongoUserId(db: Db, instanceId: string, database: string, username: string): Promise<string | undefined> {
+  const r = await db
+    .selectFrom('mongodb_users')
+    .select('id')
     .where('instance_id', '=', instanceId)
     .where('database_name', '=', database)
     .where('username', '=', username)
     .where('deleting', '=', 0)
     .executeTakeFirst();
+  return r?.id;
 }
 
 /** Records a new password and/or role list to apply; false when the user does not exist. */
-export async function updateMongoUser(db: Db, id: string, patch: { passwordEnc?: string; roles?: readonly MongoRole[] }, now: number): Promise<boolean> {
+export async function updateMongoUser(db: Db, keyring: Keyring, id: string, patch: { password?: string; roles?: readonly MongoRole[] }, now: number): Promise<boolean> {
   const r = await db
     .updateTable('mongodb_users')
     .set((eb) => ({
-      ...(patch.passwordEnc !== undefined ? { password_enc: patch.passwordEnc } : {}),
+      ...(patch.password !== undefined ? { password_enc: keyring.encrypt(patch.password) } : {}),
       ...(patch.roles !== undefined ? { roles: JSON.stringify(patch.roles) } : {}),
       spec_version: eb('spec_version', '+', 1),
       updated_at: now,

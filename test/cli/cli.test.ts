@@ -69,7 +69,7 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
 
   beforeAll(async () => {
     assertBuilt();
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
     alice = await th.signup();
     home = tempDir('hangar-cli-home-');
   });

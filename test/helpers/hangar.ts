@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
 import { EmulatedEngine } from '../../src/engines/emulated/emulated-engines.js';
 import { EmulatedRuntime } from '../../src/runtimes/emulated/emulated-runtime.js';
@@ -16,12 +17,33 @@ export interface Reply<T = any> {
 
 export type Auth = { token: string } | { basic: [string, string] } | undefined;
 
+/**
+ * Where a Client sends its requests: the URL of a listening hangar, or a hangar's app in this
+ * process (requests go through `app.inject`: the whole HTTP stack but the socket). The app is
+ * looked up at each request, so that clients keep working across a restart of the test hangar.
+ */
+export type Target = string | { readonly app: () => FastifyInstance };
+
 /** A minimal HTTP client of the API, as a real client would talk to it. */
 export class Client {
   constructor(
-    readonly baseUrl: string,
+    readonly target: Target,
     readonly auth: Auth,
   ) {}
+
+  /** One request through the target: over the network, or injected into the app. */
+  private async send(method: string, path: string, headers: Record<string, string>, body: string | undefined): Promise<{ status: number; text: string; headers: Headers }> {
+    if (typeof this.target === 'string') {
+      const res = await fetch(`${this.target}${path}`, { method, headers, body });
+      return { status: res.status, text: await res.text(), headers: res.headers };
+    }
+    const res = await this.target.app().inject({ method: method as 'GET', url: path, headers, ...(body !== undefined ? { payload: body } : {}) });
+    const out = new Headers();
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (value !== undefined) for (const v of [value].flat()) out.append(name, String(v));
+    }
+    return { status: res.statusCode, text: res.body, headers: out };
+  }
 
   async request<T = any>(method: string, path: string, opts: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
     const headers: Record<string, string> = { ...opts.headers };
@@ -32,8 +54,8 @@ export class Client {
       body = JSON.stringify(opts.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body });
-    const text = await res.text();
+    const res = await this.send(method, path, headers, body);
+    const text = res.text;
     let parsed: unknown = text;
     try {
       parsed = text ? JSON.parse(text) : undefined;
@@ -86,6 +108,9 @@ export type Account = Client & { login: string; password: string };
 
 export interface TestHangar {
   readonly hangar: Hangar;
+  /** Where clients of this hangar send their requests (the app itself unless it listens). */
+  readonly target: Target;
+  /** The URL it listens on; only for a hangar started with `listen: true` (raw sockets, TLS, other processes). */
   readonly url: string;
   readonly config: Config;
   /** A new account, logged in: a client carrying its token. */
@@ -109,8 +134,15 @@ let counter = 0;
 
 export const PASSWORD = 'correct-horse-battery';
 
-/** Starts a real, listening hangar on a free port with a temp data dir and the emulated runtime. */
-export async function startTestHangar(opts: { dialect?: Dialect; env?: Record<string, string> } = {}): Promise<TestHangar> {
+export interface TestHangarOptions {
+  readonly dialect?: Dialect;
+  readonly env?: Record<string, string>;
+  /** Listen on a free port (tests of sockets, TLS, other processes); otherwise requests are injected into the app. */
+  readonly listen?: boolean;
+}
+
+/** Starts a real hangar with a temp data dir and the emulated runtime; listening on a free port when asked. */
+export async function startTestHangar(opts: TestHangarOptions = {}): Promise<TestHangar> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hangar-test-'));
   const pgdb = opts.dialect === 'postgres' ? await freshPostgres() : undefined;
   const makeConfig = (extra: Record<string, string> = {}) =>
@@ -127,14 +159,18 @@ export async function startTestHangar(opts: { dialect?: Dialect; env?: Record<st
         ...extra,
       },
     );
+  const listen = opts.listen === true;
   let config = makeConfig();
-  let hangar = await startHangar(config);
+  let hangar = await startHangar(config, undefined, { listen });
   let stopped = false;
+  const target: Target = listen ? hangar.url : { app: () => hangar.app };
   const th: TestHangar = {
     get hangar() {
       return hangar;
     },
+    target,
     get url() {
+      if (!listen) throw new Error('this test hangar does not listen: start it with listen: true');
       return hangar.url;
     },
     get config() {
@@ -142,12 +178,12 @@ export async function startTestHangar(opts: { dialect?: Dialect; env?: Record<st
     },
     async signup(login = `user${++counter}@example.com`) {
       await accounts(hangar).createAccount(login, PASSWORD);
-      const basic = new Client(hangar.url, { basic: [login, PASSWORD] });
+      const basic = new Client(target, { basic: [login, PASSWORD] });
       const res = await basic.get('/v2/tokens/');
       if (res.status !== 200) throw new Error(`login failed: ${JSON.stringify(res.body)}`);
-      return Object.assign(new Client(hangar.url, { token: res.body.data.token }), { login, password: PASSWORD });
+      return Object.assign(new Client(target, { token: res.body.data.token }), { login, password: PASSWORD });
     },
-    anonymous: () => new Client(hangar.url, undefined),
+    anonymous: () => new Client(target, undefined),
     get runtime() {
       if (!(hangar.runtime instanceof EmulatedRuntime)) throw new Error('this test hangar does not run the emulated runtime');
       return hangar.runtime;
@@ -164,8 +200,8 @@ export async function startTestHangar(opts: { dialect?: Dialect; env?: Record<st
     },
     async restart(env = {}) {
       await th.stop();
-      config = makeConfig({ ...env, HANGAR_PORT: String(new URL(hangar.url).port) });
-      hangar = await startHangar(config);
+      config = makeConfig({ ...env, ...(listen ? { HANGAR_PORT: String(new URL(hangar.url).port) } : {}) });
+      hangar = await startHangar(config, undefined, { listen });
       stopped = false;
     },
     async close() {
@@ -175,4 +211,17 @@ export async function startTestHangar(opts: { dialect?: Dialect; env?: Record<st
     },
   };
   return th;
+}
+
+/** A test hangar and its two accounts. */
+export interface TwoAccounts {
+  readonly th: TestHangar;
+  readonly alice: Account;
+  readonly bob: Account;
+}
+
+/** Starts a test hangar with two accounts, alice and bob: the set-up of most HTTP test files. */
+export async function startWithTwoAccounts(opts: TestHangarOptions = {}): Promise<TwoAccounts> {
+  const th = await startTestHangar(opts);
+  return { th, alice: await th.signup(), bob: await th.signup() };
 }

@@ -1,24 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { esBody, keysOf, mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
-import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
+import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
 const ACL_KEYS = ['_cls', '_id', 'cidr_mask', 'date_created', 'description', 'instance', 'login', 'metadata', 'port'];
 const EXTENDED_KEYS = [...ACL_KEYS, 'instance_id', 'instance_type', 'service_type'];
 const portOf = (s: string): number => Number(/:(\d+)$/.exec(s)![1]);
 
 describe.each(DIALECTS)('ACLs on %s', (dialect) => {
-  let th: TestHangar;
-  let alice: Account;
-  let bob: Account;
+  let th: TestHangar, alice: Account, bob: Account;
   let redis: any;
   let mongo: any;
   let es: any;
 
   beforeAll(async () => {
-    th = await startTestHangar({ dialect });
-    alice = await th.signup();
-    bob = await th.signup();
+    ({ th, alice, bob } = await startWithTwoAccounts({ dialect }));
     redis = await alice.ready(redisBody('r'));
     mongo = await alice.ready(mongoBody('m'));
     es = await alice.ready(esBody('e'));

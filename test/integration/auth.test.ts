@@ -22,8 +22,8 @@ describe.each(DIALECTS)('authentication on %s', (dialect) => {
   });
   afterAll(() => th.close());
 
-  const basic = (user: string, secret: string) => new Client(th.url, { basic: [user, secret] });
-  const token = (t: string) => new Client(th.url, { token: t });
+  const basic = (user: string, secret: string) => new Client(th.target, { basic: [user, secret] });
+  const token = (t: string) => new Client(th.target, { token: t });
   const names = async (c: Client) => (await c.get('/v2/instances/')).body.data.map((r: any) => r.name);
 
   describe('GET /v2/tokens/', () => {
@@ -215,7 +215,7 @@ describe.each(DIALECTS)('token lifetime on %s', (dialect) => {
     expect(res.status).toBe(401);
     expect(res.body).toEqual(UNAUTHORIZED);
     expect((await th.anonymous().post('/v2/tokens/verify/', { token: t })).status).toBe(401);
-    const again = await new Client(th.url, { basic: [alice.login, alice.password] }).get('/v2/tokens/');
-    expect((await new Client(th.url, { token: again.body.data.token }).get('/v2/instances/')).status).toBe(200);
+    const again = await new Client(th.target, { basic: [alice.login, alice.password] }).get('/v2/tokens/');
+    expect((await new Client(th.target, { token: again.body.data.token }).get('/v2/instances/')).status).toBe(200);
   });
 });

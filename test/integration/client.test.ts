@@ -31,7 +31,7 @@ describe('HangarClient', () => {
   let hangar: HangarClient;
 
   beforeAll(async () => {
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
     login = (await th.signup()).login;
     hangar = new HangarClient({ url: th.url, login, password: PASSWORD });
   });

@@ -26,7 +26,7 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     rawRequest(th.url, method, path, { ...opts, headers: { 'x-auth-token': token, ...opts.headers } });
 
   beforeAll(async () => {
-    th = await startTestHangar({ dialect });
+    th = await startTestHangar({ listen: true, dialect });
     alice = await th.signup();
     token = alice.auth && 'token' in alice.auth ? alice.auth.token : '';
     await alice.ready(redisBody('r'));
@@ -223,7 +223,7 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
 
 describe('failures inside hangar', () => {
   it('are JSON {"message", "code"} with no stack trace or driver text when the store is gone', async () => {
-    const th = await startTestHangar();
+    const th = await startTestHangar({ listen: true });
     try {
       const alice = await th.signup();
       const token = alice.auth && 'token' in alice.auth ? alice.auth.token : '';

@@ -13,7 +13,7 @@ describe('errors outside the routes', () => {
   let alice: Account;
   let token: string;
   beforeAll(async () => {
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
     alice = await th.signup();
     token = alice.auth && 'token' in alice.auth ? alice.auth.token : '';
   });

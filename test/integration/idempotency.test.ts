@@ -1,21 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reserveIdempotencyKey } from '../../src/store/idempotency-repository.js';
 import { DIALECTS } from '../helpers/database.js';
-import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
+import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
 const redis = (name: string) => ({ name, plan: 500, service: 'redis', type: 'redis_ha_instance', version: '7.0.15', zone: 'US-Dallas' });
 const key = (k: string) => ({ headers: { 'idempotency-key': k } });
 
 describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
-  let th: TestHangar;
-  let alice: Account;
-  let bob: Account;
+  let th: TestHangar, alice: Account, bob: Account;
 
-  beforeAll(async () => {
-    th = await startTestHangar({ dialect });
-    alice = await th.signup();
-    bob = await th.signup();
-  });
+  beforeAll(async () => ({ th, alice, bob } = await startWithTwoAccounts({ dialect })));
   afterAll(() => th.close());
 
   const names = async (who: Account) => ((await who.get('/v2/instances/')).body.data as { name: string }[]).map((i) => i.name).sort();

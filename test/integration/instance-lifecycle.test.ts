@@ -1,19 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
-import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
+import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
 /** Delete and rename: DELETING until gone, ACLs and users going or moving with the instance. */
 describe.each(DIALECTS)('instance delete and rename on %s', (dialect) => {
-  let th: TestHangar;
-  let alice: Account;
-  let bob: Account;
+  let th: TestHangar, alice: Account, bob: Account;
 
-  beforeAll(async () => {
-    th = await startTestHangar({ dialect });
-    alice = await th.signup();
-    bob = await th.signup();
-  });
+  beforeAll(async () => ({ th, alice, bob } = await startWithTwoAccounts({ dialect })));
   afterAll(() => th.close());
 
   describe('DELETE /v2/instances/<name>/', () => {

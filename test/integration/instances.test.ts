@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { esBody, keysOf, mongoBody, redisBody, type MongoType } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
-import { type Account, Client, type TestHangar, startTestHangar } from '../helpers/hangar.js';
+import { type Account, Client, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
 /** Fields of every instance record (spec 2.1), plus `state` for every service. */
 const COMMON = ['api_key', 'caster', 'created', 'id', 'name', 'plan', 'service', 'state', 'type', 'version', 'zone'];
@@ -19,15 +19,9 @@ const HOST_PORT = /^127\.0\.0\.1:(\d+)$/;
 const portOf = (s: string): number => Number(/:(\d+)$/.exec(s)![1]);
 
 describe.each(DIALECTS)('instances on %s', (dialect) => {
-  let th: TestHangar;
-  let alice: Account;
-  let bob: Account;
+  let th: TestHangar, alice: Account, bob: Account;
 
-  beforeAll(async () => {
-    th = await startTestHangar({ dialect });
-    alice = await th.signup();
-    bob = await th.signup();
-  });
+  beforeAll(async () => ({ th, alice, bob } = await startWithTwoAccounts({ dialect })));
   afterAll(() => th.close());
 
   describe('GET /v2/instances/', () => {
@@ -268,7 +262,7 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
     });
 
     it('401: a bad token', async () => {
-      const res = await new Client(th.url, { token: 'nope' }).get('/v2/instances/created-1/');
+      const res = await new Client(th.target, { token: 'nope' }).get('/v2/instances/created-1/');
       expect(res.body).toEqual({ message: expect.any(String), code: 'UNAUTHORIZED' });
       expect(res.status).toBe(401);
     });

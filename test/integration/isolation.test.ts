@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
-import { type Account, Client, type TestHangar, startTestHangar } from '../helpers/hangar.js';
+import { type Account, Client, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
 /**
  * Every endpoint of one account against every kind of resource of another (an instance by name
@@ -59,9 +59,7 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
   });
 
   beforeAll(async () => {
-    th = await startTestHangar({ dialect });
-    alice = await th.signup();
-    bob = await th.signup();
+    ({ th, alice, bob } = await startWithTwoAccounts({ dialect }));
     a.redis = await alice.ready(redisBody('a-redis'));
     a.mongo = await alice.ready(mongoBody('a-mongo'));
     a.es = await alice.ready(esBody('a-es'));
@@ -124,7 +122,7 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
 
   for (const auth of ['token', 'basic'] as const) {
     describe(`bob with ${auth === 'token' ? 'X-Auth-Token' : 'HTTP Basic'}`, () => {
-      const client = () => (auth === 'token' ? bob : new Client(th.url, { basic: [bob.login, bob.password] }));
+      const client = () => (auth === 'token' ? bob : new Client(th.target, { basic: [bob.login, bob.password] }));
 
       it('sees none of alice\'s instances in his list', async () => {
         const res = await client().get('/v2/instances/');

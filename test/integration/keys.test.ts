@@ -97,7 +97,7 @@ describe.each(DIALECTS)('API keys of the caller on %s', (dialect) => {
       const foreign = await bob.delete(`/v2/keys/${key.id}/`);
       const missing = await bob.delete('/v2/keys/0123456789abcdef01234567/');
       expect(foreign.status).toBe(404);
-      expect(foreign.body).toEqual({ message: `API key "${key.id}" not found`, code: 'API_KEY_NOT_FOUND' });
+      expect(foreign.body).toEqual({ message: `account "${bob.login}" has no key ${key.id}`, code: 'API_KEY_NOT_FOUND' });
       expect(missing.status).toBe(404);
       expect(missing.body.code).toBe('API_KEY_NOT_FOUND');
       expect((await new Client(th.url, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/')).status).toBe(200);

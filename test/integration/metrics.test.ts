@@ -37,7 +37,7 @@ describe('/metrics', () => {
 
   beforeAll(async () => {
     // One worker, so that passes queue up behind a held one.
-    th = await startTestHangar({ env: { HANGAR_WORKERS: '1' } });
+    th = await startTestHangar({ listen: true, env: { HANGAR_WORKERS: '1' } });
     alice = await th.signup();
   });
   afterAll(() => th?.close());
@@ -115,7 +115,7 @@ describe('/metrics', () => {
   });
 
   it('has a registry per hangar: two hangars in one process count apart', async () => {
-    const other = await startTestHangar();
+    const other = await startTestHangar({ listen: true });
     try {
       await fetch(`${other.url}/v2/instances/`);
       await fetch(`${other.url}/v2/instances/`);

@@ -3,7 +3,7 @@ import { MONGODB_ADMIN_DB, MONGODB_ADMIN_USER } from '../../src/engines/mongodb/
 import { RESERVED_MONGODB_USER } from '../../src/service/mongodb-users.js';
 import { keysOf, mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
-import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
+import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
 const users = (inst: string, db = 'app') => `/v2/mongodb/${inst}/databases/${db}/users`;
 
@@ -14,17 +14,13 @@ describe("hangar's own MongoDB user", () => {
 });
 
 describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
-  let th: TestHangar;
-  let alice: Account;
-  let bob: Account;
+  let th: TestHangar, alice: Account, bob: Account;
   let m: any;
   let r: any;
   let bobs: any;
 
   beforeAll(async () => {
-    th = await startTestHangar({ dialect });
-    alice = await th.signup();
-    bob = await th.signup();
+    ({ th, alice, bob } = await startWithTwoAccounts({ dialect }));
     m = await alice.ready(mongoBody('m'));
     r = await alice.ready(redisBody('r'));
     bobs = await bob.ready(mongoBody('bobs'));

@@ -78,7 +78,7 @@ describe('the OpenAPI document', () => {
   };
 
   beforeAll(async () => {
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
     alice = await th.signup();
     bob = await th.signup();
     const res = await th.anonymous().get('/v2/openapi.json');
@@ -128,7 +128,7 @@ describe('the OpenAPI document', () => {
     // Routes are only registered here, never called: the services can stay out.
     const servicesNeverCalled = {} as Services;
     const app = await buildApp(
-      { config: th.config, services: servicesNeverCalled, db: th.hangar.store.db, readiness: { check: async () => ({ problems: [], degraded: [] }) }, now: Date.now },
+      { config: th.config, services: servicesNeverCalled, readiness: { check: async () => ({ problems: [], degraded: [] }) }, now: Date.now },
       undefined,
       { onRoute: (r) => routes.push(r) },
     );
@@ -187,16 +187,16 @@ describe('the OpenAPI document', () => {
     const anon = () => th.anonymous();
 
     it('tokens', async () => {
-      expect((await call(new Client(th.url, { basic: [alice.login, PASSWORD] }), 'GET', '/v2/tokens/')).status).toBe(200);
-      expect((await call(new Client(th.url, { basic: [alice.login, 'wrong-password'] }), 'GET', '/v2/tokens/')).status).toBe(401);
+      expect((await call(new Client(th.target, { basic: [alice.login, PASSWORD] }), 'GET', '/v2/tokens/')).status).toBe(200);
+      expect((await call(new Client(th.target, { basic: [alice.login, 'wrong-password'] }), 'GET', '/v2/tokens/')).status).toBe(401);
       expect((await call(alice, 'GET', '/v2/tokens/')).status).toBe(401);
-      const fresh = (await new Client(th.url, { basic: [alice.login, PASSWORD] }).get('/v2/tokens/')).body.data.token as string;
+      const fresh = (await new Client(th.target, { basic: [alice.login, PASSWORD] }).get('/v2/tokens/')).body.data.token as string;
       expect((await call(anon(), 'POST', '/v2/tokens/verify/', {}, { token: fresh })).status).toBe(200);
       expect((await call(anon(), 'POST', '/v2/tokens/verify/', {}, { token: 'no-such-token' })).status).toBe(401);
       expect((await call(anon(), 'POST', '/v2/tokens/verify/', {}, { tok: fresh })).status).toBe(400);
       expect((await call(anon(), 'POST', '/v2/tokens/verify/', {}, 'token', { 'content-type': 'text/plain' })).status).toBe(415);
-      expect((await call(new Client(th.url, { token: fresh }), 'DELETE', '/v2/tokens/')).status).toBe(200);
-      expect((await call(new Client(th.url, { basic: [alice.login, PASSWORD] }), 'DELETE', '/v2/tokens/')).status).toBe(400);
+      expect((await call(new Client(th.target, { token: fresh }), 'DELETE', '/v2/tokens/')).status).toBe(200);
+      expect((await call(new Client(th.target, { basic: [alice.login, PASSWORD] }), 'DELETE', '/v2/tokens/')).status).toBe(400);
       expect((await call(anon(), 'DELETE', '/v2/tokens/')).status).toBe(401);
     });
 
@@ -319,7 +319,7 @@ describe('the OpenAPI document', () => {
 describe('the docs page', () => {
   let th: TestHangar;
   beforeAll(async () => {
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
   });
   afterAll(() => th?.close());
 

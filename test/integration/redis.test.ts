@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { esBody, keysOf, mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
-import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
+import { type Account, type TestHangar, startTestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
 const METRICS = ['connectedSlaves', 'connectedClients', 'spaceUsage', 'maxMemoryPolicy', 'maxClients'] as const;
 
@@ -10,14 +10,10 @@ const USED = 866_400;
 const freePercent = (planMb: number) => Math.round(((planMb * 1024 * 1024 - USED) / (planMb * 1024 * 1024)) * 100 * 100) / 100;
 
 describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
-  let th: TestHangar;
-  let alice: Account;
-  let bob: Account;
+  let th: TestHangar, alice: Account, bob: Account;
 
   beforeAll(async () => {
-    th = await startTestHangar({ dialect });
-    alice = await th.signup();
-    bob = await th.signup();
+    ({ th, alice, bob } = await startWithTwoAccounts({ dialect }));
     await alice.ready(redisBody('r'));
     await alice.ready(mongoBody('m'));
     await alice.ready(esBody('e'));

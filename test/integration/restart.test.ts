@@ -19,7 +19,7 @@ describe.each(DIALECTS)('restart on %s', (dialect) => {
   afterAll(() => th.close());
 
   /** Client of the restarted hangar with alice's token (tokens live in the store). */
-  const again = () => new Client(th.url, alice.auth);
+  const again = () => new Client(th.target, alice.auth);
 
   it('an instance stopped while BUILDING is ACTIVE after the restart, with the same record', async () => {
     const release = th.hold();
@@ -79,6 +79,6 @@ describe.each(DIALECTS)('restart on %s', (dialect) => {
   it('accounts and tokens survive a restart', async () => {
     await th.restart();
     expect((await again().get('/v2/instances/')).status).toBe(200);
-    expect((await new Client(th.url, { basic: [alice.login, alice.password] }).get('/v2/tokens/')).status).toBe(200);
+    expect((await new Client(th.target, { basic: [alice.login, alice.password] }).get('/v2/tokens/')).status).toBe(200);
   });
 });

@@ -5,17 +5,18 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newObjectId } from '../../src/lib/ids.js';
+import { Keyring, newKey } from '../../src/lib/secrets.js';
 import { AccountService } from '../../src/service/accounts.js';
 import { HangarError } from '../../src/domain/errors.js';
 import { findLiveToken, insertAccount, insertToken, purgeDeadTokens, revokeToken } from '../../src/store/account-repository.js';
 import { insertAcl, listAcls, markAclDeleting, purgeDeletedAcls } from '../../src/store/acl-repository.js';
 import { openStore, type InstanceRow, type Store } from '../../src/store/database.js';
 import {
-  PortRaceError, bumpInstance, claimInstance, deleteInstanceRow, findInstanceRowById, getInstanceListVersion, insertInstance,
+  PortRaceError, bumpInstance, claimInstance, deleteInstanceRow, findInstanceRowById, getInstanceListVersion, insertInstanceRow,
   listPendingInstanceIds, listUsedPorts, releaseInstance, renameInstance, replacePort, updateInstance,
 } from '../../src/store/instance-repository.js';
 import { acquireLease, findLease } from '../../src/store/lease-repository.js';
-import { deleteMongoUserRow, findMongoUserRow, insertMongoUser, markMongoUserDeleting } from '../../src/store/mongodb-user-repository.js';
+import { deleteMongoUserRow, findMongoUserId, insertMongoUser, markMongoUserDeleting } from '../../src/store/mongodb-user-repository.js';
 import { migrateToLatest } from '../../src/store/migrations/index.js';
 import { DIALECTS, freshPostgres } from '../helpers/database.js';
 
@@ -81,12 +82,13 @@ const acl = (instanceId: string, cidrMask: string, flags: { transport?: boolean;
   createdAt: NOW,
 });
 
+const keyring = new Keyring([newKey()]);
 const user = (instanceId: string, username: string) => ({
   id: newObjectId(),
   instanceId,
   database: 'app',
   username,
-  passwordEnc: 'enc',
+  password: 'a-user-password',
   roles: [{ role: 'read', db: 'app' }],
   now: NOW,
 });
@@ -137,7 +139,7 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
 
   it('times are epoch milliseconds and come back as the same numbers', async () => {
     const row = instanceRow('acc-1', 'times', { public: 20001 });
-    await insertInstance(store.db, row, HOST, []);
+    await insertInstanceRow(store.db, row, HOST, []);
     const back = await findInstanceRowById(store.db, row.id);
     expect(back?.created_at).toBe(NOW);
     expect(typeof back?.created_at).toBe('number');
@@ -146,9 +148,9 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
 
   describe('instances', () => {
     it('a name taken in the account is a 409 NAME_TAKEN; nothing of the refused one is kept', async () => {
-      await insertInstance(store.db, instanceRow('acc-1', 'same', { public: 20001 }), HOST, []);
+      await insertInstanceRow(store.db, instanceRow('acc-1', 'same', { public: 20001 }), HOST, []);
       const dup = instanceRow('acc-1', 'same', { public: 20002 });
-      const err = await insertInstance(store.db, dup, HOST, [acl(dup.id, '10.0.0.1')]).catch((e: unknown) => e);
+      const err = await insertInstanceRow(store.db, dup, HOST, [acl(dup.id, '10.0.0.1')]).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(HangarError);
       expect(err).toMatchObject({ status: 409, code: 'NAME_TAKEN' });
       expect(await findInstanceRowById(store.db, dup.id)).toBeUndefined();
@@ -157,24 +159,24 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     });
 
     it('the same name in another account, or differing in case, is another instance', async () => {
-      await insertInstance(store.db, instanceRow('acc-1', 'same', { public: 20001 }), HOST, []);
-      await insertInstance(store.db, instanceRow('acc-2', 'same', { public: 20002 }), HOST, []);
-      await insertInstance(store.db, instanceRow('acc-1', 'SAME', { public: 20003 }), HOST, []);
+      await insertInstanceRow(store.db, instanceRow('acc-1', 'same', { public: 20001 }), HOST, []);
+      await insertInstanceRow(store.db, instanceRow('acc-2', 'same', { public: 20002 }), HOST, []);
+      await insertInstanceRow(store.db, instanceRow('acc-1', 'SAME', { public: 20003 }), HOST, []);
       expect((await listUsedPorts(store.db, HOST)).size).toBe(3);
     });
 
     it('a port used on the host is a PortRaceError (the caller picks again); on another host it is free', async () => {
-      await insertInstance(store.db, instanceRow('acc-1', 'one', { public: 20001 }), HOST, []);
+      await insertInstanceRow(store.db, instanceRow('acc-1', 'one', { public: 20001 }), HOST, []);
       const clash = instanceRow('acc-1', 'two', { public: 20001 });
-      await expect(insertInstance(store.db, clash, HOST, [])).rejects.toBeInstanceOf(PortRaceError);
+      await expect(insertInstanceRow(store.db, clash, HOST, [])).rejects.toBeInstanceOf(PortRaceError);
       expect(await findInstanceRowById(store.db, clash.id)).toBeUndefined();
-      await insertInstance(store.db, clash, 'host-b', []);
+      await insertInstanceRow(store.db, clash, 'host-b', []);
     });
 
     it('a rename to a taken name is a 409 NAME_TAKEN and changes nothing', async () => {
       const a = instanceRow('acc-1', 'a', { public: 20001 });
-      await insertInstance(store.db, a, HOST, []);
-      await insertInstance(store.db, instanceRow('acc-1', 'b', { public: 20002 }), HOST, []);
+      await insertInstanceRow(store.db, a, HOST, []);
+      await insertInstanceRow(store.db, instanceRow('acc-1', 'b', { public: 20002 }), HOST, []);
       await expect(renameInstance(store.db, a.id, 'a', 'b', NOW + 1)).rejects.toMatchObject({ status: 409, code: 'NAME_TAKEN' });
       expect(await findInstanceRowById(store.db, a.id)).toMatchObject({ name: 'a', name_prior: null, spec_version: 1 });
       expect(await renameInstance(store.db, a.id, 'a', 'c', NOW + 1)).toBe(true);
@@ -183,8 +185,8 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
 
     it('deleting the row takes its ports, ACLs and users with it', async () => {
       const row = instanceRow('acc-1', 'gone', { public: 20001, servicenet: 20002 });
-      await insertInstance(store.db, row, HOST, [acl(row.id, '10.0.0.1')]);
-      await insertMongoUser(store.db, user(row.id, 'u'));
+      await insertInstanceRow(store.db, row, HOST, [acl(row.id, '10.0.0.1')]);
+      await insertMongoUser(store.db, keyring, user(row.id, 'u'));
       await deleteInstanceRow(store.db, row.id);
       expect(await findInstanceRowById(store.db, row.id)).toBeUndefined();
       expect((await listUsedPorts(store.db, HOST)).size).toBe(0);
@@ -194,25 +196,25 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
 
     it('a change bumps the spec version; a pass writes only at the version it read', async () => {
       const row = instanceRow('acc-1', 'v', { public: 20001 });
-      await insertInstance(store.db, row, HOST, []);
+      await insertInstanceRow(store.db, row, HOST, []);
       expect(await listPendingInstanceIds(store.db)).toEqual([row.id]);
-      expect(await updateInstance(store.db, row.id, { state: 'ACTIVE', observed_version: 1 }, { specVersion: 1 })).toBe(true);
+      expect(await updateInstance(store.db, row.id, { state: 'ACTIVE', observedVersion: 1 }, { specVersion: 1 })).toBe(true);
       expect(await listPendingInstanceIds(store.db)).toEqual([]);
-      expect(await bumpInstance(store.db, row.id, { desired_plan: 1000, state: 'RESIZING' }, NOW + 1, { states: ['ACTIVE', 'COMPLETED'] })).toBe(true);
+      expect(await bumpInstance(store.db, row.id, { desiredPlan: 1000, state: 'RESIZING' }, NOW + 1, { states: ['ACTIVE', 'COMPLETED'] })).toBe(true);
       expect(await listPendingInstanceIds(store.db)).toEqual([row.id]);
       // a pass that read version 1 cannot overwrite the newer request
-      expect(await updateInstance(store.db, row.id, { state: 'ACTIVE', observed_version: 1 }, { specVersion: 1 })).toBe(false);
+      expect(await updateInstance(store.db, row.id, { state: 'ACTIVE', observedVersion: 1 }, { specVersion: 1 })).toBe(false);
       expect(await findInstanceRowById(store.db, row.id)).toMatchObject({ state: 'RESIZING', desired_plan: 1000, spec_version: 2 });
       // a second resize from a state that is not ready changes nothing
-      expect(await bumpInstance(store.db, row.id, { desired_plan: 2500 }, NOW + 2, { states: ['ACTIVE', 'COMPLETED'] })).toBe(false);
-      expect(await bumpInstance(store.db, row.id, { deleting: 1, state: 'DELETING' }, NOW + 3, { notDeleting: true })).toBe(true);
-      expect(await bumpInstance(store.db, row.id, { deleting: 1, state: 'DELETING' }, NOW + 4, { notDeleting: true })).toBe(false);
+      expect(await bumpInstance(store.db, row.id, { desiredPlan: 2500 }, NOW + 2, { states: ['ACTIVE', 'COMPLETED'] })).toBe(false);
+      expect(await bumpInstance(store.db, row.id, { deleting: true, state: 'DELETING' }, NOW + 3, { notDeleting: true })).toBe(true);
+      expect(await bumpInstance(store.db, row.id, { deleting: true, state: 'DELETING' }, NOW + 4, { notDeleting: true })).toBe(false);
       expect(await findInstanceRowById(store.db, row.id)).toMatchObject({ desired_plan: 1000, spec_version: 3, deleting: 1 });
     });
 
     it('one replica at a time holds the claim of an instance, until it expires', async () => {
       const row = instanceRow('acc-1', 'claimed', { public: 20001 });
-      await insertInstance(store.db, row, HOST, []);
+      await insertInstanceRow(store.db, row, HOST, []);
       expect(await claimInstance(store.db, row.id, 'r1', NOW, 6000)).toBe(true);
       expect(await claimInstance(store.db, row.id, 'r2', NOW + 1000, 6000)).toBe(false);
       expect(await claimInstance(store.db, row.id, 'r1', NOW + 2000, 6000)).toBe(true);
@@ -236,9 +238,9 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       const stayed = async () => expect(await version()).toBe(seen.at(-1));
       const before = await other();
       const row = instanceRow('acc-1', 'shown', { public: 20001 });
-      await insertInstance(store.db, row, HOST, []);
+      await insertInstanceRow(store.db, row, HOST, []);
       await moved();
-      await updateInstance(store.db, row.id, { state: 'BUILDING', updated_at: NOW + 1 });
+      await updateInstance(store.db, row.id, { state: 'BUILDING', updatedAt: NOW + 1 });
       await moved();
       await renameInstance(store.db, row.id, 'shown', 'renamed', NOW + 2);
       await moved();
@@ -247,7 +249,7 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       // leases and bookkeeping are not part of a record
       await claimInstance(store.db, row.id, 'r1', NOW, 6000);
       await releaseInstance(store.db, row.id, 'r1');
-      await updateInstance(store.db, row.id, { observed_version: 1 });
+      await updateInstance(store.db, row.id, { observedVersion: 1 });
       await stayed();
       await deleteInstanceRow(store.db, row.id);
       await moved();
@@ -259,8 +261,8 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     it('the same rule twice on an instance is refused; other flags or another instance are other rules', async () => {
       const row = instanceRow('acc-1', 'e', { public: 20001 });
       const other = instanceRow('acc-1', 'f', { public: 20002 });
-      await insertInstance(store.db, row, HOST, []);
-      await insertInstance(store.db, other, HOST, []);
+      await insertInstanceRow(store.db, row, HOST, []);
+      await insertInstanceRow(store.db, other, HOST, []);
       expect(await insertAcl(store.db, acl(row.id, '10.0.0.0/8'))).toBe(true);
       expect(await insertAcl(store.db, acl(row.id, '10.0.0.0/8'))).toBe(false);
       expect(await insertAcl(store.db, acl(row.id, '10.0.0.0/8', { transport: true }))).toBe(true);
@@ -273,7 +275,7 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
 
     it('a rule being removed is hidden, still blocks its twin until purged, then frees it', async () => {
       const row = instanceRow('acc-1', 'g', { public: 20001 });
-      await insertInstance(store.db, row, HOST, []);
+      await insertInstanceRow(store.db, row, HOST, []);
       const a = acl(row.id, '10.0.0.1');
       await insertAcl(store.db, a);
       expect(await markAclDeleting(store.db, row.id, a.id)).toBe(true);
@@ -289,16 +291,16 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
   describe('MongoDB users', () => {
     it('a user that exists, or is still being dropped, cannot be added again; once dropped it can', async () => {
       const row = instanceRow('acc-1', 'm', { public: 20001 }, { service: 'mongodb', type: 'mongodb_singledb' });
-      await insertInstance(store.db, row, HOST, []);
+      await insertInstanceRow(store.db, row, HOST, []);
       const u = user(row.id, 'u');
-      expect(await insertMongoUser(store.db, u)).toBe(true);
-      expect(await insertMongoUser(store.db, user(row.id, 'u'))).toBe(false);
-      expect(await insertMongoUser(store.db, { ...user(row.id, 'u'), database: 'other' })).toBe(true);
+      expect(await insertMongoUser(store.db, keyring, u)).toBe(true);
+      expect(await insertMongoUser(store.db, keyring, user(row.id, 'u'))).toBe(false);
+      expect(await insertMongoUser(store.db, keyring, { ...user(row.id, 'u'), database: 'other' })).toBe(true);
       expect(await markMongoUserDeleting(store.db, u.id, NOW)).toBe(true);
-      expect(await findMongoUserRow(store.db, row.id, 'app', 'u')).toBeUndefined();
-      expect(await insertMongoUser(store.db, user(row.id, 'u'))).toBe(false);
+      expect(await findMongoUserId(store.db, row.id, 'app', 'u')).toBeUndefined();
+      expect(await insertMongoUser(store.db, keyring, user(row.id, 'u'))).toBe(false);
       await deleteMongoUserRow(store.db, u.id);
-      expect(await insertMongoUser(store.db, user(row.id, 'u'))).toBe(true);
+      expect(await insertMongoUser(store.db, keyring, user(row.id, 'u'))).toBe(true);
     });
   });
 

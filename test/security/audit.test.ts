@@ -31,7 +31,7 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
   beforeAll(async () => {
     assertBuilt();
     home = mkdtempSync(join(tmpdir(), 'hangar-audit-home-'));
-    th = await startTestHangar({ dialect });
+    th = await startTestHangar({ listen: true, dialect });
     alice = await th.signup();
     bob = await th.signup();
     await alice.ready(redisBody('r'));
@@ -136,8 +136,8 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
     const key = JSON.parse((await op(['keys', 'create', '--login', login])).stdout) as { user_key: string };
     expect((await op(['keys', 'rm', '--login', login, '--user-key', key.user_key])).code).toBe(0);
     expect((await op(['tokens', 'revoke', '--login', login])).code).toBe(0);
-    const token = (await new Client(th.url, { basic: [login, PASSWORD] }).get('/v2/tokens/')).body.data.token;
-    const log = await events(new Client(th.url, { token }));
+    const token = (await new Client(th.target, { basic: [login, PASSWORD] }).get('/v2/tokens/')).body.data.token;
+    const log = await events(new Client(th.target, { token }));
     const operator = log.filter((e) => e.source_ip === null).map((e) => [e.action, e.target, e.outcome]);
     expect(operator).toEqual([
       ['token.revoke_all', `account:${login}`, 'success'],

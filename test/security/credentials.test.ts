@@ -22,7 +22,7 @@ async function eventually(what: string, condition: () => Promise<boolean>, ms = 
 describe('tokens', () => {
   let th: TestHangar;
   beforeAll(async () => {
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
   });
   afterAll(() => th.close());
 
@@ -50,7 +50,7 @@ describe.each(DIALECTS)('credentials from the operator CLI (the built binary) on
   beforeAll(async () => {
     assertBuilt();
     home = mkdtempSync(join(tmpdir(), 'hangar-credentials-home-'));
-    th = await startTestHangar({ dialect });
+    th = await startTestHangar({ listen: true, dialect });
   });
   afterAll(async () => {
     await th.close();
@@ -67,7 +67,7 @@ describe.each(DIALECTS)('credentials from the operator CLI (the built binary) on
     const key = JSON.parse(created.stdout) as { user_key: string; pass_key: string };
     const viaKey = () => httpRequest(th.url, 'GET', '/v2/instances/', { basic: [key.user_key, key.pass_key] });
     expect((await viaKey()).status).toBe(200);
-    const works = async (token: string) => (await new Client(th.url, { token }).get('/v2/instances/')).status === 200;
+    const works = async (token: string) => (await new Client(th.target, { token }).get('/v2/instances/')).status === 200;
     for (const t of aliceTokens) expect(await works(t)).toBe(true);
 
     const listed = await op(['keys', 'ls', '--login', alice.login]);
@@ -100,7 +100,7 @@ describe('operator CLI refusals', () => {
   beforeAll(async () => {
     assertBuilt();
     home = mkdtempSync(join(tmpdir(), 'hangar-credentials-home-'));
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
   });
   afterAll(async () => {
     await th.close();

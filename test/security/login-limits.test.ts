@@ -18,7 +18,7 @@ describe('failed logins are limited per login and per source address', () => {
     httpRequest(th.url, 'GET', path, { basic: [user, secret], localAddress: from, headers });
 
   beforeAll(async () => {
-    th = await startTestHangar({ env: { HANGAR_LOGIN_FAILURE_LIMIT: '3' } });
+    th = await startTestHangar({ listen: true, env: { HANGAR_LOGIN_FAILURE_LIMIT: '3' } });
   });
   afterAll(() => th.close());
 
@@ -64,7 +64,7 @@ describe('requests are limited per account (HANGAR_RATE_LIMIT) and, before authe
   let th: TestHangar;
   const LIMIT = 15;
   beforeAll(async () => {
-    th = await startTestHangar({ env: { HANGAR_RATE_LIMIT: String(LIMIT) } });
+    th = await startTestHangar({ listen: true, env: { HANGAR_RATE_LIMIT: String(LIMIT) } });
   });
   afterAll(() => th.close());
 

@@ -15,7 +15,7 @@ describe('response headers', () => {
   const calls: [string, string, string, unknown?][] = [];
 
   beforeAll(async () => {
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
     alice = await th.signup();
     token = alice.auth && 'token' in alice.auth ? alice.auth.token : '';
     await alice.ready(redisBody('r'));

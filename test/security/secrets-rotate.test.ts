@@ -35,8 +35,8 @@ async function seen(th: TestHangar, who: Account) {
 
 /** Logs in again after a restart (tokens survive; the client object does not). */
 const relogin = async (th: TestHangar, who: Account): Promise<Account> => {
-  const token = (await new Client(th.url, { basic: [who.login, PASSWORD] }).get('/v2/tokens/')).body.data.token;
-  return Object.assign(new Client(th.url, { token }), { login: who.login, password: PASSWORD });
+  const token = (await new Client(th.target, { basic: [who.login, PASSWORD] }).get('/v2/tokens/')).body.data.token;
+  return Object.assign(new Client(th.target, { token }), { login: who.login, password: PASSWORD });
 };
 
 async function seed(th: TestHangar): Promise<Account> {
@@ -67,7 +67,7 @@ describe('hangar secrets rotate with the key file', () => {
   beforeAll(async () => {
     assertBuilt();
     home = mkdtempSync(join(tmpdir(), 'hangar-rotate-home-'));
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
     alice = await seed(th);
   });
   afterAll(async () => {
@@ -131,7 +131,7 @@ describe.each(DIALECTS)('hangar secrets rotate with HANGAR_SECRET_KEY on %s', (d
   beforeAll(async () => {
     assertBuilt();
     home = mkdtempSync(join(tmpdir(), 'hangar-rotate-env-home-'));
-    th = await startTestHangar({ dialect, env: { HANGAR_SECRET_KEY: K1 } });
+    th = await startTestHangar({ listen: true, dialect, env: { HANGAR_SECRET_KEY: K1 } });
     alice = await seed(th);
     original = await seen(th, alice);
   });

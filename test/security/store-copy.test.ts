@@ -28,12 +28,12 @@ describe.each(DIALECTS)('a copy of the store on %s', (dialect) => {
   const visible: string[] = [];
 
   beforeAll(async () => {
-    th = await startTestHangar({ dialect });
+    th = await startTestHangar({ listen: true, dialect });
     alice = await th.signup();
     secrets['account password'] = PASSWORD;
     const keys = await accounts(th.hangar).createApiKey(alice.login);
     secrets['key pair secret'] = keys.pass_key;
-    secrets['token'] = (await new Client(th.url, { basic: [keys.user_key, keys.pass_key] }).get('/v2/tokens/')).body.data.token;
+    secrets['token'] = (await new Client(th.target, { basic: [keys.user_key, keys.pass_key] }).get('/v2/tokens/')).body.data.token;
     secrets['token in use'] = alice.auth && 'token' in alice.auth ? alice.auth.token : '';
     const r = await alice.ready(redisBody('copy-redis'));
     const m = await alice.ready(mongoBody('copy-mongo'));

@@ -111,7 +111,7 @@ describe('TLS for the API (--tls-cert, --tls-key)', () => {
   });
 
   it('also from HANGAR_TLS_CERT and HANGAR_TLS_KEY', async () => {
-    const th = await startTestHangar({ env: { HANGAR_TLS_CERT: tls.cert, HANGAR_TLS_KEY: tls.key } });
+    const th = await startTestHangar({ listen: true, env: { HANGAR_TLS_CERT: tls.cert, HANGAR_TLS_KEY: tls.key } });
     try {
       expect(th.url).toMatch(/^https:\/\//);
       expect((await get(th.url, '/healthz', tls.pem, {})).status).toBe(200);

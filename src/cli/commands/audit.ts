@@ -16,6 +16,18 @@ export async function audit(config: Config, opts: Record<string, string | boolea
       accountId = account.id;
     }
     const rows = await listAuditEvents(store.db, { limit, ...(accountId ? { accountId } : {}) });
-    io.out(json(rows.map((r) => ({ ...r, created: new Date(r.created_at).toISOString() }))));
+    io.out(json(rows.map((e) => ({
+      id: e.id,
+      account_id: e.accountId,
+      login: e.login,
+      action: e.action,
+      target: e.target,
+      source_ip: e.sourceIp,
+      outcome: e.outcome,
+      status_code: e.statusCode,
+      request_id: e.requestId,
+      created_at: e.createdAt,
+      created: new Date(e.createdAt).toISOString(),
+    }))));
   });
 }

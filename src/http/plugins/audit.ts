@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountService } from '../../service/accounts.js';
-import type { Db } from '../../store/database.js';
-import { appendAuditEvent } from '../../store/audit-repository.js';
+import type { AuditService } from '../../service/audit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -41,7 +40,7 @@ function targetOf(req: FastifyRequest): string | null {
  * when that login (or key) exists, is filed under its account, so the account sees attempts
  * on it in its own log.
  */
-export function registerAudit(app: FastifyInstance, deps: { db: Db; now: () => number; services: { accounts: AccountService } }): void {
+export function registerAudit(app: FastifyInstance, deps: { now: () => number; services: { accounts: AccountService; audit: AuditService } }): void {
   app.addHook('onSend', async (req, reply, payload) => {
     const attempt = req.loginAttempt;
     const action = req.routeOptions.config.audit ?? (attempt?.failed ? LOGIN_FAILED_ACTION : undefined);
@@ -59,7 +58,7 @@ export function registerAudit(app: FastifyInstance, deps: { db: Db; now: () => n
       login = attempt.user.slice(0, MAX_LOGIN);
       accountId = (await deps.services.accounts.accountIdOf(attempt.user)) ?? null;
     }
-    await appendAuditEvent(deps.db, {
+    await deps.services.audit.record({
       accountId,
       login,
       action,

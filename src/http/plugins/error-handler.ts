@@ -19,31 +19,18 @@ function fieldName(path: string, extra?: unknown): string {
   return parts.reduce((out, p) => (/^\d+$/.test(p) ? `${out}[${p}]` : out ? `${out}.${p}` : p), '');
 }
 
-export const BODY_TOO_LARGE = new HangarError(413, 'BODY_TOO_LARGE', 'the request body is larger than 64 KiB');
-export const UNSUPPORTED_MEDIA_TYPE = new HangarError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON (Content-Type: application/json, or none)');
-export const URI_TOO_LONG = new HangarError(414, 'URI_TOO_LONG', 'a path segment is longer than 512 characters');
-export const INVALID_PATH = new HangarError(400, 'INVALID_PATH', 'the path is not valid percent-encoding (or does not decode to UTF-8)');
-export const REQUEST_TIMEOUT = new HangarError(408, 'REQUEST_TIMEOUT', 'the request did not arrive in time; the connection is closed');
-export const HEADERS_TOO_LARGE = new HangarError(431, 'HEADERS_TOO_LARGE', 'the request line and headers are larger than 16 KiB');
-export const MALFORMED_REQUEST = new HangarError(400, 'BAD_REQUEST', 'the request is not valid HTTP/1.1');
-export const METHOD_NOT_ALLOWED = new HangarError(405, 'METHOD_NOT_ALLOWED', 'CONNECT is not a method of this API');
-
-/** Codes of the 4xx answers of the framework and its plugins (the docs page's static files). */
-const FRAMEWORK_4XX: Record<number, [code: string, message: string]> = {
-  403: ['FORBIDDEN', 'that path is not served'],
-  404: ['ROUTE_NOT_FOUND', 'not found'],
-  405: ['METHOD_NOT_ALLOWED', 'that method is not allowed here'],
-  406: ['NOT_ACCEPTABLE', 'no answer of an acceptable type'],
-  408: [REQUEST_TIMEOUT.code, REQUEST_TIMEOUT.message],
-  411: ['LENGTH_REQUIRED', 'send a Content-Length'],
-  414: [URI_TOO_LONG.code, URI_TOO_LONG.message],
-  416: ['RANGE_NOT_SATISFIABLE', 'the range asked for is outside the file'],
-  431: [HEADERS_TOO_LARGE.code, HEADERS_TOO_LARGE.message],
+/** The framework's own 4xx answers, as catalogue errors. */
+const FRAMEWORK_4XX: Record<number, () => HangarError> = {
+  403: errors.forbiddenPath,
+  404: errors.notFound,
+  405: errors.methodNotAllowed,
+  406: errors.notAcceptable,
+  408: errors.requestTimeout,
+  411: errors.lengthRequired,
+  414: errors.uriTooLong,
+  416: errors.rangeNotSatisfiable,
+  431: errors.headersTooLarge,
 };
-
-/** Anything unexpected; the request id lets an operator find the cause in the log. */
-export const internalError = (requestId: string) => new HangarError(500, 'INTERNAL', `internal error; request id ${requestId}`);
-export const INTERNAL = internalError('0b7e4c1d-5a2f-4f0e-9c61-3d2b8a9e7f10');
 
 const article = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
 
@@ -88,21 +75,20 @@ export function toHangarError(err: FastifyError | Error): HangarError | undefine
   if (isStoreUnavailable(err)) return errors.storeUnavailable();
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return BODY_TOO_LARGE;
+      return errors.bodyTooLarge();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return UNSUPPORTED_MEDIA_TYPE;
+      return errors.unsupportedMediaType();
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.invalidBody('the Content-Length does not match the body');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return errors.invalidBody('the body is empty');
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      return URI_TOO_LONG;
+      return errors.uriTooLong();
     case 'FST_ERR_BAD_URL':
-      return INVALID_PATH;
+      return errors.invalidPath();
   }
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-    const [code, message] = FRAMEWORK_4XX[fe.statusCode] ?? ['BAD_REQUEST', 'the request is not valid'];
-    return new HangarError(fe.statusCode, code, message);
+    return (FRAMEWORK_4XX[fe.statusCode] ?? errors.badRequest)();
   }
   return undefined;
 }
@@ -125,7 +111,7 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   const known = toHangarError(err);
   if (!known) {
     req.log.error({ err }, 'request failed');
-    void reply.code(500).send(errorBody(internalError(req.id)));
+    void reply.code(500).send(errorBody(errors.internal(req.id)));
     return;
   }
   if (known.status >= 500) req.log.warn({ err }, known.message);
@@ -164,13 +150,13 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
     socket.destroy();
     return;
   }
-  writeRaw(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT : err.code === 'HPE_HEADER_OVERFLOW' ? HEADERS_TOO_LARGE : MALFORMED_REQUEST);
+  writeRaw(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? errors.requestTimeout() : err.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.malformedRequest());
 }
 
 /** CONNECT requests: no tunnels here. */
 export function onConnectMethod(_req: IncomingMessage, socket: Duplex): void {
   socket.on('error', () => {});
-  writeRaw(socket, METHOD_NOT_ALLOWED);
+  writeRaw(socket, errors.connectRefused());
 }
 
 export function notFoundHandler(req: FastifyRequest, reply: FastifyReply): void {

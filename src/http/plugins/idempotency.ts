@@ -1,11 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { errors } from '../../domain/errors.js';
-import type { Db } from '../../store/database.js';
-import {
-  completeIdempotencyKey, findIdempotencyKey, purgeIdempotencyKeys, releaseIdempotencyKey, reserveIdempotencyKey,
-} from '../../store/idempotency-repository.js';
+import type { IdempotencyService } from '../../service/idempotency.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,13 +22,6 @@ export const IdempotencyHeaders = Type.Object({
   ),
 });
 
-/** How long a key and its answer are kept. */
-const KEEP_MS = 24 * 3_600_000;
-/** A reservation without an answer this old belongs to a request that died (requests end within 30 s). */
-const ABANDONED_MS = 60_000;
-/** How often a reservation also drops expired keys. */
-const PURGE_EVERY_MS = 3_600_000;
-
 const REPLAYED = 'idempotent-replayed';
 
 /**
@@ -42,8 +31,8 @@ const REPLAYED = 'idempotent-replayed';
  * and so is a repeat while the first is still running. A 5xx is not recorded, so a retry runs
  * the request again. Keys belong to the account and expire after 24 hours.
  */
-export function registerIdempotency(app: FastifyInstance, deps: { db: Db; now: () => number }): void {
-  let lastPurge = Number.NEGATIVE_INFINITY;
+export function registerIdempotency(app: FastifyInstance, deps: { services: { idempotency: IdempotencyService } }): void {
+  const { idempotency } = deps.services;
   app.decorateRequest('idempotency', undefined);
 
   app.addHook('preHandler', async (req, reply) => {
@@ -51,29 +40,9 @@ export function registerIdempotency(app: FastifyInstance, deps: { db: Db; now: (
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || !req.caller) return;
     const accountId = req.caller.accountId;
-    const hash = requestHash(req);
-    const now = deps.now();
-    if (now - lastPurge >= PURGE_EVERY_MS) {
-      lastPurge = now;
-      await purgeIdempotencyKeys(deps.db, now - KEEP_MS);
-    }
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if (await reserveIdempotencyKey(deps.db, accountId, key, hash, now)) {
-        req.idempotency = { accountId, key };
-        return;
-      }
-      const first = await findIdempotencyKey(deps.db, accountId, key);
-      if (!first) continue; // released meanwhile: reserve again
-      if (first.statusCode === undefined && first.createdAt < now - ABANDONED_MS) {
-        // reserved by a process that died before answering: the key is free again
-        await releaseIdempotencyKey(deps.db, accountId, key, now - ABANDONED_MS);
-        continue;
-      }
-      if (first.requestHash !== hash) throw errors.idempotencyConflict();
-      if (first.statusCode !== undefined) return replay(reply, first.statusCode, first.response ?? '');
-      throw errors.idempotencyInUse();
-    }
-    throw errors.idempotencyInUse();
+    const reservation = await idempotency.reserve(accountId, key, requestHash(req));
+    if (reservation.kind === 'replay') return replay(reply, reservation.statusCode, reservation.body);
+    req.idempotency = { accountId, key };
   });
 
   app.addHook('onSend', async (req, reply, payload) => {
@@ -81,9 +50,9 @@ export function registerIdempotency(app: FastifyInstance, deps: { db: Db; now: (
     if (!held || reply.getHeader(REPLAYED)) return payload;
     req.idempotency = undefined;
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
-      await releaseIdempotencyKey(deps.db, held.accountId, held.key).catch((err: unknown) => req.log.warn({ err }, 'idempotency key not released'));
+      await idempotency.release(held.accountId, held.key).catch((err: unknown) => req.log.warn({ err }, 'idempotency key not released'));
     } else {
-      await completeIdempotencyKey(deps.db, held.accountId, held.key, reply.statusCode, payload).catch((err: unknown) =>
+      await idempotency.complete(held.accountId, held.key, reply.statusCode, payload).catch((err: unknown) =>
         req.log.warn({ err }, 'idempotent answer not recorded'),
       );
     }

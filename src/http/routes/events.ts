@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { formatCreated } from '../../lib/time.js';
-import { listAuditEvents } from '../../store/audit-repository.js';
 import { type AppDeps, callerOf } from '../context.js';
 import { Data } from '../schemas/common.js';
 import { errorResponses } from '../schemas/error-responses.js';
@@ -24,22 +23,21 @@ export function eventRoutes(fastify: FastifyInstance, deps: AppDeps): void {
     },
     async (req) => {
       const limit = Math.min(1000, Math.max(1, Number(req.query.limit ?? 100)));
-      const rows = await listAuditEvents(deps.db, {
-        accountId: callerOf(req).accountId,
+      const events = await deps.services.audit.list(callerOf(req), {
         limit,
-        ...(req.query.before !== undefined ? { beforeId: Number(req.query.before) } : {}),
+        ...(req.query.before !== undefined ? { before: Number(req.query.before) } : {}),
       });
       return {
-        data: rows.map((r) => ({
-          id: r.id,
-          action: r.action,
-          target: r.target,
-          source_ip: r.source_ip,
-          outcome: r.outcome,
-          status: r.status_code,
-          request_id: r.request_id,
-          created: formatCreated(r.created_at),
-          date_created: { $date: r.created_at },
+        data: events.map((e) => ({
+          id: e.id,
+          action: e.action,
+          target: e.target,
+          source_ip: e.sourceIp,
+          outcome: e.outcome,
+          status: e.statusCode,
+          request_id: e.requestId,
+          created: formatCreated(e.createdAt),
+          date_created: { $date: e.createdAt },
         })),
       };
     },

@@ -1,58 +1,57 @@
-import { HangarError, errors } from '../../domain/errors.js';
-import {
-  BODY_TOO_LARGE, HEADERS_TOO_LARGE, errorBody, INTERNAL, INVALID_PATH, MALFORMED_REQUEST, REQUEST_TIMEOUT, UNSUPPORTED_MEDIA_TYPE, URI_TOO_LONG,
-} from '../plugins/error-handler.js';
+import { errors, type ErrorCode, type HangarError } from '../../domain/errors.js';
+import { errorBody } from '../plugins/error-handler.js';
 import { ErrorRef } from './common.js';
 
+export type { ErrorCode };
+
 /**
- * The error responses of each route, documented by the codes it can answer. Examples are made
- * by the error catalogue itself, so the document shows the messages clients really get.
+ * One example of each code of the catalogue, made by the catalogue itself, so that the document
+ * shows the messages clients really get. Typed by ErrorCode: a code added to the catalogue
+ * without an example here does not compile.
  */
-const CATALOGUE: readonly HangarError[] = [
-  errors.invalidValue('plan', '"plan" of a redis instance 750 is not allowed', [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000]),
-  errors.invalidBody('"name" is required', 'name'),
-  errors.unauthorized(),
-  errors.tooManyLogins(42),
-  errors.rateLimited(17),
-  errors.instanceNotFound('cache'),
-  errors.aclNotFound('6560a1f2c3d4e5f60718293a', 'cache'),
-  errors.userNotFound('app', 'orders'),
-  errors.apiKeyNotFound('6560a1f2c3d4e5f607182940'),
-  errors.nameTaken('cache'),
-  errors.userExists('app', 'orders'),
-  errors.aclExists('203.0.113.7', 'cache'),
-  errors.operationInProgress('cache', 'RESIZING'),
-  errors.instanceDeleting('cache'),
-  errors.instanceNotReady('cache', 'BUILDING'),
-  errors.quotaExceeded('instances per account', 100),
-  errors.serviceUnavailableHere('mongodb', 'mongodb cannot run on this host: mongod was not found on PATH (set HANGAR_MONGOD_BIN)'),
-  errors.engineUnreachable('cache', 'no answer within 3000 ms'),
-  errors.idempotencyConflict(),
-  errors.idempotencyInUse(),
-  errors.storeUnavailable(),
-  errors.capacityExhausted('no free port left in HANGAR_PORT_RANGE 20000-29999'),
-  errors.shuttingDown(),
-  BODY_TOO_LARGE,
-  UNSUPPORTED_MEDIA_TYPE,
-  URI_TOO_LONG,
-  INVALID_PATH,
-  REQUEST_TIMEOUT,
-  HEADERS_TOO_LARGE,
-  MALFORMED_REQUEST,
-  INTERNAL,
-];
+const EXAMPLES: Record<ErrorCode, HangarError> = {
+  INVALID_VALUE: errors.invalidValue('plan', '"plan" of a redis instance 750 is not allowed', [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000]),
+  INVALID_BODY: errors.invalidBody('"name" is required', 'name'),
+  UNAUTHORIZED: errors.unauthorized(),
+  TOO_MANY_LOGIN_FAILURES: errors.tooManyLogins(42),
+  RATE_LIMITED: errors.rateLimited(17),
+  INSTANCE_NOT_FOUND: errors.instanceNotFound('cache'),
+  ACL_NOT_FOUND: errors.aclNotFound('6560a1f2c3d4e5f60718293a', 'cache'),
+  USER_NOT_FOUND: errors.userNotFound('app', 'orders'),
+  ROUTE_NOT_FOUND: errors.routeNotFound('GET', '/v2/nothing/'),
+  NAME_TAKEN: errors.nameTaken('cache'),
+  USER_EXISTS: errors.userExists('app', 'orders'),
+  ACL_EXISTS: errors.aclExists('203.0.113.7', 'cache'),
+  OPERATION_IN_PROGRESS: errors.operationInProgress('cache', 'RESIZING'),
+  INSTANCE_DELETING: errors.instanceDeleting('cache'),
+  INSTANCE_NOT_READY: errors.instanceNotReady('cache', 'BUILDING'),
+  QUOTA_EXCEEDED: errors.quotaExceeded('instances per account', 100),
+  IDEMPOTENCY_KEY_CONFLICT: errors.idempotencyConflict(),
+  IDEMPOTENCY_KEY_IN_USE: errors.idempotencyInUse(),
+  SERVICE_UNAVAILABLE_HERE: errors.serviceUnavailableHere('mongodb', 'mongodb cannot run on this host: mongod was not found on PATH (set HANGAR_MONGOD_BIN)'),
+  ENGINE_UNREACHABLE: errors.engineUnreachable('cache', 'no answer within 3000 ms'),
+  STORE_UNAVAILABLE: errors.storeUnavailable(),
+  CAPACITY_EXHAUSTED: errors.capacityExhausted('no free port left in HANGAR_PORT_RANGE 20000-29999'),
+  SHUTTING_DOWN: errors.shuttingDown(),
+  LOGIN_TAKEN: errors.loginTaken('me@example.com'),
+  ACCOUNT_NOT_FOUND: errors.accountNotFound('me@example.com'),
+  API_KEY_NOT_FOUND: errors.apiKeyNotFound('me@example.com', '89fc7835b8e61687375c5495e90f2bf9'),
+  BODY_TOO_LARGE: errors.bodyTooLarge(),
+  UNSUPPORTED_MEDIA_TYPE: errors.unsupportedMediaType(),
+  URI_TOO_LONG: errors.uriTooLong(),
+  INVALID_PATH: errors.invalidPath(),
+  REQUEST_TIMEOUT: errors.requestTimeout(),
+  HEADERS_TOO_LARGE: errors.headersTooLarge(),
+  BAD_REQUEST: errors.malformedRequest(),
+  METHOD_NOT_ALLOWED: errors.methodNotAllowed(),
+  FORBIDDEN: errors.forbiddenPath(),
+  NOT_ACCEPTABLE: errors.notAcceptable(),
+  LENGTH_REQUIRED: errors.lengthRequired(),
+  RANGE_NOT_SATISFIABLE: errors.rangeNotSatisfiable(),
+  INTERNAL: errors.internal('0b7e4c1d-5a2f-4f0e-9c61-3d2b8a9e7f10'),
+};
 
-export type ErrorCode =
-  | 'INVALID_VALUE' | 'INVALID_BODY' | 'UNAUTHORIZED' | 'TOO_MANY_LOGIN_FAILURES' | 'RATE_LIMITED'
-  | 'INSTANCE_NOT_FOUND' | 'ACL_NOT_FOUND' | 'USER_NOT_FOUND' | 'NAME_TAKEN' | 'USER_EXISTS' | 'ACL_EXISTS'
-  | 'OPERATION_IN_PROGRESS' | 'INSTANCE_DELETING' | 'INSTANCE_NOT_READY' | 'QUOTA_EXCEEDED'
-  | 'SERVICE_UNAVAILABLE_HERE' | 'ENGINE_UNREACHABLE' | 'STORE_UNAVAILABLE' | 'CAPACITY_EXHAUSTED'
-  | 'SHUTTING_DOWN' | 'BODY_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'URI_TOO_LONG' | 'INVALID_PATH'
-  | 'REQUEST_TIMEOUT' | 'HEADERS_TOO_LARGE' | 'BAD_REQUEST' | 'INTERNAL'
-  | 'IDEMPOTENCY_KEY_CONFLICT' | 'IDEMPOTENCY_KEY_IN_USE'
-  | 'API_KEY_NOT_FOUND';
-
-const byCode = new Map(CATALOGUE.map((e) => [e.code, e]));
+const byCode = new Map<string, HangarError>(Object.entries(EXAMPLES));
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'The request is not valid: `field` names the field at fault and `allowed`, when present, the values it accepts',
