@@ -12,7 +12,7 @@ describe('the web console, as served', () => {
   let page: string;
 
   beforeAll(async () => {
-    th = await startTestHangar();
+    th = await startTestHangar({ listen: true });
     alice = await th.signup();
     page = await (await fetch(`${th.url}/`)).text();
   });

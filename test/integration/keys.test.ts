@@ -30,9 +30,9 @@ describe.each(DIALECTS)('API keys of the caller on %s', (dialect) => {
       expect(key.pass_key).toMatch(/^[0-9a-f]{48}$/);
       expect(key.date_created.$date).toBeGreaterThanOrEqual(before - 1000);
       expect(key.last_used).toBeNull();
-      const login = await new Client(th.url, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/');
+      const login = await new Client(th.target, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/');
       expect(login.status).toBe(200);
-      const who = await new Client(th.url, { token: login.body.data.token }).get('/v2/whoami/');
+      const who = await new Client(th.target, { token: login.body.data.token }).get('/v2/whoami/');
       expect(who.body.data.login).toBe(alice.login);
     });
 
@@ -67,7 +67,7 @@ describe.each(DIALECTS)('API keys of the caller on %s', (dialect) => {
     it('200: last_used is set once the pair has logged in', async () => {
       const dave = await th.signup();
       const key = (await dave.post('/v2/keys/')).body.data;
-      await new Client(th.url, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/');
+      await new Client(th.target, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/');
       const listed = (await dave.get('/v2/keys/')).body.data.find((k: any) => k.id === key.id);
       expect(listed.last_used).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
     });
@@ -85,7 +85,7 @@ describe.each(DIALECTS)('API keys of the caller on %s', (dialect) => {
       const res = await alice.delete(`/v2/keys/${key.id}/`);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ data: {} });
-      expect((await new Client(th.url, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/')).status).toBe(401);
+      expect((await new Client(th.target, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/')).status).toBe(401);
       expect((await alice.get('/v2/keys/')).body.data.map((k: any) => k.id)).not.toContain(key.id);
       const events = (await alice.get('/v2/events/?limit=20')).body.data;
       expect(events.find((e: any) => e.action === 'key.delete')).toMatchObject({ target: `key:${key.id}`, outcome: 'success', status: 200 });
@@ -100,7 +100,7 @@ describe.each(DIALECTS)('API keys of the caller on %s', (dialect) => {
       expect(foreign.body).toEqual({ message: `account "${bob.login}" has no key ${key.id}`, code: 'API_KEY_NOT_FOUND' });
       expect(missing.status).toBe(404);
       expect(missing.body.code).toBe('API_KEY_NOT_FOUND');
-      expect((await new Client(th.url, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/')).status).toBe(200);
+      expect((await new Client(th.target, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/')).status).toBe(200);
     });
 
     it('404: twice', async () => {
@@ -132,7 +132,7 @@ describe('GET /v2/whoami/', () => {
 
   it('200 with HTTP Basic: no token, no expiry', async () => {
     const alice = await th.signup();
-    const res = await new Client(th.url, { basic: [alice.login, alice.password] }).get('/v2/whoami/');
+    const res = await new Client(th.target, { basic: [alice.login, alice.password] }).get('/v2/whoami/');
     expect(res.body.data).toMatchObject({ login: alice.login, token_expires: null });
   });
 
