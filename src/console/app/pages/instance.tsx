@@ -69,7 +69,7 @@ export function InstancePage({ name, tab }: { name: string; tab: string }) {
       <p class="crumbs">
         <a href={href('instances')}>Instances</a> /
       </p>
-      <div class="page-head">
+      <div class="title-row">
         <h1 id="page-title" tabIndex={-1}>
           {instance.name}
         </h1>
