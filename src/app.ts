@@ -22,6 +22,7 @@ import { mongodbUserRoutes } from './http/routes/mongodb-users.js';
 import { redisRoutes } from './http/routes/redis.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { whoamiRoutes } from './http/routes/whoami.js';
+import { zoneRoutes } from './http/routes/zones.js';
 
 /** Request bodies above this are refused with 413. */
 export const BODY_LIMIT = 64 * 1024;
@@ -157,6 +158,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       redisRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
       eventRoutes(v2, deps);
+      zoneRoutes(v2, deps);
       keyRoutes(v2, deps);
       whoamiRoutes(v2, deps);
     },

@@ -58,6 +58,10 @@ export interface Config {
   readonly resyncSeconds: number;
   /** Seconds a lease lasts without renewal. */
   readonly leaseSeconds: number;
+  /** The zones file: each zone's placement target; undefined: every zone of the spec on `runtime`. */
+  readonly zonesFile: string | undefined;
+  /** Memory of this host kept out of what local zones may promise, in MB. */
+  readonly memoryReserveMb: number;
   /** Seconds an instance may stay REQUESTED/BUILDING before it is FAILED. */
   readonly buildTimeoutSeconds: number;
   /** Test-only: name of a step at which the process kills itself (fault-injection tests). */
@@ -120,6 +124,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'workers', flag: 'workers', env: 'HANGAR_WORKERS', kind: 'int', default: '16', description: 'reconcile passes running at once' },
   { key: 'resyncSeconds', flag: 'resync-interval', env: 'HANGAR_RESYNC_INTERVAL', kind: 'int', default: '30', description: 'seconds between full sweeps of every instance' },
   { key: 'leaseSeconds', flag: 'lease-ttl', env: 'HANGAR_LEASE_TTL', kind: 'int', default: '6', description: 'seconds a work or host lease lasts without renewal' },
+  { key: 'zonesFile', flag: 'zones', env: 'HANGAR_ZONES', kind: 'path', default: undefined, description: 'JSON or YAML file mapping each zone to its placement target (`local`, `emulated`, `kubernetes`) and capacity (see [zones](#zones-and-capacity)); unset: every zone of the spec on `--runtime`' },
+  { key: 'memoryReserveMb', flag: 'memory-reserve', env: 'HANGAR_MEMORY_RESERVE_MB', kind: 'int', default: '1024', description: "MB of this host's memory that local zones may not promise (left to hangar, the edge and the system)" },
   { key: 'buildTimeoutSeconds', flag: 'build-timeout', env: 'HANGAR_BUILD_TIMEOUT', kind: 'int', default: '120', description: 'seconds an instance may take to become ready before it is FAILED' },
   { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
 ];

@@ -6,18 +6,15 @@ import type { Config } from './config.js';
 import type { Services } from './http/context.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
 import { Metrics } from './lib/metrics.js';
-import { detectBinaries } from './lib/binaries.js';
 import { Reconciler, stepContext } from './reconciler/reconciler.js';
-import { emulatedEngines, localEngines } from './engines/index.js';
-import type { EngineRegistry } from './engines/registry.js';
-import { EmulatedRuntime } from './runtimes/emulated/emulated-runtime.js';
-import { LocalRuntime } from './runtimes/local/local-runtime.js';
-import type { Runtime } from './runtimes/runtime.js';
+import { buildZones, type ZoneDirectory } from './zones/zone-directory.js';
+import { loadZonesFile } from './zones/zones-file.js';
 import { AccountService } from './service/accounts.js';
 import { AclService } from './service/acls.js';
 import { AuditService } from './service/audit.js';
 import { IdempotencyService } from './service/idempotency.js';
-import type { Placement, ServiceDeps } from './service/deps.js';
+import type { ServiceDeps } from './service/deps.js';
+import { ZoneService } from './service/zones.js';
 import { INSTANCE_STATES } from './domain/model.js';
 import { InstanceService } from './service/instances.js';
 import { LoginGuard, RateLimiter } from './service/limits.js';
@@ -32,9 +29,8 @@ export interface Hangar {
   readonly config: Config;
   readonly app: FastifyInstance;
   readonly store: Store;
-  readonly runtime: Runtime;
-  /** The engines the runtime's instances run, by service. */
-  readonly engines: EngineRegistry;
+  /** The zones served, each with its runtime and engines. */
+  readonly zones: ZoneDirectory;
   readonly reconciler: Reconciler;
   readonly log: Logger;
   /** The Prometheus registry of this hangar, served at /metrics. */
@@ -82,19 +78,6 @@ export function ensurePrivateDataDir(dataDir: string, log: Logger): void {
   }
 }
 
-/**
- * Where instances run and the engines that drive them: real engines as processes on this
- * machine behind the edge (local), or the in-process models (emulated).
- */
-async function createTarget(config: Config, log: Logger): Promise<{ runtime: Runtime; engines: EngineRegistry }> {
-  if (config.runtime === 'emulated') return { runtime: new EmulatedRuntime(), engines: emulatedEngines(config) };
-  // PATH is not a hangar setting: it locates the engine binaries like a shell would, and is
-  // the only variable the engine processes inherit (hangar's own environment holds secrets).
-  const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
-  const binaries = await detectBinaries(config, searchPath);
-  return { runtime: new LocalRuntime({ config, log, binaries, searchPath }), engines: localEngines(config, binaries) };
-}
-
 export interface StartOptions {
   /** Overrides of the HTTP limits (tests shorten the timeouts). */
   readonly http?: Partial<HttpLimits>;
@@ -113,38 +96,49 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const db = store.db;
     const keyring = await openKeyring(config, db);
     await assertKeysOpenStore(db, keyring);
-    const { runtime, engines } = await createTarget(config, log);
+    const zones = await buildZones(config, log, config.zonesFile ? loadZonesFile(config.zonesFile) : undefined);
     const now = Date.now;
     const metrics = new Metrics({ defaultMetrics: true });
     const reconciler = new Reconciler({
       db,
       keyring,
-      runtime,
-      engines,
+      zones,
       config,
       log: log.child({ component: 'reconciler' }),
       now,
       steps: (signal) => stepContext(signal, config.dieAt),
       metrics,
     });
+    const zoneService = new ZoneService(db, zones);
     metrics.watch({
       queueDepth: () => reconciler.queueDepth,
       isOwner: () => reconciler.isOwner,
       instanceCounts: () => countInstancesByServiceAndState(db),
       states: INSTANCE_STATES,
-      runtimeStats: () => runtime.stats(),
+      runtimeStats: async () => {
+        const all = await Promise.all(zones.targets().map((t) => t.runtime.stats()));
+        return {
+          processesUp: all.reduce((n, x) => n + x.processesUp, 0),
+          processesExpected: all.reduce((n, x) => n + x.processesExpected, 0),
+          edge: all.flatMap((x) => x.edge),
+        };
+      },
+      zones: async () => {
+        const summaries = await zoneService.list();
+        return summaries.map((z) => ({ zone: z.name, capacityMb: z.capacityMb, allocatedMb: z.allocatedMb }));
+      },
       onError: (what, err) => log.warn({ err, metric: what }, 'metric not collected'),
     });
-    const placement: Placement = { engines, portIsFree: (port) => runtime.portIsFree(port), place: (spec) => runtime.place(spec) };
-    const deps: ServiceDeps = { db, keyring, placement, config, work: reconciler, now };
+    const deps: ServiceDeps = { db, keyring, zones, config, work: reconciler, now };
     const accounts = new AccountService(db, { tokenTtlSeconds: config.tokenTtlSeconds, now });
-    const instances = new InstanceService(deps);
+    const instances = new InstanceService(deps, zoneService);
     const audit = new AuditService(db);
     const services: Services = {
       accounts,
       instances,
       acls: new AclService(deps, instances),
-      redis: new RedisService(deps, instances),
+      redis: new RedisService(deps, instances, zoneService),
+      zones: zoneService,
       mongodbUsers: new MongoUserService(deps, instances),
       audit,
       idempotency: new IdempotencyService(db, now),
@@ -165,17 +159,21 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const readiness = {
       async check() {
         const problems: string[] = [];
-        // the runtime as it is when the request is taken, before the store is asked
-        const h = runtime.health();
-        // redis is the default service: engines that cannot run it make this hangar unready
-        const redis = engines.offerings().redis;
-        const target = redis.available ? [] : [redis.unavailableReason ?? 'redis cannot run here'];
+        // the runtimes as they are when the request is taken, before the store is asked
+        const health = zones.targets().map((t) => t.runtime.health());
+        // redis is the default service: a zone offering it whose engines cannot run it makes this hangar unready
+        const redis = new Set(
+          zones.list().flatMap((z) => {
+            const o = z.engines.offerings().redis;
+            return z.services.includes('redis') && !o.available ? [o.unavailableReason ?? 'redis cannot run here'] : [];
+          }),
+        );
         try {
           await pingStore(db);
         } catch {
           problems.push(`store unreachable: ${openedStore.location}`);
         }
-        return { problems: [...problems, ...target, ...h.problems], degraded: [...h.degraded] };
+        return { problems: [...problems, ...redis, ...health.flatMap((h) => h.problems)], degraded: health.flatMap((h) => h.degraded) };
       },
     };
     const app = await buildApp({ config, services, readiness, now, metrics }, log, options.http ? { http: options.http } : {});
@@ -190,14 +188,13 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     } else {
       await app.ready();
     }
-    log.info({ url, runtime: runtime.kind, store: store.location }, 'hangar is serving');
+    log.info({ url, runtimes: zones.targets().map((t) => t.runtime.kind), store: store.location }, 'hangar is serving');
     let closing: Promise<void> | undefined;
     return {
       config,
       app,
       store,
-      runtime,
-      engines,
+      zones,
       reconciler,
       log,
       metrics,

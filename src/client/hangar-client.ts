@@ -107,13 +107,6 @@ export class HangarClient {
     return this.call('GET', '/v2/whoami/');
   }
 
-  // --- zones --------------------------------------------------------------------------------
-
-  /** The zones, with the services, types, plans and versions each offers now. */
-  listZones(): Promise<Zone[]> {
-    return this.call('GET', '/v2/zones/');
-  }
-
   // --- instances ----------------------------------------------------------------------------
 
   listInstances(): Promise<Instance[]> {
@@ -227,6 +220,11 @@ export class HangarClient {
   }
 
   // --- audit log ----------------------------------------------------------------------------
+
+  /** The zones of this hangar: runtime, services and versions offered, capacity and what is free. */
+  listZones(): Promise<Zone[]> {
+    return this.call('GET', '/v2/zones/');
+  }
 
   /** The account's audit log, newest first. */
   listEvents(opts: { limit?: number; before?: number } = {}): Promise<AuditEvent[]> {

@@ -7,6 +7,7 @@ import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/sc
 import type { SpaceUsage as SpaceUsageSchema } from '../http/schemas/redis.js';
 import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
+import type { ZoneRecord } from '../http/schemas/zones.js';
 
 // The wire types of the API, derived from the very schemas the server validates and
 // serializes with. Type-only imports: the client carries no runtime dependency.
@@ -35,26 +36,8 @@ export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
 /** The caller, and the source address hangar sees. */
 export type Whoami = Static<typeof WhoamiRecord>;
 
-/** What one zone offers of one service (`GET /v2/zones/`). */
-export interface ZoneService {
-  readonly service: string;
-  /** Whether an instance of this service can be created in the zone now; `reason` says why not. */
-  readonly available: boolean;
-  readonly types: readonly string[];
-  readonly plans: readonly number[];
-  readonly versions: readonly string[];
-  readonly reason: string | null;
-}
-
-/** A zone, what it offers and its room (`GET /v2/zones/`). */
-export interface Zone {
-  readonly name: string;
-  readonly runtime: string;
-  readonly services: readonly ZoneService[];
-  readonly capacity_mb: number | null;
-  readonly allocated_mb: number;
-  readonly free_mb: number | null;
-}
+/** A zone: where instances can be placed, what it offers, how full it is. */
+export type Zone = Static<typeof ZoneRecord>;
 
 /** One entry of the account's audit log. */
 export type AuditEvent = Static<typeof AuditEventRecord>;

@@ -66,6 +66,8 @@ export const errors = {
   engineUnreachable: (name: string, detail: string) =>
     new HangarError(503, 'ENGINE_UNREACHABLE', `the engine of instance "${name}" does not answer: ${detail}`),
   storeUnavailable: () => new HangarError(503, 'STORE_UNAVAILABLE', 'the store is unavailable; try again shortly'),
+  capacityExceeded: (what: string, freeMb: number, capacityMb: number, need: string) =>
+    new HangarError(409, 'CAPACITY_EXCEEDED', `not enough memory left in ${what}: ${freeMb} MB free of ${capacityMb} MB; ${need}`, { freeMb, capacityMb }),
   capacityExhausted: (what: string) => new HangarError(503, 'CAPACITY_EXHAUSTED', `no capacity left on this host: ${what}`),
   shuttingDown: () => new HangarError(503, 'SHUTTING_DOWN', 'hangar is shutting down; try again shortly'),
   loginTaken: (login: string) => new HangarError(409, 'LOGIN_TAKEN', `an account with login "${login}" already exists`),

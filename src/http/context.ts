@@ -9,6 +9,7 @@ import type { InstanceService } from '../service/instances.js';
 import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
 import type { RedisService } from '../service/redis.js';
+import type { ZoneService } from '../service/zones.js';
 import { errors } from '../domain/errors.js';
 
 /** The use cases the HTTP layer calls. */
@@ -18,6 +19,7 @@ export interface Services {
   readonly acls: AclService;
   readonly redis: RedisService;
   readonly mongodbUsers: MongoUserService;
+  readonly zones: ZoneService;
   readonly audit: AuditService;
   readonly idempotency: IdempotencyService;
   readonly loginGuard: LoginGuard;

@@ -26,6 +26,8 @@ export interface MetricSources {
     processesExpected: number;
     edge: readonly { instanceId: string; admitted: number; refused: number }[];
   }>;
+  /** Each zone's capacity (null: unlimited) and what its instances promise, in MB. */
+  zones(): Promise<readonly { zone: string; capacityMb: number | null; allocatedMb: number }[]>;
   /** Called when a source fails during a scrape; its series are left out of that scrape. */
   onError?(what: string, err: unknown): void;
 }
@@ -151,6 +153,42 @@ export class Metrics {
           }
         } catch (err) {
           fail('hangar_edge_connections_total', err);
+        }
+      },
+    });
+    this.watchZones(sources, fail);
+  }
+
+  private watchZones(sources: MetricSources, fail: (what: string, err: unknown) => void): void {
+    const registers = [this.registry];
+    let read: ReturnType<MetricSources['zones']> | undefined;
+    const zones = () => (read ??= sources.zones().finally(() => setImmediate(() => (read = undefined))));
+    const MB = 1024 * 1024;
+    new Gauge({
+      name: 'hangar_zone_capacity_bytes',
+      help: 'Memory the instances of a zone may promise (absent: unlimited)',
+      labelNames: ['zone'],
+      registers,
+      async collect() {
+        this.reset();
+        try {
+          for (const z of await zones()) if (z.capacityMb !== null) this.set({ zone: z.zone }, z.capacityMb * MB);
+        } catch (err) {
+          fail('hangar_zone_capacity_bytes', err);
+        }
+      },
+    });
+    new Gauge({
+      name: 'hangar_zone_allocated_bytes',
+      help: 'Memory the instances of a zone promise (their plans), deleting ones included until gone',
+      labelNames: ['zone'],
+      registers,
+      async collect() {
+        this.reset();
+        try {
+          for (const z of await zones()) this.set({ zone: z.zone }, z.allocatedMb * MB);
+        } catch (err) {
+          fail('hangar_zone_allocated_bytes', err);
         }
       },
     });

@@ -6,6 +6,20 @@ import { TerminalError } from '../domain/errors.js';
 import { PortTakenError, type AccessRule, type InstanceSpec, type StepContext } from '../domain/units.js';
 import type { EngineRegistry } from '../engines/registry.js';
 import type { Runtime } from '../runtimes/runtime.js';
+
+/** Where a zone's instances run: its runtime and the engines that drive them. */
+export interface Target {
+  readonly runtime: Runtime;
+  readonly engines: EngineRegistry;
+}
+
+/** The targets of the zones this hangar serves. */
+export interface Targets {
+  /** The target of a zone; undefined when the zone is not configured. */
+  of(zone: string): Target | undefined;
+  /** Every target, once. */
+  targets(): readonly Target[];
+}
 import { READY_STATES, type Instance, type InstanceState } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
 import { toSpec } from '../domain/spec.js';
@@ -22,9 +36,8 @@ import { PassCancelled, type PassResult } from './controller.js';
 export interface ReconcileDeps {
   readonly db: Db;
   readonly keyring: Keyring;
-  readonly runtime: Runtime;
-  /** The engines of the runtime's instances, by service. */
-  readonly engines: EngineRegistry;
+  /** Where each zone's instances run. */
+  readonly zones: Targets;
   readonly config: Config;
   readonly log: Logger;
   readonly now: () => number;
@@ -42,6 +55,8 @@ interface PassReport {
 
 /** How often a degraded instance is looked at again. */
 const DEGRADED_RETRY_MS = 1000;
+/** How often an instance of a zone that is not configured is looked at again. */
+const UNPLACED_RETRY_MS = 30_000;
 
 /**
  * One level-based pass over one instance: read what is asked (the store) and what runs (the
@@ -78,19 +93,24 @@ function kindOf(inst: Instance): ReconcileKind {
 }
 
 async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report: PassReport): Promise<PassResult> {
-  const { db, runtime } = deps;
+  const { db } = deps;
   const ctx = deps.steps(signal);
   const found = await findInstanceById(db, deps.keyring, id);
   if (!found) {
-    // Known to the runtime but not to the store: an orphan, or the tail of a finished delete.
+    // Known to a runtime but not to the store: an orphan, or the tail of a finished delete.
     report.kind = 'delete';
-    await runtime.removeInstance(id, ctx);
-    deps.engines.forget(id);
+    for (const t of deps.zones.targets()) {
+      await t.runtime.removeInstance(id, ctx);
+      t.engines.forget(id);
+    }
     return;
   }
   let inst = found;
+  const target = deps.zones.of(inst.zone);
+  if (!target) return unplaced(deps, inst);
+  const { runtime } = target;
   report.kind = kindOf(inst);
-  if (inst.deleting) return teardown(deps, inst, ctx);
+  if (inst.deleting) return teardown(deps, target, inst, ctx);
   const version = inst.specVersion;
   if (inst.state === 'FAILED') {
     // FAILED is final until the instance is deleted: nothing is rebuilt, changes are only recorded.
@@ -108,15 +128,15 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   const spec = toSpec(inst);
   // A pass that only checks (nothing was asked) first says whether the instance serves, so
   // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
-  if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, inst, spec);
+  if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, target, inst, spec);
   let fresh: boolean;
   try {
-    ({ fresh } = await runtime.ensureInstance(spec, rules, deps.engines.require(inst.service), ctx));
+    ({ fresh } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.service), ctx));
   } catch (err) {
     // A cancelled pass says nothing about the instance: the next one carries on.
     if (signal.aborted) throw err;
-    if (err instanceof PortTakenError && err.role.startsWith('engine.')) return moveEnginePort(deps, inst, err);
-    return failedPass(deps, inst, err, report);
+    if (err instanceof PortTakenError && err.role.startsWith('engine.')) return moveEnginePort(deps, target, inst, err);
+    return failedPass(deps, target, inst, err, report);
   }
   const purged = acls.filter((a) => a.deleting).map((a) => a.id);
   if (purged.length > 0) {
@@ -124,7 +144,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     ctx.step('ensure:acls-purged');
   }
 
-  if (inst.service === 'mongodb' && (await syncUsers(deps, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
+  if (inst.service === 'mongodb' && (await syncUsers(deps, target, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
 
   const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
   if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan) return;
@@ -138,19 +158,37 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   if (inst.state !== done) deps.log.info({ instance: id, name: inst.name, from: inst.state, to: done }, 'instance state');
 }
 
-async function teardown(deps: ReconcileDeps, inst: Instance, ctx: StepContext): Promise<PassResult> {
+/**
+ * The instance's zone is not (or no longer) configured on this hangar: nothing can be built,
+ * changed or removed there. It says so (DEGRADED, or FAILED for a build) and is looked at again.
+ */
+async function unplaced(deps: ReconcileDeps, inst: Instance): Promise<PassResult> {
+  const reason = `zone "${inst.zone}" is not configured on this hangar (HANGAR_ZONES)`;
+  const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
+  if (building) {
+    await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, { specVersion: inst.specVersion });
+    return;
+  }
+  if (inst.state !== 'FAILED' && inst.stateReason !== reason) {
+    await updateInstance(deps.db, inst.id, { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() }, { specVersion: inst.specVersion });
+  }
+  deps.log.warn({ instance: inst.id, name: inst.name, zone: inst.zone }, 'instance in a zone that is not configured');
+  return { requeueAfterMs: UNPLACED_RETRY_MS };
+}
+
+async function teardown(deps: ReconcileDeps, target: Target, inst: Instance, ctx: StepContext): Promise<PassResult> {
   ctx.step('delete:start');
-  await deps.runtime.removeInstance(inst.id, ctx);
-  deps.engines.forget(inst.id);
+  await target.runtime.removeInstance(inst.id, ctx);
+  target.engines.forget(inst.id);
   ctx.step('delete:removed');
   await deleteInstanceRow(deps.db, inst.id);
   deps.log.info({ instance: inst.id, name: inst.name }, 'instance deleted');
 }
 
 /** Writes DEGRADED with the reason when the runtime finds the instance not serving; returns the instance as it is then. */
-async function sayHealth(deps: ReconcileDeps, inst: Instance, spec: InstanceSpec): Promise<Instance> {
+async function sayHealth(deps: ReconcileDeps, target: Target, inst: Instance, spec: InstanceSpec): Promise<Instance> {
   const health = await Promise.resolve()
-    .then(() => deps.runtime.checkInstance(spec, deps.engines.require(spec.service)))
+    .then(() => target.runtime.checkInstance(spec, target.engines.require(spec.service)))
     .catch((err: unknown) => ({ healthy: false, reason: err instanceof Error ? err.message : String(err) }));
   if (health.healthy) return inst;
   const reason = health.reason ?? 'the instance does not serve';
@@ -165,10 +203,10 @@ async function sayHealth(deps: ReconcileDeps, inst: Instance, spec: InstanceSpec
  * engine was down): the engine moves to a free port, recorded in the store, and the next pass
  * starts it there (the edge then forwards to the new port; clients keep their address).
  */
-async function moveEnginePort(deps: ReconcileDeps, inst: Instance, err: PortTakenError): Promise<PassResult> {
-  const { db, config, runtime } = deps;
+async function moveEnginePort(deps: ReconcileDeps, target: Target, inst: Instance, err: PortTakenError): Promise<PassResult> {
+  const { db, config } = deps;
   for (let attempt = 0; ; attempt++) {
-    const [port] = await pickFreePorts(db, config, runtime, 1);
+    const [port] = await pickFreePorts(db, config, target.runtime, 1);
     try {
       await replacePort(db, config.hostId, inst.id, err.role, port!);
     } catch (e) {
@@ -189,7 +227,7 @@ async function moveEnginePort(deps: ReconcileDeps, inst: Instance, err: PortTake
  * deadline fails (and what was half-made is removed); an instance that served before turns
  * DEGRADED with the reason and is retried; anything else is retried as it is.
  */
-async function failedPass(deps: ReconcileDeps, inst: Instance, err: unknown, report: PassReport): Promise<PassResult> {
+async function failedPass(deps: ReconcileDeps, target: Target, inst: Instance, err: unknown, report: PassReport): Promise<PassResult> {
   const message = err instanceof Error ? err.message : String(err);
   const terminal = err instanceof TerminalError;
   const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
@@ -198,8 +236,8 @@ async function failedPass(deps: ReconcileDeps, inst: Instance, err: unknown, rep
   if (building && (terminal || overdue)) {
     const reason = terminal ? message : `not ready after ${deps.config.buildTimeoutSeconds} s: ${message}`;
     deps.log.error({ instance: inst.id, name: inst.name, reason }, 'instance failed');
-    await deps.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
-    deps.engines.forget(inst.id);
+    await target.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
+    target.engines.forget(inst.id);
     await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
     report.outcome = 'failed';
     return;
@@ -213,14 +251,14 @@ async function failedPass(deps: ReconcileDeps, inst: Instance, err: unknown, rep
 }
 
 /** Brings the engine's users to what the store holds: creates, updates, drops. True when it changed any. */
-async function syncUsers(deps: ReconcileDeps, inst: Instance, fresh: boolean, ctx: StepContext): Promise<boolean> {
+async function syncUsers(deps: ReconcileDeps, target: Target, inst: Instance, fresh: boolean, ctx: StepContext): Promise<boolean> {
   const users = await listMongoUsers(deps.db, deps.keyring, inst.id);
   if (users.length === 0) return false;
   let changed = false;
   const spec = toSpec(inst);
-  const engine = deps.engines.require(inst.service);
+  const engine = target.engines.require(inst.service);
   if (!engine.mongodbUsers) throw new TerminalError(`the ${inst.service} engine keeps no database users`);
-  const admin = engine.mongodbUsers(spec, deps.runtime.place(spec));
+  const admin = engine.mongodbUsers(spec, target.runtime.place(spec));
   const present = new Map<string, Set<string>>();
   const usersOf = async (database: string): Promise<Set<string>> => {
     let names = present.get(database);

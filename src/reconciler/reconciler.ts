@@ -44,7 +44,8 @@ export class Reconciler {
 
   constructor(private readonly deps: ReconcileDeps) {
     this.controller = new Controller((id, signal) => this.pass(id, signal), { workers: deps.config.workers, log: deps.log });
-    this.leaseName = `runtime:${deps.runtime.kind}:${deps.config.hostId}`;
+    const kinds = [...new Set(deps.zones.targets().map((t) => t.runtime.kind))].sort().join('+');
+    this.leaseName = `runtime:${kinds}:${deps.config.hostId}`;
   }
 
   private get log(): Logger {
@@ -162,7 +163,7 @@ export class Reconciler {
   private async promote(): Promise<void> {
     if (this.owner || this.stopped) return;
     this.log.info({ lease: this.leaseName, replica: this.deps.config.replicaId }, 'this replica owns the runtime');
-    await this.deps.runtime.start({ instanceChanged: (id) => this.controller.enqueue(id) });
+    for (const t of this.deps.zones.targets()) await t.runtime.start({ instanceChanged: (id) => this.controller.enqueue(id) });
     this.owner = true;
     this.controller.start();
     await this.sweep();
@@ -170,7 +171,7 @@ export class Reconciler {
     this.pollTimer.unref();
     this.sweepTimer = setInterval(() => void this.sweep(), this.deps.config.resyncSeconds * 1000);
     this.sweepTimer.unref();
-    this.idleTimer = setInterval(() => this.deps.engines.closeIdle(ADMIN_IDLE_MS), ADMIN_IDLE_MS);
+    this.idleTimer = setInterval(() => this.deps.zones.targets().forEach((t) => t.engines.closeIdle(ADMIN_IDLE_MS)), ADMIN_IDLE_MS);
     this.idleTimer.unref();
   }
 
@@ -181,15 +182,18 @@ export class Reconciler {
     clearInterval(this.sweepTimer);
     clearInterval(this.idleTimer);
     await this.controller.stop(8000);
-    await this.deps.runtime.close();
-    await this.deps.engines.close();
+    for (const t of this.deps.zones.targets()) {
+      await t.runtime.close();
+      await t.engines.close();
+    }
     this.log.info({ lease: this.leaseName }, 'this replica no longer owns the runtime');
   }
 
   /** Queues every instance the store or the runtime knows of, so that a restart heals all. */
   async sweep(): Promise<void> {
     try {
-      const ids = new Set([...(await listAllInstanceIds(this.deps.db)), ...(await this.deps.runtime.listInstanceIds())]);
+      const ids = new Set(await listAllInstanceIds(this.deps.db));
+      for (const t of this.deps.zones.targets()) for (const id of await t.runtime.listInstanceIds()) ids.add(id);
       for (const id of ids) this.controller.enqueue(id);
     } catch (err) {
       this.log.warn({ err }, 'sweep failed');

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { Keyring } from '../lib/secrets.js';
-import type { InstancePlace, InstanceSpec } from '../domain/units.js';
+import type { Service } from '../domain/catalog.js';
+import type { InstancePlace, InstanceSpec, RuntimeKind } from '../domain/units.js';
 import type { EngineRegistry } from '../engines/registry.js';
 import type { Db } from '../store/database.js';
 import { dieAtStep } from '../lib/fault-injection.js';
@@ -16,23 +17,46 @@ export interface WorkQueue {
   settle(instanceId: string, timeoutMs: number): Promise<void>;
 }
 
+/** A limit on the memory some zones' instances may promise together. */
+export interface CapacityLimit {
+  /** What is limited, for people: `zone "US-Dallas"`, `this host (local zones US-Dallas, EU-London)`. */
+  readonly label: string;
+  /** The zones whose instances count against it. */
+  readonly zones: readonly string[];
+  readonly capacityMb: number;
+}
+
 /**
- * Where instances run, as the use cases see it: what the engines can run there, which ports are
- * free, and where an instance's units are, for live reads (Redis inspection).
+ * A zone as the use cases see it: what its engines can run there, the limits its placements
+ * must fit, which ports are free, and where an instance's units are (for live reads).
  */
-export interface Placement {
+export interface ZoneView {
+  readonly name: string;
+  readonly runtime: RuntimeKind;
   readonly engines: EngineRegistry;
+  /** Services the zone offers (available or not: the engines' offerings say). */
+  readonly services: readonly Service[];
+  /** Every limit a placement here must fit, the zone's own first; empty: unlimited. */
+  readonly limits: readonly CapacityLimit[];
   /** Whether a port may be handed out to a new instance (nothing listens on it). */
   portIsFree(port: number): Promise<boolean>;
   /** Where the units of an instance live, handed to its engine for live reads. */
   place(spec: InstanceSpec): InstancePlace;
 }
 
+/** The zones this hangar serves. */
+export interface Zones {
+  /** A zone by name; undefined when it is not configured. */
+  get(name: string): ZoneView | undefined;
+  /** Every zone, in the order configured. */
+  list(): readonly ZoneView[];
+}
+
 /** Everything the use cases need, built once by the composition root. */
 export interface ServiceDeps {
   readonly db: Db;
   readonly keyring: Keyring;
-  readonly placement: Placement;
+  readonly zones: Zones;
   readonly config: Config;
   readonly work: WorkQueue;
   readonly now: () => number;

@@ -5,8 +5,9 @@ import {
   listInstances, renameInstance,
 } from '../store/instance-repository.js';
 import type { NewAcl } from '../store/acl-repository.js';
-import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService, type InstanceType } from '../domain/catalog.js';
-import { requestStep, type Caller, type ServiceDeps } from './deps.js';
+import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, isService, type InstanceType } from '../domain/catalog.js';
+import { requestStep, type Caller, type ServiceDeps, type ZoneView } from './deps.js';
+import type { ZoneService } from './zones.js';
 import { portRoles } from '../domain/endpoints.js';
 import { errors } from '../domain/errors.js';
 import type { Instance, PortMap } from '../domain/model.js';
@@ -29,7 +30,10 @@ export interface CreateInstanceInput {
 export class InstanceService {
   private readonly step: (name: string) => void;
 
-  constructor(private readonly deps: ServiceDeps) {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly zones: ZoneService,
+  ) {
     this.step = requestStep(deps);
   }
 
@@ -65,13 +69,13 @@ export class InstanceService {
   }
 
   async create(caller: Caller, input: CreateInstanceInput): Promise<Instance> {
-    const { config, placement, keyring, db } = this.deps;
+    const { config, keyring, db } = this.deps;
     const service = input.service;
     if (!isService(service)) throw errors.invalidValue('service', `"service" ${JSON.stringify(service)} is not a service`, SERVICES);
     assertInstanceName(input.name);
     assertOneOf('type', input.type, INSTANCE_TYPES[service] as readonly string[], `"type" of a ${service} instance`);
     assertOneOf('plan', input.plan, PLANS[service], `"plan" of a ${service} instance`);
-    assertOneOf('zone', input.zone, ZONES[service], `"zone" of a ${service} instance`);
+    const zone = this.zones.zoneFor(service, input.zone);
     if (input.encryption === true && !ENCRYPTABLE.includes(service)) {
       throw errors.invalidValue('encryption', `"encryption" applies to ${ENCRYPTABLE.join(' and ')} instances only`);
     }
@@ -79,7 +83,7 @@ export class InstanceService {
       if (service !== 'mongodb') throw errors.invalidValue('storage_engine', '"storage_engine" applies to mongodb instances only');
       assertOneOf('storage_engine', input.storage_engine, STORAGE_ENGINES);
     }
-    const offering = placement.engines.offerings()[service];
+    const offering = zone.engines.offerings()[service];
     if (!offering.available) {
       throw errors.serviceUnavailableHere(service, offering.unavailableReason ?? `${service} cannot run on this host`);
     }
@@ -109,7 +113,7 @@ export class InstanceService {
     const newAcls: NewAcl[] = acls.map((a) => ({ ...a, id: newObjectId(now), instanceId: id, accountId: caller.accountId, createdAt: now }));
     let created: Instance;
     for (let attempt = 0; ; attempt++) {
-      const ports = await this.pickPorts(roles);
+      const ports = await this.pickPorts(zone, roles);
       try {
         created = await createInstance(
           db,
@@ -135,7 +139,7 @@ export class InstanceService {
           },
           config.hostId,
           newAcls,
-          config.maxInstancesPerAccount,
+          { maxInstances: config.maxInstancesPerAccount, guard: (trx) => this.zones.assertFits(trx, zone, { service, type, plan: input.plan }) },
         );
         break;
       } catch (err) {
@@ -155,9 +159,9 @@ export class InstanceService {
   }
 
   /** Free ports for each role, from the configured range, starting at a random place. */
-  private async pickPorts(roles: readonly string[]): Promise<PortMap> {
-    const { db, config, placement } = this.deps;
-    const ports = await pickFreePorts(db, config, placement, roles.length);
+  private async pickPorts(zone: ZoneView, roles: readonly string[]): Promise<PortMap> {
+    const { db, config } = this.deps;
+    const ports = await pickFreePorts(db, config, zone, roles.length);
     return Object.fromEntries(roles.map((role, i) => [role, ports[i]!]));
   }
 

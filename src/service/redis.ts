@@ -3,6 +3,7 @@ import { PLANS } from '../domain/catalog.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
 import type { InstanceService } from './instances.js';
+import type { ZoneService } from './zones.js';
 import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
 import { toSpec } from '../domain/spec.js';
 import type { RedisInspector } from '../engines/engine.js';
@@ -22,6 +23,7 @@ export class RedisService {
   constructor(
     private readonly deps: ServiceDeps,
     private readonly instances: InstanceService,
+    private readonly zones: ZoneService,
   ) {
     this.step = requestStep(deps);
   }
@@ -50,11 +52,12 @@ export class RedisService {
 
   /** The engine of a redis instance, read live where its units are. */
   private inspector(inst: Instance): RedisInspector {
-    const { engines, place } = this.deps.placement;
-    const engine = engines.require(inst.service);
+    const zone = this.deps.zones.get(inst.zone);
+    if (!zone) throw new Error(`zone ${inst.zone} is not configured on this hangar`);
+    const engine = zone.engines.require(inst.service);
     if (!engine.redis) throw new Error(`the ${inst.service} engine has no Redis inspection`);
     const spec = toSpec(inst);
-    return engine.redis(spec, place(spec));
+    return engine.redis(spec, zone.place(spec));
   }
 
   connectedSlaves(caller: Caller, name: string): Promise<number> {
@@ -105,9 +108,14 @@ export class RedisService {
     if (inst.deleting) throw errors.instanceDeleting(name);
     if (!READY_STATES.includes(inst.state)) throw errors.operationInProgress(name, inst.state);
     const now = this.deps.now();
-    const changed = await bumpInstance(this.deps.db, inst.id, { desiredPlan: newPlan, state: 'RESIZING', stateReason: null, transitionAt: now }, now, {
-      states: READY_STATES,
-      notDeleting: true,
+    const zone = this.deps.zones.get(inst.zone);
+    // The larger plan must fit the zone before it is recorded (a zone no longer configured has no limits to check).
+    const changed = await this.deps.db.transaction().execute(async (trx) => {
+      if (zone) await this.zones.assertFits(trx, zone, { service: inst.service, type: inst.type, plan: newPlan }, inst.id);
+      return bumpInstance(trx, inst.id, { desiredPlan: newPlan, state: 'RESIZING', stateReason: null, transitionAt: now }, now, {
+        states: READY_STATES,
+        notDeleting: true,
+      });
     });
     if (!changed) {
       // Another request got there first.

@@ -1,4 +1,4 @@
-import { PostgresAdapter } from 'kysely';
+import { PostgresAdapter, sql } from 'kysely';
 import type { Keyring } from '../lib/secrets.js';
 import type { InstanceType, Service } from '../domain/catalog.js';
 import { errors } from '../domain/errors.js';
@@ -92,18 +92,33 @@ function patchRow(patch: InstancePatch): InstanceRowUpdate {
  * used in the account is a 409, and so is an account at `maxInstances`; a port another create
  * took meanwhile is a PortRaceError (pick again). Returns the instance as recorded.
  */
-export async function createInstance(db: Db, keyring: Keyring, inst: NewInstance, hostId: string, acls: readonly NewAcl[], maxInstances?: number): Promise<Instance> {
+export async function createInstance(
+  db: Db,
+  keyring: Keyring,
+  inst: NewInstance,
+  hostId: string,
+  acls: readonly NewAcl[],
+  opts: { maxInstances?: number; guard?: (trx: Db) => Promise<void> } = {},
+): Promise<Instance> {
   const row = newInstanceRow(inst, keyring);
-  await insertInstanceRow(db, row, hostId, acls, maxInstances);
+  await insertInstanceRow(db, row, hostId, acls, opts.maxInstances, opts.guard);
   return { ...inst, namePrior: null, desiredPlan: inst.plan, state: 'REQUESTED', stateReason: null, deleting: false, specVersion: 1, observedVersion: 0, updatedAt: inst.createdAt, transitionAt: inst.createdAt };
 }
 
 /**
  * Inserts an instance row with its ports and ACLs at once; a name already used in the account is a
  * 409, and so is an account at `maxInstances` (counted under a lock of the account's row, so
- * that creates at once cannot pass the quota together).
+ * that creates at once cannot pass the quota together), and whatever `guard` refuses.
  */
-export async function insertInstanceRow(db: Db, row: NewInstanceRow, hostId: string, acls: readonly NewAcl[], maxInstances?: number): Promise<void> {
+export async function insertInstanceRow(
+  db: Db,
+  row: NewInstanceRow,
+  hostId: string,
+  acls: readonly NewAcl[],
+  maxInstances?: number,
+  /** Checks run in the transaction before the insert (capacity); what it throws leaves nothing recorded. */
+  guard?: (trx: Db) => Promise<void>,
+): Promise<void> {
   const ports = JSON.parse(row.ports) as PortMap;
   try {
     await db.transaction().execute(async (trx) => {
@@ -115,6 +130,7 @@ export async function insertInstanceRow(db: Db, row: NewInstanceRow, hostId: str
         }
         if ((await countInstances(trx, row.account_id)) >= maxInstances) throw errors.quotaExceeded('instances per account', maxInstances);
       }
+      await guard?.(trx);
       await trx.insertInto('instances').values(row).execute();
       const entries = Object.entries(ports);
       if (entries.length > 0) {
@@ -328,3 +344,34 @@ export async function countInstancesByServiceAndState(db: Db): Promise<{ service
     .execute();
   return rows.map((r) => ({ service: r.service, state: r.state, count: Number(r.n) }));
 }
+
+/** An instance as capacity sees it: where it is and on which plans. */
+export interface Placement {
+  readonly id: string;
+  readonly zone: string;
+  readonly service: Service;
+  readonly type: InstanceType;
+  readonly plan: number;
+  readonly desiredPlan: number;
+}
+
+/** Every instance (of `zones`, when given) with its zone and plans, deleting ones too: they hold their memory until gone. */
+export async function listPlacements(db: Db, zones?: readonly string[]): Promise<Placement[]> {
+  if (zones !== undefined && zones.length === 0) return [];
+  let q = db.selectFrom('instances').select(['id', 'zone', 'service', 'type', 'plan', 'desired_plan']);
+  if (zones !== undefined) q = q.where('zone', 'in', zones);
+  const rows = await q.execute();
+  return rows.map((r) => ({ id: r.id, zone: r.zone, service: r.service as Service, type: r.type as InstanceType, plan: r.plan, desiredPlan: r.desired_plan }));
+}
+
+/**
+ * Serializes placements (creates and resizes) until the end of the transaction, so that the
+ * capacity read and the placement recorded after it cannot interleave with another's. SQLite runs
+ * one transaction at a time already.
+ */
+export async function lockPlacements(trx: Db): Promise<void> {
+  if (trx.getExecutor().adapter instanceof PostgresAdapter) await sql`select pg_advisory_xact_lock(${PLACEMENT_LOCK})`.execute(trx);
+}
+
+/** The advisory lock key of placements ("hangar" in ASCII). */
+const PLACEMENT_LOCK = 0x68616e676172;

@@ -185,11 +185,12 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
     },
     anonymous: () => new Client(target, undefined),
     get runtime() {
-      if (!(hangar.runtime instanceof EmulatedRuntime)) throw new Error('this test hangar does not run the emulated runtime');
-      return hangar.runtime;
+      const runtime = hangar.zones.targets()[0]?.runtime;
+      if (!(runtime instanceof EmulatedRuntime)) throw new Error('this test hangar does not run the emulated runtime');
+      return runtime;
     },
     get mongodb() {
-      const engine = hangar.engines.require('mongodb');
+      const engine = hangar.zones.targets()[0]?.engines.require('mongodb');
       if (!(engine instanceof EmulatedEngine)) throw new Error('this test hangar does not run the emulated engines');
       return engine;
     },

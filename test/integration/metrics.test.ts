@@ -138,6 +138,7 @@ describe('edge and engine series', () => {
       queueDepth: () => 0,
       isOwner: () => owner,
       instanceCounts: async () => [],
+      zones: async () => [],
       states: ['ACTIVE'],
       runtimeStats: async () => ({ processesUp: 1, processesExpected: 2, edge }),
     });

@@ -286,6 +286,11 @@ describe('the OpenAPI document', () => {
       expect((await call(alice, 'DELETE', user, { ...at, username: 'nobody' })).status).toBe(404);
     });
 
+    it('zones', async () => {
+      expect((await call(alice, 'GET', '/v2/zones/')).status).toBe(200);
+      expect((await call(anon(), 'GET', '/v2/zones/')).status).toBe(401);
+    });
+
     it('events and the document itself', async () => {
       expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=5'))).status).toBe(200);
       expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=many'))).status).toBe(400);

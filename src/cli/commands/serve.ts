@@ -11,7 +11,8 @@ const STOP_DEADLINE_MS = 9_000;
  */
 export async function serve(config: Config, io: Io): Promise<void> {
   const hangar = await startHangar(config);
-  io.err(`hangar serving on ${hangar.url}/v2/ (runtime ${hangar.runtime.kind}, store ${hangar.store.location})`);
+  const runtimes = [...new Set(hangar.zones.targets().map((t) => t.runtime.kind))].join('+');
+  io.err(`hangar serving on ${hangar.url}/v2/ (runtime ${runtimes}, zones ${hangar.zones.list().length}, store ${hangar.store.location})`);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       hangar.log.info({ signal }, 'stopping');

@@ -31,6 +31,7 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
   SERVICE_UNAVAILABLE_HERE: errors.serviceUnavailableHere('mongodb', 'mongodb cannot run on this host: mongod was not found on PATH (set HANGAR_MONGOD_BIN)'),
   ENGINE_UNREACHABLE: errors.engineUnreachable('cache', 'no answer within 3000 ms'),
   STORE_UNAVAILABLE: errors.storeUnavailable(),
+  CAPACITY_EXCEEDED: errors.capacityExceeded('zone "US-Dallas"', 1200, 22000, 'a redis_ha_instance on plan 1000 needs 2000 MB (2 x 1000 MB: maxmemory of the primary and of the replica)'),
   CAPACITY_EXHAUSTED: errors.capacityExhausted('no free port left in HANGAR_PORT_RANGE 20000-29999'),
   SHUTTING_DOWN: errors.shuttingDown(),
   LOGIN_TAKEN: errors.loginTaken('me@example.com'),

@@ -1,0 +1,113 @@
+import { totalmem } from 'node:os';
+import type { Logger } from 'pino';
+import { ConfigError, type Config } from '../config.js';
+import { SERVICES, ZONES } from '../domain/catalog.js';
+import type { InstancePlace, InstanceSpec, RuntimeKind } from '../domain/units.js';
+import type { Zone } from '../domain/zones.js';
+import { emulatedEngines, localEngines } from '../engines/index.js';
+import { detectBinaries } from '../lib/binaries.js';
+import { EmulatedRuntime } from '../runtimes/emulated/emulated-runtime.js';
+import { LocalRuntime } from '../runtimes/local/local-runtime.js';
+import type { Target, Targets } from '../reconciler/reconcile-instance.js';
+import type { CapacityLimit, ZoneView, Zones } from '../service/deps.js';
+
+
+/** A zone with its target. */
+export interface PlacedZone extends ZoneView {
+  readonly target: Target;
+}
+
+const MB = 1024 * 1024;
+
+/**
+ * The zones of this hangar, each mapped to its target. Zones of one kind share one target (one
+ * local runtime and edge for every local zone of this host, one emulated runtime), so a target
+ * is started, swept and stopped once whatever the number of its zones.
+ */
+export class ZoneDirectory implements Zones, Targets {
+  private readonly byName: Map<string, PlacedZone>;
+
+  constructor(private readonly zones: readonly PlacedZone[]) {
+    this.byName = new Map(zones.map((z) => [z.name, z]));
+  }
+
+  get(name: string): PlacedZone | undefined {
+    return this.byName.get(name);
+  }
+
+  list(): readonly PlacedZone[] {
+    return this.zones;
+  }
+
+  /** The target a zone's instances run on; undefined when the zone is not configured. */
+  of(zone: string): Target | undefined {
+    return this.byName.get(zone)?.target;
+  }
+
+  /** Every target, once. */
+  targets(): readonly Target[] {
+    return [...new Set(this.zones.map((z) => z.target))];
+  }
+}
+
+/** The host's memory that local zones may promise: physical memory minus the reserve for hangar, the edge and the system. */
+export function hostCapacityMb(config: Pick<Config, 'memoryReserveMb'>, physicalBytes = totalmem()): number {
+  return Math.max(0, Math.floor(physicalBytes / MB) - config.memoryReserveMb);
+}
+
+/**
+ * The zones of this hangar and their targets: from the zones file when there is one, otherwise
+ * every zone of the spec on the runtime `--runtime` names (each offering the services the spec
+ * lists it for).
+ */
+export async function buildZones(config: Config, log: Logger, zones: readonly Zone[] | undefined): Promise<ZoneDirectory> {
+  const declared: Zone[] = zones
+    ? [...zones]
+    : [...new Set(SERVICES.flatMap((s) => ZONES[s]))].map((name) => ({ name, runtime: config.runtime, services: SERVICES.filter((s) => ZONES[s].includes(name)) }));
+  const targets = new Map<RuntimeKind, Target>();
+  const targetOf = async (kind: RuntimeKind, zone: string): Promise<Target> => {
+    let t = targets.get(kind);
+    if (!t) {
+      t = await createTarget(kind, zone, config, log);
+      targets.set(kind, t);
+    }
+    return t;
+  };
+  // Local zones without a capacity of their own share what the host can promise.
+  const shared = declared.filter((z) => z.runtime === 'local' && z.capacityMb === undefined).map((z) => z.name);
+  const host: CapacityLimit = { label: `this host (local zones ${shared.join(', ')})`, zones: shared, capacityMb: hostCapacityMb(config) };
+  const placed: PlacedZone[] = [];
+  for (const z of declared) {
+    const target = await targetOf(z.runtime, z.name);
+    const limits: CapacityLimit[] =
+      z.capacityMb !== undefined ? [{ label: `zone "${z.name}"`, zones: [z.name], capacityMb: z.capacityMb }] : z.runtime === 'local' ? [host] : [];
+    placed.push({
+      name: z.name,
+      runtime: z.runtime,
+      target,
+      engines: target.engines,
+      services: z.services ?? SERVICES,
+      limits,
+      portIsFree: (port: number) => target.runtime.portIsFree(port),
+      place: (spec: InstanceSpec): InstancePlace => target.runtime.place(spec),
+    });
+  }
+  log.info({ zones: placed.map((z) => ({ zone: z.name, runtime: z.runtime, capacity_mb: z.limits[0]?.capacityMb ?? null })) }, 'zones');
+  return new ZoneDirectory(placed);
+}
+
+async function createTarget(kind: RuntimeKind, zone: string, config: Config, log: Logger): Promise<Target> {
+  switch (kind) {
+    case 'emulated':
+      return { runtime: new EmulatedRuntime(), engines: emulatedEngines(config) };
+    case 'local': {
+      // PATH is not a hangar setting: it locates the engine binaries like a shell would, and is
+      // the only variable the engine processes inherit (hangar's own environment holds secrets).
+      const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
+      const binaries = await detectBinaries(config, searchPath);
+      return { runtime: new LocalRuntime({ config, log, binaries, searchPath }), engines: localEngines(config, binaries) };
+    }
+    case 'kubernetes':
+      throw new ConfigError(`zone "${zone}": the kubernetes runtime is not available in this version of hangar`);
+  }
+}
