@@ -22,7 +22,10 @@ interface ChartProps {
 
 const css = (name: string): string => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
 
-/** A time chart (uPlot, on a canvas), as wide as its container; colours follow light and dark. */
+/**
+ * A time chart (uPlot, on a canvas), as wide as its container, showing at least the last minute;
+ * colours follow light and dark.
+ */
 export function TimeChart({ title, data, series, leftLabel, rightLabel }: ChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | undefined>(undefined);
@@ -38,7 +41,7 @@ export function TimeChart({ title, data, series, leftLabel, rightLabel }: ChartP
           width: Math.max(260, el.clientWidth),
           height: 240,
           series: [{}, ...series.map((s) => ({ label: s.label, stroke: css(s.colorVar), width: 2, scale: s.scale, ...(s.dash ? { dash: s.dash } : {}), spanGaps: false }))],
-          scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] }, y2: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.2] } },
+          scales: { x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] }, y2: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.2] } },
           axes: [
             { ...axis },
             { ...axis, scale: 'y', label: leftLabel, size: 60 },

@@ -131,11 +131,16 @@ export function CreatePage() {
           <Field label="Plan" error={fieldError('plan')} hint={form.service === 'redis' ? 'Memory of the instance (maxmemory).' : 'Size of the instance.'}>
             {({ id, describedBy, invalid }) => (
               <select id={id} name="plan" value={form.plan} onChange={set('plan')} aria-describedby={describedBy} aria-invalid={invalid}>
-                {(offer?.plans ?? []).map((p) => (
-                  <option key={p} value={String(p)}>
-                    {formatPlan(form.service, p)}
-                  </option>
-                ))}
+                {(offer?.plans ?? []).map((p) => {
+                  // redis plans are MB of memory: one larger than the zone's free memory cannot be promised
+                  const tooBig = form.service === 'redis' && zone?.free_mb != null && p > zone.free_mb;
+                  return (
+                    <option key={p} value={String(p)} disabled={tooBig}>
+                      {formatPlan(form.service, p)}
+                      {tooBig ? ' (more than the zone has free)' : ''}
+                    </option>
+                  );
+                })}
               </select>
             )}
           </Field>
