@@ -170,6 +170,20 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     await context.close();
   });
 
+  it('logs out: the token is revoked and forgotten, and the pages ask for a login again', async () => {
+    const { page, context } = await open('/instances');
+    const token = await page.evaluate(() => JSON.parse(sessionStorage.getItem('hangar.session')!).token as string);
+    expect((await fetch(`${hangar.url}/v2/whoami/`, { headers: { 'x-auth-token': token } })).status).toBe(200);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Log in to hangar' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('hangar.session'))).toBeNull();
+    await expect.poll(async () => (await fetch(`${hangar.url}/v2/whoami/`, { headers: { 'x-auth-token': token } })).status).toBe(401);
+    await page.evaluate(() => (window.location.hash = '/keys'));
+    await page.getByRole('heading', { level: 1, name: 'Log in to hangar' }).waitFor();
+    expect(await page.getByRole('navigation', { name: 'Main' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('says what failed and what to do: an ACL the API refuses shows its message next to the field', async () => {
     const { page, context } = await open('/instances/cache/acls');
     await page.getByLabel('Address or range').fill('300.1.2.3');
