@@ -142,7 +142,11 @@ export class HangarProcess {
     const exited = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
     this.exited = exited;
     this.url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`hangar serve did not start within 30 s:\n${output.text}`)), 30_000);
+      const timer = setTimeout(() => {
+        // not left running: the caller has no process to stop when the start fails
+        child.kill('SIGKILL');
+        reject(new Error(`hangar serve did not start within 30 s:\n${output.text}`));
+      }, 30_000);
       child.stderr!.on('data', (c: Buffer) => {
         output.text += c.toString('utf8');
         const m = /hangar serving on (https?:\/\/[^/\s]+)/.exec(output.text);
