@@ -71,6 +71,14 @@ describe('the web console, as served', () => {
     }
   });
 
+  it('serves nothing outside its assets: no directory listing, no traversal, no dot files', async () => {
+    for (const path of ['/console/assets/', '/console/assets/%2e%2e/%2e%2e/package.json', '/console/assets/.env', '/console/index.html']) {
+      const res = await fetch(`${th.url}${path}`);
+      expect([403, 404], path).toContain(res.status);
+      expect(res.headers.get('content-type'), path).toMatch(/^application\/json/);
+    }
+  });
+
   it('answers an unknown asset with the JSON 404 of every unknown path', async () => {
     const res = await fetch(`${th.url}/console/assets/nothing-12345678.js`);
     expect(res.status).toBe(404);
