@@ -66,6 +66,36 @@ export function Field({ label, error, hint, children }: FieldProps) {
   );
 }
 
+/**
+ * Puts text on the clipboard. The Clipboard API exists only in secure contexts (https, or
+ * localhost); a hangar served over plain http on another name gets the older way.
+ */
+async function copyText(text: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    /* refused: try the older way */
+  }
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.className = 'visually-hidden';
+  const focused = document.activeElement as HTMLElement | null;
+  document.body.append(area);
+  area.select();
+  try {
+    return document.execCommand('copy');
+  } catch {
+    return false;
+  } finally {
+    area.remove();
+    focused?.focus();
+  }
+}
+
 /** Copies a value; says so where the click was. */
 export function CopyButton({ value, label }: { value: string; label: string }) {
   const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
@@ -74,14 +104,7 @@ export function CopyButton({ value, label }: { value: string; label: string }) {
     const t = setTimeout(() => setState('idle'), 2000);
     return () => clearTimeout(t);
   }, [state]);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(value);
-      setState('copied');
-    } catch {
-      setState('failed');
-    }
-  };
+  const copy = async () => setState((await copyText(value)) ? 'copied' : 'failed');
   return (
     <button type="button" class="small" onClick={() => void copy()} aria-label={`Copy ${label}`}>
       {state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed: select and copy by hand' : 'Copy'}
