@@ -1,5 +1,6 @@
 import type { InstanceType, Service } from './catalog.js';
 import type { PortMap } from './model.js';
+import type { AccessRule } from './units.js';
 
 /**
  * The ports an instance owns, by role. Roles are the contract between the API (connection
@@ -84,4 +85,14 @@ function need(ports: PortMap, role: string): number {
 /** The port shown in ACL records: the instance's public port. */
 export function publicPort(ports: PortMap): number {
   return ports.public ?? ports['public.0'] ?? ports['public.http'] ?? 0;
+}
+
+/** Which ACLs apply to which listeners: `transport` ones also to the transport port, `kibana` ones to Kibana only. */
+export function accessGroups(routes: readonly EdgeRoute[], rules: readonly AccessRule[]): Map<AccessGroup, string[]> {
+  const groups = new Map<AccessGroup, string[]>();
+  for (const r of routes) {
+    const admitted = rules.filter((a) => (r.group === 'main' ? !a.kibana : r.group === 'transport' ? a.transport : a.kibana));
+    groups.set(r.group, admitted.map((a) => a.cidr));
+  }
+  return groups;
 }

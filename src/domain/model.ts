@@ -51,6 +51,8 @@ export interface Instance {
   readonly updatedAt: number;
   /** When the current transition (build, resize) began; for the build timeout. */
   readonly transitionAt: number;
+  /** Where clients reach it when its runtime says so (a Kubernetes zone's edge); null: the advertised host. */
+  readonly address: string | null;
 }
 
 /** What a create records: the instance as asked, before any pass ran. */
@@ -84,6 +86,7 @@ export interface InstancePatch {
   readonly observedVersion?: number;
   readonly updatedAt?: number;
   readonly transitionAt?: number;
+  readonly address?: string | null;
 }
 
 /** Where an instance's pending work stands: what the reconciler and replicas look at between passes. */

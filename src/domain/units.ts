@@ -1,4 +1,5 @@
 import type { InstanceType, Service } from './catalog.js';
+import type { ClusterDriver, ClusterPlace } from './cluster.js';
 import type { PortMap } from './model.js';
 
 /**
@@ -100,6 +101,8 @@ export class PortTakenError extends Error {
 export interface EnsureResult {
   /** The engine was (re)created empty in this call, so state held inside it must be re-applied. */
   readonly fresh: boolean;
+  /** Where clients reach the instance, when the runtime (not the advertised host) decides it. */
+  readonly address?: string;
 }
 
 export interface Health {
@@ -146,10 +149,14 @@ export interface UnitHost {
   exists(unit: UnitDefinition, name: string): boolean;
 }
 
-/** Where a runtime keeps one instance's units: the directory they live under and the host that runs them. */
+/**
+ * Where a runtime keeps one instance's units: the directory they live under and the host that
+ * runs them, or, on a cluster, the place its objects and members are.
+ */
 export interface InstancePlace {
   readonly dir: string;
   readonly host: UnitHost;
+  readonly cluster?: ClusterPlace;
 }
 
 /** Where a client reaches an instance: an edge listener, and the source address to connect from. */
@@ -177,4 +184,6 @@ export interface UnitDriver {
   readiness(spec: InstanceSpec, place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined>;
   /** Whether the engines serve right now (no waiting). */
   check(spec: InstanceSpec, place: InstancePlace): Promise<Health>;
+  /** The engine's cluster form (Kubernetes), where it has one. */
+  readonly cluster?: ClusterDriver;
 }

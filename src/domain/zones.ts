@@ -27,6 +27,8 @@ export interface KubernetesTarget {
   readonly images: Readonly<Record<string, string>>;
   /** What happens to data volumes when an instance is deleted. */
   readonly volumeRetention: 'delete' | 'retain';
+  /** The cluster's NodePort range: instances' client ports are handed out from it. */
+  readonly nodePortRange: { readonly first: number; readonly last: number };
 }
 
 /** One zone: a placement target of instances, and the memory it may promise. */

@@ -1,7 +1,10 @@
 import type { Config } from '../config.js';
-import type { Service } from '../domain/catalog.js';
+import { SPEC_VERSIONS, type Service } from '../domain/catalog.js';
 import type { Offering, Offerings } from '../domain/units.js';
-import { offeringsOf, type EngineBinaries } from '../lib/binaries.js';
+import { offeringsOf, versionsOf, type EngineBinaries } from '../lib/binaries.js';
+import { ClusterOnlyEngine } from './kubernetes/cluster-only-engine.js';
+import { ElasticsearchClusterDriver } from './elasticsearch/elasticsearch-kubernetes.js';
+import { MongodbClusterDriver } from './mongodb/mongodb-kubernetes.js';
 import { ElasticsearchEngine } from './elasticsearch/elasticsearch-engine.js';
 import { emulatedEngines } from './emulated/emulated-engines.js';
 import type { Engine } from './engine.js';
@@ -47,6 +50,31 @@ export function localEngines(config: Pick<Config, 'redisServerBin' | 'redisMaxme
     });
   }
   return registryOf(engines, offeringsWith(binaries, engines));
+}
+
+/** Redis versions offered on Kubernetes with the official images, where the zone names none (hangar's configuration needs Redis 7). */
+export const KUBERNETES_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0'] as const;
+
+/**
+ * The engines of a Kubernetes zone: each in its cluster form. The versions offered are those the
+ * zone names images for (`images["redis:7.0.15"]`), or, where it names none for a product, the
+ * versions of the official images.
+ */
+export function kubernetesEngines(config: Pick<Config, 'redisMaxmemoryPolicy'>, images: Readonly<Record<string, string>>): EngineRegistry {
+  const versions = (product: Service, defaults: readonly string[]): readonly string[] => {
+    const named = Object.keys(images).filter((k) => k.startsWith(`${product}:`)).map((k) => k.slice(product.length + 1));
+    return named.length > 0 ? [...new Set(named.flatMap(versionsOf))] : defaults;
+  };
+  const engines: Record<Service, Engine> = {
+    redis: new RedisEngine({ bin: 'redis-server', maxmemoryPolicy: config.redisMaxmemoryPolicy }),
+    mongodb: new ClusterOnlyEngine('mongodb', new MongodbClusterDriver()),
+    elasticsearch: new ClusterOnlyEngine('elasticsearch', new ElasticsearchClusterDriver()),
+  };
+  return registryOf(engines, {
+    redis: { available: true, versions: versions('redis', KUBERNETES_REDIS_VERSIONS) },
+    mongodb: { available: true, versions: versions('mongodb', SPEC_VERSIONS.mongodb) },
+    elasticsearch: { available: true, versions: versions('elasticsearch', SPEC_VERSIONS.elasticsearch) },
+  });
 }
 
 export { emulatedEngines, registryOf, type EngineRegistry };

@@ -15,8 +15,12 @@ export type CreationRecord = Static<typeof CreationRecord>;
 export type AclRecord = Static<typeof AclRecord>;
 export type AclRecordExtended = Static<typeof AclRecordExtended>;
 
-/** The instance record of list and detail responses (spec 2.1). */
-export function instanceRecord(inst: Instance, host: string): InstanceRecord {
+/**
+ * The instance record of list and detail responses (spec 2.1). Connect strings name `host` (the
+ * advertised host), or the address the instance's runtime gave it (a Kubernetes zone's edge).
+ */
+export function instanceRecord(inst: Instance, advertised: string): InstanceRecord {
+  const host = inst.address ?? advertised;
   const base: InstanceRecord = {
     id: inst.id,
     name: inst.name,

@@ -11,6 +11,8 @@ import type { Runtime } from '../runtimes/runtime.js';
 export interface Target {
   readonly runtime: Runtime;
   readonly engines: EngineRegistry;
+  /** Where its instances get their ports (an engine port taken by a stranger moves within it). */
+  readonly ports: PortPool;
 }
 
 /** The targets of the zones this hangar serves. */
@@ -21,7 +23,7 @@ export interface Targets {
   targets(): readonly Target[];
 }
 import { READY_STATES, type Instance, type InstanceState } from '../domain/model.js';
-import { pickFreePorts } from '../store/ports.js';
+import { pickFreePorts, type PortPool } from '../store/ports.js';
 import { toSpec } from '../domain/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
 import type { Db } from '../store/database.js';
@@ -130,8 +132,9 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
   if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, target, inst, spec);
   let fresh: boolean;
+  let address: string | undefined;
   try {
-    ({ fresh } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.service), ctx));
+    ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.service), ctx));
   } catch (err) {
     // A cancelled pass says nothing about the instance: the next one carries on.
     if (signal.aborted) throw err;
@@ -147,11 +150,12 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   if (inst.service === 'mongodb' && (await syncUsers(deps, target, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
 
   const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
-  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan) return;
+  const moved = address !== undefined && address !== inst.address;
+  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan && !moved) return;
   const wrote = await updateInstance(
     db,
     id,
-    { state: done, stateReason: null, plan: inst.desiredPlan, observedVersion: version, updatedAt: deps.now() },
+    { state: done, stateReason: null, plan: inst.desiredPlan, observedVersion: version, updatedAt: deps.now(), ...(moved ? { address } : {}) },
     { specVersion: version },
   );
   if (!wrote) return { requeueAfterMs: 0 };
@@ -204,11 +208,11 @@ async function sayHealth(deps: ReconcileDeps, target: Target, inst: Instance, sp
  * starts it there (the edge then forwards to the new port; clients keep their address).
  */
 async function moveEnginePort(deps: ReconcileDeps, target: Target, inst: Instance, err: PortTakenError): Promise<PassResult> {
-  const { db, config } = deps;
+  const { db } = deps;
   for (let attempt = 0; ; attempt++) {
-    const [port] = await pickFreePorts(db, config, target.runtime, 1);
+    const [port] = await pickFreePorts(db, target.ports, 1);
     try {
-      await replacePort(db, config.hostId, inst.id, err.role, port!);
+      await replacePort(db, target.ports.scope, inst.id, err.role, port!);
     } catch (e) {
       if (e instanceof PortRaceError && attempt < 10) continue;
       throw e;

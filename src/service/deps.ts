@@ -3,6 +3,7 @@ import type { Keyring } from '../lib/secrets.js';
 import type { Service } from '../domain/catalog.js';
 import type { InstancePlace, InstanceSpec, RuntimeKind } from '../domain/units.js';
 import type { EngineRegistry } from '../engines/registry.js';
+import type { PortPool } from '../store/ports.js';
 import type { Db } from '../store/database.js';
 import { dieAtStep } from '../lib/fault-injection.js';
 
@@ -38,8 +39,8 @@ export interface ZoneView {
   readonly services: readonly Service[];
   /** Every limit a placement here must fit, the zone's own first; empty: unlimited. */
   readonly limits: readonly CapacityLimit[];
-  /** Whether a port may be handed out to a new instance (nothing listens on it). */
-  portIsFree(port: number): Promise<boolean>;
+  /** Where the zone's instances get their ports. */
+  readonly ports: PortPool;
   /** Where the units of an instance live, handed to its engine for live reads. */
   place(spec: InstanceSpec): InstancePlace;
 }

@@ -137,7 +137,7 @@ export class InstanceService {
             ports,
             createdAt: now,
           },
-          config.hostId,
+          zone.ports.scope,
           newAcls,
           { maxInstances: config.maxInstancesPerAccount, guard: (trx) => this.zones.assertFits(trx, zone, { service, type, plan: input.plan }) },
         );
@@ -160,8 +160,7 @@ export class InstanceService {
 
   /** Free ports for each role, from the configured range, starting at a random place. */
   private async pickPorts(zone: ZoneView, roles: readonly string[]): Promise<PortMap> {
-    const { db, config } = this.deps;
-    const ports = await pickFreePorts(db, config, zone, roles.length);
+    const ports = await pickFreePorts(this.deps.db, zone.ports, roles.length);
     return Object.fromEntries(roles.map((role, i) => [role, ports[i]!]));
   }
 

@@ -63,6 +63,8 @@ export interface InstanceTable {
   transition_at: number;
   lease_owner: string | null;
   lease_expires_at: number | null;
+  /** Where clients reach the instance when its runtime says so; null: the advertised host. */
+  address: Generated<string | null>;
 }
 
 export interface PortTable {

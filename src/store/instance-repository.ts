@@ -36,6 +36,7 @@ export function toInstance(row: InstanceRow, keyring: Keyring): Instance {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     transitionAt: row.transition_at,
+    address: row.address ?? null,
   };
 }
 
@@ -70,6 +71,7 @@ function newInstanceRow(inst: NewInstance, keyring: Keyring): NewInstanceRow & I
     transition_at: inst.createdAt,
     lease_owner: null,
     lease_expires_at: null,
+    address: null,
   };
 }
 
@@ -84,6 +86,7 @@ function patchRow(patch: InstancePatch): InstanceRowUpdate {
   if (patch.observedVersion !== undefined) row.observed_version = patch.observedVersion;
   if (patch.updatedAt !== undefined) row.updated_at = patch.updatedAt;
   if (patch.transitionAt !== undefined) row.transition_at = patch.transitionAt;
+  if (patch.address !== undefined) row.address = patch.address;
   return row;
 }
 
@@ -102,7 +105,7 @@ export async function createInstance(
 ): Promise<Instance> {
   const row = newInstanceRow(inst, keyring);
   await insertInstanceRow(db, row, hostId, acls, opts.maxInstances, opts.guard);
-  return { ...inst, namePrior: null, desiredPlan: inst.plan, state: 'REQUESTED', stateReason: null, deleting: false, specVersion: 1, observedVersion: 0, updatedAt: inst.createdAt, transitionAt: inst.createdAt };
+  return { ...inst, namePrior: null, desiredPlan: inst.plan, state: 'REQUESTED', stateReason: null, deleting: false, specVersion: 1, observedVersion: 0, updatedAt: inst.createdAt, transitionAt: inst.createdAt, address: null };
 }
 
 /**

@@ -2,12 +2,16 @@ import { totalmem } from 'node:os';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../config.js';
 import { SERVICES, ZONES } from '../domain/catalog.js';
-import type { InstancePlace, InstanceSpec, RuntimeKind } from '../domain/units.js';
+import type { InstancePlace, InstanceSpec } from '../domain/units.js';
 import type { Zone } from '../domain/zones.js';
-import { emulatedEngines, localEngines } from '../engines/index.js';
+import { emulatedEngines, kubernetesEngines, localEngines } from '../engines/index.js';
 import { detectBinaries } from '../lib/binaries.js';
 import { EmulatedRuntime } from '../runtimes/emulated/emulated-runtime.js';
 import { LocalRuntime } from '../runtimes/local/local-runtime.js';
+import { kubeApi, loadKubeConfig } from '../runtimes/kubernetes/kube-api.js';
+import { KubernetesRuntime } from '../runtimes/kubernetes/kubernetes-runtime.js';
+import type { Runtime } from '../runtimes/runtime.js';
+import type { PortPool } from '../store/ports.js';
 import type { Target, Targets } from '../reconciler/reconcile-instance.js';
 import type { CapacityLimit, ZoneView, Zones } from '../service/deps.js';
 
@@ -64,12 +68,14 @@ export async function buildZones(config: Config, log: Logger, zones: readonly Zo
   const declared: Zone[] = zones
     ? [...zones]
     : [...new Set(SERVICES.flatMap((s) => ZONES[s]))].map((name) => ({ name, runtime: config.runtime, services: SERVICES.filter((s) => ZONES[s].includes(name)) }));
-  const targets = new Map<RuntimeKind, Target>();
-  const targetOf = async (kind: RuntimeKind, zone: string): Promise<Target> => {
-    let t = targets.get(kind);
+  // One target for the local zones of this host, one for the emulated ones, one per Kubernetes zone.
+  const targets = new Map<string, Target>();
+  const targetOf = async (z: Zone): Promise<Target> => {
+    const key = z.runtime === 'kubernetes' ? `kubernetes:${z.name}` : z.runtime;
+    let t = targets.get(key);
     if (!t) {
-      t = await createTarget(kind, zone, config, log);
-      targets.set(kind, t);
+      t = await createTarget(z, config, log);
+      targets.set(key, t);
     }
     return t;
   };
@@ -78,7 +84,7 @@ export async function buildZones(config: Config, log: Logger, zones: readonly Zo
   const host: CapacityLimit = { label: `this host (local zones ${shared.join(', ')})`, zones: shared, capacityMb: hostCapacityMb(config) };
   const placed: PlacedZone[] = [];
   for (const z of declared) {
-    const target = await targetOf(z.runtime, z.name);
+    const target = await targetOf(z);
     const limits: CapacityLimit[] =
       z.capacityMb !== undefined ? [{ label: `zone "${z.name}"`, zones: [z.name], capacityMb: z.capacityMb }] : z.runtime === 'local' ? [host] : [];
     placed.push({
@@ -88,7 +94,7 @@ export async function buildZones(config: Config, log: Logger, zones: readonly Zo
       engines: target.engines,
       services: z.services ?? SERVICES,
       limits,
-      portIsFree: (port: number) => target.runtime.portIsFree(port),
+      ports: target.ports,
       place: (spec: InstanceSpec): InstancePlace => target.runtime.place(spec),
     });
   }
@@ -96,18 +102,40 @@ export async function buildZones(config: Config, log: Logger, zones: readonly Zo
   return new ZoneDirectory(placed);
 }
 
-async function createTarget(kind: RuntimeKind, zone: string, config: Config, log: Logger): Promise<Target> {
-  switch (kind) {
-    case 'emulated':
-      return { runtime: new EmulatedRuntime(), engines: emulatedEngines(config) };
+async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Target> {
+  const hostPorts = (runtime: Runtime): PortPool => ({
+    scope: config.hostId,
+    ...config.portRange,
+    setting: 'HANGAR_PORT_RANGE',
+    portIsFree: (port) => runtime.portIsFree(port),
+  });
+  switch (zone.runtime) {
+    case 'emulated': {
+      const runtime = new EmulatedRuntime();
+      return { runtime, engines: emulatedEngines(config), ports: hostPorts(runtime) };
+    }
     case 'local': {
       // PATH is not a hangar setting: it locates the engine binaries like a shell would, and is
       // the only variable the engine processes inherit (hangar's own environment holds secrets).
       const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
       const binaries = await detectBinaries(config, searchPath);
-      return { runtime: new LocalRuntime({ config, log, binaries, searchPath }), engines: localEngines(config, binaries) };
+      const runtime = new LocalRuntime({ config, log, binaries, searchPath });
+      return { runtime, engines: localEngines(config, binaries), ports: hostPorts(runtime) };
     }
-    case 'kubernetes':
-      throw new ConfigError(`zone "${zone}": the kubernetes runtime is not available in this version of hangar`);
+    case 'kubernetes': {
+      const target = zone.kubernetes!;
+      let kc;
+      try {
+        kc = loadKubeConfig(target);
+      } catch (err) {
+        throw new ConfigError(`zone "${zone.name}": cannot load its kubeconfig: ${(err as Error).message}`);
+      }
+      const runtime = new KubernetesRuntime({ zone: zone.name, target, api: kubeApi(kc, target.namespace), log });
+      return {
+        runtime,
+        engines: kubernetesEngines(config, target.images),
+        ports: { scope: `kubernetes:${zone.name}`, ...target.nodePortRange, setting: `the node_port_range of zone ${zone.name}`, portIsFree: async () => true },
+      };
+    }
   }
 }

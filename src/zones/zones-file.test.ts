@@ -56,6 +56,7 @@ describe('the zones file', () => {
           sourceAddress: 'proxy-protocol',
           images: { 'redis:7.0.15': 'registry.example/redis:7.0.15', haproxy: 'registry.example/haproxy:2.6' },
           volumeRetention: 'retain',
+          nodePortRange: { first: 30000, last: 32767 },
         },
       },
       { name: 'Sandbox', runtime: 'emulated', services: ['redis'] },
@@ -67,6 +68,7 @@ describe('the zones file', () => {
   it('gives a kubernetes zone its defaults: namespace hangar, NodePort, source kept by the node, volumes deleted', () => {
     expect(parseZones({ K: { runtime: 'kubernetes', in_cluster: true } }, '/etc/hangar/zones.yaml')[0]!.kubernetes).toEqual({
       inCluster: true, namespace: 'hangar', nodeSelector: {}, serviceType: 'NodePort', sourceAddress: 'local', images: {}, volumeRetention: 'delete',
+      nodePortRange: { first: 30000, last: 32767 },
     });
   });
 

@@ -12,7 +12,7 @@ const KUBE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const ZONE_KEYS = new Set(['runtime', 'services', 'capacity_mb']);
 const KUBE_KEYS = new Set([
   'kubeconfig', 'in_cluster', 'context', 'namespace', 'node_selector', 'topology_zone', 'storage_class', 'service_type', 'source_address', 'images',
-  'volume_retention',
+  'volume_retention', 'node_port_range',
 ]);
 
 type Json = Record<string, unknown>;
@@ -108,6 +108,11 @@ function kubernetesTarget(z: Json, file: string, at: (field: string) => string, 
   if (sourceAddress !== 'local' && sourceAddress !== 'proxy-protocol') fail(`${at('source_address')} must be "local" or "proxy-protocol"`);
   const retention = str('volume_retention') ?? 'delete';
   if (retention !== 'delete' && retention !== 'retain') fail(`${at('volume_retention')} must be "delete" or "retain"`);
+  const range = str('node_port_range') ?? '30000-32767';
+  const m = /^(\d+)-(\d+)$/.exec(range);
+  const first = Number(m?.[1]);
+  const last = Number(m?.[2]);
+  if (!m || first < 1 || last > 65535 || last - first < 16) fail(`${at('node_port_range')} must be FIRST-LAST with at least 16 ports (the cluster's --service-node-port-range)`);
   const context = str('context');
   const topologyZone = str('topology_zone');
   const storageClass = str('storage_class');
@@ -123,5 +128,6 @@ function kubernetesTarget(z: Json, file: string, at: (field: string) => string, 
     sourceAddress: sourceAddress as KubernetesTarget['sourceAddress'],
     images: map('images'),
     volumeRetention: retention as KubernetesTarget['volumeRetention'],
+    nodePortRange: { first, last },
   };
 }

@@ -6,13 +6,18 @@ import { REDIS_ADMIN_USER } from './redis-config.js';
 export interface RedisEndpoint {
   /** Names the connection: `<instanceId>/<role>`. */
   readonly key: string;
+  /** Address of the engine; loopback when left out. */
+  readonly host?: string;
   readonly port: number;
   readonly adminSecret: string;
+  /** The user to authenticate as: hangar's own (default), or `default` for a Sentinel. */
+  readonly user?: string;
 }
 
 /** A command that takes longer than this fails (and its connection is dropped). */
 const COMMAND_TIMEOUT_MS = 2000;
 const CONNECT_TIMEOUT_MS = 1000;
+const LOOPBACK = '127.0.0.1';
 
 type Client = ReturnType<typeof createClient>;
 
@@ -29,6 +34,7 @@ let template: Client | undefined;
 interface Held {
   /** The connection, or its attempt in progress (shared by concurrent callers). */
   readonly client: Promise<Client>;
+  readonly host: string;
   readonly port: number;
   readonly adminSecret: string;
   lastUsed: number;
@@ -61,7 +67,7 @@ export class RedisAdmin {
 
   private async client(ep: RedisEndpoint): Promise<Client> {
     const h = this.held.get(ep.key);
-    if (h && h.port === ep.port && h.adminSecret === ep.adminSecret) {
+    if (h && h.host === (ep.host ?? LOOPBACK) && h.port === ep.port && h.adminSecret === ep.adminSecret) {
       const client = await h.client.catch(() => undefined);
       if (client?.isReady) {
         h.lastUsed = Date.now();
@@ -70,7 +76,7 @@ export class RedisAdmin {
     }
     if (this.held.get(ep.key) === h) this.drop(ep.key);
     const attempt = this.connect(ep);
-    this.held.set(ep.key, { client: attempt, port: ep.port, adminSecret: ep.adminSecret, lastUsed: Date.now() });
+    this.held.set(ep.key, { client: attempt, host: ep.host ?? LOOPBACK, port: ep.port, adminSecret: ep.adminSecret, lastUsed: Date.now() });
     try {
       return await attempt;
     } catch (err) {
@@ -82,8 +88,8 @@ export class RedisAdmin {
   private async connect(ep: RedisEndpoint): Promise<Client> {
     template ??= createClient({ disableClientInfo: true });
     const client = template.duplicate({
-      socket: { host: '127.0.0.1', port: ep.port, connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false },
-      username: REDIS_ADMIN_USER,
+      socket: { host: ep.host ?? LOOPBACK, port: ep.port, connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false },
+      username: ep.user ?? REDIS_ADMIN_USER,
       password: ep.adminSecret,
       disableClientInfo: true,
     });
@@ -131,9 +137,14 @@ export class RedisAdmin {
     await this.run(ep, `CONFIG SET ${name}`, (c) => c.configSet(name, value));
   }
 
-  /** `REPLICAOF 127.0.0.1 <port>`: follow another primary on this machine. */
-  async replicaOf(ep: RedisEndpoint, primaryPort: number): Promise<void> {
-    await this.run(ep, 'REPLICAOF', (c) => c.sendCommand(['REPLICAOF', '127.0.0.1', String(primaryPort)]));
+  /** `REPLICAOF <host> <port>`: follow another primary (on this machine unless `host` says otherwise). */
+  async replicaOf(ep: RedisEndpoint, primaryPort: number, primaryHost = LOOPBACK): Promise<void> {
+    await this.run(ep, 'REPLICAOF', (c) => c.sendCommand(['REPLICAOF', primaryHost, String(primaryPort)]));
+  }
+
+  /** Any command, answered as the client library returns it (Sentinel's, CONFIG REWRITE). */
+  async command(ep: RedisEndpoint, args: readonly string[]): Promise<unknown> {
+    return this.run(ep, args.slice(0, 2).join(' '), (c) => c.sendCommand([...args]));
   }
 
   private drop(key: string): void {

@@ -29,6 +29,12 @@ export interface RedisUnitConfig {
   readonly maxmemoryPolicy: string;
   /** Port of the primary (replica only). */
   readonly primaryPort?: number;
+  /**
+   * On a pod network rather than loopback: the address to bind, the address the engine announces
+   * to its primary and to Sentinel (its Service's, stable across restarts), and its primary's
+   * address (replica only).
+   */
+  readonly network?: { readonly bind: string; readonly announceIp: string; readonly primaryHost?: string };
 }
 
 /** A value as redis.conf reads it: double-quoted, with `\` and `"` escaped. */
@@ -46,10 +52,16 @@ export function renderRedisConfig(c: RedisUnitConfig): string {
     `# redis-server ${c.role} of hangar instance ${c.instanceId}.`,
     '# Written by hangar from the instance record; hangar rewrites it, so edits here are lost.',
     '',
-    '# Loopback only: clients come through the edge (HAProxy), which enforces the ACLs.',
-    'bind 127.0.0.1',
-    `port ${c.port}`,
-    'protected-mode yes',
+    ...(c.network
+      ? [
+          '# On the pod network: clients come through the edge (HAProxy), which enforces the ACLs.',
+          `bind ${c.network.bind}`,
+          `port ${c.port}`,
+          'protected-mode no',
+          `replica-announce-ip ${c.network.announceIp}`,
+          `replica-announce-port ${c.port}`,
+        ]
+      : ['# Loopback only: clients come through the edge (HAProxy), which enforces the ACLs.', 'bind 127.0.0.1', `port ${c.port}`, 'protected-mode yes']),
     // hangar supervises the process: it stays in the foreground, its stdout is the log, and the
     // supervisor alone writes its pid file.
     'daemonize no',
@@ -80,11 +92,53 @@ export function renderRedisConfig(c: RedisUnitConfig): string {
     'repl-diskless-sync yes',
     'repl-diskless-sync-delay 0',
   ];
-  if (c.role === 'replica') lines.push(`replicaof 127.0.0.1 ${c.primaryPort}`, 'replica-read-only yes');
+  if (c.role === 'replica') lines.push(`replicaof ${c.network?.primaryHost ?? '127.0.0.1'} ${c.primaryPort}`, 'replica-read-only yes');
   return `${lines.join('\n')}\n`;
 }
 
 /** The `maxmemory-policy` written in an existing redis.conf, if any. */
 export function readMaxmemoryPolicy(configText: string): string | undefined {
   return /^maxmemory-policy\s+(\S+)\s*$/m.exec(configText)?.[1];
+}
+
+export interface SentinelConfig {
+  readonly instanceId: string;
+  /** The name Sentinel monitors the primary under. */
+  readonly masterName: string;
+  /** Address and port of the primary at the start (Sentinel follows it from then on). */
+  readonly primaryHost: string;
+  readonly primaryPort: number;
+  readonly port: number;
+  readonly dir: string;
+  /** Password of hangar's user on the engines, and of the sentinels themselves. */
+  readonly adminSecret: string;
+  readonly quorum: number;
+  readonly downAfterMs: number;
+  readonly failoverTimeoutMs: number;
+}
+
+/**
+ * The sentinel.conf of a Redis Sentinel watching an instance: it authenticates to the engines as
+ * hangar's user, asks clients (hangar, the other sentinels) for hangar's secret, and names
+ * addresses only (no DNS is assumed).
+ */
+export function renderSentinelConfig(c: SentinelConfig): string {
+  const m = c.masterName;
+  return `${[
+    `# Redis Sentinel of hangar instance ${c.instanceId}. Written by hangar; Sentinel rewrites it as it learns.`,
+    `port ${c.port}`,
+    'daemonize no',
+    'logfile ""',
+    `dir ${quote(c.dir)}`,
+    'sentinel resolve-hostnames no',
+    'sentinel announce-hostnames no',
+    `requirepass ${quote(c.adminSecret)}`,
+    `sentinel sentinel-pass ${quote(c.adminSecret)}`,
+    `sentinel monitor ${m} ${c.primaryHost} ${c.primaryPort} ${c.quorum}`,
+    `sentinel auth-user ${m} ${REDIS_ADMIN_USER}`,
+    `sentinel auth-pass ${m} ${quote(c.adminSecret)}`,
+    `sentinel down-after-milliseconds ${m} ${c.downAfterMs}`,
+    `sentinel failover-timeout ${m} ${c.failoverTimeoutMs}`,
+    `sentinel parallel-syncs ${m} 1`,
+  ].join('\n')}\n`;
 }

@@ -8,6 +8,7 @@ import { TerminalError } from '../../domain/errors.js';
 import type { Engine, RedisInspector } from '../engine.js';
 import { RedisAdmin, type RedisEndpoint } from './redis-admin.js';
 import { readMaxmemoryPolicy, renderRedisConfig, type RedisRole } from './redis-config.js';
+import { REDIS_PORT, RedisClusterDriver } from './redis-kubernetes.js';
 import { probeRedis } from './redis-probe.js';
 
 const CONFIG_FILE = 'redis.conf';
@@ -45,8 +46,12 @@ function exited(unit: UnitDefinition, ep: RedisEndpoint, tail: string): Error {
 export class RedisEngine implements Engine {
   readonly service = 'redis' as const;
   private readonly admin = new RedisAdmin();
+  /** The instance on Kubernetes: engines in a StatefulSet, Sentinel failing over between them. */
+  readonly cluster: RedisClusterDriver;
 
-  constructor(private readonly opts: RedisEngineOptions) {}
+  constructor(private readonly opts: RedisEngineOptions) {
+    this.cluster = new RedisClusterDriver(this.admin, opts.maxmemoryPolicy);
+  }
 
   units(spec: InstanceSpec, instanceDir: string): UnitDefinition[] {
     return ROLES.map((role) => {
@@ -175,11 +180,15 @@ export class RedisEngine implements Engine {
     }
   }
 
-  redis(spec: InstanceSpec, _place: InstancePlace): RedisInspector {
-    const ep = this.endpoint(spec, 'primary');
+  redis(spec: InstanceSpec, place: InstancePlace): RedisInspector {
+    const { cluster } = place;
+    // On a cluster the primary is whichever engine Sentinel says it is now.
+    const ep = cluster
+      ? async (): Promise<RedisEndpoint> => ({ key: `${spec.id}/primary`, host: await this.cluster.primaryAddress(spec, cluster), port: REDIS_PORT, adminSecret: spec.adminSecret })
+      : async (): Promise<RedisEndpoint> => this.endpoint(spec, 'primary');
     return {
-      info: (section) => this.admin.info(ep, section),
-      configGet: (name) => this.admin.configGet(ep, name),
+      info: async (section) => this.admin.info(await ep(), section),
+      configGet: async (name) => this.admin.configGet(await ep(), name),
     };
   }
 

@@ -6,29 +6,33 @@ export function cliWord(word: string): string {
   return word.replace(/([\\; ])/g, '\\$1');
 }
 
+/** Where an HAProxy CLI listens: a unix socket's path, or a TCP address (an edge in a pod). */
+export type CliSocket = string | { readonly host: string; readonly port: number };
+
 /**
  * Sends one line (commands separated by `;`) to an HAProxy CLI socket (runtime API or master
  * CLI) and returns what it answers. The socket answers and closes: one connection per call.
  */
-export function haproxyCommand(socketPath: string, line: string, timeoutMs = 3000, signal?: AbortSignal): Promise<string> {
+export function haproxyCommand(socket: CliSocket, line: string, timeoutMs = 3000, signal?: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
-    const what = `"${line.split(' ').slice(0, 2).join(' ')}" on ${socketPath}`;
+    const where = typeof socket === 'string' ? socket : `${socket.host}:${socket.port}`;
+    const what = `"${line.split(' ').slice(0, 2).join(' ')}" on ${where}`;
     if (signal?.aborted) return reject(new Error(`cancelled before sending ${what}`));
-    const socket = connect({ path: socketPath });
+    const conn = connect(typeof socket === 'string' ? { path: socket } : { host: socket.host, port: socket.port });
     const chunks: Buffer[] = [];
     const fail = (err: Error) => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', cancel);
-      socket.destroy();
+      conn.destroy();
       reject(err);
     };
     const cancel = () => fail(new Error(`cancelled while waiting for HAProxy to answer ${what}`));
     const timer = setTimeout(() => fail(new Error(`HAProxy did not answer ${what} within ${timeoutMs} ms`)), timeoutMs);
     signal?.addEventListener('abort', cancel, { once: true });
-    socket.on('connect', () => socket.end(`${line}\n`));
-    socket.on('data', (c) => chunks.push(c));
-    socket.on('error', fail);
-    socket.on('close', () => {
+    conn.on('connect', () => conn.end(`${line}\n`));
+    conn.on('data', (c) => chunks.push(c));
+    conn.on('error', fail);
+    conn.on('close', () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', cancel);
       resolve(Buffer.concat(chunks).toString('utf8'));

@@ -2,7 +2,7 @@ import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathS
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import { edgeRoutes, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
+import { accessGroups, edgeRoutes, type EdgeRoute } from '../../domain/endpoints.js';
 import {
   throwIfCancelled,
   type AccessRule, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext, type UnitDefinition,
@@ -75,15 +75,6 @@ function realpath(path: string): string | undefined {
   }
 }
 
-/** Which ACLs apply to which listeners: `transport` ones also to the transport port, `kibana` ones to Kibana only. */
-function accessGroups(routes: readonly EdgeRoute[], rules: readonly AccessRule[]): Map<AccessGroup, string[]> {
-  const groups = new Map<AccessGroup, string[]>();
-  for (const r of routes) {
-    const admitted = rules.filter((a) => (r.group === 'main' ? !a.kibana : r.group === 'transport' ? a.transport : a.kibana));
-    groups.set(r.group, admitted.map((a) => a.cidr));
-  }
-  return groups;
-}
 
 /**
  * Engines as real processes on this machine, behind one HAProxy edge that enforces the ACLs.

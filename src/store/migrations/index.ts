@@ -2,13 +2,18 @@ import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } fr
 import * as initial from './2026-11-21T0900-initial.js';
 import * as auditAppendOnly from './2026-11-21T1100-audit-append-only.js';
 import * as instanceListVersions from './2026-11-21T1500-instance-list-versions.js';
+import * as instanceAddress from './2026-11-25T1700-instance-address.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-21T0900-initial': initial,
   '2026-11-21T1100-audit-append-only': auditAppendOnly,
   '2026-11-21T1500-instance-list-versions': instanceListVersions,
+  '2026-11-25T1700-instance-address': instanceAddress,
 };
+
+/** The names of every migration, in order. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 

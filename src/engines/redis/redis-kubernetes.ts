@@ -1,0 +1,374 @@
+import type { ClusterDriver, ClusterPlace, ClusterResult, EdgeBackend, KubeObject } from '../../domain/cluster.js';
+import { TerminalError } from '../../domain/errors.js';
+import { throwIfCancelled, type Health, type InstanceSpec, type ProbeTarget, type StepContext } from '../../domain/units.js';
+import { sleep } from '../../lib/time.js';
+import type { RedisAdmin, RedisEndpoint } from './redis-admin.js';
+import { REDIS_ADMIN_USER, renderRedisConfig, renderSentinelConfig } from './redis-config.js';
+import { probeRedis } from './redis-probe.js';
+
+/** The port of every engine in its pod, and of every sentinel. */
+export const REDIS_PORT = 6379;
+export const SENTINEL_PORT = 26379;
+/** The name Sentinel knows each instance's primary by. */
+export const SENTINEL_MASTER = 'hangar';
+const SENTINELS = 3;
+const QUORUM = 2;
+const MEMBERS = [0, 1] as const;
+/** How long a pass waits for the members to answer and sync. */
+const READY_TIMEOUT_MS = 120_000;
+const POLL_MS = 500;
+
+/**
+ * Memory of one engine's container, in MB: `maxmemory` (the plan) plus a quarter for what Redis
+ * holds beyond its data (fragmentation, client and replication buffers, the copy-on-write of an
+ * AOF rewrite), plus 64 MB for the process itself. Requested and limited alike.
+ */
+export function redisMemberMemoryMb(plan: number): number {
+  return Math.ceil(plan * 1.25) + 64;
+}
+/** Memory of a sentinel's container, in MB. */
+export const SENTINEL_MEMORY_MB = 64;
+/** Size of an engine's data volume: three times the plan (the AOF, and its rewrite beside it), 1 GiB at least. */
+export function redisVolumeMb(plan: number): number {
+  return Math.max(1024, plan * 3);
+}
+
+/** Names of an instance's objects: one prefix, derived from the instance id. */
+export function redisNames(id: string) {
+  const base = `h-${id}`;
+  return {
+    secret: `${base}-redis`,
+    headless: `${base}-redis`,
+    member: (i: number) => `${base}-redis-${i}`,
+    redis: `${base}-redis`,
+    sentinel: `${base}-sentinel`,
+  };
+}
+
+const component = (place: ClusterPlace, name: string) => ({ ...place.labels, 'app.kubernetes.io/component': name });
+
+/** Members on different nodes where the cluster has several, and pinned to the zone's topology zone. */
+function scheduling(place: ClusterPlace, name: string): Record<string, unknown> {
+  const nodeSelector = { ...place.nodeSelector, ...(place.topologyZone ? { 'topology.kubernetes.io/zone': place.topologyZone } : {}) };
+  return {
+    ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+    affinity: {
+      podAntiAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: component(place, name) } } },
+        ],
+      },
+    },
+  };
+}
+
+const memory = (mb: number) => ({ requests: { memory: `${mb}Mi`, cpu: '50m' }, limits: { memory: `${mb}Mi` } });
+
+/**
+ * A redis_ha_instance on Kubernetes: a StatefulSet of two engines (primary and replica, AOF on a
+ * volume of each), three Redis Sentinels (quorum 2) that fail over between them, a Service per
+ * engine whose ClusterIP is its stable address (configuration names addresses, not DNS names:
+ * not every cluster resolves them), and the instance's passwords and configuration in a Secret.
+ * hangar administers the engines as its own user; clients come through the edge, which sends
+ * them to the engine that says `role:master`.
+ */
+export class RedisClusterDriver implements ClusterDriver {
+  constructor(
+    private readonly admin: RedisAdmin,
+    private readonly maxmemoryPolicy: string,
+  ) {}
+
+  memberMemoryMb(spec: InstanceSpec): number {
+    return redisMemberMemoryMb(spec.plan);
+  }
+
+  private password(spec: InstanceSpec): string {
+    if (!spec.password) throw new TerminalError(`redis instance ${spec.id} has no password`);
+    return spec.password;
+  }
+
+  /** The Services: one per engine (stable addresses), the headless one governing the StatefulSets, and the sentinels'. */
+  private services(spec: InstanceSpec, place: ClusterPlace): KubeObject[] {
+    const n = redisNames(spec.id);
+    const service = (name: string, selector: Record<string, string>, port: number, extra: Record<string, unknown> = {}): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name, labels: { ...place.labels } },
+      spec: { selector, ports: [{ name: 'redis', port, targetPort: port, protocol: 'TCP' }], ...extra },
+    });
+    return [
+      service(n.headless, component(place, 'redis'), REDIS_PORT, { clusterIP: 'None', publishNotReadyAddresses: true }),
+      ...MEMBERS.map((i) => service(n.member(i), { ...component(place, 'redis'), 'statefulset.kubernetes.io/pod-name': n.member(i) }, REDIS_PORT, { publishNotReadyAddresses: true })),
+      service(n.sentinel, component(place, 'sentinel'), SENTINEL_PORT, { publishNotReadyAddresses: true }),
+    ];
+  }
+
+  objects(spec: InstanceSpec, place: ClusterPlace, addresses: Readonly<Record<string, string>> = {}): KubeObject[] {
+    const n = redisNames(spec.id);
+    const password = this.password(spec);
+    const address = (i: number) => addresses[n.member(i)] ?? '0.0.0.0';
+    const image = place.image('redis', spec.version);
+    const config = (i: number) =>
+      renderRedisConfig({
+        instanceId: spec.id,
+        role: i === 0 ? 'primary' : 'replica',
+        port: REDIS_PORT,
+        dir: '/data',
+        password,
+        adminSecret: spec.adminSecret,
+        maxmemoryMb: spec.plan,
+        maxmemoryPolicy: this.maxmemoryPolicy,
+        primaryPort: REDIS_PORT,
+        network: { bind: '0.0.0.0', announceIp: address(i), primaryHost: address(0) },
+      });
+    const sentinel = renderSentinelConfig({
+      instanceId: spec.id,
+      masterName: SENTINEL_MASTER,
+      primaryHost: address(0),
+      primaryPort: REDIS_PORT,
+      port: SENTINEL_PORT,
+      dir: '/work',
+      adminSecret: spec.adminSecret,
+      quorum: QUORUM,
+      downAfterMs: 1000,
+      failoverTimeoutMs: 10_000,
+    });
+    const adminEnv = { name: 'HANGAR_ADMIN_SECRET', valueFrom: { secretKeyRef: { name: n.secret, key: 'admin-secret' } } };
+    const volumeMb = redisVolumeMb(spec.plan);
+    return [
+      ...this.services(spec, place),
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: n.secret, labels: { ...place.labels } },
+        type: 'Opaque',
+        stringData: { password, 'admin-secret': spec.adminSecret, 'redis-0.conf': config(0), 'redis-1.conf': config(1), 'sentinel.conf': sentinel },
+      },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name: n.redis, labels: component(place, 'redis') },
+        spec: {
+          serviceName: n.headless,
+          replicas: MEMBERS.length,
+          podManagementPolicy: 'Parallel',
+          selector: { matchLabels: component(place, 'redis') },
+          template: {
+            metadata: { labels: component(place, 'redis') },
+            spec: {
+              ...scheduling(place, 'redis'),
+              terminationGracePeriodSeconds: 10,
+              containers: [
+                {
+                  name: 'redis',
+                  image,
+                  imagePullPolicy: 'IfNotPresent',
+                  // The configuration of its ordinal, copied once: after that Sentinel and hangar
+                  // change it (CONFIG REWRITE), and a restart keeps its role.
+                  command: ['sh', '-c', '[ -f /data/redis.conf ] || cp "/etc/hangar/redis-${HOSTNAME##*-}.conf" /data/redis.conf; exec redis-server /data/redis.conf'],
+                  ports: [{ name: 'redis', containerPort: REDIS_PORT }],
+                  env: [adminEnv],
+                  readinessProbe: {
+                    exec: { command: ['sh', '-c', `redis-cli -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning ping | grep -q PONG`] },
+                    periodSeconds: 2,
+                    timeoutSeconds: 2,
+                  },
+                  resources: memory(redisMemberMemoryMb(spec.plan)),
+                  volumeMounts: [
+                    { name: 'data', mountPath: '/data' },
+                    { name: 'config', mountPath: '/etc/hangar', readOnly: true },
+                  ],
+                },
+              ],
+              volumes: [{ name: 'config', secret: { secretName: n.secret, defaultMode: 0o400 } }],
+            },
+          },
+          volumeClaimTemplates: [
+            {
+              metadata: { name: 'data', labels: { ...place.labels } },
+              spec: {
+                accessModes: ['ReadWriteOnce'],
+                resources: { requests: { storage: `${volumeMb}Mi` } },
+                ...(place.storageClass ? { storageClassName: place.storageClass } : {}),
+              },
+            },
+          ],
+        },
+      },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name: n.sentinel, labels: component(place, 'sentinel') },
+        spec: {
+          serviceName: n.headless,
+          replicas: SENTINELS,
+          podManagementPolicy: 'Parallel',
+          selector: { matchLabels: component(place, 'sentinel') },
+          template: {
+            metadata: { labels: component(place, 'sentinel') },
+            spec: {
+              ...scheduling(place, 'sentinel'),
+              terminationGracePeriodSeconds: 5,
+              containers: [
+                {
+                  name: 'sentinel',
+                  image,
+                  imagePullPolicy: 'IfNotPresent',
+                  // Sentinel rewrites its file: a writable copy, made anew by each container.
+                  command: ['sh', '-c', 'cp /etc/hangar/sentinel.conf /work/sentinel.conf; exec redis-server /work/sentinel.conf --sentinel'],
+                  ports: [{ name: 'sentinel', containerPort: SENTINEL_PORT }],
+                  env: [adminEnv],
+                  readinessProbe: {
+                    exec: { command: ['sh', '-c', `redis-cli -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning ping | grep -q PONG`] },
+                    periodSeconds: 2,
+                  },
+                  resources: memory(SENTINEL_MEMORY_MB),
+                  volumeMounts: [
+                    { name: 'work', mountPath: '/work' },
+                    { name: 'config', mountPath: '/etc/hangar', readOnly: true },
+                  ],
+                },
+              ],
+              volumes: [
+                { name: 'work', emptyDir: {} },
+                { name: 'config', secret: { secretName: n.secret, defaultMode: 0o400 } },
+              ],
+            },
+          },
+        },
+      },
+      {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: n.redis, labels: { ...place.labels } },
+        spec: { maxUnavailable: 1, selector: { matchLabels: component(place, 'redis') } },
+      },
+      {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: n.sentinel, labels: { ...place.labels } },
+        spec: { minAvailable: QUORUM, selector: { matchLabels: component(place, 'sentinel') } },
+      },
+    ];
+  }
+
+  private endpoint(spec: InstanceSpec, host: string, role: string): RedisEndpoint {
+    return { key: `${spec.id}/${role}`, host, port: REDIS_PORT, adminSecret: spec.adminSecret };
+  }
+
+  private sentinelEndpoint(spec: InstanceSpec, host: string): RedisEndpoint {
+    return { key: `${spec.id}/sentinel`, host, port: SENTINEL_PORT, adminSecret: spec.adminSecret, user: 'default' };
+  }
+
+  /** The members' addresses, by Service name. */
+  private async addresses(spec: InstanceSpec, place: ClusterPlace): Promise<Record<string, string>> {
+    const n = redisNames(spec.id);
+    const out: Record<string, string> = {};
+    for (const name of [...MEMBERS.map((i) => n.member(i)), n.sentinel]) out[name] = await place.serviceAddress(name);
+    return out;
+  }
+
+  /** The address of the engine that is primary now: as Sentinel says, else whichever engine says `role:master`. */
+  async primaryAddress(spec: InstanceSpec, place: ClusterPlace): Promise<string> {
+    const a = await this.addresses(spec, place);
+    const n = redisNames(spec.id);
+    try {
+      const reply = (await this.admin.command(this.sentinelEndpoint(spec, a[n.sentinel]!), ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER])) as string[] | null;
+      if (Array.isArray(reply) && typeof reply[0] === 'string') return reply[0];
+    } catch {
+      /* no sentinel answers yet: ask the engines */
+    }
+    for (const i of MEMBERS) {
+      const info = await this.admin.info(this.endpoint(spec, a[n.member(i)]!, `redis-${i}`), 'replication').catch(() => undefined);
+      if (info?.role === 'master') return a[n.member(i)]!;
+    }
+    return a[n.member(0)]!;
+  }
+
+  async ensure(spec: InstanceSpec, place: ClusterPlace, ctx: StepContext): Promise<ClusterResult> {
+    const n = redisNames(spec.id);
+    // The Services first: their ClusterIPs are the addresses the configuration names.
+    await place.apply(this.services(spec, place), ctx);
+    const a = await this.addresses(spec, place);
+    const fresh = (await place.pods(component(place, 'redis'))).length === 0;
+    await place.apply(this.objects(spec, place, a), ctx);
+    ctx.step(`${fresh ? 'create' : 'ensure'}:objects-applied`);
+    await this.waitMembers(spec, place, a, ctx);
+    // The plan, live on every engine and in its configuration file.
+    const bytes = String(spec.plan * 1024 * 1024);
+    for (const i of MEMBERS) {
+      const ep = this.endpoint(spec, a[n.member(i)]!, `redis-${i}`);
+      if ((await this.admin.configGet(ep, 'maxmemory')) === bytes) continue;
+      await this.admin.configSet(ep, 'maxmemory', bytes);
+      await this.admin.command(ep, ['CONFIG', 'REWRITE']);
+      ctx.step(`resize:redis-${i}-set`);
+    }
+    return { fresh, backends: this.backends(spec, a) };
+  }
+
+  /** Both engines behind every client port; the edge forwards to the one that is primary now. */
+  private backends(spec: InstanceSpec, a: Readonly<Record<string, string>>): EdgeBackend[] {
+    const n = redisNames(spec.id);
+    const servers = MEMBERS.map((i) => ({ name: `redis-${i}`, address: a[n.member(i)]!, port: REDIS_PORT }));
+    const check = [
+      { send: `AUTH ${REDIS_ADMIN_USER} ${spec.adminSecret}` },
+      { expect: '+OK' },
+      { send: 'INFO replication' },
+      { expect: 'role:master' },
+      { send: 'QUIT' },
+      { expect: '+OK' },
+    ];
+    return ['public', 'servicenet'].map((role) => ({ role, servers, check }));
+  }
+
+  /** Waits until both engines answer and the replica is in sync, saying why not (the pods' reasons first) when they do not in time. */
+  private async waitMembers(spec: InstanceSpec, place: ClusterPlace, a: Readonly<Record<string, string>>, ctx: StepContext): Promise<void> {
+    const until = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      throwIfCancelled(ctx.signal, 'waiting for the redis pods');
+      const problem = await this.membersProblem(spec, place, a);
+      if (problem === undefined) return;
+      if (Date.now() > until) throw new Error(problem);
+      await sleep(POLL_MS, ctx.signal);
+    }
+  }
+
+  private async membersProblem(spec: InstanceSpec, place: ClusterPlace, a: Readonly<Record<string, string>>): Promise<string | undefined> {
+    const n = redisNames(spec.id);
+    const pods = await place.pods(component(place, 'redis'));
+    const stuck = pods.find((p) => !p.ready && p.reason);
+    if (pods.length < MEMBERS.length) return `${pods.length} of ${MEMBERS.length} redis pods exist`;
+    if (stuck) return `pod ${stuck.name} is ${stuck.phase}: ${stuck.reason}`;
+    let masters = 0;
+    for (const i of MEMBERS) {
+      try {
+        const info = await this.admin.info(this.endpoint(spec, a[n.member(i)]!, `redis-${i}`), 'replication');
+        if (info.role === 'master') masters++;
+        else if (info.master_link_status !== 'up') return `redis-${i} is not in sync with its primary (master_link_status:${info.master_link_status ?? 'unknown'})`;
+      } catch (err) {
+        return `redis-${i} does not answer at ${a[n.member(i)]}:${REDIS_PORT}: ${(err as Error).message}`;
+      }
+    }
+    if (masters !== 1) return `${masters} engines say they are primary (Sentinel is settling)`;
+    return undefined;
+  }
+
+  async readiness(spec: InstanceSpec, place: ClusterPlace, targets: readonly ProbeTarget[]): Promise<string | undefined> {
+    try {
+      const password = this.password(spec);
+      for (const t of targets) await probeRedis(t, password);
+      return await this.membersProblem(spec, place, await this.addresses(spec, place));
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+
+  async check(spec: InstanceSpec, place: ClusterPlace): Promise<Health> {
+    try {
+      const problem = await this.membersProblem(spec, place, await this.addresses(spec, place));
+      return problem === undefined ? { healthy: true } : { healthy: false, reason: problem };
+    } catch (err) {
+      return { healthy: false, reason: (err as Error).message };
+    }
+  }
+}

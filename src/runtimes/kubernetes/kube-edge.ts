@@ -1,0 +1,235 @@
+import { createHash } from 'node:crypto';
+import type { EdgeBackend, KubeObject } from '../../domain/cluster.js';
+import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
+import type { KubernetesTarget } from '../../domain/zones.js';
+import { parseCidr } from '../../lib/cidr.js';
+
+/** The edge's runtime API (HAProxy's stats socket, admin level), on TCP in the pod: hangar changes ACLs through it. */
+export const EDGE_ADMIN_PORT = 9999;
+/** Edge pods per instance: two, on different nodes where there are several. */
+export const EDGE_REPLICAS = 2;
+/** Memory of an edge container, in MB. */
+export const EDGE_MEMORY_MB = 128;
+const CONFIG_DIR = '/etc/hangar-edge';
+const ACL_DIR = '/etc/hangar-edge/acl';
+
+export const edgeNames = (id: string) => ({
+  config: `h-${id}-edge`,
+  acl: `h-${id}-edge-acl`,
+  deployment: `h-${id}-edge`,
+  service: `h-${id}-edge`,
+  engines: `h-${id}-engines`,
+  policy: `h-${id}-edge`,
+});
+
+/** The allow list file of an access group, as the edge loads it (and as `add acl` names it). */
+export const aclFile = (group: AccessGroup) => `${ACL_DIR}/${group}.lst`;
+/** The file of the sources hangar probes from, admitted whatever the ACLs say. */
+export const HANGAR_SOURCES_FILE = `${CONFIG_DIR}/hangar.lst`;
+
+/** A Service port name: a DNS label (`public.0` -> `public-0`). */
+const portName = (role: string) => role.replace(/[^a-z0-9-]/g, '-').slice(0, 15);
+
+/** A word of haproxy.cfg: spaces and backslashes escaped (the check lines carry them). */
+const cfgWord = (s: string) => s.replace(/\\/g, '\\\\').replace(/ /g, '\\ ');
+
+/** The frontend name of a route, as `show sess` and `show stat` name it. */
+export const frontendOf = (role: string) => `f_${portName(role)}`;
+
+/**
+ * The edge's haproxy.cfg: one frontend per client port, admitting hangar's probe sources and the
+ * ACL sources of its group (from files that the runtime API changes live), forwarding to the
+ * servers of its backend, of which the check picks the one that serves (the primary).
+ */
+export function renderEdgeConfig(id: string, routes: readonly EdgeRoute[], backends: readonly EdgeBackend[], proxyProtocol: boolean): string {
+  const lines = [
+    `# Edge of hangar instance ${id}. Written by hangar: ACLs change through the runtime API.`,
+    'global',
+    '  maxconn 4096',
+    `  stats socket ipv4@0.0.0.0:${EDGE_ADMIN_PORT} level admin`,
+    '  stats timeout 10s',
+    'defaults',
+    '  mode tcp',
+    '  timeout connect 5s',
+    '  timeout client 24h',
+    '  timeout server 24h',
+    '  timeout check 2s',
+  ];
+  for (const route of routes) {
+    const backend = backends.find((b) => b.role === route.role);
+    if (!backend) continue;
+    lines.push(
+      `frontend ${frontendOf(route.role)}`,
+      `  bind :${route.port}${proxyProtocol ? ' accept-proxy' : ''}`,
+      `  tcp-request connection accept if { src -f ${HANGAR_SOURCES_FILE} }`,
+      `  tcp-request connection reject unless { src -f ${aclFile(route.group)} }`,
+      `  default_backend b_${portName(route.role)}`,
+      `backend b_${portName(route.role)}`,
+    );
+    if (backend.check) {
+      lines.push('  option tcp-check', '  tcp-check connect');
+      for (const step of backend.check) {
+        lines.push('send' in step ? `  tcp-check send ${cfgWord(step.send)}\\r\\n` : `  tcp-check expect string ${cfgWord(step.expect)}`);
+      }
+    }
+    // A server that stops serving (a primary demoted) loses its clients at once: they reconnect to the new one.
+    lines.push('  default-server inter 500 fall 1 rise 1 on-marked-down shutdown-sessions');
+    for (const s of backend.servers) lines.push(`  server ${s.name} ${s.address}:${s.port} check`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** CIDRs of an allow list, normalised, sorted and without duplicates. */
+export function normaliseSources(cidrs: readonly string[]): string[] {
+  return [...new Set(cidrs.map((c) => parseCidr(c)?.text ?? c))].sort();
+}
+
+/** An address or range as a NetworkPolicy ipBlock wants it: always with a prefix length. */
+const ipBlock = (cidr: string) => (cidr.includes('/') ? cidr : cidr.includes(':') ? `${cidr}/128` : `${cidr}/32`);
+
+export interface EdgeInput {
+  readonly id: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly target: KubernetesTarget;
+  readonly image: string;
+  readonly routes: readonly EdgeRoute[];
+  readonly backends: readonly EdgeBackend[];
+  /** Allowed sources per access group. */
+  readonly access: ReadonlyMap<AccessGroup, readonly string[]>;
+  /** Addresses hangar probes and administers from. */
+  readonly hangarSources: readonly string[];
+}
+
+/**
+ * The objects of an instance's edge: its configuration (a Secret: the checks carry hangar's
+ * credential), its allow lists, two HAProxy pods, the Service clients reach (of the zone's type,
+ * keeping the client's address), and NetworkPolicies as defence in depth: the engines take
+ * connections from the edge and hangar only, the edge's client ports from the ACL sources only.
+ */
+export function edgeObjects(e: EdgeInput): KubeObject[] {
+  const n = edgeNames(e.id);
+  const edgeLabels = { ...e.labels, 'app.kubernetes.io/component': 'edge' };
+  const config = renderEdgeConfig(e.id, e.routes, e.backends, e.target.sourceAddress === 'proxy-protocol');
+  const allAllowed = normaliseSources([...e.access.values()].flat());
+  const nodeSelector = { ...e.target.nodeSelector, ...(e.target.topologyZone ? { 'topology.kubernetes.io/zone': e.target.topologyZone } : {}) };
+  const keepsSource = e.target.serviceType !== 'ClusterIP' && e.target.sourceAddress === 'local';
+  const hangarFrom = [
+    { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'hangar' } } },
+    ...e.hangarSources.map((s) => ({ ipBlock: { cidr: ipBlock(s) } })),
+  ];
+  const objects: KubeObject[] = [
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: n.config, labels: { ...e.labels } },
+      type: 'Opaque',
+      stringData: { 'haproxy.cfg': config, 'hangar.lst': normaliseSources(e.hangarSources).map((s) => `${s}\n`).join('') },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: n.acl, labels: { ...e.labels } },
+      type: 'Opaque',
+      stringData: Object.fromEntries([...e.access].map(([group, list]) => [`${group}.lst`, normaliseSources(list).map((s) => `${s}\n`).join('')])),
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: n.deployment, labels: edgeLabels },
+      spec: {
+        replicas: EDGE_REPLICAS,
+        selector: { matchLabels: edgeLabels },
+        template: {
+          // A new configuration rolls the pods; allow lists do not (the runtime API changes them live).
+          metadata: { labels: edgeLabels, annotations: { 'hangar.io/config-sha256': createHash('sha256').update(config).digest('hex') } },
+          spec: {
+            ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+            affinity: {
+              podAntiAffinity: {
+                preferredDuringSchedulingIgnoredDuringExecution: [
+                  { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: edgeLabels } } },
+                ],
+              },
+            },
+            terminationGracePeriodSeconds: 5,
+            containers: [
+              {
+                name: 'haproxy',
+                image: e.image,
+                imagePullPolicy: 'IfNotPresent',
+                command: ['haproxy', '-W', '-db', '-f', `${CONFIG_DIR}/haproxy.cfg`],
+                ports: [...e.routes.map((r) => ({ name: portName(r.role), containerPort: r.port })), { name: 'admin', containerPort: EDGE_ADMIN_PORT }],
+                readinessProbe: { tcpSocket: { port: EDGE_ADMIN_PORT }, periodSeconds: 2 },
+                resources: { requests: { memory: `${EDGE_MEMORY_MB}Mi`, cpu: '50m' }, limits: { memory: `${EDGE_MEMORY_MB}Mi` } },
+                volumeMounts: [
+                  { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
+                  { name: 'acl', mountPath: ACL_DIR, readOnly: true },
+                ],
+              },
+            ],
+            volumes: [
+              { name: 'config', secret: { secretName: n.config, defaultMode: 0o400 } },
+              { name: 'acl', secret: { secretName: n.acl, defaultMode: 0o400 } },
+            ],
+          },
+        },
+      },
+    },
+    {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: n.deployment, labels: { ...e.labels } },
+      spec: { minAvailable: 1, selector: { matchLabels: edgeLabels } },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: n.service, labels: { ...e.labels } },
+      spec: {
+        type: e.target.serviceType,
+        selector: edgeLabels,
+        ports: e.routes.map((r) => ({
+          name: portName(r.role),
+          port: r.port,
+          targetPort: r.port,
+          protocol: 'TCP',
+          ...(e.target.serviceType === 'NodePort' ? { nodePort: r.port } : {}),
+        })),
+        ...(keepsSource ? { externalTrafficPolicy: 'Local' } : {}),
+        ...(e.target.serviceType === 'LoadBalancer' && allAllowed.length > 0 ? { loadBalancerSourceRanges: allAllowed.map(ipBlock) } : {}),
+      },
+    },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: n.engines, labels: { ...e.labels } },
+      spec: {
+        // Every pod of the instance but its edge: reached by its own pods (replication, Sentinel), its edge and hangar.
+        podSelector: {
+          matchLabels: { ...e.labels },
+          matchExpressions: [{ key: 'app.kubernetes.io/component', operator: 'NotIn', values: ['edge'] }],
+        },
+        policyTypes: ['Ingress'],
+        ingress: [{ from: [{ podSelector: { matchLabels: { ...e.labels } } }, ...hangarFrom] }],
+      },
+    },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: n.policy, labels: { ...e.labels } },
+      spec: {
+        podSelector: { matchLabels: edgeLabels },
+        policyTypes: ['Ingress'],
+        ingress: [
+          { from: hangarFrom },
+          // No rule without sources: a rule with no `from` would admit everyone.
+          ...e.routes.flatMap((r) => {
+            const allowed = normaliseSources(e.access.get(r.group) ?? []);
+            return allowed.length === 0 ? [] : [{ from: allowed.map((c) => ({ ipBlock: { cidr: ipBlock(c) } })), ports: [{ port: r.port, protocol: 'TCP' }] }];
+          }),
+        ],
+      },
+    },
+  ];
+  return objects;
+}

@@ -1,0 +1,455 @@
+import { createSocket } from 'node:dgram';
+import type { Logger } from 'pino';
+import type { ClusterPlace, KubeObject, PodState } from '../../domain/cluster.js';
+import { accessGroups, edgeRoutes, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
+import { TerminalError } from '../../domain/errors.js';
+import {
+  throwIfCancelled, type AccessRule, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext,
+  type UnitDriver, type UnitHost,
+} from '../../domain/units.js';
+import type { KubernetesTarget } from '../../domain/zones.js';
+import { matcher } from '../../lib/cidr.js';
+import { sleep } from '../../lib/time.js';
+import { cliWord, haproxyCommand, parseShowAcl, parseShowSess, parseShowStat } from '../local/haproxy-socket.js';
+import type { Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
+import { EDGE_ADMIN_PORT, aclFile, edgeNames, edgeObjects, frontendOf, normaliseSources } from './kube-edge.js';
+import { KubeError, type KubeApi } from './kube-api.js';
+
+/** Every object hangar makes carries these: it finds, adopts and removes its own objects and nothing else. */
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'hangar' } as const;
+export const INSTANCE_LABEL = 'hangar.io/instance';
+const MANAGED_SELECTOR = 'app.kubernetes.io/managed-by=hangar';
+
+/** How long a pass waits for the edge pods and for the instance to be usable through them. */
+const READY_TIMEOUT_MS = 60_000;
+const POLL_MS = 500;
+/** How long a removal waits for the instance's pods to be gone. */
+const REMOVE_TIMEOUT_MS = 120_000;
+
+/** The kinds of objects an instance may have, in the order they are removed (workloads first). */
+const KINDS: readonly (readonly [apiVersion: string, kind: string, plural: string])[] = [
+  ['apps/v1', 'Deployment', 'deployments'],
+  ['apps/v1', 'StatefulSet', 'statefulsets'],
+  ['policy/v1', 'PodDisruptionBudget', 'poddisruptionbudgets'],
+  ['networking.k8s.io/v1', 'NetworkPolicy', 'networkpolicies'],
+  ['v1', 'Service', 'services'],
+  ['v1', 'Secret', 'secrets'],
+];
+
+/** Official images of each product, used where the zone names none. */
+const OFFICIAL: Readonly<Record<string, (version: string) => string>> = {
+  redis: (v) => `redis:${v}`,
+  mongodb: (v) => `mongo:${v}`,
+  elasticsearch: (v) => `docker.elastic.co/elasticsearch/elasticsearch:${v}`,
+  haproxy: () => 'haproxy:2.6',
+};
+
+/** The image of `product` at `version` in a zone: `images["redis:7.0.15"]`, else `images.redis`, else the official one. */
+export function imageOf(target: KubernetesTarget, product: string, version: string): string {
+  const image = target.images[`${product}:${version}`] ?? target.images[product] ?? OFFICIAL[product]?.(version);
+  if (!image) throw new TerminalError(`no image for ${product} ${version}: set images["${product}:${version}"] in the zone`);
+  return image;
+}
+
+/** The address this process reaches `ip` from (the kernel's choice of source, without sending anything). */
+function sourceAddressTowards(ip: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket(ip.includes(':') ? 'udp6' : 'udp4');
+    socket.on('error', (err) => {
+      socket.close();
+      reject(err);
+    });
+    socket.connect(9, ip, () => {
+      const { address } = socket.address();
+      socket.close();
+      resolve(address);
+    });
+  });
+}
+
+type Pod = KubeObject & { status?: any; spec?: any };
+
+/** A pod as the engines and the edge need to know it. */
+function podState(p: Pod): PodState & { ip?: string; hostIp?: string } {
+  const conditions: { type: string; status: string; reason?: string; message?: string }[] = p.status?.conditions ?? [];
+  const ready = conditions.some((c) => c.type === 'Ready' && c.status === 'True');
+  const unscheduled = conditions.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+  const statuses: { restartCount?: number; state?: { waiting?: { reason?: string; message?: string } } }[] = p.status?.containerStatuses ?? [];
+  const waiting = statuses.map((s) => s.state?.waiting).find((w) => w?.reason && w.reason !== 'ContainerCreating');
+  const reason = unscheduled
+    ? `not scheduled (${unscheduled.reason ?? 'Unschedulable'}): ${unscheduled.message ?? ''}`.trim()
+    : waiting
+      ? `${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`
+      : undefined;
+  return {
+    name: p.metadata.name,
+    ready,
+    phase: p.status?.phase ?? 'Unknown',
+    restarts: statuses.reduce((n, s) => n + (s.restartCount ?? 0), 0),
+    ...(reason ? { reason } : {}),
+    ...(p.status?.podIP ? { ip: p.status.podIP as string } : {}),
+    ...(p.status?.hostIP ? { hostIp: p.status.hostIP as string } : {}),
+  };
+}
+
+/** Units are the cluster's: an engine asked for a local unit on a Kubernetes zone is told so. */
+const NO_UNITS: UnitHost = new Proxy({} as UnitHost, {
+  get: () => () => {
+    throw new TerminalError('this instance runs on Kubernetes: it has no local units');
+  },
+});
+
+export interface KubernetesRuntimeOptions {
+  readonly zone: string;
+  readonly target: KubernetesTarget;
+  readonly api: KubeApi;
+  readonly log: Logger;
+}
+
+/**
+ * Instances on a Kubernetes cluster: the engine's objects applied with server-side apply (field
+ * manager `hangar`), watched, and exposed through an HAProxy edge of their own (admitting only
+ * the ACL sources, changed live through its runtime API), with NetworkPolicies as defence in
+ * depth. Every object carries `app.kubernetes.io/managed-by: hangar` and the instance id, so the
+ * runtime finds, adopts and removes its own objects, and nothing else.
+ */
+export class KubernetesRuntime implements Runtime {
+  readonly kind = 'kubernetes' as const;
+  private events: RuntimeEvents | undefined;
+  private readonly stops: (() => void)[] = [];
+  private watching = false;
+  /** Why the API server is not usable, as last found; undefined while it answers. */
+  private apiProblem: string | undefined;
+  private readonly log: Logger;
+  /** hangar's source address towards the pod network, once known. */
+  private source: string | undefined;
+
+  constructor(private readonly opts: KubernetesRuntimeOptions) {
+    this.log = opts.log.child({ component: 'kubernetes', zone: opts.zone });
+  }
+
+  private get api(): KubeApi {
+    return this.opts.api;
+  }
+
+  private labels(id: string): Record<string, string> {
+    return { ...MANAGED_BY, [INSTANCE_LABEL]: id };
+  }
+
+  private selector(labels: Readonly<Record<string, string>>): string {
+    return Object.entries(labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
+  }
+
+  /** Watches the instances' pods and workloads: a change under an instance reconciles it soon; a deletion out of band is said. */
+  async start(events: RuntimeEvents): Promise<void> {
+    this.events = events;
+    this.watching = true;
+    const ns = this.api.namespace;
+    for (const path of [`/api/v1/namespaces/${ns}/pods`, `/apis/apps/v1/namespaces/${ns}/statefulsets`, `/apis/apps/v1/namespaces/${ns}/deployments`, `/api/v1/namespaces/${ns}/services`]) {
+      void this.watch(path);
+    }
+  }
+
+  private async watch(path: string): Promise<void> {
+    let delay = 500;
+    while (this.watching) {
+      const ended = new Promise<unknown>((resolve) => {
+        this.api
+          .watch(
+            path,
+            MANAGED_SELECTOR,
+            (e) => {
+              this.apiProblem = undefined;
+              delay = 500;
+              const id = e.object.metadata.labels?.[INSTANCE_LABEL];
+              if (!id) return;
+              if (e.type === 'DELETED' && e.object.kind !== 'Pod') this.log.warn({ instance: id, object: `${e.object.kind ?? path.split('/').pop()}/${e.object.metadata.name}` }, 'object deleted; the instance is reconciled');
+              this.events?.instanceChanged(id);
+            },
+            resolve,
+          )
+          .then((stop) => this.stops.push(stop), resolve);
+      });
+      const err = await ended;
+      if (!this.watching) return;
+      if (err) {
+        this.apiProblem = `the Kubernetes API of zone ${this.opts.zone} does not answer: ${(err as Error).message ?? String(err)}`;
+        this.log.warn({ err, path }, 'watch failed; watching again');
+      }
+      await sleep(delay);
+      delay = Math.min(10_000, delay * 2);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.watching = false;
+    this.events = undefined;
+    for (const stop of this.stops.splice(0)) stop();
+  }
+
+  /** NodePorts are handed out from the store; a port another Service holds makes the apply fail, and the pass says so. */
+  async portIsFree(): Promise<boolean> {
+    return true;
+  }
+
+  place(spec: Pick<InstanceSpec, 'id'>): InstancePlace {
+    return { dir: '', host: NO_UNITS, cluster: this.clusterPlace(spec.id) };
+  }
+
+  private clusterPlace(id: string): ClusterPlace {
+    const { target } = this.opts;
+    const labels = this.labels(id);
+    return {
+      namespace: this.api.namespace,
+      labels,
+      nodeSelector: target.nodeSelector,
+      ...(target.topologyZone ? { topologyZone: target.topologyZone } : {}),
+      ...(target.storageClass ? { storageClass: target.storageClass } : {}),
+      image: (product, version) => imageOf(target, product, version),
+      apply: async (objects, ctx) => {
+        for (const o of objects) {
+          throwIfCancelled(ctx.signal, `applying ${o.kind} ${o.metadata.name}`);
+          await this.apply(o, labels);
+        }
+      },
+      serviceAddress: async (name) => {
+        const svc = await this.call(() => this.api.get('v1', 'Service', name));
+        const ip = svc?.spec?.clusterIP;
+        if (typeof ip !== 'string' || ip === '' || ip === 'None') throw new Error(`Service ${name} has no ClusterIP yet`);
+        return ip;
+      },
+      pods: async (selector) => (await this.pods({ ...labels, ...selector })).map(({ ip: _ip, hostIp: _host, ...p }) => p),
+    };
+  }
+
+  /** A call to the API server; a failure to reach it is remembered for /readyz. */
+  private async call<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      const out = await work();
+      this.apiProblem = undefined;
+      return out;
+    } catch (err) {
+      if (err instanceof KubeError && err.status === 0) this.apiProblem = `the Kubernetes API of zone ${this.opts.zone} does not answer: ${err.message}`;
+      if (err instanceof KubeError && err.status === 403) {
+        throw new Error(`${err.message}; hangar's Role in namespace ${this.api.namespace} lacks the verb "${err.forbidden ?? 'unknown'}" (see deploy/)`);
+      }
+      throw err;
+    }
+  }
+
+  /** Server-side apply with the instance's labels added; a conflict is tried again. */
+  private async apply(o: KubeObject, labels: Readonly<Record<string, string>>): Promise<KubeObject> {
+    const obj = { ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, ...labels } } };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.call(() => this.api.apply(obj));
+      } catch (err) {
+        if (err instanceof KubeError && err.status === 409 && attempt < 5) {
+          await sleep(100 * attempt);
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  private async pods(labels: Readonly<Record<string, string>>): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
+    const pods = (await this.call(() => this.api.list('v1', 'Pod', this.selector(labels)))) as Pod[];
+    return pods.filter((p) => !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp).map(podState).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  private edgePods(id: string) {
+    return this.pods({ ...this.labels(id), 'app.kubernetes.io/component': 'edge' });
+  }
+
+  /** hangar's own address towards the pods (admitted by every edge, as on the local runtime its probe source). */
+  private async hangarSource(towards: string): Promise<string> {
+    this.source ??= await sourceAddressTowards(towards);
+    return this.source;
+  }
+
+  async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
+    if (!driver.cluster) throw new TerminalError(`${spec.service} cannot run on Kubernetes in this version of hangar`);
+    const place = this.clusterPlace(spec.id);
+    const result = await driver.cluster.ensure(spec, place, ctx);
+    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    const access = accessGroups(routes, rules);
+    const member = (await this.pods(this.labels(spec.id))).find((p) => p.ip);
+    if (!member?.ip) throw new Error('no pod of the instance has an address yet');
+    const source = await this.hangarSource(member.ip);
+    const image = imageOf(this.opts.target, 'haproxy', '2.6');
+    for (const o of edgeObjects({ id: spec.id, labels: this.labels(spec.id), target: this.opts.target, image, routes, backends: result.backends, access, hangarSources: [source] })) {
+      throwIfCancelled(ctx.signal, 'applying the edge');
+      await this.apply(o, this.labels(spec.id));
+    }
+    ctx.step(`${result.fresh ? 'create' : 'ensure'}:edge-applied`);
+    const edges = await this.waitEdge(spec.id, ctx);
+    if (await this.accessLive(routes, edges, access, ctx.signal)) ctx.step('ensure:access-applied');
+    const targets: ProbeTarget[] = edges.flatMap((p) => routes.filter((r) => r.group === 'main' && !r.tls).map((r) => ({ host: p.ip!, port: r.port, localAddress: source })));
+    const until = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      throwIfCancelled(ctx.signal, 'waiting for the instance to be ready');
+      const problem = await driver.cluster.readiness(spec, place, targets);
+      if (problem === undefined) break;
+      if (Date.now() > until) throw new Error(problem);
+      await sleep(POLL_MS, ctx.signal);
+    }
+    return { fresh: result.fresh, address: await this.address(spec.id, edges) };
+  }
+
+  /** Waits until the edge's pods are ready, naming why not (the scheduler's reason) when they are not in time. */
+  private async waitEdge(id: string, ctx: StepContext): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
+    const until = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      throwIfCancelled(ctx.signal, 'waiting for the edge pods');
+      const pods = await this.edgePods(id);
+      const ready = pods.filter((p) => p.ready && p.ip);
+      if (ready.length > 0) return ready;
+      if (Date.now() > until) {
+        const why = pods.find((p) => p.reason);
+        throw new Error(`no edge pod of the instance is ready${why ? `: ${why.name} ${why.reason}` : ''}`);
+      }
+      await sleep(POLL_MS, ctx.signal);
+    }
+  }
+
+  /** Where clients reach the edge Service: a load balancer's address, a node's (NodePort), or the ClusterIP. */
+  private async address(id: string, edges: readonly { hostIp?: string }[]): Promise<string | undefined> {
+    const svc = await this.call(() => this.api.get('v1', 'Service', edgeNames(id).service));
+    switch (this.opts.target.serviceType) {
+      case 'LoadBalancer': {
+        const ingress = svc?.status?.loadBalancer?.ingress?.[0];
+        return ingress?.ip ?? ingress?.hostname ?? undefined;
+      }
+      case 'NodePort':
+        // With externalTrafficPolicy: Local the NodePort answers on nodes that run an edge pod.
+        return edges.find((p) => p.hostIp)?.hostIp;
+      case 'ClusterIP':
+        return svc?.spec?.clusterIP;
+    }
+  }
+
+  /**
+   * Admits exactly `access` on every edge pod through its runtime API (within a second of the
+   * API's answer), and shuts down the sessions of sources no longer admitted. True when it changed anything.
+   */
+  private async accessLive(
+    routes: readonly EdgeRoute[],
+    pods: readonly { ip?: string }[],
+    access: ReadonlyMap<AccessGroup, readonly string[]>,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    let changed = false;
+    for (const pod of pods) {
+      if (!pod.ip) continue;
+      const socket = { host: pod.ip, port: EDGE_ADMIN_PORT };
+      const say = (line: string) => haproxyCommand(socket, line, 3000, signal);
+      let removed = false;
+      for (const [group, list] of access) {
+        const file = cliWord(aclFile(group));
+        const shown = await say(`show acl ${file}`);
+        if (/^Unknown ACL/i.test(shown.trim())) continue;
+        const want = new Set(normaliseSources(list));
+        const seen = new Set<string>();
+        const commands: string[] = [];
+        for (const entry of parseShowAcl(shown)) {
+          if (!want.has(entry.pattern) || seen.has(entry.pattern)) {
+            commands.push(`del acl ${file} #${entry.ref}`);
+            removed = true;
+          }
+          seen.add(entry.pattern);
+        }
+        for (const c of want) if (!seen.has(c)) commands.push(`add acl ${file} ${c}`);
+        if (commands.length > 0) {
+          const answer = await say(commands.join(';'));
+          if (/unknown|error|not found|invalid/i.test(answer)) throw new Error(`the edge refused an ACL change: ${answer.trim()}`);
+          changed = true;
+        }
+      }
+      if (removed) {
+        // Removing a source from a list does not close what it has open: its sessions are shut down.
+        const admits = new Map([...access].map(([g, list]) => [g, matcher([...list, ...(this.source ? [this.source] : [])])]));
+        const groupOf = new Map(routes.map((r) => [frontendOf(r.role), r.group]));
+        const denied = parseShowSess(await say('show sess')).filter((s) => {
+          const group = groupOf.get(s.frontend);
+          return group !== undefined && !(admits.get(group)?.(s.source) ?? false);
+        });
+        if (denied.length > 0) await say(denied.map((s) => `shutdown session ${s.id}`).join(';'));
+      }
+    }
+    return changed;
+  }
+
+  async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[]): Promise<void> {
+    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    const access = accessGroups(routes, rules);
+    const edges = (await this.edgePods(spec.id)).filter((p) => p.ready);
+    await this.accessLive(routes, edges, access);
+  }
+
+  async removeInstance(id: string, ctx: StepContext): Promise<void> {
+    const selector = this.selector(this.labels(id));
+    for (const [apiVersion, kind] of KINDS) {
+      for (const o of await this.call(() => this.api.list(apiVersion, kind, selector))) await this.call(() => this.api.delete(apiVersion, kind, o.metadata.name));
+    }
+    ctx.step('delete:objects-deleted');
+    const until = Date.now() + REMOVE_TIMEOUT_MS;
+    while ((await this.pods(this.labels(id))).length > 0) {
+      throwIfCancelled(ctx.signal, 'waiting for the pods to be gone');
+      if (Date.now() > until) throw new Error('the pods of the instance are still terminating');
+      await sleep(POLL_MS, ctx.signal);
+    }
+    if (this.opts.target.volumeRetention === 'delete') {
+      for (const pvc of await this.call(() => this.api.list('v1', 'PersistentVolumeClaim', selector))) {
+        await this.call(() => this.api.delete('v1', 'PersistentVolumeClaim', pvc.metadata.name));
+      }
+    }
+    ctx.step('delete:data-removed');
+  }
+
+  async listInstanceIds(): Promise<string[]> {
+    const ids = new Set<string>();
+    for (const [apiVersion, kind] of [['apps/v1', 'StatefulSet'], ['apps/v1', 'Deployment'], ['v1', 'Service'], ['v1', 'Secret']] as const) {
+      for (const o of await this.call(() => this.api.list(apiVersion, kind, MANAGED_SELECTOR))) {
+        const id = o.metadata.labels?.[INSTANCE_LABEL];
+        if (id) ids.add(id);
+      }
+    }
+    return [...ids];
+  }
+
+  async checkInstance(spec: InstanceSpec, driver: UnitDriver): Promise<Health> {
+    if (!driver.cluster) return { healthy: false, reason: `${spec.service} cannot run on Kubernetes in this version of hangar` };
+    const edges = (await this.edgePods(spec.id)).filter((p) => p.ready);
+    if (edges.length === 0) return { healthy: false, reason: 'no edge pod of the instance is ready' };
+    return driver.cluster.check(spec, this.clusterPlace(spec.id));
+  }
+
+  health(): RuntimeHealth {
+    return { problems: this.apiProblem ? [this.apiProblem] : [], degraded: [] };
+  }
+
+  async stats(): Promise<RuntimeStats> {
+    const pods = await this.pods(MANAGED_BY);
+    const edge: { instanceId: string; admitted: number; refused: number }[] = [];
+    const edges = (await this.call(() => this.api.list('v1', 'Pod', `${MANAGED_SELECTOR},app.kubernetes.io/component=edge`))) as Pod[];
+    for (const p of edges) {
+      const id = p.metadata.labels?.[INSTANCE_LABEL];
+      if (!id || !p.status?.podIP) continue;
+      try {
+        const stats = parseShowStat(await haproxyCommand({ host: p.status.podIP, port: EDGE_ADMIN_PORT }, 'show stat'));
+        const sum = stats.reduce((acc, s) => ({ admitted: acc.admitted + s.admitted, refused: acc.refused + s.refused }), { admitted: 0, refused: 0 });
+        const known = edge.find((e) => e.instanceId === id);
+        if (known) {
+          known.admitted += sum.admitted;
+          known.refused += sum.refused;
+        } else edge.push({ instanceId: id, ...sum });
+      } catch (err) {
+        this.log.debug({ err, pod: p.metadata.name }, 'edge counters unavailable');
+      }
+    }
+    return { processesUp: pods.filter((p) => p.ready).length, processesExpected: pods.length, edge };
+  }
+}
