@@ -35,7 +35,8 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     await page.goto(`${hangar.url}/#${path}`);
     await page.getByRole('heading', { level: 1, name: 'Log in to hangar' }).waitFor();
     await logIn(page, LOGIN, PASSWORD);
-    await page.locator('main h1').waitFor();
+    // logged in: a session kept, and the page asked for in place of the login page
+    await page.waitForFunction(() => sessionStorage.getItem('hangar.session') !== null && document.querySelector('main h1')?.textContent !== 'Log in to hangar');
     return { page, problems, context };
   }
 
@@ -59,6 +60,7 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
         await page.evaluate(() => document.getElementById('unlabelled')!.remove());
       }
       await logIn(page, LOGIN, PASSWORD);
+      await page.getByRole('heading', { level: 1, name: 'Instances' }).waitFor();
       const pages: [string, string][] = [
         ['/instances', 'tr[data-instance="cache"]'],
         ['/instances/new', 'form.create select[name="plan"] option'],
