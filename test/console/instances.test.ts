@@ -52,6 +52,8 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
     const zones = (await hangar.get('/v2/zones/')).body.data as { name: string; services: { service: string; plans: number[]; versions: string[] }[] }[];
     await page.getByRole('link', { name: 'Create instance' }).click();
     await heading('Create an instance').waitFor();
+    // the form comes once the zones are read
+    await page.getByLabel('Plan').locator('option').first().waitFor({ state: 'attached' });
     const zoneOptions = await page.getByLabel('Zone').locator('option').allTextContents();
     expect(zoneOptions).toEqual(zones.map((z) => z.name));
     await page.getByLabel('Zone').selectOption('US-Dallas');
@@ -164,6 +166,7 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
   it('resizes to a larger plan, with progress, keeping the data', async () => {
     await tab('Settings').click();
     await page.getByRole('heading', { name: 'Resize' }).waitFor();
+    await page.getByLabel('New plan').locator('option').first().waitFor({ state: 'attached' });
     const plans = await page.getByLabel('New plan').locator('option').allTextContents();
     expect(plans[0]).toBe('1,000 MB');
     expect(plans).not.toContain('500 MB');
