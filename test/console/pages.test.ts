@@ -82,7 +82,8 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
       expect(problems.foreignRequests).toEqual([]);
       await context.close();
     }
-  });
+    // twenty pages checked, in two colour schemes: more than the default 30 s on a loaded machine
+  }, 120_000);
 
   it('follows the system colour scheme', async () => {
     const bg = async (colorScheme: 'light' | 'dark') => {
