@@ -12,13 +12,16 @@ import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } fr
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { ErrorBody } from './http/schemas/common.js';
 import { aclRoutes } from './http/routes/acls.js';
+import { consoleRoutes } from './http/routes/console.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { instanceRoutes } from './http/routes/instances.js';
+import { keyRoutes } from './http/routes/keys.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { mongodbUserRoutes } from './http/routes/mongodb-users.js';
 import { redisRoutes } from './http/routes/redis.js';
 import { tokenRoutes } from './http/routes/tokens.js';
+import { whoamiRoutes } from './http/routes/whoami.js';
 import { zoneRoutes } from './http/routes/zones.js';
 
 /** Request bodies above this are refused with 413. */
@@ -156,8 +159,11 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       mongodbUserRoutes(v2, deps);
       eventRoutes(v2, deps);
       zoneRoutes(v2, deps);
+      keyRoutes(v2, deps);
+      whoamiRoutes(v2, deps);
     },
     { prefix: '/v2' },
   );
+  await consoleRoutes(app);
   return app;
 }

@@ -1,7 +1,7 @@
 import { HangarApiError } from './errors.js';
 import {
   READY_STATES,
-  type AccountInfo, type Acl, type Zone, type AclDetail, type AuditEvent, type CreateAclRequest, type CreateInstanceRequest,
+  type AccountInfo, type Acl, type AclDetail, type ApiKey, type AuditEvent, type CreatedApiKey, type Whoami, type Zone, type CreateAclRequest, type CreateInstanceRequest,
   type CreateMongoUserRequest, type CreatedInstance, type Instance, type MongoUser, type SpaceUsage, type UpdateMongoUserRequest,
 } from './types.js';
 
@@ -58,7 +58,8 @@ export class HangarClient {
   constructor(private readonly opts: HangarClientOptions) {
     this.baseUrl = opts.url.replace(/\/+$/, '').replace(/\/v2$/, '');
     this.currentToken = opts.token;
-    this.fetchFn = opts.fetch ?? globalThis.fetch;
+    // Bound: a browser's fetch called as a method of another object throws "Illegal invocation".
+    this.fetchFn = opts.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
   /** The token in use, if any (keep it to skip the login next time). */
@@ -99,6 +100,11 @@ export class HangarClient {
     if (this.currentToken === undefined) return;
     await this.call('DELETE', '/v2/tokens/', { retry: false });
     this.currentToken = undefined;
+  }
+
+  /** The caller's account, token expiry and source address as hangar sees it. */
+  whoami(): Promise<Whoami> {
+    return this.call('GET', '/v2/whoami/');
   }
 
   // --- instances ----------------------------------------------------------------------------
@@ -150,6 +156,11 @@ export class HangarClient {
     return this.call('GET', `/v2/redis/${enc(instance)}/connectedSlaves/`);
   }
 
+  /** Connections the primary has (clients, the replica, hangar's probes): an addition to the spec. */
+  connectedClients(instance: string): Promise<number> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/connectedClients/`);
+  }
+
   spaceUsage(instance: string): Promise<SpaceUsage> {
     return this.call('GET', `/v2/redis/${enc(instance)}/spaceUsage/`);
   }
@@ -190,6 +201,22 @@ export class HangarClient {
 
   deleteMongoUser(instance: string, database: string, username: string): Promise<string> {
     return this.call('DELETE', `${this.usersPath(instance, database)}/${enc(username)}`);
+  }
+
+  // --- API keys -----------------------------------------------------------------------------
+
+  /** The account's API key pairs (without secrets). */
+  listApiKeys(): Promise<ApiKey[]> {
+    return this.call('GET', '/v2/keys/');
+  }
+
+  /** A new API key pair; its `pass_key` is in this answer only. */
+  createApiKey(): Promise<CreatedApiKey> {
+    return this.call('POST', '/v2/keys/', { body: {} });
+  }
+
+  async deleteApiKey(id: string): Promise<void> {
+    await this.call('DELETE', `/v2/keys/${enc(id)}/`);
   }
 
   // --- audit log ----------------------------------------------------------------------------

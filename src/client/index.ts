@@ -4,7 +4,7 @@
 export { HangarClient, type HangarClientOptions, type WaitOptions } from './hangar-client.js';
 export { HangarApiError } from './errors.js';
 export type {
-  AccountInfo, Acl, AclDetail, ApiErrorBody, AuditEvent, CreateAclRequest, CreateInstanceRequest, CreateMongoUserRequest,
-  CreatedInstance, Instance, MongoRole, MongoUser, SpaceUsage, UpdateMongoUserRequest, Zone,
+  AccountInfo, Acl, AclDetail, ApiErrorBody, ApiKey, AuditEvent, CreateAclRequest, CreateInstanceRequest, CreateMongoUserRequest,
+  CreatedApiKey, CreatedInstance, Instance, MongoRole, MongoUser, SpaceUsage, UpdateMongoUserRequest, Whoami, Zone,
 } from './types.js';
 export { READY_STATES } from './types.js';

@@ -5,6 +5,7 @@ import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
 import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
 import type { SpaceUsage as SpaceUsageSchema } from '../http/schemas/redis.js';
+import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
 import type { ZoneRecord } from '../http/schemas/zones.js';
 
@@ -27,6 +28,13 @@ export type UpdateMongoUserRequest = Static<typeof UserPatchBody>;
 export type AccountInfo = Static<typeof AccountInfoSchema>;
 /** The body of every error answer. */
 export type ApiErrorBody = Static<typeof ErrorBody>;
+
+/** An API key pair as listed (no secret). */
+export type ApiKey = Static<typeof ApiKeyRecord>;
+/** A new API key pair, with its pass_key: shown this once. */
+export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
+/** The caller, and the source address hangar sees. */
+export type Whoami = Static<typeof WhoamiRecord>;
 
 /** A zone: where instances can be placed, what it offers, how full it is. */
 export type Zone = Static<typeof ZoneRecord>;

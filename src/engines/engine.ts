@@ -5,7 +5,7 @@ import type { InstancePlace, InstanceSpec, UnitDefinition, UnitDriver } from '..
 /** Live, read-only view of a Redis engine, for the inspection endpoints. */
 export interface RedisInspector {
   /** `INFO <section>` of the primary as key/value pairs. */
-  info(section: 'replication' | 'memory' | 'server'): Promise<Record<string, string>>;
+  info(section: 'replication' | 'memory' | 'server' | 'clients'): Promise<Record<string, string>>;
   /** `CONFIG GET <name>` on the primary. */
   configGet(name: string): Promise<string>;
 }

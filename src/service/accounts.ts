@@ -1,7 +1,7 @@
 import { newObjectId, randomHex } from '../lib/ids.js';
 import { DUMMY_HASH, hashSecret, hashToken, newToken, verifySecret } from '../lib/passwords.js';
 import {
-  deleteApiKey, findAccountById, findAccountByLogin, findApiKey, findLiveToken, insertAccount, insertApiKey,
+  countApiKeys, deleteApiKey, deleteApiKeyById, findAccountById, findAccountByLogin, findApiKey, findLiveToken, insertAccount, insertApiKey,
   insertToken, listApiKeys, purgeDeadTokens, revokeAccountTokens, revokeToken, touchApiKey,
 } from '../store/account-repository.js';
 import type { Db } from '../store/database.js';
@@ -11,6 +11,17 @@ import { HangarError, errors } from '../domain/errors.js';
 
 /** Account passwords shorter than this are refused. */
 export const MIN_PASSWORD_LENGTH = 12;
+
+/** Key pairs an account may have at once (the HTTP API refuses more with QUOTA_EXCEEDED). */
+export const MAX_API_KEYS = 100;
+
+/** A key pair as listed: never its secret. */
+export interface ApiKeyInfo {
+  readonly id: string;
+  readonly userKey: string;
+  readonly createdAt: number;
+  readonly lastUsedAt: number | null;
+}
 
 /** How long a verified credential is trusted without asking the store again. */
 const CACHE_MS = 5000;
@@ -79,10 +90,36 @@ export class AccountService {
   /** A new key pair; the secret is shown once and stored only as a hash. */
   async createApiKey(login: string): Promise<{ user_key: string; pass_key: string }> {
     const account = await this.accountByLogin(login);
+    const key = await this.insertKey(account.id);
+    return { user_key: key.userKey, pass_key: key.passKey };
+  }
+
+  private async insertKey(accountId: string): Promise<ApiKeyInfo & { passKey: string }> {
+    const id = newObjectId();
     const userKey = randomHex(16);
     const passKey = randomHex(24);
-    await insertApiKey(this.db, { id: newObjectId(), accountId: account.id, userKey, secretHash: await hashSecret(passKey), createdAt: this.opts.now() });
-    return { user_key: userKey, pass_key: passKey };
+    const createdAt = this.opts.now();
+    await insertApiKey(this.db, { id, accountId, userKey, secretHash: await hashSecret(passKey), createdAt });
+    return { id, userKey, passKey, createdAt, lastUsedAt: null };
+  }
+
+  // The caller's own key pairs (the HTTP API): another account's key is not found, as a missing one.
+
+  /** A new key pair of the caller's account; `passKey` is shown this once. */
+  async createOwnApiKey(caller: Caller): Promise<ApiKeyInfo & { passKey: string }> {
+    if ((await countApiKeys(this.db, caller.accountId)) >= MAX_API_KEYS) throw errors.quotaExceeded('API keys per account', MAX_API_KEYS);
+    return this.insertKey(caller.accountId);
+  }
+
+  async listOwnApiKeys(caller: Caller): Promise<ApiKeyInfo[]> {
+    const rows = await listApiKeys(this.db, caller.accountId);
+    return rows.map((r) => ({ id: r.id, userKey: r.user_key, createdAt: Number(r.created_at), lastUsedAt: r.last_used_at === null ? null : Number(r.last_used_at) }));
+  }
+
+  /** Deletes one of the caller's key pairs; credentials cached from it stop working at once. */
+  async deleteOwnApiKey(caller: Caller, id: string): Promise<void> {
+    if (!(await deleteApiKeyById(this.db, caller.accountId, id))) throw errors.apiKeyNotFound(caller.login, id);
+    this.cache.clear();
   }
 
   async listApiKeys(login: string) {

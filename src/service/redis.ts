@@ -67,6 +67,14 @@ export class RedisService {
     });
   }
 
+  /** connected_clients of INFO clients: every connection the primary has (hangar's and the replica's too). */
+  connectedClients(caller: Caller, name: string): Promise<number> {
+    return this.live(caller, name, async (inst) => {
+      const info = await this.inspector(inst).info('clients');
+      return integer(info.connected_clients, 'connected_clients');
+    });
+  }
+
   spaceUsage(caller: Caller, name: string): Promise<SpaceUsage> {
     return this.live(caller, name, async (inst) => {
       const info = await this.inspector(inst).info('memory');

@@ -45,7 +45,19 @@ export async function touchApiKey(db: Db, id: string, now: number): Promise<void
 }
 
 export function listApiKeys(db: Db, accountId: string) {
-  return db.selectFrom('api_keys').select(['user_key', 'created_at', 'last_used_at']).where('account_id', '=', accountId).orderBy('created_at').execute();
+  return db.selectFrom('api_keys').select(['id', 'user_key', 'created_at', 'last_used_at']).where('account_id', '=', accountId).orderBy('created_at').execute();
+}
+
+/** How many key pairs the account has. */
+export async function countApiKeys(db: Db, accountId: string): Promise<number> {
+  const r = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number | string | bigint>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** Deletes the account's key pair with this id; false when the account has none such. */
+export async function deleteApiKeyById(db: Db, accountId: string, id: string): Promise<boolean> {
+  const r = await db.deleteFrom('api_keys').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
 }
 
 export async function deleteApiKey(db: Db, accountId: string, userKey: string): Promise<boolean> {

@@ -145,6 +145,21 @@ describe('HangarClient', () => {
       const older = await hangar.listEvents({ limit: 1, before: events[0]!.id });
       expect(older[0]!.id).toBe(events[1]!.id);
     });
+
+    it('API keys: create (the pass key once), list, delete; a pair logs in', async () => {
+      const key = await hangar.createApiKey();
+      expect(key.pass_key).toMatch(/^[0-9a-f]{48}$/);
+      expect((await hangar.listApiKeys()).map((k) => k.id)).toContain(key.id);
+      const withKey = new HangarClient({ url: th.url, userKey: key.user_key, passKey: key.pass_key });
+      expect((await withKey.whoami()).login).toBe(login);
+      await hangar.deleteApiKey(key.id);
+      expect((await hangar.listApiKeys()).map((k) => k.id)).not.toContain(key.id);
+      expect((await failure(hangar.deleteApiKey(key.id))).code).toBe('API_KEY_NOT_FOUND');
+    });
+
+    it('whoami: the login and the source address hangar sees', async () => {
+      expect(await hangar.whoami()).toMatchObject({ login, source_ip: '127.0.0.1' });
+    });
   });
 
   describe('errors', () => {

@@ -3,7 +3,7 @@ import { esBody, keysOf, mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, type TestHangar, startTestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
-const METRICS = ['connectedSlaves', 'spaceUsage', 'maxMemoryPolicy', 'maxClients'] as const;
+const METRICS = ['connectedSlaves', 'connectedClients', 'spaceUsage', 'maxMemoryPolicy', 'maxClients'] as const;
 
 /** What the emulated engine reports as used: an empty redis-server. */
 const USED = 866_400;
@@ -33,6 +33,10 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
       expect(res.status).toBe(200);
       expect(keysOf(res.body.data)).toEqual(['freeSpacePercentage', 'usedMemoryHuman']);
       expect(res.body.data).toEqual({ freeSpacePercentage: freePercent(500), usedMemoryHuman: '846.09K' });
+    });
+
+    it('200: connectedClients is an integer: the connections of the primary (the emulated replica link)', async () => {
+      expect((await alice.get('/v2/redis/r/connectedClients/')).body).toEqual({ data: 1 });
     });
 
     it('200: maxMemoryPolicy is a policy name', async () => {

@@ -72,6 +72,8 @@ export class EmulatedEngine implements Engine {
         const m = this.model(spec, place);
         if (section === 'replication') return { role: 'master', connected_slaves: '1' };
         if (section === 'server') return { redis_version: m.spec.version, redis_mode: 'standalone' };
+        // the replica's link to the primary
+        if (section === 'clients') return { connected_clients: '1', blocked_clients: '0' };
         const maxmemory = m.spec.plan * 1024 * 1024;
         return {
           used_memory: String(BASE_USED_MEMORY),

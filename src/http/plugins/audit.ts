@@ -27,6 +27,7 @@ function targetOf(req: FastifyRequest): string | null {
     p.acl_id !== undefined ? `acl:${p.acl_id}` : undefined,
     p.database_name !== undefined ? `database:${p.database_name}` : undefined,
     p.username !== undefined ? `user:${p.username}` : undefined,
+    p.key_id !== undefined ? `key:${p.key_id}` : undefined,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join('/') : null;
 }

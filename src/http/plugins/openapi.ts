@@ -37,6 +37,7 @@ const TAGS = [
   { name: 'redis', description: 'Redis inspection and resizing' },
   { name: 'mongodb users', description: 'MongoDB database users and their roles' },
   { name: 'events', description: 'The audit log of the account' },
+  { name: 'keys', description: 'The API key pairs of the account' },
   { name: 'docs', description: 'This document' },
 ];
 

@@ -27,6 +27,18 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
     async (req) => ({ data: await redis.connectedSlaves(callerOf(req), req.params.instance_name) }),
   );
   app.get(
+    '/redis/:instance_name/connectedClients/',
+    {
+      schema: {
+        ...read,
+        summary: 'connected_clients of INFO clients, read live (an addition to the ObjectRocket API)',
+        description: "Every connection the primary has: clients, the replica's link and hangar's own probes.",
+        response: { 200: Data(Type.Integer({ description: 'Connections the primary has' }), 3), ...errs },
+      },
+    },
+    async (req) => ({ data: await redis.connectedClients(callerOf(req), req.params.instance_name) }),
+  );
+  app.get(
     '/redis/:instance_name/spaceUsage/',
     {
       schema: {

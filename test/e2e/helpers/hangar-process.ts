@@ -7,8 +7,9 @@ import { killAllUnder } from './processes.js';
 /** The built binary (`npm run build`; `npm test` builds first). */
 export const BIN = join(import.meta.dirname, '..', '..', '..', 'dist', 'src', 'cli', 'bin.js');
 
-const LOGIN = 'e2e@example.com';
-const PASSWORD = 'correct-horse-battery-staple';
+/** The account every hangar process of these tests creates at its first start. */
+export const LOGIN = 'e2e@example.com';
+export const PASSWORD = 'correct-horse-battery-staple';
 
 /** The environment of the spawned commands: ours without HANGAR_* settings, which flags replace. */
 function childEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -141,7 +142,11 @@ export class HangarProcess {
     const exited = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
     this.exited = exited;
     this.url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`hangar serve did not start within 30 s:\n${output.text}`)), 30_000);
+      const timer = setTimeout(() => {
+        // not left running: the caller has no process to stop when the start fails
+        child.kill('SIGKILL');
+        reject(new Error(`hangar serve did not start within 30 s:\n${output.text}`));
+      }, 30_000);
       child.stderr!.on('data', (c: Buffer) => {
         output.text += c.toString('utf8');
         const m = /hangar serving on (https?:\/\/[^/\s]+)/.exec(output.text);

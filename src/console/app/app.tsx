@@ -1,0 +1,111 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ComingPage } from './pages/coming.js';
+import { CreatePage } from './pages/create.js';
+import { EventsPage } from './pages/events.js';
+import { InstancePage } from './pages/instance.js';
+import { InstancesPage } from './pages/instances.js';
+import { KeysPage } from './pages/keys.js';
+import { LoginPage } from './pages/login.js';
+import { type Route, currentRoute, href, loginHref, navigate, useRoute } from './router.js';
+import { logOut, onSessionChange, session, type Session } from './session.js';
+
+const NAV = [
+  { id: 'instances', label: 'Instances' },
+  { id: 'keys', label: 'API keys' },
+  { id: 'events', label: 'Audit log' },
+  { id: 'operations', label: 'Operations' },
+  { id: 'backups', label: 'Backups' },
+] as const;
+
+function titleOf(route: Route): string {
+  const [first, second] = route.parts;
+  if (first === 'login') return 'Log in';
+  if (first === 'instances' && second === 'new') return 'Create an instance';
+  if (first === 'instances' && second) return `Instance ${second}`;
+  return NAV.find((n) => n.id === first)?.label ?? 'Instances';
+}
+
+/** The page for a route (the user is logged in). */
+function Page({ route }: { route: Route }) {
+  const [first, second, third] = route.parts;
+  switch (first) {
+    case 'instances':
+      if (second === 'new') return <CreatePage />;
+      if (second) return <InstancePage name={second} tab={third ?? 'overview'} />;
+      return <InstancesPage notice={route.query.get('deleted') ? `Instance ${route.query.get('deleted')} is deleted.` : null} />;
+    case 'keys':
+      return <KeysPage />;
+    case 'events':
+      return <EventsPage />;
+    case 'operations':
+      return <ComingPage what="operations" />;
+    case 'backups':
+      return <ComingPage what="backups" />;
+    default:
+      return <InstancesPage />;
+  }
+}
+
+export function App() {
+  const route = useRoute();
+  const [user, setUser] = useState<Session | undefined>(session);
+
+  // A refused token (or a log out) ends the session: to the login page, keeping the place.
+  useEffect(
+    () =>
+      onSessionChange((s, why) => {
+        setUser(s);
+        if (!s) {
+          const here = currentRoute();
+          navigate(loginHref(here.parts[0] === 'login' ? '' : here.raw, why === 'expired'), { replace: true });
+        }
+      }),
+    [],
+  );
+
+  const onLogin = route.parts[0] === 'login';
+  useEffect(() => {
+    if (!user && !onLogin) navigate(loginHref(route.raw), { replace: true });
+  }, [user, onLogin, route.raw]);
+
+  // Each new page: its title, and the keyboard focus on its heading (screen readers read it).
+  const path = route.parts.join('/');
+  useEffect(() => {
+    document.title = `${titleOf(route)} · hangar`;
+    const h = document.getElementById('page-title');
+    if (h && document.activeElement?.tagName !== 'INPUT') h.focus({ preventScroll: false });
+  }, [path]);
+
+  return (
+    <>
+      <a class="skip-link" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('page-title')?.focus())}>
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href={href('instances')}>
+          hangar
+        </a>
+        {user ? (
+          <>
+            <nav aria-label="Main">
+              {NAV.map((n) => (
+                <a key={n.id} href={href(n.id)} aria-current={route.parts[0] === n.id ? 'page' : undefined}>
+                  {n.label}
+                </a>
+              ))}
+            </nav>
+            <div class="account">
+              <span class="login-name" title="Logged in as">
+                {user.login}
+              </span>
+              <button type="button" class="small" onClick={() => void logOut()}>
+                Log out
+              </button>
+            </div>
+          </>
+        ) : null}
+      </header>
+      <main id="main">{onLogin || !user ? <LoginPage route={route} /> : <Page route={route} />}</main>
+    </>
+  );
+}

@@ -1,0 +1,176 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { HangarApiError, type CreateInstanceRequest, type Zone } from '../../../client/index.js';
+import { Busy, ErrorBox, Field } from '../components/ui.js';
+import { formatPlan } from '../format.js';
+import { href, navigate } from '../router.js';
+import { api } from '../session.js';
+
+type FieldName = 'name' | 'zone' | 'service' | 'type' | 'plan' | 'version';
+
+/**
+ * Create an instance. Every choice comes from `GET /v2/zones/`: the services each zone can run
+ * now, with their types, plans and versions. A 400 naming a field is shown next to it.
+ */
+export function CreatePage() {
+  const [zones, setZones] = useState<Zone[] | undefined>();
+  const [loadError, setLoadError] = useState<unknown>();
+  const [myIp, setMyIp] = useState<string | undefined>();
+  const [form, setForm] = useState({ name: '', zone: '', service: '', type: '', plan: '', version: '', admitMe: false });
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+
+  useEffect(() => {
+    void api((c) => c.listZones()).then(setZones, setLoadError);
+    void api((c) => c.whoami()).then((w) => setMyIp(w.source_ip), () => undefined);
+  }, []);
+
+  const zone = zones?.find((z) => z.name === form.zone);
+  const offer = zone?.services.find((s) => s.service === form.service);
+
+  // Keep every choice valid as the ones before it change: the first offered value by default.
+  useEffect(() => {
+    if (!zones || zones.length === 0) return;
+    const z = zones.find((x) => x.name === form.zone) ?? zones.find((x) => x.services.some((s) => s.available)) ?? zones[0]!;
+    const s = z.services.find((x) => x.service === form.service && x.available) ?? z.services.find((x) => x.available);
+    const next = {
+      ...form,
+      zone: z.name,
+      service: s?.service ?? '',
+      type: s?.types.includes(form.type) ? form.type : (s?.types[0] ?? ''),
+      plan: s?.plans.map(String).includes(form.plan) ? form.plan : String(s?.plans[0] ?? ''),
+      version: s?.versions.includes(form.version) ? form.version : (s?.versions[0] ?? ''),
+    };
+    if (JSON.stringify(next) !== JSON.stringify(form)) setForm(next);
+  }, [zones, form]);
+
+  const fieldError = (f: FieldName): string | undefined =>
+    error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
+  const generalError = useMemo(
+    () => (error instanceof HangarApiError && error.status === 400 && ['name', 'zone', 'service', 'type', 'plan', 'version'].includes(error.field ?? '') ? undefined : error),
+    [error],
+  );
+
+  const set = (k: keyof typeof form) => (e: Event) => {
+    const t = e.currentTarget as HTMLInputElement;
+    setForm({ ...form, [k]: t.type === 'checkbox' ? t.checked : t.value });
+  };
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    const body: CreateInstanceRequest = {
+      name: form.name.trim(),
+      zone: form.zone,
+      service: form.service,
+      type: form.type,
+      plan: Number(form.plan),
+      version: form.version,
+      ...(form.admitMe && myIp ? { acls: [{ cidr_mask: myIp, description: 'added by the console at creation' }] } : {}),
+    } as CreateInstanceRequest;
+    try {
+      await api((c) => c.createInstance(body));
+      navigate(`/instances/${encodeURIComponent(body.name)}`);
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section aria-labelledby="page-title">
+      <p class="crumbs">
+        <a href={href('instances')}>Instances</a> /
+      </p>
+      <h1 id="page-title" tabIndex={-1}>
+        Create an instance
+      </h1>
+      {loadError ? <ErrorBox error={loadError} title="The offer of this hangar could not be read" /> : null}
+      {zones === undefined && !loadError ? <Busy>Reading what this hangar offers…</Busy> : null}
+      {zones !== undefined ? (
+        <form class="create" onSubmit={(e) => void submit(e)} noValidate>
+          <Field label="Name" error={fieldError('name')} hint="1 to 64 letters, digits, - and _; unique in your account.">
+            {({ id, describedBy, invalid }) => (
+              <input id={id} name="name" required maxLength={64} pattern="[A-Za-z0-9_-]{1,64}" value={form.name} onInput={set('name')} aria-describedby={describedBy} aria-invalid={invalid} />
+            )}
+          </Field>
+          <Field label="Zone" error={fieldError('zone')} hint={zone && zone.capacity_mb !== null ? `${(zone.free_mb ?? 0).toLocaleString('en-US')} MB free of ${zone.capacity_mb.toLocaleString('en-US')} MB (runtime: ${zone.runtime})` : zone ? `runtime: ${zone.runtime}` : undefined}>
+            {({ id, describedBy, invalid }) => (
+              <select id={id} name="zone" value={form.zone} onChange={set('zone')} aria-describedby={describedBy} aria-invalid={invalid}>
+                {zones.map((z) => (
+                  <option key={z.name} value={z.name}>
+                    {z.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Service" error={fieldError('service')} hint={zone?.services.filter((s) => !s.available).map((s) => `${s.service}: ${s.reason ?? 'not available'}`).join(' · ') || undefined}>
+            {({ id, describedBy, invalid }) => (
+              <select id={id} name="service" value={form.service} onChange={set('service')} aria-describedby={describedBy} aria-invalid={invalid}>
+                {(zone?.services ?? []).map((s) => (
+                  <option key={s.service} value={s.service} disabled={!s.available}>
+                    {s.service}
+                    {s.available ? '' : ' (not available here)'}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Type" error={fieldError('type')}>
+            {({ id, describedBy, invalid }) => (
+              <select id={id} name="type" value={form.type} onChange={set('type')} aria-describedby={describedBy} aria-invalid={invalid}>
+                {(offer?.types ?? []).map((t) => (
+                  <option key={t} value={t}>
+                    {t}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Plan" error={fieldError('plan')} hint={form.service === 'redis' ? 'Memory of the instance (maxmemory).' : 'Size of the instance.'}>
+            {({ id, describedBy, invalid }) => (
+              <select id={id} name="plan" value={form.plan} onChange={set('plan')} aria-describedby={describedBy} aria-invalid={invalid}>
+                {(offer?.plans ?? []).map((p) => {
+                  // redis plans are MB of memory: one larger than the zone's free memory cannot be promised
+                  const tooBig = form.service === 'redis' && zone?.free_mb != null && p > zone.free_mb;
+                  return (
+                    <option key={p} value={String(p)} disabled={tooBig}>
+                      {formatPlan(form.service, p)}
+                      {tooBig ? ' (more than the zone has free)' : ''}
+                    </option>
+                  );
+                })}
+              </select>
+            )}
+          </Field>
+          <Field label="Version" error={fieldError('version')}>
+            {({ id, describedBy, invalid }) => (
+              <select id={id} name="version" value={form.version} onChange={set('version')} aria-describedby={describedBy} aria-invalid={invalid}>
+                {(offer?.versions ?? []).map((v) => (
+                  <option key={v} value={v}>
+                    {v}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <div class="field checkbox">
+            <input id="admit-me" type="checkbox" checked={form.admitMe} disabled={!myIp} onChange={set('admitMe')} />
+            <label for="admit-me">Admit my address{myIp ? ` (${myIp}, as hangar sees it)` : ''} from the start</label>
+          </div>
+          <ErrorBox error={generalError} />
+          <div class="actions">
+            <button type="submit" class="primary" disabled={busy || !offer}>
+              Create
+            </button>
+            <a class="button" href={href('instances')}>
+              Cancel
+            </a>
+          </div>
+          {busy ? <Busy>Asking hangar for the instance…</Busy> : null}
+        </form>
+      ) : null}
+    </section>
+  );
+}
