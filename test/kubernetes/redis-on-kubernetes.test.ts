@@ -1,9 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HangarProcess, portOf } from '../e2e/helpers/hangar-process.js';
+import { BIN, HangarProcess, portOf } from '../e2e/helpers/hangar-process.js';
 import { ClientHost, Testbed, readTestbedEnv, testbedAvailable } from './helpers/testbed.js';
 
 // Redis instances in a Kubernetes zone of a real single-node cluster (scripts/k8s-testbed): real
@@ -279,4 +280,20 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
     for (const name of ['docs', 'search']) expect((await hangar.delete(`/v2/instances/${name}/`)).status).toBe(200);
     for (const name of ['docs', 'search']) await hangar.waitFor(name, (r) => r === undefined, 180_000);
   }, 480_000);
+
+  it('hangar doctor checks each Kubernetes zone: kubeconfig, API, namespace, every verb of the Role (naming the missing ones)', () => {
+    const doctor = (file: string) => {
+      const r = spawnSync(process.execPath, [BIN, 'doctor', '--json'], { encoding: 'utf8', env: { ...process.env, HANGAR_ZONES: file, HANGAR_DATA_DIR: join(dir, 'doctor') } });
+      return { status: r.status, report: JSON.parse(r.stdout) };
+    };
+    const good = doctor(join(dir, 'zones.yaml'));
+    expect(good.report.zones[0].checks.map((c: any) => [c.check, c.ok])).toEqual([['kubeconfig', true], ['api', true], ['namespace', true], ['rbac', true]]);
+    // the same user in a namespace where its Role is not bound
+    writeFileSync(join(dir, 'elsewhere.yaml'), zones().replace(`namespace: ${ns}`, 'namespace: default'));
+    const bad = doctor(join(dir, 'elsewhere.yaml'));
+    expect(bad.status).toBe(1);
+    const rbac = bad.report.zones[0].checks.find((c: any) => c.check === 'rbac');
+    expect(rbac.ok).toBe(false);
+    expect(rbac.detail).toMatch(/missing: get pods, list pods, watch pods, .*patch networkpolicies\.networking\.k8s\.io/);
+  });
 });

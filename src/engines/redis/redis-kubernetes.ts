@@ -1,7 +1,7 @@
 import type { ClusterDriver, ClusterPlace, ClusterResult, EdgeBackend, KubeObject } from '../../domain/cluster.js';
 import { TerminalError } from '../../domain/errors.js';
 import type { Health, InstanceSpec, ProbeTarget, StepContext } from '../../domain/units.js';
-import { assertNoPodStuck, waitUntil } from '../kubernetes/workload.js';
+import { assertNoPodStuck, componentLabels as component, scheduling, waitUntil } from '../kubernetes/workload.js';
 import type { RedisAdmin, RedisEndpoint } from './redis-admin.js';
 import { REDIS_ADMIN_USER, renderRedisConfig, renderSentinelConfig } from './redis-config.js';
 import { probeRedis } from './redis-probe.js';
@@ -55,23 +55,6 @@ export function redisNames(id: string) {
     member: (i: number) => `${base}-redis-${i}`,
     redis: `${base}-redis`,
     sentinel: `${base}-sentinel`,
-  };
-}
-
-const component = (place: ClusterPlace, name: string) => ({ ...place.labels, 'app.kubernetes.io/component': name });
-
-/** Members on different nodes where the cluster has several, and pinned to the zone's topology zone. */
-function scheduling(place: ClusterPlace, name: string): Record<string, unknown> {
-  const nodeSelector = { ...place.nodeSelector, ...(place.topologyZone ? { 'topology.kubernetes.io/zone': place.topologyZone } : {}) };
-  return {
-    ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
-    affinity: {
-      podAntiAffinity: {
-        preferredDuringSchedulingIgnoredDuringExecution: [
-          { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: component(place, name) } } },
-        ],
-      },
-    },
   };
 }
 
