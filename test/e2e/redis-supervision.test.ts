@@ -67,11 +67,22 @@ describe.runIf(enginesAvailable())('supervision on the local runtime', () => {
 
   it('restarts a killed edge within 5 s', async () => {
     const edge = pidFiles(hangar.dataDir).find((f) => f.file.endsWith('/edge/process.pid'))!;
+    const oldGroup = census(hangar.dataDir).edgeMasters.map((p) => p.pid);
     process.kill(edge.pid, 'SIGKILL');
-    await eventually('the edge serves again', async () => (await pingOutcome(port(), inst.password)) === 'PONG', 5000);
+    // the killed master's worker can still answer for a moment: the answer must come from the new edge
+    await eventually('the edge serves again', async () => {
+      const now = pidFiles(hangar.dataDir).find((f) => f.file.endsWith('/edge/process.pid'))?.pid;
+      return now !== undefined && now !== edge.pid && isAlive(now) && (await pingOutcome(port(), inst.password)) === 'PONG';
+    }, 5000);
+    expect(oldGroup).toEqual([edge.pid]);
   });
 
   it('keeps serving while hangar is dead, and adopts what runs when it is back: no duplicates', async () => {
+    // a settled system: the instance ACTIVE, the edge restarted by the case before with its listener, hangar ready
+    await hangar.waitFor(inst.name, (r) => r?.state === 'ACTIVE', 20_000);
+    await eventually('hangar is ready', async () => (await hangar.readyz()).status === 200, 10_000);
+    await eventually('one edge master, no worker of the killed one left', () => census(hangar.dataDir).edgeMasters.length === 1, 10_000);
+    expect(await pingOutcome(port(), inst.password)).toBe('PONG');
     const before = census(hangar.dataDir);
     await hangar.kill();
     expect(await pingOutcome(port(), inst.password)).toBe('PONG');

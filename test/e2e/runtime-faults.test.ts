@@ -183,7 +183,20 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
         const pid = enginePid(h.dataDir, i.id, 'primary');
         process.kill(pid, 'SIGKILL');
         await eventually('the engine is gone', () => !isAlive(pid));
-        held = await stranger(taken);
+        // the killed engine's connections can hold its port for a moment after it is gone
+        // (seen: FIN-WAIT-1 towards the paused hangar): take it as soon as the kernel lets go
+        let refusal: Error | undefined;
+        await eventually('the stranger takes the engine port', async () => {
+          try {
+            held = await stranger(taken);
+            return true;
+          } catch (err) {
+            refusal = err as Error;
+            return false;
+          }
+        }, 10_000).catch((err: Error) => {
+          throw new Error(`${err.message}: ${refusal?.message}`);
+        });
       });
       await watch.until('DEGRADED saying the port is taken and moved', () => watch.firstState('DEGRADED', new RegExp(`port ${taken}.*in use by another process; moving engine.primary`)) !== undefined, 5000);
       await watch.until('a /readyz problem naming the instance', () => watch.firstProblem(new RegExp(i.id)) !== undefined, 5000);
