@@ -166,7 +166,11 @@ export class Reconciler {
     for (const t of this.deps.zones.targets()) await t.runtime.start({ instanceChanged: (id) => this.controller.enqueue(id) });
     this.owner = true;
     this.controller.start();
-    await this.sweep();
+    // What the store knows is queued before this returns (and hangar serves); what only a runtime
+    // knows (objects of instances the store lost) follows when the runtime answers: a slow or
+    // unreachable cluster API must not hold the start.
+    await this.sweep({ runtimes: false });
+    void this.sweep();
     this.pollTimer = setInterval(() => void this.poll(), POLL_MS);
     this.pollTimer.unref();
     this.sweepTimer = setInterval(() => void this.sweep(), this.deps.config.resyncSeconds * 1000);
@@ -190,10 +194,12 @@ export class Reconciler {
   }
 
   /** Queues every instance the store or the runtime knows of, so that a restart heals all. */
-  async sweep(): Promise<void> {
+  async sweep(opts: { runtimes?: boolean } = {}): Promise<void> {
     try {
       const ids = new Set(await listAllInstanceIds(this.deps.db));
-      for (const t of this.deps.zones.targets()) for (const id of await t.runtime.listInstanceIds()) ids.add(id);
+      if (opts.runtimes !== false) {
+        for (const t of this.deps.zones.targets()) for (const id of await t.runtime.listInstanceIds()) ids.add(id);
+      }
       for (const id of ids) this.controller.enqueue(id);
     } catch (err) {
       this.log.warn({ err }, 'sweep failed');
