@@ -19,6 +19,8 @@ import { instanceRoutes } from './http/routes/instances.js';
 import { keyRoutes } from './http/routes/keys.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { mongodbUserRoutes } from './http/routes/mongodb-users.js';
+import { operationRoutes } from './http/routes/operations.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
 import { redisRoutes } from './http/routes/redis.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { whoamiRoutes } from './http/routes/whoami.js';
@@ -158,6 +160,8 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       redisRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
       eventRoutes(v2, deps);
+      operationRoutes(v2, deps);
+      webhookRoutes(v2, deps);
       zoneRoutes(v2, deps);
       keyRoutes(v2, deps);
       whoamiRoutes(v2, deps);
