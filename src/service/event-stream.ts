@@ -14,6 +14,8 @@ export interface Subscriber {
   readonly wants: (e: StreamEvent) => boolean;
   /** Called with each wanted event, in id order, once. */
   readonly send: (e: StreamEvent) => void;
+  /** Called when the stream closes (hangar stops): end the connection. */
+  readonly onClose?: () => void;
 }
 
 interface Subscription extends Subscriber {
@@ -82,11 +84,16 @@ export class EventStream {
     return this.subs.size;
   }
 
-  /** Stops reading; subscribers get nothing more (their connections are ended by their owners). */
+  /** Stops reading and tells every subscriber (their connections end). */
   close(): void {
     this.closed = true;
     this.stopPolling();
+    const subs = [...this.subs];
     this.subs.clear();
+    for (const s of subs) {
+      s.closed = true;
+      s.onClose?.();
+    }
   }
 
   private async latest(): Promise<number> {

@@ -118,13 +118,14 @@ export function streamRoute(fastify: FastifyInstance, deps: AppDeps): void {
               raw.write(message(e));
               if (raw.writableLength > MAX_BUFFERED) end();
             },
+            onClose: end,
           },
           cursor,
         );
         if (ended) stop();
         else unsubscribe = stop;
       } catch (err) {
-        req.log.warn({ err }, 'event stream ended');
+        if (!ended) req.log.warn({ err }, 'event stream ended');
         end();
       }
     },
