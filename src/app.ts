@@ -11,6 +11,7 @@ import { registerJsonBodies } from './http/plugins/content.js';
 import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } from './http/plugins/error-handler.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { ErrorBody } from './http/schemas/common.js';
+import { EventRecord } from './http/schemas/operations.js';
 import { aclRoutes } from './http/routes/acls.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { eventRoutes } from './http/routes/events.js';
@@ -147,6 +148,8 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
 
   await registerOpenApi(app);
   app.addSchema(ErrorBody);
+  // Documented for the event stream and webhook deliveries, which are not JSON answers of a route.
+  app.addSchema(EventRecord);
   healthRoutes(app, deps);
   metricsRoutes(app, metrics);
   await app.register(
