@@ -111,6 +111,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const now = Date.now;
     const metrics = new Metrics({ defaultMetrics: true });
     const operations = new OperationLog(db, { now, deadlines: config.operationDeadlines });
+    let streams: EventStream | undefined;
     const supervisor = new OperationSupervisor({
       db,
       log: log.child({ component: 'operations' }),
@@ -148,6 +149,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         const summaries = await zoneService.list();
         return summaries.map((z) => ({ zone: z.name, capacityMb: z.capacityMb, allocatedMb: z.allocatedMb }));
       },
+      eventStreams: () => streams?.size ?? 0,
       onError: (what, err) => log.warn({ err, metric: what }, 'metric not collected'),
     });
     const deps: ServiceDeps = { db, keyring, zones, config, work: reconciler, operations, now };
@@ -161,6 +163,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         zones.list().some((z) => port >= z.ports.first && port <= z.ports.last),
     };
     const events = new EventStream(db, log.child({ component: 'events' }));
+    streams = events;
     const dispatcher = new WebhookDispatcher({
       db,
       keyring,
