@@ -108,6 +108,8 @@ export interface IdempotencyKeyTable {
   status_code: number | null;
   response: string | null;
   created_at: number;
+  /** The operation the first request started, given again with its answer. */
+  operation_id: Generated<string | null>;
 }
 
 export interface AuditEventTable {

@@ -107,6 +107,15 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
       expect(await finished(alice, operationOf(drop))).toMatchObject({ kind: 'user.delete', state: 'SUCCEEDED' });
     });
 
+    it('a repeat with the same Idempotency-Key names the same operation and starts none', async () => {
+      const headers = { 'idempotency-key': 'create-once' };
+      const first = await alice.post('/v2/instances/', redisBody('idem-op'), { headers });
+      const again = await alice.post('/v2/instances/', redisBody('idem-op'), { headers });
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(operationOf(again)).toBe(operationOf(first));
+      expect((await alice.get('/v2/operations/?instance=idem-op')).body.data).toHaveLength(1);
+    });
+
     it('a refused change starts no operation and answers no X-Operation-Id', async () => {
       const before = (await alice.get('/v2/operations/?limit=200')).body.data.length;
       const res = await alice.post('/v2/instances/', redisBody('bad', { plan: 750 }));

@@ -47,6 +47,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('operations_instance').on('operations').columns(['instance_id', 'state']).execute();
   await db.schema.createIndex('operations_state').on('operations').columns(['state', 'deadline_at']).execute();
   await db.schema.createIndex('operations_finished').on('operations').column('finished_at').execute();
+  // A repeat with the same Idempotency-Key answers the first operation's id again.
+  await db.schema.alterTable('idempotency_keys').addColumn('operation_id', 'text').execute();
 
   await db.schema
     .createTable('events')
@@ -166,4 +168,5 @@ export async function down(db: Kysely<any>): Promise<void> {
     }
   }
   for (const t of ['webhook_deliveries', 'webhooks', 'events', 'operations']) await db.schema.dropTable(t).execute();
+  await db.schema.alterTable('idempotency_keys').dropColumn('operation_id').execute();
 }
