@@ -5,7 +5,7 @@ import {
 } from '../domain/operations.js';
 import type { Db } from './database.js';
 import { appendEvent } from './event-repository.js';
-import { findOperation, insertOperation, replaceOperation, setOperationTarget } from './operation-repository.js';
+import { findOperation, insertOperation, listOpenOperations, replaceOperation, setOperationTarget } from './operation-repository.js';
 
 /** What starts an operation. */
 export interface StartOperation {
@@ -113,6 +113,14 @@ export class OperationLog {
   /** The operation, or undefined. */
   find(id: string, db: Db = this.db): Promise<Operation | undefined> {
     return findOperation(db, id);
+  }
+
+  /**
+   * Operations still PENDING or RUNNING (of a kind, of an instance), oldest deadline first: what a
+   * runner takes up again after a restart.
+   */
+  listOpen(filter: { kind?: string; instanceId?: string; limit?: number } = {}): Promise<Operation[]> {
+    return listOpenOperations(this.db, { ...filter, limit: filter.limit ?? 1000 });
   }
 
   /** Whether the operation is still PENDING or RUNNING. */

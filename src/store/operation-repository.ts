@@ -114,9 +114,10 @@ export async function listOperations(db: Db, f: OperationFilter): Promise<Operat
 }
 
 /** Operations still PENDING or RUNNING: of one instance, or every one (oldest deadline first). */
-export async function listOpenOperations(db: Db, opts: { instanceId?: string; limit: number }): Promise<Operation[]> {
+export async function listOpenOperations(db: Db, opts: { instanceId?: string; kind?: string; limit: number }): Promise<Operation[]> {
   let q = db.selectFrom('operations').selectAll().where('state', 'in', OPEN_OPERATION_STATES);
   if (opts.instanceId !== undefined) q = q.where('instance_id', '=', opts.instanceId);
+  if (opts.kind !== undefined) q = q.where('kind', '=', opts.kind);
   const rows = await q.orderBy('deadline_at').limit(opts.limit).execute();
   return rows.map(toOperation);
 }

@@ -267,6 +267,7 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
       const ops = th.hangar.operations;
       const op = await ops.start({ kind: 'backup', instance: { id: inst.id, name: inst.name }, account, requestedBy: { login: alice.login, credential: 'token', id: null }, requestId: 'r-1' });
       expect(op).toMatchObject({ state: 'PENDING', cancellable: true, progress: 0 });
+      expect((await ops.listOpen({ kind: 'backup', instanceId: inst.id })).map((o) => o.id)).toEqual([op.id]);
       expect(await ops.step(op.id, { name: 'dumping', progress: 40 })).toBe(true);
       const running = await operation(alice, op.id);
       expect(running).toMatchObject({ kind: 'backup', state: 'RUNNING', progress: 40, request_id: 'r-1' });
