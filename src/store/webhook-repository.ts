@@ -3,7 +3,7 @@ import type { DeliveryState, Webhook, WebhookDelivery } from '../domain/webhooks
 import { newObjectId } from '../lib/ids.js';
 import type { Keyring } from '../lib/secrets.js';
 import type { Db, WebhookDeliveryRow, WebhookRow } from './database.js';
-import { latestEventId, listEventsAfter } from './event-repository.js';
+import { latestEventId, listEventsAfter, lockEvents } from './event-repository.js';
 import { getMeta } from './lease-repository.js';
 
 /** Meta key: every event up to this id has its deliveries recorded. */
@@ -62,6 +62,8 @@ export interface NewWebhook {
  */
 export async function insertWebhook(db: Db, keyring: Keyring, w: NewWebhook, max: number): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
+    // Under the events lock, as fan-outs are: the events up to `after_event_id` are all there.
+    await lockEvents(trx);
     const n = await trx.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', w.accountId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
     if (Number(n.n) >= max) return false;
     await trx
@@ -144,56 +146,65 @@ export async function rotateWebhookSecret(db: Db, keyring: Keyring, accountId: s
 
 /**
  * Records the deliveries of the events not fanned out yet (at most `batch` events), each event
- * to each live webhook of its account that wants its kind and was there before it. The progress
- * mark moves in the same transaction, conditionally: of replicas doing this at once, one records
- * and the others find nothing to do. Returns how many events were fanned out.
+ * to each live webhook of its account that wants its kind and was there before it. One
+ * transaction under the events lock, which a new webhook takes too: a webhook is either seen by
+ * a fan-out or created after the events it covered. The progress mark moves conditionally: of
+ * replicas doing this at once, one records and the others find nothing to do. Returns how many
+ * events were fanned out.
  */
 export async function fanOutEvents(db: Db, render: (e: StreamEvent) => string, now: number, batch: number): Promise<number> {
-  const mark = await getMeta(db, FANNED_OUT);
-  if (mark === undefined) {
-    // First start with webhooks: history before it is not sent.
-    await db.insertInto('meta').values({ key: FANNED_OUT, value: String(await latestEventId(db)) }).onConflict((oc) => oc.column('key').doNothing()).execute();
-    return 0;
-  }
-  const from = Number(mark);
-  const events = await listEventsAfter(db, { afterId: from, limit: batch });
-  if (events.length === 0) return 0;
-  const last = events[events.length - 1]!.id;
-  const hooks = (await db.selectFrom('webhooks').selectAll().where('deleted_at', 'is', null).execute()).map((r) => ({ ...toWebhook(r), after: Number(r.after_event_id) }));
-  await db.transaction().execute(async (trx) => {
-    const rows = [];
-    for (const e of events) {
-      for (const h of hooks) {
-        if (h.accountId !== e.accountId || e.id <= h.after || !kindSelected(e.kind, h.kinds)) continue;
-        rows.push({
-          id: newObjectId(now),
-          webhook_id: h.id,
-          account_id: e.accountId,
-          event_id: e.id,
-          event_kind: e.kind,
-          payload: render(e),
-          state: 'PENDING',
-          attempts: 0,
-          next_attempt_at: now,
-          last_status: null,
-          last_error: null,
-          created_at: now,
-          updated_at: now,
-          delivered_at: null,
-          lease_owner: null,
-          lease_expires_at: null,
-        });
+  // Nothing new (the usual case): no transaction, no lock.
+  const seen = await getMeta(db, FANNED_OUT);
+  if (seen !== undefined && (await latestEventId(db)) <= Number(seen)) return 0;
+  return db
+    .transaction()
+    .execute(async (trx) => {
+      await lockEvents(trx);
+      const mark = await getMeta(trx, FANNED_OUT);
+      if (mark === undefined) {
+        // First start with webhooks: history before it is not sent.
+        await trx.insertInto('meta').values({ key: FANNED_OUT, value: String(await latestEventId(trx)) }).onConflict((oc) => oc.column('key').doNothing()).execute();
+        return 0;
       }
-    }
-    for (let i = 0; i < rows.length; i += 100) {
-      await trx.insertInto('webhook_deliveries').values(rows.slice(i, i + 100)).onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing()).execute();
-    }
-    const moved = await trx.updateTable('meta').set({ value: String(last) }).where('key', '=', FANNED_OUT).where('value', '=', mark).executeTakeFirst();
-    if (Number(moved.numUpdatedRows) === 0) throw new FanOutRace();
-  }).catch((err: unknown) => {
-    if (!(err instanceof FanOutRace)) throw err;
-  });
-  return events.length;
+      const events = await listEventsAfter(trx, { afterId: Number(mark), limit: batch });
+      if (events.length === 0) return 0;
+      const last = events[events.length - 1]!.id;
+      const hooks = (await trx.selectFrom('webhooks').selectAll().where('deleted_at', 'is', null).execute()).map((r) => ({ ...toWebhook(r), after: Number(r.after_event_id) }));
+      const rows = [];
+      for (const e of events) {
+        for (const h of hooks) {
+          if (h.accountId !== e.accountId || e.id <= h.after || !kindSelected(e.kind, h.kinds)) continue;
+          rows.push({
+            id: newObjectId(now),
+            webhook_id: h.id,
+            account_id: e.accountId,
+            event_id: e.id,
+            event_kind: e.kind,
+            payload: render(e),
+            state: 'PENDING',
+            attempts: 0,
+            next_attempt_at: now,
+            last_status: null,
+            last_error: null,
+            created_at: now,
+            updated_at: now,
+            delivered_at: null,
+            lease_owner: null,
+            lease_expires_at: null,
+          });
+        }
+      }
+      for (let i = 0; i < rows.length; i += 100) {
+        await trx.insertInto('webhook_deliveries').values(rows.slice(i, i + 100)).onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing()).execute();
+      }
+      const moved = await trx.updateTable('meta').set({ value: String(last) }).where('key', '=', FANNED_OUT).where('value', '=', mark).executeTakeFirst();
+      if (Number(moved.numUpdatedRows) === 0) throw new FanOutRace();
+      return events.length;
+    })
+    .catch((err: unknown) => {
+      if (err instanceof FanOutRace) return 0;
+      throw err;
+    });
 }
 
 class FanOutRace extends Error {}
