@@ -11,6 +11,7 @@ import { registerJsonBodies } from './http/plugins/content.js';
 import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } from './http/plugins/error-handler.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { ErrorBody } from './http/schemas/common.js';
+import { EventRecord } from './http/schemas/operations.js';
 import { aclRoutes } from './http/routes/acls.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { eventRoutes } from './http/routes/events.js';
@@ -19,6 +20,8 @@ import { instanceRoutes } from './http/routes/instances.js';
 import { keyRoutes } from './http/routes/keys.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { mongodbUserRoutes } from './http/routes/mongodb-users.js';
+import { operationRoutes } from './http/routes/operations.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
 import { redisRoutes } from './http/routes/redis.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { whoamiRoutes } from './http/routes/whoami.js';
@@ -145,6 +148,8 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
 
   await registerOpenApi(app);
   app.addSchema(ErrorBody);
+  // Documented for the event stream and webhook deliveries, which are not JSON answers of a route.
+  app.addSchema(EventRecord);
   healthRoutes(app, deps);
   metricsRoutes(app, metrics);
   await app.register(
@@ -158,6 +163,8 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       redisRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
       eventRoutes(v2, deps);
+      operationRoutes(v2, deps);
+      webhookRoutes(v2, deps);
       zoneRoutes(v2, deps);
       keyRoutes(v2, deps);
       whoamiRoutes(v2, deps);

@@ -60,10 +60,27 @@ describe('loadConfig', () => {
       [{}, { HANGAR_BOOTSTRAP_LOGIN: 'ops@example.com' }, /HANGAR_BOOTSTRAP_LOGIN and HANGAR_BOOTSTRAP_PASSWORD go together/],
       [{}, { HANGAR_TLS_CERT: '/x.pem' }, /HANGAR_TLS_CERT and HANGAR_TLS_KEY go together/],
       [{}, { HANGAR_LEASE_TTL: '1' }, /HANGAR_LEASE_TTL must be at least 2 seconds/],
+      [{}, { HANGAR_OPERATION_DEADLINES: 'create:60' }, /^HANGAR_OPERATION_DEADLINES must be KIND=SECONDS pairs/],
+      [{}, { HANGAR_OPERATION_DEADLINES: 'build=60' }, /^HANGAR_OPERATION_DEADLINES must be KIND=SECONDS pairs .*kinds: create, resize/],
+      [{}, { HANGAR_OPERATION_DEADLINES: 'create=0' }, /^HANGAR_OPERATION_DEADLINES /],
+      [{}, { HANGAR_WEBHOOK_ALLOW_PRIVATE: 'sure' }, /^HANGAR_WEBHOOK_ALLOW_PRIVATE must be true or false, got "sure"/],
     ])('flags %j, env %j', (flags, env, message) => {
       expect(() => loadConfig(flags, env)).toThrow(ConfigError);
       expect(() => loadConfig(flags, env)).toThrow(message);
     });
+  });
+
+  it('operation deadlines: every kind family has one; a value changes only the kinds it names', () => {
+    const d = loadConfig({}, {}).operationDeadlines;
+    expect(d).toEqual({ create: 300, resize: 600, rename: 120, delete: 600, acl: 120, user: 120, backup: 3600, restore: 3600, default: 3600 });
+    const changed = loadConfig({ 'operation-deadlines': 'create=600, acl.add=5' }, { HANGAR_OPERATION_DEADLINES: 'create=1' }).operationDeadlines;
+    expect(changed).toMatchObject({ create: 600, 'acl.add': 5, acl: 120, resize: 600 });
+  });
+
+  it('webhook settings: https only and public targets only by default', () => {
+    expect(loadConfig({}, {})).toMatchObject({ webhookAllowHttp: false, webhookAllowPrivate: false, webhookRetryWindowSeconds: 86_400, eventRetentionSeconds: 86_400, operationRetentionSeconds: 2_592_000 });
+    expect(loadConfig({}, { HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'YES' })).toMatchObject({ webhookAllowHttp: true, webhookAllowPrivate: true });
+    expect(loadConfig({ 'webhook-allow-private': 'false' }, { HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate).toBe(false);
   });
 
   it('every setting has a flag and a HANGAR_ variable, each used once', () => {

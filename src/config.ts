@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { isIPv4 } from 'node:net';
 import { resolve } from 'node:path';
+import { DEADLINE_FAMILIES, OPERATION_KINDS, type OperationDeadlines } from './domain/operations.js';
 
 /**
  * Every setting of hangar, in one table: its flag, its environment variable, its default and
@@ -64,6 +65,18 @@ export interface Config {
   readonly memoryReserveMb: number;
   /** Seconds an instance may stay REQUESTED/BUILDING before it is FAILED. */
   readonly buildTimeoutSeconds: number;
+  /** Seconds an operation of each kind may run before it is FAILED (`default` for kinds not named). */
+  readonly operationDeadlines: OperationDeadlines;
+  /** Seconds finished operations and webhook delivery records are kept. */
+  readonly operationRetentionSeconds: number;
+  /** Seconds events are kept for the stream to resume from (Last-Event-ID). */
+  readonly eventRetentionSeconds: number;
+  /** Whether webhooks may use plain http:// URLs. */
+  readonly webhookAllowHttp: boolean;
+  /** Whether webhooks may target loopback, private and link-local addresses. */
+  readonly webhookAllowPrivate: boolean;
+  /** Seconds a webhook delivery is retried before it is given up. */
+  readonly webhookRetryWindowSeconds: number;
   /** Test-only: name of a step at which the process kills itself (fault-injection tests). */
   readonly dieAt: string | undefined;
 }
@@ -75,7 +88,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'string' | 'int' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy';
+type Kind = 'string' | 'int' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy' | 'bool' | 'deadlines';
 
 export interface SettingDoc {
   readonly key: keyof Config;
@@ -86,6 +99,9 @@ export interface SettingDoc {
   readonly default: string | undefined;
   readonly description: string;
 }
+
+/** Deadlines of operations, in seconds, by kind family. */
+const DEFAULT_DEADLINES = 'create=300,resize=600,rename=120,delete=600,acl=120,user=120,backup=3600,restore=3600,default=3600';
 
 const REDIS_POLICIES = [
   'noeviction', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random',
@@ -127,6 +143,12 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'zonesFile', flag: 'zones', env: 'HANGAR_ZONES', kind: 'path', default: undefined, description: 'JSON or YAML file mapping each zone to its placement target (`local`, `emulated`, `kubernetes`) and capacity (see [zones](#zones-and-capacity)); unset: every zone of the spec on `--runtime`' },
   { key: 'memoryReserveMb', flag: 'memory-reserve', env: 'HANGAR_MEMORY_RESERVE_MB', kind: 'int', default: '1024', description: "MB of this host's memory that local zones may not promise (left to hangar, the edge and the system)" },
   { key: 'buildTimeoutSeconds', flag: 'build-timeout', env: 'HANGAR_BUILD_TIMEOUT', kind: 'int', default: '120', description: 'seconds an instance may take to become ready before it is FAILED' },
+  { key: 'operationDeadlines', flag: 'operation-deadlines', env: 'HANGAR_OPERATION_DEADLINES', kind: 'deadlines', default: DEFAULT_DEADLINES, description: 'seconds an operation may run before it is FAILED, per kind (`acl` and `user` cover their kinds; `default` the kinds not named); a value names only the kinds it changes, e.g. `create=600`' },
+  { key: 'operationRetentionSeconds', flag: 'operation-retention', env: 'HANGAR_OPERATION_RETENTION', kind: 'int', default: '2592000', description: 'seconds finished operations and webhook delivery records are kept' },
+  { key: 'eventRetentionSeconds', flag: 'event-retention', env: 'HANGAR_EVENT_RETENTION', kind: 'int', default: '86400', description: 'seconds events are kept for `GET /v2/events/stream` to resume from (`Last-Event-ID`)' },
+  { key: 'webhookAllowHttp', flag: 'webhook-allow-http', env: 'HANGAR_WEBHOOK_ALLOW_HTTP', kind: 'bool', default: 'false', description: '`true`: webhooks may use plain `http://` URLs (otherwise https only)' },
+  { key: 'webhookAllowPrivate', flag: 'webhook-allow-private', env: 'HANGAR_WEBHOOK_ALLOW_PRIVATE', kind: 'bool', default: 'false', description: "`true`: webhooks may target loopback, private and link-local addresses (never cloud metadata addresses or hangar's own listeners)" },
+  { key: 'webhookRetryWindowSeconds', flag: 'webhook-retry-window', env: 'HANGAR_WEBHOOK_RETRY_WINDOW', kind: 'int', default: '86400', description: 'seconds a webhook delivery is retried, with exponential backoff, before it is given up' },
   { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
 ];
 
@@ -189,6 +211,11 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
         throw new ConfigError(`${source} must be one of ${REDIS_POLICIES.join(', ')}; got "${raw}"`);
       }
       return raw;
+    case 'bool':
+      if (!/^(true|false|1|0|yes|no)$/i.test(raw)) throw new ConfigError(`${source} must be true or false, got "${raw}"`);
+      return /^(true|1|yes)$/i.test(raw);
+    case 'deadlines':
+      return parseDeadlines(raw, source);
     case 'range': {
       const m = /^(\d+)-(\d+)$/.exec(raw);
       const first = Number(m?.[1]);
@@ -199,6 +226,21 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
       return Object.freeze({ first, last });
     }
   }
+}
+
+/** `create=600,acl=60`: seconds by kind or kind family, over the defaults. */
+function parseDeadlines(raw: string, source: string): OperationDeadlines {
+  const out: Record<string, number> = {};
+  const known = new Set<string>([...DEADLINE_FAMILIES, ...OPERATION_KINDS]);
+  for (const part of [DEFAULT_DEADLINES, raw].join(',').split(',')) {
+    if (part.trim() === '') continue;
+    const m = /^\s*([a-z]+(?:\.[a-z]+)?)=(\d+)\s*$/.exec(part);
+    if (!m || !known.has(m[1]!) || Number(m[2]) < 1) {
+      throw new ConfigError(`${source} must be KIND=SECONDS pairs separated by commas (kinds: ${[...known].join(', ')}), got "${raw}"`);
+    }
+    out[m[1]!] = Number(m[2]);
+  }
+  return Object.freeze(out);
 }
 
 /** The `--flag` definitions for node:util parseArgs, shared by `serve` and the operator commands. */

@@ -24,6 +24,15 @@ import { openStore, type Db, type Store } from './store/database.js';
 import { countInstancesByServiceAndState } from './store/instance-repository.js';
 import { assertKeysOpenStore, openKeyring } from './store/keyring.js';
 import { pingStore } from './store/database.js';
+import { OperationLog } from './store/operation-log.js';
+import { pruneDeliveries } from './store/webhook-repository.js';
+import { OperationSupervisor } from './reconciler/operation-supervisor.js';
+import { WebhookDispatcher } from './reconciler/webhook-dispatcher.js';
+import { EventStream } from './service/event-stream.js';
+import { OperationService } from './service/operations.js';
+import { WebhookService } from './service/webhooks.js';
+import { eventRecord } from './http/serializers.js';
+import type { TargetPolicy } from './lib/ssrf-guard.js';
 
 export interface Hangar {
   readonly config: Config;
@@ -32,6 +41,8 @@ export interface Hangar {
   /** The zones served, each with its runtime and engines. */
   readonly zones: ZoneDirectory;
   readonly reconciler: Reconciler;
+  /** Every asynchronous action, recorded: what services and workers start, step, finish. */
+  readonly operations: OperationLog;
   readonly log: Logger;
   /** The Prometheus registry of this hangar, served at /metrics. */
   readonly metrics: Metrics;
@@ -99,6 +110,16 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const zones = await buildZones(config, log, config.zonesFile ? loadZonesFile(config.zonesFile) : undefined);
     const now = Date.now;
     const metrics = new Metrics({ defaultMetrics: true });
+    const operations = new OperationLog(db, { now, deadlines: config.operationDeadlines });
+    let streams: EventStream | undefined;
+    const supervisor = new OperationSupervisor({
+      db,
+      log: log.child({ component: 'operations' }),
+      now,
+      config,
+      operations,
+      prune: [(at) => pruneDeliveries(db, at - config.operationRetentionSeconds * 1000, 2000)],
+    });
     const reconciler = new Reconciler({
       db,
       keyring,
@@ -108,6 +129,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       now,
       steps: (signal) => stepContext(signal, config.dieAt),
       metrics,
+      observer: supervisor,
     });
     const zoneService = new ZoneService(db, zones);
     metrics.watch({
@@ -127,9 +149,31 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         const summaries = await zoneService.list();
         return summaries.map((z) => ({ zone: z.name, capacityMb: z.capacityMb, allocatedMb: z.allocatedMb }));
       },
+      eventStreams: () => streams?.size ?? 0,
       onError: (what, err) => log.warn({ err, metric: what }, 'metric not collected'),
     });
-    const deps: ServiceDeps = { db, keyring, zones, config, work: reconciler, now };
+    const deps: ServiceDeps = { db, keyring, zones, config, work: reconciler, operations, now };
+    // The API's port is known once it listens (0 picks one).
+    let apiPort = config.port;
+    const policy: TargetPolicy = {
+      allowPrivate: config.webhookAllowPrivate,
+      isOwnPort: (port) =>
+        port === apiPort ||
+        (port >= config.portRange.first && port <= config.portRange.last) ||
+        zones.list().some((z) => port >= z.ports.first && port <= z.ports.last),
+    };
+    const events = new EventStream(db, log.child({ component: 'events' }));
+    streams = events;
+    const dispatcher = new WebhookDispatcher({
+      db,
+      keyring,
+      log: log.child({ component: 'webhooks' }),
+      now,
+      config,
+      render: (e) => JSON.stringify(eventRecord(e)),
+      policy,
+      owner: config.replicaId,
+    });
     const accounts = new AccountService(db, { tokenTtlSeconds: config.tokenTtlSeconds, now });
     const instances = new InstanceService(deps, zoneService);
     const audit = new AuditService(db);
@@ -144,6 +188,9 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       idempotency: new IdempotencyService(db, now),
       loginGuard: new LoginGuard(config.loginFailureLimit, now),
       rateLimiter: new RateLimiter(config.rateLimit, now),
+      operations: new OperationService(deps),
+      events,
+      webhooks: new WebhookService(deps, policy),
     };
     if (config.bootstrapLogin && config.bootstrapPassword) {
       if (await accounts.ensureAccount(config.bootstrapLogin, config.bootstrapPassword)) {
@@ -178,12 +225,15 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     };
     const app = await buildApp({ config, services, readiness, now, metrics }, log, options.http ? { http: options.http } : {});
     await reconciler.start();
+    supervisor.start();
+    dispatcher.start();
     let url = '';
     if (options.listen !== false) {
       await app.listen({ port: config.port, host: config.host });
       const scheme = config.tlsCert ? 'https' : 'http';
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.port;
+      apiPort = port;
       url = `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
     } else {
       await app.ready();
@@ -196,6 +246,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       store,
       zones,
       reconciler,
+      operations,
       log,
       metrics,
       url,
@@ -204,11 +255,14 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
           // Requests in flight finish; the connection of each is closed as soon as it is idle,
           // rather than kept until the client's keep-alive time runs out (which would hold the stop).
           const idle = setInterval(() => app.server.closeIdleConnections(), IDLE_CHECK_MS);
+          events.close();
           try {
             await app.close();
           } finally {
             clearInterval(idle);
           }
+          await dispatcher.stop();
+          await supervisor.stop();
           await reconciler.stop();
           await openedStore.close();
           unlock();

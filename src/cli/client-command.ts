@@ -1,5 +1,5 @@
 import { connect as netConnect } from 'node:net';
-import { HangarApiError, type HangarClient, type Instance } from '../client/index.js';
+import { HangarApiError, READY_STATES, type HangarClient, type Instance, type Operation } from '../client/index.js';
 import { type Io, UsageError } from './io.js';
 import { Progress } from './progress.js';
 import { type Connection, type Env, connect } from './session.js';
@@ -106,6 +106,60 @@ export async function waitGone(client: HangarClient, io: Io, name: string, opts:
     progress.stop();
     throw err;
   }
+}
+
+/**
+ * Follows the operation a command started, on the event stream (no polling): the live line shows
+ * the instance's state as it changes, until the operation is finished. `done` says what success
+ * means here: the instance serves (`ready`; its record is returned) or is gone. A failure throws
+ * as the polling waits do: INSTANCE_FAILED for a create whose instance FAILED, WAIT_TIMEOUT
+ * (`instance "x" is still BUILDING after 600 s`), OPERATION_FAILED otherwise.
+ */
+export async function followOperation(client: HangarClient, io: Io, name: string, operationId: string, opts: Values, done: 'ready' | 'gone'): Promise<Instance | undefined> {
+  const progress = new Progress(io, name);
+  const limit = timeoutMs(opts);
+  let state: string | undefined;
+  const show = (s: string) => {
+    state = s;
+    if (!READY_STATES.includes(s)) progress.update(s);
+  };
+  let op: Operation;
+  try {
+    const current = await client.getInstance(name).catch(() => undefined);
+    if (current) show(current.state);
+    op = await client.waitForOperation(operationId, {
+      timeoutMs: limit,
+      onEvent: (e) => {
+        const to = (e.data as { to?: unknown }).to;
+        if (e.kind === 'instance.state' && typeof to === 'string') show(to);
+      },
+    });
+  } catch (err) {
+    progress.stop();
+    if (err instanceof HangarApiError && err.code === 'WAIT_TIMEOUT') {
+      throw new HangarApiError(0, 'WAIT_TIMEOUT', `instance "${name}" is still ${state ?? 'there'} after ${Math.round(limit / 1000)} s`);
+    }
+    throw err;
+  }
+  if (op.state === 'SUCCEEDED') {
+    if (done === 'gone') {
+      progress.finish('deleted');
+      return undefined;
+    }
+    const inst = await client.getInstance(name).catch((err: unknown) => {
+      progress.stop();
+      throw err;
+    });
+    progress.finish(inst.state);
+    return inst;
+  }
+  progress.stop();
+  if (op.kind === 'create' && op.state === 'FAILED') {
+    const inst = await client.getInstance(name).catch(() => undefined);
+    throw new HangarApiError(0, 'INSTANCE_FAILED', `instance "${name}" FAILED: ${inst?.state_reason ?? op.error?.message ?? 'no reason given'}`, inst ? { instance: inst } : {});
+  }
+  const why = op.error?.message ?? op.steps.at(-1)?.message ?? 'no reason given';
+  throw new HangarApiError(0, 'OPERATION_FAILED', `${op.kind} of "${name}" ${op.state}: ${why}`);
 }
 
 /**

@@ -1,6 +1,9 @@
 import { type ClientCommand } from './client-command.js';
 import { aclCommands } from './commands/acls.js';
 import { connectCommand } from './commands/connect.js';
+import { eventCommands } from './commands/events.js';
+import { operationCommands } from './commands/operations.js';
+import { webhookCommands } from './commands/webhooks.js';
 import { instanceCommands } from './commands/instances.js';
 import { loginCommands } from './commands/login.js';
 import { mongoUserCommands } from './commands/mongo-users.js';
@@ -57,6 +60,9 @@ export const CLIENT_COMMANDS: readonly ClientCommand[] = [
   ...redisCommands,
   ...mongoUserCommands,
   ...zoneCommands,
+  ...operationCommands,
+  ...eventCommands,
+  ...webhookCommands,
   connectCommand,
   completionCommand,
 ];

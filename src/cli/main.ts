@@ -197,7 +197,7 @@ function clientFailure(command: ClientCommand, err: unknown, io: Io): number {
     }
     if (err.status === 404) return EXIT.NOT_FOUND;
     if (err.code === 'WAIT_TIMEOUT') {
-      io.err('hangar: hangar keeps working on it; follow it with hangar instances show');
+      io.err('hangar: hangar keeps working on it; follow it with hangar instances show (or hangar operations ls)');
       return EXIT.TIMEOUT;
     }
     return EXIT.FAILURE;

@@ -1,8 +1,10 @@
 import { HangarApiError } from './errors.js';
+import { readSse } from './sse.js';
 import {
-  READY_STATES,
+  FINISHED_OPERATION_STATES, READY_STATES,
   type AccountInfo, type Acl, type AclDetail, type ApiKey, type AuditEvent, type CreatedApiKey, type Whoami, type Zone, type CreateAclRequest, type CreateInstanceRequest,
-  type CreateMongoUserRequest, type CreatedInstance, type Instance, type MongoUser, type SpaceUsage, type UpdateMongoUserRequest,
+  type CreateMongoUserRequest, type CreatedInstance, type CreatedWebhook, type CreateWebhookRequest, type HangarEvent, type Instance, type MongoUser,
+  type Operation, type SpaceUsage, type UpdateMongoUserRequest, type Webhook, type WebhookDelivery,
 } from './types.js';
 
 export interface HangarClientOptions {
@@ -32,6 +34,41 @@ export interface WaitOptions {
   readonly onPoll?: (instance: Instance | undefined, elapsedMs: number) => void;
   readonly signal?: AbortSignal;
 }
+
+/** Options of a request that starts an operation. */
+export interface CallOptions {
+  /** Called with the id of the operation the request started (its X-Operation-Id), before the call resolves. */
+  readonly onOperation?: (operationId: string) => void;
+}
+
+export interface EventsOptions {
+  /** Resume after this event id: every later event is sent first (within the server's retention). */
+  readonly lastEventId?: number;
+  /** Only these kinds: kinds, families (`operation`, `instance`) or `*`. */
+  readonly kinds?: readonly string[];
+  /** Only events of this instance (name or id). */
+  readonly instance?: string;
+  /** Reconnect (resuming after the last event seen) when the connection drops; default true. */
+  readonly reconnect?: boolean;
+  /** Called when the server says events after the id resumed from were pruned: read the state again. */
+  readonly onGap?: (message: string) => void;
+  /** Called once the stream is established (its headers arrived): later events will be seen. */
+  readonly onOpen?: () => void;
+  readonly signal?: AbortSignal;
+}
+
+export interface OperationWaitOptions {
+  /** Give up after this long (default 10 minutes): HangarApiError WAIT_TIMEOUT. */
+  readonly timeoutMs?: number;
+  /** Called with each event of the operation's instance (state changes) and of the operation. */
+  readonly onEvent?: (event: HangarEvent) => void;
+  readonly signal?: AbortSignal;
+}
+
+/** A quiet stream is reconnected after this (the server sends a comment every 15 s). */
+const STREAM_IDLE_MS = 45_000;
+/** Pause before reconnecting a dropped stream. */
+const STREAM_RETRY_MS = 1000;
 
 type Auth = 'token' | 'basic' | 'none';
 
@@ -114,8 +151,8 @@ export class HangarClient {
   }
 
   /** Asks for an instance; it is REQUESTED at first: see waitUntilReady. */
-  createInstance(body: CreateInstanceRequest): Promise<CreatedInstance> {
-    return this.call('POST', '/v2/instances/', { body });
+  createInstance(body: CreateInstanceRequest, opts: CallOptions = {}): Promise<CreatedInstance> {
+    return this.call('POST', '/v2/instances/', { body, ...opts });
   }
 
   getInstance(name: string): Promise<Instance> {
@@ -123,12 +160,12 @@ export class HangarClient {
   }
 
   /** Starts the deletion; the instance is DELETING until it is gone: see waitUntilGone. */
-  deleteInstance(name: string): Promise<string> {
-    return this.call('DELETE', `/v2/instances/${enc(name)}/`);
+  deleteInstance(name: string, opts: CallOptions = {}): Promise<string> {
+    return this.call('DELETE', `/v2/instances/${enc(name)}/`, opts);
   }
 
-  renameInstance(name: string, newName: string): Promise<string> {
-    return this.call('POST', `/v2/instances/${enc(name)}/rename/`, { body: { name: newName } });
+  renameInstance(name: string, newName: string, opts: CallOptions = {}): Promise<string> {
+    return this.call('POST', `/v2/instances/${enc(name)}/rename/`, { body: { name: newName }, ...opts });
   }
 
   // --- ACLs ---------------------------------------------------------------------------------
@@ -138,16 +175,16 @@ export class HangarClient {
   }
 
   /** Admits an address or range; resolves to the new ACL's id. */
-  createAcl(instance: string, body: CreateAclRequest): Promise<string> {
-    return this.call('POST', `/v2/instances/${enc(instance)}/acls/`, { body });
+  createAcl(instance: string, body: CreateAclRequest, opts: CallOptions = {}): Promise<string> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/acls/`, { body, ...opts });
   }
 
   getAcl(instance: string, aclId: string): Promise<AclDetail> {
     return this.call('GET', `/v2/instances/${enc(instance)}/acls/${enc(aclId)}/`);
   }
 
-  async deleteAcl(instance: string, aclId: string): Promise<void> {
-    await this.call('DELETE', `/v2/instances/${enc(instance)}/acls/${enc(aclId)}/`);
+  async deleteAcl(instance: string, aclId: string, opts: CallOptions = {}): Promise<void> {
+    await this.call('DELETE', `/v2/instances/${enc(instance)}/acls/${enc(aclId)}/`, opts);
   }
 
   // --- redis --------------------------------------------------------------------------------
@@ -175,8 +212,8 @@ export class HangarClient {
   }
 
   /** Starts growing a redis instance to `newPlan` MB; it is RESIZING until ACTIVE again: see waitUntilReady. */
-  resizeRedis(instance: string, newPlan: number): Promise<string> {
-    return this.call('POST', `/v2/redis/${enc(instance)}/resize/`, { body: { new_plan: newPlan } });
+  resizeRedis(instance: string, newPlan: number, opts: CallOptions = {}): Promise<string> {
+    return this.call('POST', `/v2/redis/${enc(instance)}/resize/`, { body: { new_plan: newPlan }, ...opts });
   }
 
   // --- MongoDB users ------------------------------------------------------------------------
@@ -190,17 +227,17 @@ export class HangarClient {
     return this.call('GET', this.usersPath(instance, database));
   }
 
-  createMongoUser(instance: string, database: string, body: CreateMongoUserRequest): Promise<string> {
-    return this.call('POST', this.usersPath(instance, database), { body });
+  createMongoUser(instance: string, database: string, body: CreateMongoUserRequest, opts: CallOptions = {}): Promise<string> {
+    return this.call('POST', this.usersPath(instance, database), { body, ...opts });
   }
 
   /** Changes the password and/or the roles (a sent role list replaces the old one). */
-  updateMongoUser(instance: string, database: string, username: string, change: UpdateMongoUserRequest): Promise<string> {
-    return this.call('PATCH', `${this.usersPath(instance, database)}/${enc(username)}`, { body: change, envelope: 'message' });
+  updateMongoUser(instance: string, database: string, username: string, change: UpdateMongoUserRequest, opts: CallOptions = {}): Promise<string> {
+    return this.call('PATCH', `${this.usersPath(instance, database)}/${enc(username)}`, { body: change, envelope: 'message', ...opts });
   }
 
-  deleteMongoUser(instance: string, database: string, username: string): Promise<string> {
-    return this.call('DELETE', `${this.usersPath(instance, database)}/${enc(username)}`);
+  deleteMongoUser(instance: string, database: string, username: string, opts: CallOptions = {}): Promise<string> {
+    return this.call('DELETE', `${this.usersPath(instance, database)}/${enc(username)}`, opts);
   }
 
   // --- API keys -----------------------------------------------------------------------------
@@ -233,6 +270,201 @@ export class HangarClient {
     if (opts.before !== undefined) q.set('before', String(opts.before));
     const qs = q.toString();
     return this.call('GET', `/v2/events/${qs ? `?${qs}` : ''}`);
+  }
+
+  // --- operations, events, webhooks ---------------------------------------------------------
+
+  /** One page of the account's operations, newest first; pass `nextCursor` back for the next page. */
+  async listOperations(opts: { instance?: string; states?: readonly string[]; kinds?: readonly string[]; limit?: number; cursor?: string } = {}): Promise<{ operations: Operation[]; nextCursor: string | null }> {
+    const q = new URLSearchParams();
+    if (opts.instance !== undefined) q.set('instance', opts.instance);
+    if (opts.states?.length) q.set('state', opts.states.join(','));
+    if (opts.kinds?.length) q.set('kind', opts.kinds.join(','));
+    if (opts.limit !== undefined) q.set('limit', String(opts.limit));
+    if (opts.cursor !== undefined) q.set('cursor', opts.cursor);
+    const qs = q.toString();
+    const body = await this.call<{ data: Operation[]; next_cursor: string | null }>('GET', `/v2/operations/${qs ? `?${qs}` : ''}`, { envelope: 'body' });
+    return { operations: body.data, nextCursor: body.next_cursor };
+  }
+
+  getOperation(id: string): Promise<Operation> {
+    return this.call('GET', `/v2/operations/${enc(id)}/`);
+  }
+
+  /** Cancels an operation where that is safe (a create not started yet, a backup); a 409 says why not. */
+  cancelOperation(id: string): Promise<Operation> {
+    return this.call('POST', `/v2/operations/${enc(id)}/cancel`);
+  }
+
+  /**
+   * The account's events as they happen (`GET /v2/events/stream`), as an async iterator. It
+   * reconnects by itself when the connection drops, resuming after the last event seen, so no
+   * event is lost or repeated (within the server's retention; `onGap` says when some were). End
+   * it with `break` or `signal`.
+   *
+   * ```ts
+   * for await (const e of hangar.events({ kinds: ['operation'] })) console.log(e.id, e.kind, e.data.state);
+   * ```
+   */
+  async *events(opts: EventsOptions = {}): AsyncGenerator<HangarEvent> {
+    let last = opts.lastEventId;
+    let retried401 = false;
+    for (;;) {
+      if (opts.signal?.aborted) return;
+      const abort = new AbortController();
+      const onAbort = () => abort.abort();
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      let idle: ReturnType<typeof setTimeout> | undefined;
+      const kick = () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => abort.abort(), STREAM_IDLE_MS);
+      };
+      try {
+        let res: Response;
+        try {
+          res = await this.openStream(last, opts, abort.signal);
+        } catch (err) {
+          if (opts.signal?.aborted) return;
+          if (opts.reconnect === false) throw err;
+          await sleep(STREAM_RETRY_MS, opts.signal).catch(() => {});
+          continue;
+        }
+        if (res.status === 401 && this.credentials && !retried401) {
+          retried401 = true;
+          await res.body?.cancel().catch(() => {});
+          await this.login();
+          continue;
+        }
+        if (!res.ok || !res.body) {
+          const text = await res.text().catch(() => '');
+          let parsed: unknown;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            parsed = undefined;
+          }
+          throw errorOf(res, parsed, text);
+        }
+        retried401 = false;
+        opts.onOpen?.();
+        kick();
+        try {
+          for await (const m of readSse(res.body, kick)) {
+            if (m.event === 'gap') {
+              opts.onGap?.((JSON.parse(m.data) as { message: string }).message);
+              continue;
+            }
+            if (m.id !== undefined && /^\d+$/.test(m.id)) last = Number(m.id);
+            if (m.data !== '') yield JSON.parse(m.data) as HangarEvent;
+          }
+        } catch (err) {
+          if (opts.signal?.aborted) return;
+          if (opts.reconnect === false) throw err;
+        }
+      } finally {
+        clearTimeout(idle);
+        opts.signal?.removeEventListener('abort', onAbort);
+        abort.abort();
+      }
+      if (opts.reconnect === false || opts.signal?.aborted) return;
+      await sleep(STREAM_RETRY_MS, opts.signal).catch(() => {});
+    }
+  }
+
+  private async openStream(last: number | undefined, opts: EventsOptions, signal: AbortSignal): Promise<Response> {
+    if (this.currentToken === undefined && this.credentials) await this.login();
+    const q = new URLSearchParams();
+    if (opts.kinds?.length) q.set('kinds', opts.kinds.join(','));
+    if (opts.instance !== undefined) q.set('instance', opts.instance);
+    const qs = q.toString();
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (this.currentToken !== undefined) headers['x-auth-token'] = this.currentToken;
+    if (last !== undefined) headers['last-event-id'] = String(last);
+    try {
+      return await this.fetchFn(`${this.baseUrl}/v2/events/stream${qs ? `?${qs}` : ''}`, { headers, signal });
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string; message?: string } };
+      throw new HangarApiError(0, 'NETWORK_ERROR', `cannot reach hangar at ${this.baseUrl}: ${e.cause?.code ?? e.cause?.message ?? e.message}`, { cause: err });
+    }
+  }
+
+  /**
+   * Follows an operation on the event stream until it is finished, and returns it (SUCCEEDED,
+   * FAILED or CANCELLED: look at `state` and `error`). Against a hangar without the stream it
+   * polls the operation instead. Throws WAIT_TIMEOUT after `timeoutMs`.
+   */
+  async waitForOperation(id: string, opts: OperationWaitOptions = {}): Promise<Operation> {
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const started = Date.now();
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => stop.abort(), timeoutMs);
+    let op = await this.getOperation(id);
+    const finished = (o: Operation) => FINISHED_OPERATION_STATES.includes(o.state);
+    const timedOut = () =>
+      new HangarApiError(0, 'WAIT_TIMEOUT', `operation ${id} (${op.kind} of "${op.instance_name ?? ''}") is still ${op.state} after ${Math.round(timeoutMs / 1000)} s`);
+    try {
+      if (finished(op)) return op;
+      try {
+        for await (const e of this.events({
+          ...(op.last_event_id !== null ? { lastEventId: op.last_event_id } : {}),
+          ...(op.instance_id !== null ? { instance: op.instance_id } : { kinds: ['operation'] }),
+          signal: stop.signal,
+        })) {
+          opts.onEvent?.(e);
+          if (e.operation_id === id && e.kind.startsWith('operation.')) {
+            op = e.data as unknown as Operation;
+            if (finished(op)) return op;
+          }
+        }
+      } catch (err) {
+        // A hangar without the stream: poll the operation.
+        if (!(err instanceof HangarApiError && err.status === 404 && err.code === 'ROUTE_NOT_FOUND')) throw err;
+        for (let interval = 250; !stop.signal.aborted; interval = Math.min(2000, Math.round(interval * 1.5))) {
+          op = await this.getOperation(id);
+          if (finished(op)) return op;
+          await sleep(Math.min(interval, Math.max(0, timeoutMs - (Date.now() - started))), stop.signal).catch(() => {});
+        }
+      }
+      if (opts.signal?.aborted) throw opts.signal.reason ?? new HangarApiError(0, 'ABORTED', 'the wait was aborted');
+      throw timedOut();
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  listWebhooks(): Promise<Webhook[]> {
+    return this.call('GET', '/v2/webhooks/');
+  }
+
+  /** Registers a webhook; its `secret` is in this answer only. */
+  createWebhook(body: CreateWebhookRequest): Promise<CreatedWebhook> {
+    return this.call('POST', '/v2/webhooks/', { body });
+  }
+
+  getWebhook(id: string): Promise<Webhook> {
+    return this.call('GET', `/v2/webhooks/${enc(id)}/`);
+  }
+
+  async deleteWebhook(id: string): Promise<void> {
+    await this.call('DELETE', `/v2/webhooks/${enc(id)}/`);
+  }
+
+  /** A new secret (in this answer only); the old one also signs for 24 hours. */
+  rotateWebhookSecret(id: string): Promise<CreatedWebhook> {
+    return this.call('POST', `/v2/webhooks/${enc(id)}/rotate-secret`);
+  }
+
+  /** A webhook's deliveries, newest first. */
+  listWebhookDeliveries(id: string, opts: { limit?: number; before?: number; states?: readonly string[] } = {}): Promise<WebhookDelivery[]> {
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.set('limit', String(opts.limit));
+    if (opts.before !== undefined) q.set('before', String(opts.before));
+    if (opts.states?.length) q.set('state', opts.states.join(','));
+    const qs = q.toString();
+    return this.call('GET', `/v2/webhooks/${enc(id)}/deliveries${qs ? `?${qs}` : ''}`);
   }
 
   // --- waiting ------------------------------------------------------------------------------
@@ -295,7 +527,7 @@ export class HangarClient {
   private async call<T>(
     method: string,
     path: string,
-    opts: { body?: unknown; auth?: Auth; retry?: boolean; envelope?: 'data' | 'message' } = {},
+    opts: { body?: unknown; auth?: Auth; retry?: boolean; envelope?: 'data' | 'message' | 'body'; onOperation?: (id: string) => void } = {},
   ): Promise<T> {
     const auth = opts.auth ?? 'token';
     if (auth === 'token' && this.currentToken === undefined && this.credentials) await this.login();
@@ -312,6 +544,9 @@ export class HangarClient {
       parsed = undefined;
     }
     if (!res.ok) throw errorOf(res, parsed, text);
+    const operation = res.headers.get('x-operation-id');
+    if (operation) opts.onOperation?.(operation);
+    if (opts.envelope === 'body') return parsed as T;
     const envelope = opts.envelope ?? 'data';
     if (typeof parsed !== 'object' || parsed === null || !(envelope in parsed)) {
       throw new HangarApiError(res.status, 'BAD_ANSWER', `${method} ${path}: the answer has no "${envelope}"`, { requestId: res.headers.get('x-request-id') ?? undefined });

@@ -8,6 +8,8 @@ import type { SpaceUsage as SpaceUsageSchema } from '../http/schemas/redis.js';
 import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
 import type { ZoneRecord } from '../http/schemas/zones.js';
+import type { EventRecord, OperationRecord } from '../http/schemas/operations.js';
+import type { CreatedWebhook as CreatedWebhookSchema, DeliveryRecord, WebhookCreateBody, WebhookRecord } from '../http/schemas/webhooks.js';
 
 // The wire types of the API, derived from the very schemas the server validates and
 // serializes with. Type-only imports: the client carries no runtime dependency.
@@ -41,6 +43,19 @@ export type Zone = Static<typeof ZoneRecord>;
 
 /** One entry of the account's audit log. */
 export type AuditEvent = Static<typeof AuditEventRecord>;
+
+/** An asynchronous action (create, resize, rename, delete, ACL and user changes, backups) and how it went. */
+export type Operation = Static<typeof OperationRecord>;
+/** An event of the live stream (and the body of a webhook delivery). */
+export type HangarEvent = Static<typeof EventRecord>;
+export type Webhook = Static<typeof WebhookRecord>;
+/** A new (or rotated) webhook, with its secret: shown this once. */
+export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
+export type CreateWebhookRequest = Static<typeof WebhookCreateBody>;
+export type WebhookDelivery = Static<typeof DeliveryRecord>;
+
+/** States in which an operation is finished. */
+export const FINISHED_OPERATION_STATES: readonly string[] = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
 
 /** States in which an instance serves (ACTIVE; COMPLETED for elasticsearch). */
 export const READY_STATES: readonly string[] = ['ACTIVE', 'COMPLETED'];

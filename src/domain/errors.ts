@@ -33,6 +33,7 @@ export const errors = {
       field,
       ...(allowed ? { allowed } : {}),
     }),
+  targetNotAllowed: (message: string) => new HangarError(400, 'TARGET_NOT_ALLOWED', message, { field: 'url' }),
   invalidBody: (message: string, field?: string) =>
     new HangarError(400, 'INVALID_BODY', message, field ? { field } : {}),
   unauthorized: (message = 'missing or invalid credentials: log in at GET /v2/tokens/ with HTTP Basic and send the token in X-Auth-Token') =>
@@ -46,12 +47,16 @@ export const errors = {
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
   aclNotFound: (id: string, instance: string) => new HangarError(404, 'ACL_NOT_FOUND', `ACL "${id}" not found on instance "${instance}"`),
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
+  operationNotFound: (id: string) => new HangarError(404, 'OPERATION_NOT_FOUND', `operation "${id}" not found`),
+  webhookNotFound: (id: string) => new HangarError(404, 'WEBHOOK_NOT_FOUND', `webhook "${id}" not found`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),
   nameTaken: (name: string) => new HangarError(409, 'NAME_TAKEN', `an instance named "${name}" already exists in this account`),
   userExists: (user: string, db: string) => new HangarError(409, 'USER_EXISTS', `user "${user}" already exists in database "${db}"`),
   aclExists: (cidr: string, instance: string) => new HangarError(409, 'ACL_EXISTS', `an ACL for ${cidr} already exists on instance "${instance}"`),
   operationInProgress: (name: string, state: string) =>
     new HangarError(409, 'OPERATION_IN_PROGRESS', `instance "${name}" is ${state}; wait until it is ACTIVE and try again`, { state }),
+  operationNotCancellable: (id: string, reason: string) =>
+    new HangarError(409, 'OPERATION_NOT_CANCELLABLE', `operation "${id}" cannot be cancelled: ${reason}`),
   instanceDeleting: (name: string) => new HangarError(409, 'INSTANCE_DELETING', `instance "${name}" is being deleted`),
   instanceNotReady: (name: string, state: string) =>
     new HangarError(409, 'INSTANCE_NOT_READY', `instance "${name}" is ${state}, not ACTIVE`, { state }),

@@ -1,11 +1,15 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { AccountService, AuthenticatedCaller } from '../service/accounts.js';
 import type { AclService } from '../service/acls.js';
 import type { AuditService } from '../service/audit.js';
 import type { IdempotencyService } from '../service/idempotency.js';
-import type { InstanceService } from '../service/instances.js';
+import type { InstanceService, Started } from '../service/instances.js';
+import type { Origin } from '../service/deps.js';
+import type { EventStream } from '../service/event-stream.js';
+import type { OperationService } from '../service/operations.js';
+import type { WebhookService } from '../service/webhooks.js';
 import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
 import type { RedisService } from '../service/redis.js';
@@ -24,6 +28,9 @@ export interface Services {
   readonly idempotency: IdempotencyService;
   readonly loginGuard: LoginGuard;
   readonly rateLimiter: RateLimiter;
+  readonly operations: OperationService;
+  readonly events: EventStream;
+  readonly webhooks: WebhookService;
 }
 
 export interface Readiness {
@@ -48,4 +55,22 @@ export interface AppDeps {
 export function callerOf(req: FastifyRequest): AuthenticatedCaller {
   if (!req.caller) throw errors.unauthorized();
   return req.caller;
+}
+
+/** Who asks and in which request: recorded with the operation a change starts. */
+export function originOf(req: FastifyRequest): Origin {
+  const c = req.caller;
+  return {
+    requestedBy: c ? { login: c.login, credential: c.credential ?? 'token', id: c.credentialId ?? null } : null,
+    requestId: req.id,
+  };
+}
+
+/**
+ * The answer of a request that started an operation: `X-Operation-Id` and `Location` name it;
+ * the body is the request's own, unchanged.
+ */
+export function answerStarted<T>(reply: FastifyReply, started: Started<T>): T {
+  void reply.header('x-operation-id', started.operation.id).header('location', `/v2/operations/${started.operation.id}/`);
+  return started.result;
 }

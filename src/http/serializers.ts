@@ -4,6 +4,8 @@ import { publicPort } from '../domain/endpoints.js';
 import type { Acl, Instance, PortMap } from '../domain/model.js';
 import type { AclRecord, AclRecordExtended } from './schemas/acls.js';
 import type { CreationRecord, InstanceRecord } from './schemas/instances.js';
+import type { EventRecord as EventRecordSchema, OperationRecord as OperationRecordSchema } from './schemas/operations.js';
+import type { Operation, StreamEvent } from '../domain/operations.js';
 
 /**
  * Domain -> wire, in one place. Each function is an allowlist of the fields the spec shows, in
@@ -127,5 +129,51 @@ export function aclRecordExtended(acl: Acl, inst: Instance): AclRecordExtended {
     instance_id: { $oid: inst.id },
     instance_type: inst.type,
     service_type: inst.service,
+  };
+}
+
+export type OperationRecord = Static<typeof OperationRecordSchema>;
+export type EventRecord = Static<typeof EventRecordSchema>;
+
+const date = (ms: number | null) => (ms === null ? null : { $date: ms });
+
+/** An operation as the API shows it. */
+export function operationRecord(op: Operation): OperationRecord {
+  return {
+    id: op.id,
+    kind: op.kind,
+    state: op.state,
+    instance_id: op.instanceId,
+    instance_name: op.instanceName,
+    account_id: op.accountId,
+    steps: op.steps.map((s) => ({ name: s.name, at: { $date: s.at }, ...(s.message !== undefined ? { message: s.message } : {}) })),
+    progress: op.progress,
+    error: op.error === null ? null : { code: op.error.code, message: op.error.message },
+    requested_by: op.requestedBy === null ? null : { login: op.requestedBy.login, credential: op.requestedBy.credential, id: op.requestedBy.id },
+    request_id: op.requestId,
+    detail: { ...op.detail },
+    cancellable: op.cancellable,
+    created: formatCreated(op.createdAt),
+    date_created: { $date: op.createdAt },
+    date_updated: { $date: op.updatedAt },
+    date_started: date(op.startedAt),
+    date_finished: date(op.finishedAt),
+    deadline: { $date: op.deadlineAt },
+    last_event_id: op.lastEventId,
+  };
+}
+
+/** An event as the stream and webhooks carry it; an operation's is its record as of that event. */
+export function eventRecord(e: StreamEvent): EventRecord {
+  const isOperation = e.kind.startsWith('operation.');
+  return {
+    id: e.id,
+    kind: e.kind,
+    instance_id: e.instanceId,
+    instance_name: e.instanceName,
+    operation_id: e.operationId,
+    created: formatCreated(e.createdAt),
+    date_created: { $date: e.createdAt },
+    data: isOperation ? { ...operationRecord(e.data as unknown as Operation), last_event_id: e.id } : { ...e.data },
   };
 }

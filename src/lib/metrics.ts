@@ -28,6 +28,8 @@ export interface MetricSources {
   }>;
   /** Each zone's capacity (null: unlimited) and what its instances promise, in MB. */
   zones(): Promise<readonly { zone: string; capacityMb: number | null; allocatedMb: number }[]>;
+  /** Event streams (GET /v2/events/stream) open on this replica. */
+  eventStreams?(): number;
   /** Called when a source fails during a scrape; its series are left out of that scrape. */
   onError?(what: string, err: unknown): void;
 }
@@ -94,6 +96,17 @@ export class Metrics {
         this.set(sources.queueDepth());
       },
     });
+    if (sources.eventStreams) {
+      const streams = sources.eventStreams;
+      new Gauge({
+        name: 'hangar_event_streams',
+        help: 'Event streams (GET /v2/events/stream) open on this replica',
+        registers,
+        collect() {
+          this.set(streams());
+        },
+      });
+    }
     new Gauge({
       name: 'hangar_runtime_owner',
       help: '1 when this replica owns the runtime of its host (runs reconcile passes, supervises engines)',

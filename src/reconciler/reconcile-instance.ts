@@ -34,6 +34,7 @@ import {
   deleteMongoUserRow, listMongoUsers, markMongoUserApplied,
 } from '../store/mongodb-user-repository.js';
 import { PassCancelled, type PassResult } from './controller.js';
+import type { PassObserver } from './operation-supervisor.js';
 
 export interface ReconcileDeps {
   readonly db: Db;
@@ -47,6 +48,8 @@ export interface ReconcileDeps {
   readonly steps: (signal: AbortSignal) => StepContext;
   /** Where the duration of each pass is reported, with its kind and outcome. */
   readonly metrics?: { observeReconcile(kind: ReconcileKind, outcome: ReconcileOutcome, seconds: number): void };
+  /** Tells the operations of an instance about each pass of it (steps, outcome); undefined: nobody listens. */
+  readonly observer?: { observe(instanceId: string): Promise<PassObserver | undefined> };
 }
 
 /** What a pass worked on and, when the result alone does not say it, how it ended. */
@@ -116,7 +119,15 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   const version = inst.specVersion;
   if (inst.state === 'FAILED') {
     // FAILED is final until the instance is deleted: nothing is rebuilt, changes are only recorded.
-    if (inst.observedVersion < version) await updateInstance(db, id, { observedVersion: version }, { specVersion: version });
+    if (inst.observedVersion < version) {
+      // FAILED from outside a pass (a create past its deadline, while its build was stuck):
+      // what the build made is removed, as when a pass fails a build.
+      if ((await runtime.listInstanceIds()).includes(id)) {
+        await runtime.removeInstance(id, ctx);
+        target.engines.forget(id);
+      }
+      await updateInstance(db, id, { observedVersion: version }, { specVersion: version });
+    }
     return;
   }
 

@@ -231,8 +231,8 @@ export class Reconciler {
     const { db, config, now } = this.deps;
     const ttl = this.ttlMs;
     if (!(await this.claim(id))) {
-      // No row to claim: an orphan of the runtime, which the pass removes.
-      if (!(await findInstanceProgress(db, id))) return reconcileInstance(this.deps, id, signal);
+      // No row to claim: an orphan of the runtime, or a deleted instance, which the pass removes.
+      if (!(await findInstanceProgress(db, id))) return this.observed(id, (deps) => reconcileInstance(deps, id, signal));
       return { requeueAfterMs: ttl / 2 };
     }
     // Losing the claim (another replica took it) stops this pass at its next step.
@@ -244,10 +244,25 @@ export class Reconciler {
       );
     }, ttl / 3);
     try {
-      return await reconcileInstance(this.deps, id, AbortSignal.any([signal, lost.signal]));
+      return await this.observed(id, (deps) => reconcileInstance(deps, id, AbortSignal.any([signal, lost.signal])));
     } finally {
       clearInterval(renew);
       await releaseInstance(db, id, config.replicaId).catch(() => {});
+    }
+  }
+
+  /** Runs a pass under the eyes of the instance's open operations (its steps, then its outcome). */
+  private async observed(id: string, run: (deps: ReconcileDeps) => Promise<PassResult>): Promise<PassResult> {
+    const observer = await this.deps.observer?.observe(id).catch((err: unknown) => {
+      this.log.warn({ err, instance: id }, 'operations of the instance not read');
+      return undefined;
+    });
+    if (!observer) return run(this.deps);
+    const steps = this.deps.steps;
+    try {
+      return await run({ ...this.deps, steps: (signal) => observer.wrap(steps(signal)) });
+    } finally {
+      await observer.end();
     }
   }
 }

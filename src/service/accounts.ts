@@ -34,6 +34,9 @@ export interface AuthenticatedCaller extends Caller {
   readonly tokenHash?: string;
   readonly tokenExpiresAt?: number;
   readonly accountCreatedAt: number;
+  /** What the caller authenticated with, and its id (a token's id, a key pair's user_key): who requested an operation. */
+  readonly credential?: 'token' | 'password' | 'api_key';
+  readonly credentialId?: string;
 }
 
 export interface AccountServiceOptions {
@@ -147,13 +150,13 @@ export class AccountService {
     const key = await findApiKey(this.db, user);
     if (key) {
       if (await verifySecret(secret, key.secret_hash)) {
-        caller = { accountId: key.account_id, login: key.login, accountCreatedAt: key.created_at };
+        caller = { accountId: key.account_id, login: key.login, accountCreatedAt: key.created_at, credential: 'api_key', credentialId: user };
         await touchApiKey(this.db, key.id, this.opts.now());
       }
     } else {
       const account = await findAccountByLogin(this.db, user);
       const ok = await verifySecret(secret, account?.password_hash ?? DUMMY_HASH);
-      if (account && ok) caller = { accountId: account.id, login: account.login, accountCreatedAt: account.created_at };
+      if (account && ok) caller = { accountId: account.id, login: account.login, accountCreatedAt: account.created_at, credential: 'password' };
     }
     if (caller) this.cache.set(cacheKey, { caller, until: this.opts.now() + CACHE_MS });
     return caller;
@@ -182,7 +185,9 @@ export class AccountService {
     const now = this.opts.now();
     const row = await findLiveToken(this.db, tokenHash, now);
     if (!row) return undefined;
-    const caller: AuthenticatedCaller = { accountId: row.account_id, login: row.login, tokenHash, tokenExpiresAt: row.expires_at, accountCreatedAt: row.created_at };
+    const caller: AuthenticatedCaller = {
+      accountId: row.account_id, login: row.login, tokenHash, tokenExpiresAt: row.expires_at, accountCreatedAt: row.created_at, credential: 'token', credentialId: row.id,
+    };
     this.cache.set(cacheKey, { caller, until: Math.min(now + CACHE_MS, row.expires_at) });
     return caller;
   }

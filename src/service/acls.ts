@@ -1,9 +1,9 @@
 import { newObjectId } from '../lib/ids.js';
 import { countAcls, findAcl, insertAcl, listAcls, markAclDeleting } from '../store/acl-repository.js';
-import { bumpInstance } from '../store/instance-repository.js';
-import { requestStep, type Caller, type ServiceDeps } from './deps.js';
+import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
+import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
-import type { InstanceService } from './instances.js';
+import type { InstanceService, Started } from './instances.js';
 import type { Acl, Instance } from '../domain/model.js';
 import { assertAcl, type AclInput } from './validate.js';
 
@@ -39,15 +39,20 @@ export class AclService {
     return { instance, acl };
   }
 
-  /** Records the ACL, has the edge admit it, and returns its id. */
-  async create(caller: Caller, name: string, input: AclInput): Promise<string> {
+  /** Records the ACL (and its operation), has the edge admit it, and returns its id. */
+  async create(caller: Caller, name: string, input: AclInput, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     const instance = await this.instances.get(caller, name);
     const acl = assertAcl(input, instance.service);
     if (instance.deleting) throw errors.instanceDeleting(name);
     const { db, config } = this.deps;
     const now = this.deps.now();
     const id = newObjectId(now);
-    await db.transaction().execute(async (trx) => {
+    const { operations } = this.deps;
+    const operation = await db.transaction().execute(async (trx) => {
+      const op = await operations.start(
+        { kind: 'acl.add', instance: { id: instance.id, name }, account: caller.accountId, ...origin, detail: { acl_id: id, cidr_mask: acl.cidrMask } },
+        trx,
+      );
       if (!(await bumpInstance(trx, instance.id, {}, now, { notDeleting: true }))) throw errors.instanceDeleting(name);
       // Counted under the instance's lock: ACLs added at once cannot pass the quota together.
       if ((await countAcls(trx, instance.id)) >= config.maxAclsPerInstance) {
@@ -56,24 +61,30 @@ export class AclService {
       if (!(await insertAcl(trx, { ...acl, id, instanceId: instance.id, accountId: caller.accountId, createdAt: now }))) {
         throw errors.aclExists(acl.cidrMask, name);
       }
+      await operations.setTarget(trx, op.id, await getSpecVersion(trx, instance.id));
       this.step('acl-add:inserted');
+      return op;
     });
     this.step('acl-add:recorded');
     await this.apply(instance.id);
-    return id;
+    return { result: id, operation };
   }
 
-  async delete(caller: Caller, name: string, aclId: string): Promise<void> {
+  async delete(caller: Caller, name: string, aclId: string, origin: Origin = NO_ORIGIN): Promise<Started<void>> {
     const instance = await this.instances.get(caller, name);
-    const { db } = this.deps;
+    const { db, operations } = this.deps;
     const now = this.deps.now();
-    await db.transaction().execute(async (trx) => {
+    const operation = await db.transaction().execute(async (trx) => {
+      const op = await operations.start({ kind: 'acl.delete', instance: { id: instance.id, name }, account: caller.accountId, ...origin, detail: { acl_id: aclId } }, trx);
       if (!(await bumpInstance(trx, instance.id, {}, now))) throw errors.instanceNotFound(name);
       if (!(await markAclDeleting(trx, instance.id, aclId))) throw errors.aclNotFound(aclId, name);
+      await operations.setTarget(trx, op.id, await getSpecVersion(trx, instance.id));
       this.step('acl-delete:marked');
+      return op;
     });
     this.step('acl-delete:recorded');
     await this.apply(instance.id);
+    return { result: undefined, operation };
   }
 
   private async apply(instanceId: string): Promise<void> {

@@ -6,6 +6,8 @@ import type { EngineRegistry } from '../engines/registry.js';
 import type { PortPool } from '../store/ports.js';
 import type { Db } from '../store/database.js';
 import { dieAtStep } from '../lib/fault-injection.js';
+import type { RequestedBy } from '../domain/operations.js';
+import type { OperationLog } from '../store/operation-log.js';
 
 /** Hands desired-state changes to the reconciler. */
 export interface WorkQueue {
@@ -60,6 +62,8 @@ export interface ServiceDeps {
   readonly zones: Zones;
   readonly config: Config;
   readonly work: WorkQueue;
+  /** Where every asynchronous action is recorded as an operation. */
+  readonly operations: OperationLog;
   readonly now: () => number;
   /**
    * A step boundary of a request, between durable effects and before the answer: test-only
@@ -74,6 +78,15 @@ export interface Caller {
   readonly accountId: string;
   readonly login: string;
 }
+
+/** Who started a change, and in which request: recorded with the operation it starts. */
+export interface Origin {
+  readonly requestedBy: RequestedBy | null;
+  readonly requestId: string | null;
+}
+
+/** A change started by no request (tests, operator tools). */
+export const NO_ORIGIN: Origin = { requestedBy: null, requestId: null };
 
 /** The request step function of `deps`: its own, or one that obeys HANGAR_TEST_DIE_AT. */
 export function requestStep(deps: ServiceDeps): (name: string) => void {

@@ -12,7 +12,9 @@ const ABANDONED_MS = 60_000;
 const PURGE_EVERY_MS = 3_600_000;
 
 /** What a request carrying a key is to do: run (it reserved the key), or give the first answer again. */
-export type Reservation = { readonly kind: 'reserved' } | { readonly kind: 'replay'; readonly statusCode: number; readonly body: string };
+export type Reservation =
+  | { readonly kind: 'reserved' }
+  | { readonly kind: 'replay'; readonly statusCode: number; readonly body: string; readonly operationId?: string };
 
 /**
  * Idempotency keys: the first request with a key reserves it and its answer is recorded; a repeat
@@ -45,15 +47,17 @@ export class IdempotencyService {
         continue;
       }
       if (first.requestHash !== hash) throw errors.idempotencyConflict();
-      if (first.statusCode !== undefined) return { kind: 'replay', statusCode: first.statusCode, body: first.response ?? '' };
+      if (first.statusCode !== undefined) {
+        return { kind: 'replay', statusCode: first.statusCode, body: first.response ?? '', ...(first.operationId ? { operationId: first.operationId } : {}) };
+      }
       throw errors.idempotencyInUse();
     }
     throw errors.idempotencyInUse();
   }
 
-  /** Records the answer of the request that reserved `key`. */
-  complete(accountId: string, key: string, statusCode: number, body: string): Promise<void> {
-    return completeIdempotencyKey(this.db, accountId, key, statusCode, body);
+  /** Records the answer of the request that reserved `key` (and the operation it started). */
+  complete(accountId: string, key: string, statusCode: number, body: string, operationId?: string): Promise<void> {
+    return completeIdempotencyKey(this.db, accountId, key, statusCode, body, operationId);
   }
 
   /** Frees `key` (the request failed with a 5xx: a retry runs it again). */

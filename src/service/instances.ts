@@ -1,12 +1,13 @@
 import { newBuildId, newObjectId, randomHex } from '../lib/ids.js';
 import { sleep } from '../lib/time.js';
 import {
-  PortRaceError, bumpInstance, countInstances, createInstance, findInstanceById, findInstanceByName, getInstanceListVersion, instanceNameTaken,
-  listInstances, renameInstance,
+  PortRaceError, bumpInstance, countInstances, createInstance, findInstanceById, findInstanceByName, getInstanceListVersion, getSpecVersion,
+  instanceNameTaken, listInstances, renameInstance,
 } from '../store/instance-repository.js';
 import type { NewAcl } from '../store/acl-repository.js';
 import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, isService, type InstanceType } from '../domain/catalog.js';
-import { requestStep, type Caller, type ServiceDeps, type ZoneView } from './deps.js';
+import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps, type ZoneView } from './deps.js';
+import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
 import { portRoles } from '../domain/endpoints.js';
 import { errors } from '../domain/errors.js';
@@ -26,7 +27,19 @@ export interface CreateInstanceInput {
   readonly acls?: readonly AclInput[];
 }
 
-/** Instances: list, create, read, rename, delete. Slow work is left to the reconciler. */
+/** A change that started an operation: its answer, and the operation. */
+export interface Started<T> {
+  readonly result: T;
+  readonly operation: Operation;
+}
+
+/** Thrown in a rename's transaction when another request renamed or deleted the instance first. */
+const NOT_RENAMED = new Error('not renamed');
+
+/**
+ * Instances: list, create, read, rename, delete. Slow work is left to the reconciler; each
+ * change is recorded with its operation, in one transaction.
+ */
 export class InstanceService {
   private readonly step: (name: string) => void;
 
@@ -68,7 +81,7 @@ export class InstanceService {
     return findInstanceByName(this.deps.db, this.deps.keyring, caller.accountId, idOrName);
   }
 
-  async create(caller: Caller, input: CreateInstanceInput): Promise<Instance> {
+  async create(caller: Caller, input: CreateInstanceInput, origin: Origin = NO_ORIGIN): Promise<Started<Instance>> {
     const { config, keyring, db } = this.deps;
     const service = input.service;
     if (!isService(service)) throw errors.invalidValue('service', `"service" ${JSON.stringify(service)} is not a service`, SERVICES);
@@ -112,6 +125,16 @@ export class InstanceService {
     const roles = portRoles(service, type);
     const newAcls: NewAcl[] = acls.map((a) => ({ ...a, id: newObjectId(now), instanceId: id, accountId: caller.accountId, createdAt: now }));
     let created: Instance;
+    let operation: Operation | undefined;
+    const recordOperation = async (trx: typeof db) => {
+      operation = await this.deps.operations.start(
+        {
+          kind: 'create', instance: { id, name: input.name }, account: caller.accountId, ...origin, targetVersion: 1,
+          detail: { service, type: input.type, plan: input.plan, version: input.version, zone: input.zone },
+        },
+        trx,
+      );
+    };
     for (let attempt = 0; ; attempt++) {
       const ports = await this.pickPorts(zone, roles);
       try {
@@ -139,7 +162,11 @@ export class InstanceService {
           },
           zone.ports.scope,
           newAcls,
-          { maxInstances: config.maxInstancesPerAccount, guard: (trx) => this.zones.assertFits(trx, zone, { service, type, plan: input.plan }) },
+          {
+            maxInstances: config.maxInstancesPerAccount,
+            guard: (trx) => this.zones.assertFits(trx, zone, { service, type, plan: input.plan }),
+            before: recordOperation,
+          },
         );
         break;
       } catch (err) {
@@ -155,7 +182,7 @@ export class InstanceService {
     // The answer is the instance as recorded (REQUESTED), not as read back: the worker may
     // already have moved it on by then (it polls the store for new work).
     this.deps.work.enqueue(id);
-    return created;
+    return { result: created, operation: operation! };
   }
 
   /** Free ports for each role, from the configured range, starting at a random place. */
@@ -164,29 +191,44 @@ export class InstanceService {
     return Object.fromEntries(roles.map((role, i) => [role, ports[i]!]));
   }
 
-  async rename(caller: Caller, name: string, newName: string): Promise<string> {
+  async rename(caller: Caller, name: string, newName: string, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     assertInstanceName(newName);
     const inst = await this.get(caller, name);
     if (newName === name) throw errors.invalidValue('name', `"name": the instance is already called "${name}"`);
     if (inst.deleting) throw errors.instanceDeleting(name);
-    if (!(await renameInstance(this.deps.db, inst.id, name, newName, this.deps.now()))) {
-      // Another request got there first: it is being deleted, or no longer has this name.
-      const current = await findInstanceById(this.deps.db, this.deps.keyring, inst.id);
-      if (current?.deleting) throw errors.instanceDeleting(name);
-      throw errors.instanceNotFound(name);
-    }
+    const { db, operations } = this.deps;
+    const operation = await db
+      .transaction()
+      .execute(async (trx) => {
+        const op = await operations.start({ kind: 'rename', instance: { id: inst.id, name }, account: caller.accountId, ...origin, detail: { from: name, to: newName } }, trx);
+        if (!(await renameInstance(trx, inst.id, name, newName, this.deps.now()))) throw NOT_RENAMED;
+        await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
+        return op;
+      })
+      .catch(async (err: unknown) => {
+        if (err !== NOT_RENAMED) throw err;
+        // Another request got there first: it is being deleted, or no longer has this name.
+        const current = await findInstanceById(db, this.deps.keyring, inst.id);
+        if (current?.deleting) throw errors.instanceDeleting(name);
+        throw errors.instanceNotFound(name);
+      });
     this.step('rename:recorded');
     this.deps.work.enqueue(inst.id);
-    return `Instance "${name}" renamed to "${newName}"`;
+    return { result: `Instance "${name}" renamed to "${newName}"`, operation };
   }
 
-  async delete(caller: Caller, name: string): Promise<string> {
+  async delete(caller: Caller, name: string, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     const inst = await this.get(caller, name);
     const now = this.deps.now();
-    const changed = await bumpInstance(this.deps.db, inst.id, { deleting: true, state: 'DELETING', stateReason: null, transitionAt: now }, now, { notDeleting: true });
-    if (!changed) throw errors.instanceDeleting(name);
+    const { operations } = this.deps;
+    const operation = await this.deps.db.transaction().execute(async (trx) => {
+      const op = await operations.start({ kind: 'delete', instance: { id: inst.id, name }, account: caller.accountId, ...origin }, trx);
+      const changed = await bumpInstance(trx, inst.id, { deleting: true, state: 'DELETING', stateReason: null, transitionAt: now }, now, { notDeleting: true });
+      if (!changed) throw errors.instanceDeleting(name);
+      return op;
+    });
     this.step('delete:recorded');
     this.deps.work.enqueue(inst.id);
-    return `Instance "${name}" is being deleted`;
+    return { result: `Instance "${name}" is being deleted`, operation };
   }
 }

@@ -1,13 +1,14 @@
 import { newObjectId } from '../lib/ids.js';
 import type { Db } from '../store/database.js';
-import { bumpInstance } from '../store/instance-repository.js';
+import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import {
   findMongoUserId, insertMongoUser, listMongoUserRoles, markMongoUserDeleting, updateMongoUser,
 } from '../store/mongodb-user-repository.js';
 import { ADMIN_DB_ROLES, MONGODB_ROLES, USER_ADMIN_ROLES } from '../domain/catalog.js';
-import { requestStep, type Caller, type ServiceDeps } from './deps.js';
+import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
-import type { InstanceService } from './instances.js';
+import type { InstanceService, Started } from './instances.js';
+import type { Operation } from '../domain/operations.js';
 import type { Instance, MongoRole } from '../domain/model.js';
 
 /**
@@ -53,7 +54,7 @@ export class MongoUserService {
     return listMongoUserRoles(this.deps.db, inst.id, database);
   }
 
-  async create(caller: Caller, instanceId: string, database: string, body: { username: string; password: string; roles: readonly MongoRole[] }): Promise<string> {
+  async create(caller: Caller, instanceId: string, database: string, body: { username: string; password: string; roles: readonly MongoRole[] }, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     assertDatabase(database);
     assertUsername(body.username);
     assertNotReserved(database, body.username);
@@ -62,17 +63,24 @@ export class MongoUserService {
     const inst = await this.instance(caller, instanceId);
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
-    await this.record(inst, now, async (trx) => {
+    const operation = await this.record(inst, now, { kind: 'user.create', caller, origin, detail: { database, username: body.username } }, async (trx) => {
       const inserted = await insertMongoUser(trx, this.deps.keyring, { id: newObjectId(now), instanceId: inst.id, database, username: body.username, password: body.password, roles, now });
       if (!inserted) throw errors.userExists(body.username, database);
       this.step('user-create:inserted');
     });
     this.step('user-create:recorded');
     await this.apply(inst.id);
-    return `User "${body.username}" added to database "${database}"`;
+    return { result: `User "${body.username}" added to database "${database}"`, operation };
   }
 
-  async update(caller: Caller, instanceId: string, database: string, username: string, body: { password?: string; roles?: readonly MongoRole[] }): Promise<string> {
+  async update(
+    caller: Caller,
+    instanceId: string,
+    database: string,
+    username: string,
+    body: { password?: string; roles?: readonly MongoRole[] },
+    origin: Origin = NO_ORIGIN,
+  ): Promise<Started<string>> {
     assertDatabase(database);
     assertNotReserved(database, username);
     if (body.password === undefined && body.roles === undefined) {
@@ -84,42 +92,52 @@ export class MongoUserService {
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
     const patch = { ...(body.password !== undefined ? { password: body.password } : {}), ...(roles ? { roles } : {}) };
-    await this.record(inst, now, async (trx) => {
+    const operation = await this.record(inst, now, { kind: 'user.update', caller, origin, detail: { database, username } }, async (trx) => {
       const id = await findMongoUserId(trx, inst.id, database, username);
       if (!id || !(await updateMongoUser(trx, this.deps.keyring, id, patch, now))) throw errors.userNotFound(username, database);
       this.step('user-update:changed');
     });
     this.step('user-update:recorded');
     await this.apply(inst.id);
-    return `User "${username}" on database "${database}" updated`;
+    return { result: `User "${username}" on database "${database}" updated`, operation };
   }
 
-  async delete(caller: Caller, instanceId: string, database: string, username: string): Promise<string> {
+  async delete(caller: Caller, instanceId: string, database: string, username: string, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     assertDatabase(database);
     assertNotReserved(database, username);
     const inst = await this.instance(caller, instanceId);
     const now = this.deps.now();
-    await this.record(inst, now, async (trx) => {
+    const operation = await this.record(inst, now, { kind: 'user.delete', caller, origin, detail: { database, username } }, async (trx) => {
       const id = await findMongoUserId(trx, inst.id, database, username);
       if (!id || !(await markMongoUserDeleting(trx, id, now))) throw errors.userNotFound(username, database);
       this.step('user-delete:marked');
     }, { allowDeleting: true });
     this.step('user-delete:recorded');
     await this.apply(inst.id);
-    return `User "${username}" deleted from database "${database}"`;
+    return { result: `User "${username}" deleted from database "${database}"`, operation };
   }
 
   /**
-   * One transaction: the instance's spec version is bumped first (in PostgreSQL that locks its
-   * row, so changes to one instance and its deletion run one after the other), then `change`
-   * writes the user. A crash leaves either both or neither.
+   * One transaction: the operation is recorded first, then the instance's spec version is bumped
+   * (in PostgreSQL that locks its row, so changes to one instance and its deletion run one after
+   * the other), then `change` writes the user. A crash leaves either all or nothing.
    */
-  private async record(inst: Instance, now: number, change: (trx: Db) => Promise<void>, opts: { allowDeleting?: boolean } = {}): Promise<void> {
-    await this.deps.db.transaction().execute(async (trx) => {
+  private async record(
+    inst: Instance,
+    now: number,
+    what: { kind: 'user.create' | 'user.update' | 'user.delete'; caller: Caller; origin: Origin; detail: Record<string, unknown> },
+    change: (trx: Db) => Promise<void>,
+    opts: { allowDeleting?: boolean } = {},
+  ): Promise<Operation> {
+    const { operations } = this.deps;
+    return this.deps.db.transaction().execute(async (trx) => {
+      const op = await operations.start({ kind: what.kind, instance: { id: inst.id, name: inst.name }, account: what.caller.accountId, ...what.origin, detail: what.detail }, trx);
       if (!(await bumpInstance(trx, inst.id, {}, now, { notDeleting: !opts.allowDeleting }))) {
         throw opts.allowDeleting ? errors.notAMongodbInstance(inst.id) : errors.instanceDeleting(inst.name);
       }
       await change(trx);
+      await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
+      return op;
     });
   }
 

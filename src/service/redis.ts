@@ -1,8 +1,9 @@
-import { bumpInstance } from '../store/instance-repository.js';
+import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import { PLANS } from '../domain/catalog.js';
-import { requestStep, type Caller, type ServiceDeps } from './deps.js';
+import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
-import type { InstanceService } from './instances.js';
+import type { InstanceService, Started } from './instances.js';
+import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
 import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
 import { toSpec } from '../domain/spec.js';
@@ -95,8 +96,8 @@ export class RedisService {
     return this.live(caller, name, (inst) => this.inspector(inst).configGet('maxclients'));
   }
 
-  /** Records the larger plan; the reconciler applies it to the engines. */
-  async resize(caller: Caller, name: string, newPlan: number): Promise<string> {
+  /** Records the larger plan (and its operation); the reconciler applies it to the engines. */
+  async resize(caller: Caller, name: string, newPlan: number, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     const inst = await this.redisInstance(caller, name);
     const plans = PLANS.redis;
     if (!plans.includes(newPlan)) throw errors.invalidValue('new_plan', `"new_plan" ${newPlan} is not a redis plan`, plans);
@@ -109,15 +110,26 @@ export class RedisService {
     if (!READY_STATES.includes(inst.state)) throw errors.operationInProgress(name, inst.state);
     const now = this.deps.now();
     const zone = this.deps.zones.get(inst.zone);
+    const { operations } = this.deps;
     // The larger plan must fit the zone before it is recorded (a zone no longer configured has no limits to check).
-    const changed = await this.deps.db.transaction().execute(async (trx) => {
+    const operation = await this.deps.db.transaction().execute(async (trx): Promise<Operation | undefined> => {
+      const op = await operations.start(
+        { kind: 'resize', instance: { id: inst.id, name }, account: caller.accountId, ...origin, detail: { from_plan: inst.plan, to_plan: newPlan } },
+        trx,
+      );
       if (zone) await this.zones.assertFits(trx, zone, { service: inst.service, type: inst.type, plan: newPlan }, inst.id);
-      return bumpInstance(trx, inst.id, { desiredPlan: newPlan, state: 'RESIZING', stateReason: null, transitionAt: now }, now, {
+      const changed = await bumpInstance(trx, inst.id, { desiredPlan: newPlan, state: 'RESIZING', stateReason: null, transitionAt: now }, now, {
         states: READY_STATES,
         notDeleting: true,
       });
+      if (!changed) throw NOT_CHANGED;
+      await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
+      return op;
+    }).catch((err: unknown) => {
+      if (err === NOT_CHANGED) return undefined;
+      throw err;
     });
-    if (!changed) {
+    if (!operation) {
       // Another request got there first.
       const current = await this.instances.find(caller, name);
       if (!current) throw errors.notARedisInstance(name);
@@ -126,9 +138,12 @@ export class RedisService {
     }
     this.step('resize:recorded');
     this.deps.work.enqueue(inst.id);
-    return `Resizing of instance "${name}" from ${inst.plan} MB to ${newPlan} MB has started`;
+    return { result: `Resizing of instance "${name}" from ${inst.plan} MB to ${newPlan} MB has started`, operation };
   }
 }
+
+/** Thrown in a resize's transaction when another request changed the instance first (its operation is undone with it). */
+const NOT_CHANGED = new Error('not changed');
 
 function integer(v: string | undefined, field: string): number {
   const n = Number(v);

@@ -108,6 +108,8 @@ export interface IdempotencyKeyTable {
   status_code: number | null;
   response: string | null;
   created_at: number;
+  /** The operation the first request started, given again with its answer. */
+  operation_id: Generated<string | null>;
 }
 
 export interface AuditEventTable {
@@ -135,6 +137,83 @@ export interface LeaseTable {
   expires_at: number;
 }
 
+export interface OperationTable {
+  id: string;
+  account_id: string;
+  instance_id: string | null;
+  instance_name: string | null;
+  kind: string;
+  state: string;
+  /** JSON array of {name, at, message?} */
+  steps: string;
+  progress: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  /** JSON {login, credential, id} */
+  requested_by: string | null;
+  request_id: string | null;
+  /** JSON object */
+  detail: string;
+  target_version: number | null;
+  cancellable: number;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  deadline_at: number;
+  last_event_id: number | null;
+  rev: number;
+}
+
+/** The live stream; instance events are written by triggers (see their migration). */
+export interface EventTable {
+  id: Generated<number>;
+  account_id: string;
+  kind: string;
+  instance_id: string | null;
+  instance_name: string | null;
+  operation_id: string | null;
+  /** JSON object */
+  data: string;
+  created_at: number;
+}
+
+export interface WebhookTable {
+  id: string;
+  account_id: string;
+  url: string;
+  /** JSON array of event kinds or families */
+  kinds: string;
+  description: string;
+  secret_enc: string;
+  previous_secret_enc: string | null;
+  previous_secret_until: number | null;
+  /** Events up to this id were there before the webhook: they are not delivered. */
+  after_event_id: number;
+  created_at: number;
+  updated_at: number;
+  deleted_at: number | null;
+}
+
+export interface WebhookDeliveryTable {
+  id: string;
+  webhook_id: string;
+  account_id: string;
+  event_id: number;
+  event_kind: string;
+  payload: string;
+  state: string;
+  attempts: number;
+  next_attempt_at: number | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  delivered_at: number | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -153,6 +232,10 @@ export interface Database {
   leases: LeaseTable;
   meta: MetaTable;
   instance_list_versions: InstanceListVersionTable;
+  operations: OperationTable;
+  events: EventTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
 }
 
 export type InstanceRow = Selectable<InstanceTable>;
@@ -160,6 +243,10 @@ export type NewInstanceRow = Insertable<InstanceTable>;
 export type InstanceRowUpdate = Updateable<InstanceTable>;
 export type AclRow = Selectable<AclTable>;
 export type MongodbUserRow = Selectable<MongodbUserTable>;
+export type OperationRow = Selectable<OperationTable>;
+export type EventRow = Selectable<EventTable>;
+export type WebhookRow = Selectable<WebhookTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
 
 export type Dialect = 'sqlite' | 'postgres';
 

@@ -7,6 +7,8 @@ export interface IdempotencyRecord {
   readonly statusCode: number | undefined;
   readonly response: string | undefined;
   readonly createdAt: number;
+  /** The operation the first request started, if any. */
+  readonly operationId: string | undefined;
 }
 
 /** Reserves a key for a request; false when the account already used it. */
@@ -25,14 +27,16 @@ export async function reserveIdempotencyKey(db: Db, accountId: string, key: stri
 
 export async function findIdempotencyKey(db: Db, accountId: string, key: string): Promise<IdempotencyRecord | undefined> {
   const row = await db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', accountId).where('idem_key', '=', key).executeTakeFirst();
-  return row && { requestHash: row.request_hash, statusCode: row.status_code ?? undefined, response: row.response ?? undefined, createdAt: row.created_at };
+  return row && {
+    requestHash: row.request_hash, statusCode: row.status_code ?? undefined, response: row.response ?? undefined, createdAt: row.created_at, operationId: row.operation_id ?? undefined,
+  };
 }
 
 /** Records the answer given to the request that reserved the key. */
-export async function completeIdempotencyKey(db: Db, accountId: string, key: string, statusCode: number, response: string): Promise<void> {
+export async function completeIdempotencyKey(db: Db, accountId: string, key: string, statusCode: number, response: string, operationId?: string): Promise<void> {
   await db
     .updateTable('idempotency_keys')
-    .set({ status_code: statusCode, response })
+    .set({ status_code: statusCode, response, ...(operationId !== undefined ? { operation_id: operationId } : {}) })
     .where('account_id', '=', accountId)
     .where('idem_key', '=', key)
     .execute();

@@ -101,10 +101,10 @@ export async function createInstance(
   inst: NewInstance,
   hostId: string,
   acls: readonly NewAcl[],
-  opts: { maxInstances?: number; guard?: (trx: Db) => Promise<void> } = {},
+  opts: { maxInstances?: number; guard?: (trx: Db) => Promise<void>; before?: (trx: Db) => Promise<void> } = {},
 ): Promise<Instance> {
   const row = newInstanceRow(inst, keyring);
-  await insertInstanceRow(db, row, hostId, acls, opts.maxInstances, opts.guard);
+  await insertInstanceRow(db, row, hostId, acls, opts.maxInstances, opts.guard, opts.before);
   return { ...inst, namePrior: null, desiredPlan: inst.plan, state: 'REQUESTED', stateReason: null, deleting: false, specVersion: 1, observedVersion: 0, updatedAt: inst.createdAt, transitionAt: inst.createdAt, address: null };
 }
 
@@ -121,10 +121,13 @@ export async function insertInstanceRow(
   maxInstances?: number,
   /** Checks run in the transaction before the insert (capacity); what it throws leaves nothing recorded. */
   guard?: (trx: Db) => Promise<void>,
+  /** The transaction's first write (the operation that follows the create); undone with it. */
+  before?: (trx: Db) => Promise<void>,
 ): Promise<void> {
   const ports = JSON.parse(row.ports) as PortMap;
   try {
     await db.transaction().execute(async (trx) => {
+      await before?.(trx);
       if (maxInstances !== undefined) {
         // PostgreSQL: creates of one account wait for each other here. SQLite runs one write
         // transaction at a time anyway (and has no FOR UPDATE).
@@ -201,6 +204,44 @@ export async function findInstanceProgress(db: Db, id: string): Promise<Instance
     .where('id', '=', id)
     .executeTakeFirst();
   return r && { accountId: r.account_id, state: r.state as InstanceState, specVersion: r.spec_version, observedVersion: r.observed_version, leaseOwner: r.lease_owner };
+}
+
+/** Where an instance stands, as operations judge it (no secret is read). */
+export interface InstanceStatus {
+  readonly id: string;
+  readonly name: string;
+  readonly state: InstanceState;
+  readonly stateReason: string | null;
+  readonly deleting: boolean;
+  readonly specVersion: number;
+  readonly observedVersion: number;
+  readonly plan: number;
+  readonly desiredPlan: number;
+}
+
+/** The status of each of these instances that exists. */
+export async function findInstanceStatuses(db: Db, ids: readonly string[]): Promise<Map<string, InstanceStatus>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('instances')
+    .select(['id', 'name', 'state', 'state_reason', 'deleting', 'spec_version', 'observed_version', 'plan', 'desired_plan'])
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(
+    rows.map((r) => [
+      r.id,
+      {
+        id: r.id, name: r.name, state: r.state as InstanceState, stateReason: r.state_reason, deleting: r.deleting === 1,
+        specVersion: r.spec_version, observedVersion: r.observed_version, plan: r.plan, desiredPlan: r.desired_plan,
+      },
+    ]),
+  );
+}
+
+/** The spec version of an instance as this transaction sees it (right after its own change). */
+export async function getSpecVersion(db: Db, id: string): Promise<number> {
+  const r = await db.selectFrom('instances').select('spec_version').where('id', '=', id).executeTakeFirstOrThrow();
+  return Number(r.spec_version);
 }
 
 /**

@@ -41,6 +41,10 @@ export async function sealingKeyIds(db: Db): Promise<Map<string, number>> {
     add(r.admin_secret_enc);
   }
   for (const r of await db.selectFrom('mongodb_users').select('password_enc').execute()) add(r.password_enc);
+  for (const r of await db.selectFrom('webhooks').select(['secret_enc', 'previous_secret_enc']).execute()) {
+    add(r.secret_enc);
+    add(r.previous_secret_enc);
+  }
   add((await getMeta(db, 'secret_check')) ?? null);
   return ids;
 }
@@ -76,6 +80,14 @@ export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
     for (const r of await trx.selectFrom('mongodb_users').select(['id', 'password_enc']).execute()) {
       await trx.updateTable('mongodb_users').set({ password_enc: reseal(r.password_enc) }).where('id', '=', r.id).execute();
       n++;
+    }
+    for (const r of await trx.selectFrom('webhooks').select(['id', 'secret_enc', 'previous_secret_enc']).execute()) {
+      await trx
+        .updateTable('webhooks')
+        .set({ secret_enc: reseal(r.secret_enc), previous_secret_enc: r.previous_secret_enc === null ? null : reseal(r.previous_secret_enc) })
+        .where('id', '=', r.id)
+        .execute();
+      n += r.previous_secret_enc === null ? 1 : 2;
     }
     await setMeta(trx, 'secret_check', keyring.encrypt('hangar'));
   });

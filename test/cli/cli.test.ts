@@ -268,6 +268,106 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
       await alice.waitGone('new');
     });
 
+    /** GET requests answered on a route template so far, from /metrics. */
+    const served = async (route: string) => {
+      const text = await (await fetch(`${th.url}/metrics`)).text();
+      const lines = text.split('\n').filter((l) => l.startsWith(`hangar_http_requests_total{method="GET",route="${route}"`));
+      return lines.reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+    };
+    const openStreams = async () => Number(/^hangar_event_streams (\d+)/m.exec(await (await fetch(`${th.url}/metrics`)).text())?.[1] ?? 0);
+
+    it('instances create follows its operation on the event stream instead of polling the instance', async () => {
+      const before = await served('/v2/instances/:instance_name/');
+      const release = th.hold();
+      const create = startCli(['instances', 'create', 'streamed', ...REDIS], { home: tempDir('hangar-cli-env-'), env: env() });
+      try {
+        await until('the CLI to follow the stream while the build is held', async () => create.stderr().includes('streamed: BUILDING (') && (await openStreams()) >= 1);
+      } finally {
+        release();
+      }
+      const done = await create.done;
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stderr).toMatch(/streamed: ACTIVE after \d+\.\ds\n/);
+      // the record once when it starts, once at the end: no polling in between
+      expect((await served('/v2/instances/:instance_name/')) - before).toBeLessThanOrEqual(2);
+      // redis resize and instances rm follow theirs too
+      const resize = await run(['redis', 'resize', 'streamed', '--plan', '1000']);
+      expect(resize.code, resize.stderr).toBe(0);
+      expect(resize.stdout).toContain('runs on 1000 MB');
+      const rm = await run(['instances', 'rm', 'streamed', '--yes']);
+      expect(rm.code, rm.stderr).toBe(0);
+      expect(rm.stderr).toMatch(/streamed: deleted after/);
+    });
+
+    it('operations ls, show, wait, cancel', async () => {
+      const ls = await run(['operations', 'ls', '--instance', 'r1']);
+      expect(ls.code, ls.stderr).toBe(0);
+      expect(ls.stdout.split('\n')[0]).toMatch(/^ID\s+KIND\s+INSTANCE\s+STATE\s+CREATED\s+LAST STEP$/);
+      expect(ls.stdout).toMatch(/create\s+r1\s+SUCCEEDED/);
+      const listed = JSON.parse((await run(['operations', 'ls', '--instance', 'r1', '--kind', 'create', '--json'])).stdout);
+      expect(listed.operations).toHaveLength(1);
+      const op = listed.operations[0];
+      const show = await run(['operations', 'show', op.id]);
+      expect(show.stdout).toMatch(/state:\s+SUCCEEDED/);
+      expect(show.stdout).toMatch(/steps:\n\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+recorded/);
+      const wait = await run(['operations', 'wait', op.id, '--json']);
+      expect(wait.code, wait.stderr).toBe(0);
+      expect(JSON.parse(wait.stdout)).toMatchObject({ id: op.id, state: 'SUCCEEDED' });
+      const refused = await run(['operations', 'cancel', op.id]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('SUCCEEDED already');
+      expect((await run(['operations', 'show', '0123456789abcdef01234567'])).code).toBe(3);
+      expect((await run(['operations', 'ls', '--limit', '0'])).code).toBe(2);
+      const account = (await alice.get('/v2/whoami/')).body.data.account_id;
+      const backup = await th.hangar.operations.start({ kind: 'backup', instance: null, account });
+      const cancel = await run(['operations', 'cancel', backup.id]);
+      expect(cancel.code, cancel.stderr).toBe(0);
+      expect(cancel.stdout).toContain('is CANCELLED');
+      const waitCancelled = await run(['operations', 'wait', backup.id]);
+      expect(waitCancelled.code).toBe(1);
+      expect(waitCancelled.stderr).toContain(`operation ${backup.id} CANCELLED`);
+    });
+
+    it('events lists the audit log; --follow prints the events as they happen, and resumes with --since', async () => {
+      const log = await run(['events', '--limit', '5']);
+      expect(log.code, log.stderr).toBe(0);
+      expect(log.stdout.split('\n')[0]).toMatch(/^ID\s+WHEN\s+ACTION\s+TARGET\s+OUTCOME\s+FROM$/);
+      expect((await run(['events', '--instance', 'r1'])).code).toBe(2);
+      const follow = startCli(['events', '--follow', '--json', '--kind', 'operation', '--count', '3'], { home: tempDir('hangar-cli-env-'), env: env() });
+      await until('the follower to connect', () => follow.stderr().includes('following the events of this account'));
+      await alice.post('/v2/instances/', redisBody('followed'));
+      const res = await follow.done;
+      expect(res.code, res.stderr).toBe(0);
+      const events = res.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      expect(events).toHaveLength(3);
+      expect(events[0]).toMatchObject({ kind: 'operation.created', instance_name: 'followed', data: { kind: 'create', state: 'PENDING' } });
+      expect(events.every((e: { kind: string }) => e.kind.startsWith('operation.'))).toBe(true);
+      const text = await run(['events', '-f', '--since', String(events[0].id - 1), '--kind', 'operation', '--count', '1']);
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\s+${events[0].id}\\s+operation\\.created\\s+followed\\s+create [0-9a-f]{24} PENDING recorded`));
+      await alice.waitFor('followed', (r) => r?.state === 'ACTIVE');
+    });
+
+    it('webhooks add, ls, deliveries, rotate, rm', async () => {
+      const add = await run(['webhooks', 'add', 'https://93.184.215.14/hook', '--kind', 'operation.failed', '--description', 'ci']);
+      expect(add.code, add.stderr).toBe(0);
+      expect(add.stderr).toContain('shown this once');
+      const id = /^id:\s+([0-9a-f]{24})$/m.exec(add.stdout)![1]!;
+      expect(add.stdout).toMatch(/^secret:\s+whsec_\S+$/m);
+      const ls = await run(['webhooks', 'ls']);
+      expect(ls.stdout).toMatch(new RegExp(`${id}\\s+https://93\\.184\\.215\\.14/hook\\s+operation\\.failed`));
+      expect(ls.stdout).not.toContain('whsec_');
+      const deliveries = await run(['webhooks', 'deliveries', id]);
+      expect(deliveries.code, deliveries.stderr).toBe(0);
+      const rotated = await run(['webhooks', 'rotate', id, '--json']);
+      expect(JSON.parse(rotated.stdout).secret).toMatch(/^whsec_/);
+      expect((await run(['webhooks', 'rm', id])).code).toBe(0);
+      expect((await run(['webhooks', 'rm', id])).code).toBe(3);
+      const refused = await run(['webhooks', 'add', 'https://10.0.0.7/hook']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('private address');
+    });
+
     it('acls ls, add, rm', async () => {
       const add = await run(['acls', 'add', 'r1', '203.0.113.0/24', '--description', 'office', '--json']);
       expect(add.code, add.stderr).toBe(0);

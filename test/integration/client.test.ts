@@ -202,4 +202,59 @@ describe('HangarClient', () => {
       }
     });
   });
+  describe('operations, events and webhooks', () => {
+    it('names the operation a call started, waits for it on the stream, lists, reads and cancels operations', async () => {
+      let started: string | undefined;
+      const release = th.hold();
+      const kinds: string[] = [];
+      let waiting: Promise<unknown>;
+      try {
+        await hangar.createInstance(redisBody('client-op'), { onOperation: (id) => (started = id) });
+        expect(started).toMatch(/^[0-9a-f]{24}$/);
+        waiting = hangar.waitForOperation(started!, { onEvent: (e) => kinds.push(e.kind) });
+        await expect.poll(async () => (await hangar.getOperation(started!)).state).toBe('RUNNING');
+      } finally {
+        release();
+      }
+      const done = await waiting;
+      expect(done).toMatchObject({ id: started, kind: 'create', state: 'SUCCEEDED', instance_name: 'client-op' });
+      expect(kinds).toContain('instance.state');
+      expect((await hangar.getOperation(started!)).state).toBe('SUCCEEDED');
+      let resized: string | undefined;
+      await hangar.resizeRedis('client-op', 1000, { onOperation: (id) => (resized = id) });
+      const page = await hangar.listOperations({ instance: 'client-op', limit: 1 });
+      expect(page.operations.map((o) => o.id)).toEqual([resized]);
+      expect((await hangar.listOperations({ instance: 'client-op', limit: 1, cursor: page.nextCursor! })).operations.map((o) => o.id)).toEqual([started]);
+      expect((await hangar.waitForOperation(resized!)).state).toBe('SUCCEEDED');
+      const refused = await failure(hangar.cancelOperation(resized!));
+      expect(refused).toMatchObject({ status: 409, code: 'OPERATION_NOT_CANCELLABLE' });
+      expect(await failure(hangar.getOperation('0123456789abcdef01234567'))).toMatchObject({ status: 404, code: 'OPERATION_NOT_FOUND' });
+    });
+
+    it('waitForOperation gives up with WAIT_TIMEOUT while hangar keeps working', async () => {
+      const release = th.hold();
+      try {
+        let id: string | undefined;
+        await hangar.createInstance(redisBody('client-slow'), { onOperation: (x) => (id = x) });
+        const err = await failure(hangar.waitForOperation(id!, { timeoutMs: 300 }));
+        expect(err).toMatchObject({ status: 0, code: 'WAIT_TIMEOUT' });
+        expect(err.message).toMatch(/is still (PENDING|RUNNING) after 0 s/);
+      } finally {
+        release();
+      }
+    });
+
+    it('registers, reads, rotates and deletes webhooks, and lists their deliveries', async () => {
+      const w = await hangar.createWebhook({ url: 'https://93.184.215.14/hook', kinds: ['operation.cancelled'], description: 'client' });
+      expect(w.secret).toMatch(/^whsec_/);
+      expect(await hangar.listWebhooks()).toEqual([expect.objectContaining({ id: w.id, kinds: ['operation.cancelled'] })]);
+      expect((await hangar.getWebhook(w.id)).url).toBe('https://93.184.215.14/hook');
+      const rotated = await hangar.rotateWebhookSecret(w.id);
+      expect(rotated.secret).not.toBe(w.secret);
+      expect(await hangar.listWebhookDeliveries(w.id)).toEqual([]);
+      await hangar.deleteWebhook(w.id);
+      expect(await failure(hangar.getWebhook(w.id))).toMatchObject({ status: 404, code: 'WEBHOOK_NOT_FOUND' });
+      expect(await failure(hangar.createWebhook({ url: 'https://10.0.0.7/' }))).toMatchObject({ status: 400, code: 'TARGET_NOT_ALLOWED', field: 'url' });
+    });
+  });
 });

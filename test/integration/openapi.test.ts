@@ -95,7 +95,7 @@ describe('the OpenAPI document', () => {
     expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
     expect(doc.info).toMatchObject({ title: 'hangar API', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     expect(Object.keys(doc.paths).length).toBeGreaterThan(10);
-    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Error', 'Instance', 'CreatedInstance', 'Acl', 'AclExtended', 'MongodbUser']));
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Error', 'Instance', 'CreatedInstance', 'Acl', 'AclExtended', 'MongodbUser', 'Operation', 'Event', 'Webhook', 'WebhookDelivery']));
     expect(doc.components.securitySchemes).toEqual({
       token: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-Auth-Token' }),
       basic: expect.objectContaining({ type: 'http', scheme: 'basic' }),
@@ -109,7 +109,9 @@ describe('the OpenAPI document', () => {
         expect(Object.keys(op.responses).some((s) => s.startsWith('2')), `${method} ${path} has a success response`).toBe(true);
         for (const [status, r] of Object.entries<any>(op.responses)) {
           expect(r.description, `${method} ${path} ${status} has a description`).toEqual(expect.any(String));
-          expect(r.content?.['application/json']?.schema, `${method} ${path} ${status} has a JSON body`).toBeDefined();
+          // The event stream's success is Server-Sent Events; every other answer is JSON.
+          const type = path === '/v2/events/stream' && status === '200' ? 'text/event-stream' : 'application/json';
+          expect(r.content?.[type]?.schema, `${method} ${path} ${status} has a ${type} body`).toBeDefined();
           if (status.startsWith('4') || status.startsWith('5')) expect(r.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
         }
       }
@@ -167,7 +169,9 @@ describe('the OpenAPI document', () => {
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
         const base = `/paths/${pointer(path)}/${method}`;
-        const media: [string, any][] = Object.entries<any>(op.responses).map(([s, r]) => [`${base}/responses/${s}/content/application~1json`, r.content['application/json']]);
+        const media: [string, any][] = Object.entries<any>(op.responses).flatMap(([s, r]) =>
+          Object.entries<any>(r.content).map(([type, mt]): [string, any] => [`${base}/responses/${s}/content/${pointer(type)}`, mt]),
+        );
         if (op.requestBody) media.push([`${base}/requestBody/content/application~1json`, op.requestBody.content['application/json']]);
         for (const [where, mt] of media) {
           const examples = [...(mt.example !== undefined ? [mt.example] : []), ...Object.values<any>(mt.examples ?? {}).map((e) => e.value)];
@@ -300,6 +304,50 @@ describe('the OpenAPI document', () => {
       expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=5'))).status).toBe(200);
       expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=many'))).status).toBe(400);
       expect((await call(anon(), 'GET', '/v2/openapi.json')).status).toBe(200);
+    });
+
+    it('operations', async () => {
+      const created = await call(alice, 'POST', '/v2/instances/', {}, redisBody('op-doc'));
+      const id = created.headers.get('x-operation-id')!;
+      expect(doc.paths['/v2/instances/']!.post.responses['200'].headers).toMatchObject({ 'x-operation-id': { schema: { type: 'string' } }, location: { schema: { type: 'string' } } });
+      expect((await call(alice, 'GET', '/v2/operations/')).status).toBe(200);
+      expect((await call(alice, 'GET', '/v2/operations/', {}, undefined)).body.data.length).toBeGreaterThan(0);
+      expect((await c.check('GET', '/v2/operations/', await alice.get('/v2/operations/?state=DONE'))).status).toBe(400);
+      expect((await call(alice, 'GET', '/v2/operations/{operation_id}/', { operation_id: id })).status).toBe(200);
+      expect((await call(bob, 'GET', '/v2/operations/{operation_id}/', { operation_id: id })).status).toBe(404);
+      const cancel = '/v2/operations/{operation_id}/cancel';
+      const backup = await th.hangar.operations.start({ kind: 'backup', instance: null, account: (await alice.get('/v2/whoami/')).body.data.account_id });
+      expect((await call(alice, 'POST', cancel, { operation_id: backup.id })).status).toBe(200);
+      expect((await call(alice, 'POST', cancel, { operation_id: backup.id })).status).toBe(409);
+      expect((await call(bob, 'POST', cancel, { operation_id: id })).status).toBe(404);
+    });
+
+    it('the event stream', async () => {
+      const stream = await fetch(`${th.url}/v2/events/stream`, { headers: { 'x-auth-token': (alice.auth as { token: string }).token } });
+      expect(stream.status).toBe(200);
+      expect(stream.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      expect(doc.paths['/v2/events/stream']!.get.responses['200'].content['text/event-stream']).toBeDefined();
+      await stream.body!.cancel();
+      c.seen.set('get /v2/events/stream', new Set([200]));
+      expect((await c.check('GET', '/v2/events/stream', await alice.get('/v2/events/stream?kinds=nope'))).status).toBe(400);
+      expect((await c.check('GET', '/v2/events/stream', await alice.get('/v2/events/stream?instance=nope'))).status).toBe(404);
+    });
+
+    it('webhooks', async () => {
+      const created = await call(alice, 'POST', '/v2/webhooks/', {}, { url: 'https://93.184.215.14/hook', kinds: ['operation'] });
+      expect(created.status).toBe(200);
+      const at = { webhook_id: created.body.data.id };
+      expect((await call(alice, 'POST', '/v2/webhooks/', {}, { url: 'https://10.0.0.7/hook' })).status).toBe(400);
+      expect((await call(alice, 'GET', '/v2/webhooks/')).status).toBe(200);
+      expect((await call(anon(), 'GET', '/v2/webhooks/')).status).toBe(401);
+      expect((await call(alice, 'GET', '/v2/webhooks/{webhook_id}/', at)).status).toBe(200);
+      expect((await call(bob, 'GET', '/v2/webhooks/{webhook_id}/', at)).status).toBe(404);
+      expect((await call(alice, 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', at)).status).toBe(200);
+      expect((await call(bob, 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', at)).status).toBe(404);
+      expect((await call(alice, 'GET', '/v2/webhooks/{webhook_id}/deliveries', at)).status).toBe(200);
+      expect((await c.check('GET', '/v2/webhooks/{webhook_id}/deliveries', await alice.get(`/v2/webhooks/${at.webhook_id}/deliveries?state=LOST`))).status).toBe(400);
+      expect((await call(alice, 'DELETE', '/v2/webhooks/{webhook_id}/', at)).status).toBe(200);
+      expect((await call(alice, 'DELETE', '/v2/webhooks/{webhook_id}/', at)).status).toBe(404);
     });
 
     it('API keys and whoami', async () => {

@@ -19,6 +19,7 @@ async function sealingIds(th: TestHangar): Promise<Set<string>> {
   const values: (string | null)[] = [];
   for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) values.push(r.api_key_enc, r.password_enc, r.admin_secret_enc);
   for (const r of await db.selectFrom('mongodb_users').select('password_enc').execute()) values.push(r.password_enc);
+  for (const r of await db.selectFrom('webhooks').select(['secret_enc', 'previous_secret_enc']).execute()) values.push(r.secret_enc, r.previous_secret_enc);
   values.push((await db.selectFrom('meta').select('value').where('key', '=', 'secret_check').executeTakeFirstOrThrow()).value);
   return new Set(values.filter((v): v is string => v !== null).map((v) => v.split('.')[1]!));
 }
@@ -39,8 +40,15 @@ const relogin = async (th: TestHangar, who: Account): Promise<Account> => {
   return Object.assign(new Client(th.target, { token }), { login: who.login, password: PASSWORD });
 };
 
+/** The secret of the seeded webhook, as created. */
+let webhookSecret = '';
+
 async function seed(th: TestHangar): Promise<Account> {
   const alice = await th.signup();
+  // a webhook's signing secret is sealed too (kinds that never happen here: nothing is sent)
+  const hook = await alice.post('/v2/webhooks/', { url: 'https://93.184.215.14/hook', kinds: ['operation.cancelled'] });
+  expect(hook.status).toBe(200);
+  webhookSecret = hook.body.data.secret;
   await alice.ready(redisBody('r'));
   const m = await alice.ready(mongoBody('m'));
   expect((await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'u', password: USER_PASSWORD, roles: [] })).status).toBe(200);
@@ -93,7 +101,7 @@ describe('hangar secrets rotate with the key file', () => {
     const res = await rotate();
     expect(res.code, res.stderr).toBe(0);
     const out = JSON.parse(res.stdout) as { key: string; reencrypted: number };
-    expect(out.reencrypted).toBe(3 + 2 + 1); // redis: api key, password, admin; mongodb: api key, admin; one user
+    expect(out.reencrypted).toBe(3 + 2 + 1 + 1); // redis: api key, password, admin; mongodb: api key, admin; one user; one webhook secret
 
     const file = readFileSync(keyFile(), 'utf8');
     expect(statSync(keyFile()).mode & 0o777).toBe(0o600);
@@ -105,6 +113,8 @@ describe('hangar secrets rotate with the key file', () => {
     await th.restart();
     alice = await relogin(th, alice);
     expect(await sealingIds(th)).toEqual(new Set([out.key]));
+    const sealed = (await th.hangar.store.db.selectFrom('webhooks').select('secret_enc').executeTakeFirstOrThrow()).secret_enc;
+    expect(new Keyring([Buffer.from(file.trim(), 'base64')]).decrypt(sealed)).toBe(webhookSecret);
     const after = await seen(th, alice);
     expect({ ...after, user: true }).toEqual({ ...before, user: true });
     const mongoId = (await alice.get('/v2/instances/m/')).body.data.id;

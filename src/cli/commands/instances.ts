@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { CreateInstanceRequest, Instance } from '../../client/index.js';
 import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService } from '../../domain/catalog.js';
 import {
-  REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, list, myAddress, need, str, waitGone, waitReady,
+  REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, followOperation, list, myAddress, need, str, waitGone, waitReady,
 } from '../client-command.js';
 import { UsageError, json } from '../io.js';
 import { fields, table } from '../table.js';
@@ -84,13 +84,15 @@ async function create(ctx: ClientContext): Promise<void> {
     ...(str(opts['storage-engine']) ? { storage_engine: str(opts['storage-engine'])! } : {}),
     ...(cidrs.length > 0 ? { acls: cidrs.map((cidr_mask) => ({ cidr_mask, description: `hangar instances create on ${hostname()}` })) } : {}),
   };
-  const created = await client.createInstance(body);
+  let operation: string | undefined;
+  const created = await client.createInstance(body, { onOperation: (id) => (operation = id) });
   if (opts['no-wait'] === true) {
     if (opts.json === true) io.out(json(created));
-    else io.out(`Instance "${name}" is ${created.state}; follow it with: hangar instances show ${name}`);
+    else io.out(`Instance "${name}" is ${created.state}; follow it with: hangar instances show ${name}${operation ? ` (or hangar operations wait ${operation})` : ''}`);
     return;
   }
-  const ready = await waitReady(client, io, name, opts);
+  // A hangar without operations (an older one) is polled instead.
+  const ready = operation ? (await followOperation(client, io, name, operation, opts, 'ready'))! : await waitReady(client, io, name, opts);
   io.out(opts.json === true ? json(ready) : showInstance(ready));
 }
 
@@ -114,8 +116,12 @@ async function rm(ctx: ClientContext): Promise<void> {
     if (answer.trim() !== name) throw new UsageError('not confirmed; nothing was deleted');
   }
   const { client } = ctx.connection();
-  const message = await client.deleteInstance(name);
-  if (opts['no-wait'] !== true) await waitGone(client, io, name, opts);
+  let operation: string | undefined;
+  const message = await client.deleteInstance(name, { onOperation: (id) => (operation = id) });
+  if (opts['no-wait'] !== true) {
+    if (operation) await followOperation(client, io, name, operation, opts, 'gone');
+    else await waitGone(client, io, name, opts);
+  }
   if (opts.json === true) io.out(json({ name, deleted: opts['no-wait'] !== true, message }));
   else if (opts['no-wait'] === true) io.out(message);
 }
@@ -158,7 +164,7 @@ export const instanceCommands: readonly ClientCommand[] = [
       'hangar instances create docs --service mongodb --type mongodb_replica_set --plan 5 --version 3.4.2 --zone US-West --no-wait',
     ],
     details:
-      `Shows the state on a live line until the instance is ACTIVE (COMPLETED for elasticsearch), then prints it; --no-wait answers at once with the state REQUESTED. Plans: ${SERVICES.map((s) => `${s} ${PLANS[s].join(', ')}`).join('; ')}. Zones: ${SERVICES.map((s) => `${s} ${ZONES[s].join(', ')}`).join('; ')}.`,
+      `Shows the state on a live line until the instance is ACTIVE (COMPLETED for elasticsearch), then prints it: it follows the create's operation on the event stream; --no-wait answers at once with the state REQUESTED. Plans: ${SERVICES.map((s) => `${s} ${PLANS[s].join(', ')}`).join('; ')}. Zones: ${SERVICES.map((s) => `${s} ${ZONES[s].join(', ')}`).join('; ')}.`,
     run: create,
   },
   {

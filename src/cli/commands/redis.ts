@@ -1,5 +1,5 @@
 import { PLANS } from '../../domain/catalog.js';
-import { REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, need, waitReady } from '../client-command.js';
+import { REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, followOperation, need, waitReady } from '../client-command.js';
 import { UsageError, json } from '../io.js';
 import { fields } from '../table.js';
 
@@ -37,12 +37,13 @@ async function resize(ctx: ClientContext): Promise<void> {
   const plan = Number(need(opts.plan, 'plan', `MB: ${PLANS.redis.join(', ')}`));
   if (!Number.isInteger(plan)) throw new UsageError(`--plan must be an integer: ${PLANS.redis.join(', ')}`);
   const { client } = ctx.connection();
-  const message = await client.resizeRedis(name, plan);
+  let operation: string | undefined;
+  const message = await client.resizeRedis(name, plan, { onOperation: (id) => (operation = id) });
   if (opts['no-wait'] === true) {
-    io.out(opts.json === true ? json({ name, plan, message }) : message);
+    io.out(opts.json === true ? json({ name, plan, message, ...(operation ? { operation } : {}) }) : message);
     return;
   }
-  const inst = await waitReady(client, io, name, opts);
+  const inst = operation ? (await followOperation(client, io, name, operation, opts, 'ready'))! : await waitReady(client, io, name, opts);
   io.out(opts.json === true ? json(inst) : `Instance "${name}" runs on ${inst.plan} MB.`);
 }
 

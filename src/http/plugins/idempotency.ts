@@ -41,7 +41,7 @@ export function registerIdempotency(app: FastifyInstance, deps: { services: { id
     if (typeof key !== 'string' || !req.caller) return;
     const accountId = req.caller.accountId;
     const reservation = await idempotency.reserve(accountId, key, requestHash(req));
-    if (reservation.kind === 'replay') return replay(reply, reservation.statusCode, reservation.body);
+    if (reservation.kind === 'replay') return replay(reply, reservation.statusCode, reservation.body, reservation.operationId);
     req.idempotency = { accountId, key };
   });
 
@@ -52,7 +52,8 @@ export function registerIdempotency(app: FastifyInstance, deps: { services: { id
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
       await idempotency.release(held.accountId, held.key).catch((err: unknown) => req.log.warn({ err }, 'idempotency key not released'));
     } else {
-      await idempotency.complete(held.accountId, held.key, reply.statusCode, payload).catch((err: unknown) =>
+      const operation = reply.getHeader('x-operation-id');
+      await idempotency.complete(held.accountId, held.key, reply.statusCode, payload, typeof operation === 'string' ? operation : undefined).catch((err: unknown) =>
         req.log.warn({ err }, 'idempotent answer not recorded'),
       );
     }
@@ -60,7 +61,9 @@ export function registerIdempotency(app: FastifyInstance, deps: { services: { id
   });
 }
 
-function replay(reply: FastifyReply, status: number, body: string): FastifyReply {
+function replay(reply: FastifyReply, status: number, body: string, operationId: string | undefined): FastifyReply {
+  // The operation the first request started is named again, as in its answer.
+  if (operationId) void reply.header('x-operation-id', operationId).header('location', `/v2/operations/${operationId}/`);
   return reply.code(status).header(REPLAYED, 'true').type('application/json; charset=utf-8').send(body);
 }
 

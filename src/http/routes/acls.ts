@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { type AppDeps, callerOf } from '../context.js';
+import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
+import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { AclCreateBody, AclParams, AclRecord, AclRecordExtended } from '../schemas/acls.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
@@ -42,12 +43,12 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: AclCreateBody,
         response: {
-          200: Data(Type.String({ description: 'The id of the new ACL' }), ACL._id.$oid),
+          200: { ...Data(Type.String({ description: 'The id of the new ACL' }), ACL._id.$oid), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'ACL_EXISTS', 'QUOTA_EXCEEDED', 'INSTANCE_DELETING']),
         },
       },
     },
-    async (req) => ({ data: await acls.create(callerOf(req), req.params.instance_name, req.body) }),
+    async (req, reply) => ({ data: answerStarted(reply, await acls.create(callerOf(req), req.params.instance_name, req.body, originOf(req))) }),
   );
 
   app.get(
@@ -74,11 +75,11 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         summary: "Stop admitting the ACL's sources, and close their open connections",
         tags,
         params: AclParams,
-        response: { 200: Data(Type.Object({}, { description: 'Empty' }), {}), ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'ACL_NOT_FOUND']) },
+        response: { 200: { ...Data(Type.Object({}, { description: 'Empty' }), {}), headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'ACL_NOT_FOUND']) },
       },
     },
-    async (req) => {
-      await acls.delete(callerOf(req), req.params.instance_name, req.params.acl_id);
+    async (req, reply) => {
+      answerStarted(reply, await acls.delete(callerOf(req), req.params.instance_name, req.params.acl_id, originOf(req)));
       return { data: {} };
     },
   );

@@ -7,9 +7,15 @@ import { Data } from '../schemas/common.js';
 import { errorResponses } from '../schemas/error-responses.js';
 import { AuditEventRecord, EventsQuery } from '../schemas/events.js';
 import { AUDIT_EVENT } from '../schemas/examples.js';
+import { streamRoute } from './event-stream.js';
 
-/** `GET /v2/events/`: the account's own audit log, newest first (an addition to the spec). */
+/**
+ * `/v2/events/`: what happened in the account, as an addition to the spec. `GET /v2/events/`
+ * lists the audit log (who changed what, newest first); `GET /v2/events/stream` streams what
+ * happens as it happens (instance state changes, operation progress), with ids to resume from.
+ */
 export function eventRoutes(fastify: FastifyInstance, deps: AppDeps): void {
+  streamRoute(fastify, deps);
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     '/events/',

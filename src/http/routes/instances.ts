@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { type AppDeps, callerOf } from '../context.js';
+import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
+import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
@@ -51,18 +52,18 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       schema: {
         summary: 'Create an instance',
         description:
-          'Answers at once with the creation record in state REQUESTED; the instance then goes BUILDING and ACTIVE (COMPLETED for elasticsearch), or FAILED with a `state_reason`. Poll `GET /v2/instances/{instance_name}/` to follow it.',
+          'Answers at once with the creation record in state REQUESTED; the instance then goes BUILDING and ACTIVE (COMPLETED for elasticsearch), or FAILED with a `state_reason`. Follow it at `GET /v2/operations/{X-Operation-Id}/`, on `GET /v2/events/stream`, or by polling `GET /v2/instances/{instance_name}/`.',
         tags,
         headers: IdempotencyHeaders,
         body: CreateInstanceBody,
         response: {
-          200: Data(CreationRecord, CREATED_REDIS_INSTANCE),
+          200: { ...Data(CreationRecord, CREATED_REDIS_INSTANCE), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'NAME_TAKEN', 'QUOTA_EXCEEDED', 'SERVICE_UNAVAILABLE_HERE', 'CAPACITY_EXHAUSTED']),
         },
       },
     },
-    async (req) => {
-      const inst = await instances.create(callerOf(req), req.body);
+    async (req, reply) => {
+      const inst = answerStarted(reply, await instances.create(callerOf(req), req.body, originOf(req)));
       return { data: creationRecord(inst, host) };
     },
   );
@@ -101,12 +102,12 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags,
         params: NameParams,
         response: {
-          200: Data(Type.String({ description: 'Confirmation naming the instance' }), 'Instance "cache" is being deleted'),
+          200: { ...Data(Type.String({ description: 'Confirmation naming the instance' }), 'Instance "cache" is being deleted'), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING']),
         },
       },
     },
-    async (req) => ({ data: await instances.delete(callerOf(req), req.params.instance_name) }),
+    async (req, reply) => ({ data: answerStarted(reply, await instances.delete(callerOf(req), req.params.instance_name, originOf(req))) }),
   );
 
   app.post(
@@ -120,11 +121,11 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: RenameBody,
         response: {
-          200: Data(Type.String({ description: 'Confirmation naming the old and the new name' }), 'Instance "cache" renamed to "sessions"'),
+          200: { ...Data(Type.String({ description: 'Confirmation naming the old and the new name' }), 'Instance "cache" renamed to "sessions"'), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'NAME_TAKEN', 'INSTANCE_DELETING']),
         },
       },
     },
-    async (req) => ({ data: await instances.rename(callerOf(req), req.params.instance_name, req.body.name) }),
+    async (req, reply) => ({ data: answerStarted(reply, await instances.rename(callerOf(req), req.params.instance_name, req.body.name, originOf(req))) }),
   );
 }

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { type AppDeps, callerOf } from '../context.js';
+import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
+import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { Data, Message } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
@@ -37,12 +38,12 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
         headers: IdempotencyHeaders,
         body: UserCreateBody,
         response: {
-          200: Data(Type.String({ description: 'Confirmation naming the user' }), 'User "app" added to database "orders"'),
+          200: { ...Data(Type.String({ description: 'Confirmation naming the user' }), 'User "app" added to database "orders"'), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_EXISTS', 'INSTANCE_DELETING']),
         },
       },
     },
-    async (req) => ({ data: await mongodbUsers.create(callerOf(req), req.params.instance_id, req.params.database_name, req.body) }),
+    async (req, reply) => ({ data: answerStarted(reply, await mongodbUsers.create(callerOf(req), req.params.instance_id, req.params.database_name, req.body, originOf(req))) }),
   );
   app.patch(
     `${base}/:username`,
@@ -54,10 +55,12 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
         params: UserParams,
         headers: IdempotencyHeaders,
         body: UserPatchBody,
-        response: { 200: Message, ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'INSTANCE_DELETING']) },
+        response: { 200: { ...Message, headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'INSTANCE_DELETING']) },
       },
     },
-    async (req) => ({ message: await mongodbUsers.update(callerOf(req), req.params.instance_id, req.params.database_name, req.params.username, req.body) }),
+    async (req, reply) => ({
+      message: answerStarted(reply, await mongodbUsers.update(callerOf(req), req.params.instance_id, req.params.database_name, req.params.username, req.body, originOf(req))),
+    }),
   );
   app.delete(
     `${base}/:username`,
@@ -68,11 +71,11 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
         tags,
         params: UserParams,
         response: {
-          200: Data(Type.String({ description: 'Confirmation naming the user and the database' }), 'User "app" deleted from database "orders"'),
+          200: { ...Data(Type.String({ description: 'Confirmation naming the user and the database' }), 'User "app" deleted from database "orders"'), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND']),
         },
       },
     },
-    async (req) => ({ data: await mongodbUsers.delete(callerOf(req), req.params.instance_id, req.params.database_name, req.params.username) }),
+    async (req, reply) => ({ data: answerStarted(reply, await mongodbUsers.delete(callerOf(req), req.params.instance_id, req.params.database_name, req.params.username, originOf(req))) }),
   );
 }

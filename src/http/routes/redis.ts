@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { type AppDeps, callerOf } from '../context.js';
+import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
+import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
@@ -82,14 +83,14 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: ResizeBody,
         response: {
-          200: Data(
-            Type.String({ description: 'Confirmation naming the instance, the old and the new plan' }),
-            'Resizing of instance "cache" from 500 MB to 1000 MB has started',
-          ),
+          200: {
+            ...Data(Type.String({ description: 'Confirmation naming the instance, the old and the new plan' }), 'Resizing of instance "cache" from 500 MB to 1000 MB has started'),
+            headers: OPERATION_HEADERS,
+          },
           ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'OPERATION_IN_PROGRESS', 'INSTANCE_DELETING']),
         },
       },
     },
-    async (req) => ({ data: await redis.resize(callerOf(req), req.params.instance_name, req.body.new_plan) }),
+    async (req, reply) => ({ data: answerStarted(reply, await redis.resize(callerOf(req), req.params.instance_name, req.body.new_plan, originOf(req))) }),
   );
 }

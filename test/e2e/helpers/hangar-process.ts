@@ -52,6 +52,7 @@ export function canMount(): boolean {
 export interface Reply<T = any> {
   status: number;
   body: T;
+  headers: Headers;
 }
 
 export interface Exit {
@@ -240,7 +241,12 @@ export class HangarProcess {
     } catch {
       /* not JSON: the test sees the text */
     }
-    return { status: res.status, body: parsed as T };
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  }
+
+  /** The token this process's account logged in with (X-Auth-Token). */
+  get authToken(): string {
+    return this.token;
   }
 
   get<T = any>(path: string) {

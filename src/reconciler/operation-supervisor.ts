@@ -1,0 +1,255 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { READY_STATES } from '../domain/model.js';
+import { deadlineSeconds, isInstanceKind, type Operation } from '../domain/operations.js';
+import type { StepContext } from '../domain/units.js';
+import type { Db } from '../store/database.js';
+import { pruneEvents } from '../store/event-repository.js';
+import { bumpInstance, findInstanceStatuses, updateInstance, type InstanceStatus } from '../store/instance-repository.js';
+import { OperationConflict, finished, running, withStep, type OperationLog } from '../store/operation-log.js';
+import { listOpenOperations, pruneOperations } from '../store/operation-repository.js';
+
+/** How often open operations are looked at (deadlines, progress that no pass of this replica reported). */
+const TICK_MS = 500;
+/** How often old operations and events are pruned. */
+const PRUNE_EVERY_MS = 60_000;
+/** Rows removed per table and prune, so that no delete holds the store for long. */
+const PRUNE_BATCH = 2000;
+/** How often the steps of a long pass are written to its operations while it runs. */
+const FLUSH_MS = 1000;
+/** Open operations looked at per tick. */
+const OPEN_LIMIT = 1000;
+
+/** One pass seen by the operations of its instance: its steps are recorded, its outcome judged. */
+export interface PassObserver {
+  /** The step context of the pass, recording each step it passes. */
+  wrap(ctx: StepContext): StepContext;
+  /** The pass has ended: its steps are written and the instance's open operations judged. */
+  end(): Promise<void>;
+}
+
+export interface OperationSupervisorDeps {
+  readonly db: Db;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly config: Config;
+  readonly operations: OperationLog;
+  /** More housekeeping run with the pruning (webhook delivery records); each returns how many rows went. */
+  readonly prune?: readonly ((now: number) => Promise<number>)[];
+}
+
+type Change = (op: Operation, now: number) => Operation | undefined;
+
+/**
+ * Keeps operations true to what happened, on every replica (each change is conditional on the
+ * operation's revision, so replicas never undo each other):
+ *
+ * - an instance operation follows its instance in the store, level-based: done once a pass has
+ *   carried out the spec version it recorded (`observed_version >= target`), FAILED when the
+ *   instance is, CANCELLED when the instance is deleted first; a delete is done once the row is
+ *   gone. The passes of the runtime owner tell their steps and judge at once; the periodic look
+ *   finds what passes elsewhere did;
+ * - no operation stays open past its deadline: it is FAILED (DEADLINE_EXCEEDED) and its instance
+ *   is left in a known state: a create FAILED (what was built is removed by the next pass), a
+ *   resize or a change DEGRADED with the reason (hangar keeps converging), a delete DELETING;
+ * - finished operations and old events are pruned after their retention.
+ */
+export class OperationSupervisor {
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private lastPrune = 0;
+
+  constructor(private readonly deps: OperationSupervisorDeps) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.tick(), TICK_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    while (this.ticking) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** One look at every open operation, and pruning when due. */
+  async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      const open = await listOpenOperations(this.deps.db, { limit: OPEN_LIMIT });
+      await this.judge(open);
+      const now = this.deps.now();
+      const { operationRetentionSeconds, eventRetentionSeconds } = this.deps.config;
+      // Short retentions (tests) are pruned as often as they last.
+      if (now - this.lastPrune >= Math.min(PRUNE_EVERY_MS, Math.min(operationRetentionSeconds, eventRetentionSeconds) * 1000)) {
+        this.lastPrune = now;
+        await this.prune(now);
+      }
+    } catch (err) {
+      this.deps.log.warn({ err }, 'operations not looked at');
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /**
+   * The observer of a pass of `instanceId`, or undefined when the instance has no open operation
+   * (nothing to tell). Its PENDING operations turn RUNNING: a pass has taken them up.
+   */
+  async observe(instanceId: string): Promise<PassObserver | undefined> {
+    const open = await listOpenOperations(this.deps.db, { instanceId, limit: 50 });
+    if (open.length === 0) return undefined;
+    for (const op of open) {
+      if (op.state === 'PENDING' && isInstanceKind(op.kind)) await this.apply(op.id, (o, now) => withStep(running(o, now), { name: 'started' }, now));
+    }
+    const steps: { name: string; at: number }[] = [];
+    let written = 0;
+    const flush = async () => {
+      const batch = steps.slice(written);
+      if (batch.length === 0) return;
+      written = steps.length;
+      for (const op of open) {
+        await this.apply(op.id, (o) => batch.reduce((acc, s) => withStep(acc, { name: s.name }, s.at), o));
+      }
+    };
+    const timer = setInterval(() => void flush().catch(() => {}), FLUSH_MS);
+    timer.unref();
+    return {
+      wrap: (ctx) => ({
+        ...ctx,
+        step: (name: string) => {
+          // A held or retried step repeats its name: it is one step.
+          if (steps.at(-1)?.name !== name) steps.push({ name, at: this.deps.now() });
+          ctx.step(name);
+        },
+      }),
+      end: async () => {
+        clearInterval(timer);
+        try {
+          await flush();
+          await this.judge(await listOpenOperations(this.deps.db, { instanceId, limit: 50 }));
+        } catch (err) {
+          this.deps.log.warn({ err, instance: instanceId }, 'operations of a pass not recorded');
+        }
+      },
+    };
+  }
+
+  /** Brings each open operation up to date with its instance, or fails it past its deadline. */
+  private async judge(open: readonly Operation[]): Promise<void> {
+    if (open.length === 0) return;
+    const ids = [...new Set(open.filter((o) => o.instanceId !== null && isInstanceKind(o.kind)).map((o) => o.instanceId!))];
+    const statuses = await findInstanceStatuses(this.deps.db, ids);
+    for (const op of open) {
+      const inst = op.instanceId === null ? undefined : statuses.get(op.instanceId);
+      const change = isInstanceKind(op.kind) ? verdict(op, inst) : undefined;
+      try {
+        if (change) await this.apply(op.id, change);
+        else if (op.deadlineAt <= this.deps.now()) await this.expire(op);
+      } catch (err) {
+        if (!(err instanceof OperationConflict)) this.deps.log.warn({ err, operation: op.id }, 'operation not updated');
+      }
+    }
+  }
+
+  private async apply(id: string, change: Change): Promise<void> {
+    await this.deps.operations.change(id, change);
+  }
+
+  /**
+   * Fails an operation past its deadline and leaves its instance in a known state, in one
+   * transaction (the operation first: it takes the events lock before the instance's row).
+   */
+  private async expire(op: Operation): Promise<void> {
+    const { db, operations, config } = this.deps;
+    const seconds = deadlineSeconds(config.operationDeadlines, op.kind);
+    const failed = await db.transaction().execute(async (trx) => {
+      const now = this.deps.now();
+      const inst = op.instanceId === null ? undefined : (await findInstanceStatuses(trx, [op.instanceId])).get(op.instanceId);
+      // The instance may have finished the work meanwhile: that verdict wins.
+      const late = isInstanceKind(op.kind) ? verdict(op, inst) : undefined;
+      if (late) return operations.change(op.id, late, trx);
+      const effect = inst ? await leaveKnown(trx, op, inst, seconds, now) : undefined;
+      const message = `${op.kind} not finished within its deadline of ${seconds} s${effect ? `; ${effect}` : ''}`;
+      return operations.change(op.id, (o, at) => finished(o, 'FAILED', at, { error: { code: 'DEADLINE_EXCEEDED', message }, message }), trx);
+    });
+    if (failed?.state === 'FAILED') this.deps.log.warn({ operation: op.id, kind: op.kind, instance: op.instanceId, reason: failed.error?.message }, 'operation failed');
+  }
+
+  private async prune(now: number): Promise<void> {
+    const { db, config } = this.deps;
+    const ops = await pruneOperations(db, now - config.operationRetentionSeconds * 1000, PRUNE_BATCH);
+    const events = await pruneEvents(db, now - config.eventRetentionSeconds * 1000, PRUNE_BATCH);
+    let more = 0;
+    for (const p of this.deps.prune ?? []) more += await p(now);
+    if (ops + events + more > 0) this.deps.log.info({ operations: ops, events, records: more }, 'pruned');
+  }
+}
+
+/**
+ * What an instance operation has become, judged from its instance (undefined: the instance is
+ * gone); undefined when it is where it was.
+ */
+export function verdict(op: Operation, inst: InstanceStatus | undefined): Change | undefined {
+  const name = op.instanceName ?? op.instanceId ?? '';
+  if (op.kind === 'delete') {
+    if (!inst) return (o, now) => finished(o, 'SUCCEEDED', now, { message: `instance "${name}" is gone` });
+    return stateStep(op, inst);
+  }
+  if (!inst || inst.deleting) {
+    return (o, now) => finished(o, 'CANCELLED', now, { message: `instance "${name}" was deleted before the ${op.kind} finished` });
+  }
+  if (inst.state === 'FAILED') {
+    const reason = inst.stateReason ?? 'no reason given';
+    const message = op.kind === 'create' ? reason : `instance "${inst.name}" is FAILED: ${reason}`;
+    return (o, now) => finished(o, 'FAILED', now, { error: { code: 'INSTANCE_FAILED', message }, message });
+  }
+  if (op.targetVersion !== null && inst.observedVersion >= op.targetVersion) {
+    return (o, now) => finished(o, 'SUCCEEDED', now, { message: inst.state });
+  }
+  return stateStep(op, inst);
+}
+
+/** A step `state:<STATE>` (with the reason) when the instance's state moved since the last one recorded. */
+function stateStep(op: Operation, inst: InstanceStatus): Change | undefined {
+  const name = `state:${inst.state}`;
+  const message = inst.stateReason ?? undefined;
+  const last = [...op.steps].reverse().find((s) => s.name.startsWith('state:'));
+  if (last ? last.name === name && last.message === message : inst.state === initialState(op)) return undefined;
+  return (o, now) => withStep(o, { name, ...(message !== undefined ? { message } : {}) }, now);
+}
+
+/** The state the request itself left the instance in: not a step of the work. */
+function initialState(op: Operation): string | undefined {
+  if (op.kind === 'create') return 'REQUESTED';
+  if (op.kind === 'resize') return 'RESIZING';
+  if (op.kind === 'delete') return 'DELETING';
+  return undefined;
+}
+
+/**
+ * Leaves the instance of an operation past its deadline in a known state; says what it did.
+ * A create is FAILED (its spec version moves, so that a pass stuck in the build cannot write
+ * ACTIVE later; the next pass removes what was built). A resize or a change of a serving
+ * instance makes it DEGRADED with the reason: hangar keeps converging, and the next pass that
+ * succeeds makes it ACTIVE again. A delete stays DELETING with the reason.
+ */
+async function leaveKnown(trx: Db, op: Operation, inst: InstanceStatus, seconds: number, now: number): Promise<string | undefined> {
+  if (op.kind === 'create') {
+    const reason = `not ready within the create deadline of ${seconds} s`;
+    const failed = await bumpInstance(trx, inst.id, { state: 'FAILED', stateReason: reason, transitionAt: now }, now, { states: ['REQUESTED', 'BUILDING'], notDeleting: true });
+    return failed ? 'the instance is FAILED (delete it)' : undefined;
+  }
+  if (op.kind === 'delete') {
+    await updateInstance(trx, inst.id, { stateReason: `not torn down within ${seconds} s; hangar keeps trying`, updatedAt: now }, { states: ['DELETING'] });
+    return 'the instance stays DELETING while hangar keeps trying';
+  }
+  if (!isInstanceKind(op.kind)) return undefined;
+  const what = op.kind === 'resize' ? `resize to ${String(op.detail.to_plan)} MB` : op.kind;
+  const reason = `${what} not done within ${seconds} s; hangar keeps trying`;
+  const states = op.kind === 'resize' ? ['RESIZING', ...READY_STATES] : [...READY_STATES];
+  const degraded = await updateInstance(trx, inst.id, { state: 'DEGRADED', stateReason: reason, updatedAt: now }, { states, notDeleting: true });
+  return degraded ? 'the instance is DEGRADED until hangar has carried the change out' : `the instance is ${inst.state}`;
+}
