@@ -7,6 +7,7 @@ import { InstancesPage } from './pages/instances.js';
 import { KeysPage } from './pages/keys.js';
 import { LoginPage } from './pages/login.js';
 import { OperationPage, OperationsPage } from './pages/operations.js';
+import { WebhookPage, WebhooksPage } from './pages/webhooks.js';
 import { follow, liveText, useLiveMode } from './live.js';
 import { type Route, currentRoute, href, loginHref, navigate, useRoute } from './router.js';
 import { logOut, onSessionChange, session, type Session } from './session.js';
@@ -14,6 +15,7 @@ import { logOut, onSessionChange, session, type Session } from './session.js';
 const NAV = [
   { id: 'instances', label: 'Instances' },
   { id: 'keys', label: 'API keys' },
+  { id: 'webhooks', label: 'Webhooks' },
   { id: 'events', label: 'Audit log' },
   { id: 'operations', label: 'Operations' },
   { id: 'backups', label: 'Backups' },
@@ -25,6 +27,7 @@ function titleOf(route: Route): string {
   if (first === 'instances' && second === 'new') return 'Create an instance';
   if (first === 'instances' && second) return `Instance ${second}`;
   if (first === 'operations' && second) return `Operation ${second}`;
+  if (first === 'webhooks' && second) return 'Webhook deliveries';
   return NAV.find((n) => n.id === first)?.label ?? 'Instances';
 }
 
@@ -42,6 +45,8 @@ function Page({ route }: { route: Route }) {
       return <EventsPage />;
     case 'operations':
       return second ? <OperationPage id={second} /> : <OperationsPage query={route.query} />;
+    case 'webhooks':
+      return second ? <WebhookPage id={second} /> : <WebhooksPage />;
     case 'backups':
       return <ComingPage what="backups" />;
     default:
