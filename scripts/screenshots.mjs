@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Screenshots of the web console's main pages into docs/ (for the README), taken in Debian's
 // chromium against a hangar started here on the local runtime (redis-server and HAProxy must be
-// installed): login, instances, create, an instance with its chart, ACLs, API keys, a phone
-// width and dark mode. Run after `npm run build` (or `npm run screenshots`, which builds first).
+// installed): login, instances, create, an instance with its chart, ACLs, API keys, operations,
+// webhooks and their deliveries, a phone width and dark mode. Run after `npm run build` (or `npm run screenshots`, which builds first).
 // Everything it starts is stopped at the end, by PID; its temp dirs are removed.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -60,7 +60,8 @@ try {
   hangar = await start(
     process.execPath,
     [join(root, 'dist/src/cli/bin.js'), 'serve', '--runtime', 'local', '--port', '0', '--data-dir', dataDir, '--port-range', '26000-26099'],
-    { HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD, HANGAR_LOG_LEVEL: 'warn' },
+    // webhooks to this machine (nothing listens on port 9: its deliveries show failed attempts)
+    { HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD, HANGAR_LOG_LEVEL: 'warn', HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true' },
     /hangar serving on (https?:\/\/[^/\s]+)/,
     'hangar',
   );
@@ -73,6 +74,7 @@ try {
     return json.data;
   };
   const version = (await api('GET', '/v2/zones/')).find((z) => z.name === 'US-Dallas').services.find((s) => s.service === 'redis').versions[0];
+  const hook = await api('POST', '/v2/webhooks/', { url: 'http://127.0.0.1:9/hangar', kinds: ['operation', 'instance.state'], description: 'deploy bot' });
   const make = (name, plan, zone, acls = []) => api('POST', '/v2/instances/', { name, service: 'redis', type: 'redis_ha_instance', plan, version, zone, acls });
   await make('sessions', 1000, 'US-Dallas', [{ cidr_mask: '127.0.0.1', description: 'this machine' }, { cidr_mask: '10.20.0.0/16', description: 'app servers' }]);
   await make('cache', 500, 'US-Dallas');
@@ -148,6 +150,22 @@ try {
   await page.getByRole('button', { name: 'Create API key' }).click();
   await page.getByRole('region', { name: 'New key pair' }).waitFor();
   await shoot(page, 'keys');
+
+  // a resize, so that the operations show more than creations
+  await api('POST', '/v2/redis/cache/resize/', { new_plan: 1000 });
+  await page.evaluate(() => (window.location.hash = '/operations'));
+  await page.locator('.op-list [data-operation][data-state="SUCCEEDED"]', { hasText: 'resize of cache' }).waitFor({ timeout: 30_000 });
+  await page.locator('.op-list [data-operation]').first().getByText(/^Steps/).click();
+  await shoot(page, 'operations');
+  await page.evaluate(() => (window.location.hash = '/webhooks'));
+  await page.getByLabel('URL').fill('http://127.0.0.1:9/audit');
+  await page.getByLabel('Description').fill('audit trail');
+  await page.getByRole('button', { name: 'Register webhook' }).click();
+  await page.getByRole('region', { name: 'Webhook secret' }).waitFor();
+  await shoot(page, 'webhooks');
+  await page.evaluate((id) => (window.location.hash = `/webhooks/${id}`), hook.id);
+  await page.locator('tr[data-delivery]').first().waitFor();
+  await shoot(page, 'deliveries');
 
   const phone = await open({ width: 360, height: 740 });
   await phone.goto(`${url}/#/instances`);

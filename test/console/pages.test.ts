@@ -1,5 +1,8 @@
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser)
+import { createHmac } from 'node:crypto';
+import { type IncomingHttpHeaders, type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, LOGIN, PASSWORD } from '../e2e/helpers/hangar-process.js';
@@ -8,15 +11,35 @@ import { type TestBrowser, chromiumAvailable, logIn, seriousViolations, startBro
 /**
  * The console's pages in a real browser against the built hangar on the emulated runtime
  * (every service available, no engine needed): accessibility (axe-core), phone width, dark
- * mode, API keys, MongoDB users.
+ * mode, API keys, MongoDB users, operations (paging), webhooks (with a receiver of the test's own
+ * on this machine, which hangar is allowed to send plain HTTP to).
  */
 describe.runIf(chromiumAvailable())('the web console pages', () => {
   let hangar: HangarProcess;
   let tb: TestBrowser;
   let mongoId = '';
+  let receiver: Server;
+  let receiverUrl = '';
+  let axeWebhook = '';
+  /** What the receiver answers, and what it was sent. */
+  const hooks = { status: 200, received: [] as { path: string; headers: IncomingHttpHeaders; body: string }[] };
 
   beforeAll(async () => {
-    hangar = await HangarProcess.start({ runtime: 'emulated' });
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        hooks.received.push({ path: req.url ?? '', headers: req.headers, body });
+        res.writeHead(hooks.status).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    hangar = await HangarProcess.start({ runtime: 'emulated', env: { HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    // registered first, so that the instances below give it deliveries
+    const hook = await hangar.post('/v2/webhooks/', { url: `${receiverUrl}/axe`, kinds: ['instance'], description: 'for the accessibility check' });
+    expect(hook.status).toBe(200);
+    axeWebhook = hook.body.data.id;
     await hangar.createRedis('cache', { version: '7.2.4', acls: [{ cidr_mask: '10.0.0.0/8', description: 'office' }] });
     const mongo = await hangar.post('/v2/instances/', { name: 'docs', service: 'mongodb', type: 'mongodb_replica_set', plan: 5, version: '3.4.2', zone: 'US-West' });
     expect(mongo.status).toBe(200);
@@ -27,6 +50,7 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
   afterAll(async () => {
     await tb?.close();
     await hangar?.destroy();
+    await new Promise((resolve) => receiver?.close(resolve));
   });
 
   /** A new page (its own session storage), logged in, at `path`. */
@@ -61,6 +85,7 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
       }
       await logIn(page, LOGIN, PASSWORD);
       await page.getByRole('heading', { level: 1, name: 'Instances' }).waitFor();
+      const operationId = (await hangar.get('/v2/operations/?kind=create&limit=1')).body.data[0].id as string;
       const pages: [string, string][] = [
         ['/instances', 'tr[data-instance="cache"]'],
         ['/instances/new', 'form.create select[name="plan"] option'],
@@ -70,7 +95,10 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
         ['/instances/docs/users', 'text=Add a user to admin'],
         ['/keys', 'text=No API key yet.'],
         ['/events', 'tbody tr'],
-        ['/operations', 'main h1'],
+        ['/operations', '.op-list [data-operation]'],
+        [`/operations/${operationId}`, '.op-steps li'],
+        ['/webhooks', `tr[data-webhook="${axeWebhook}"]`],
+        [`/webhooks/${axeWebhook}`, 'tr[data-delivery]'],
       ];
       for (const [path, ready] of pages) {
         await page.evaluate((p) => (window.location.hash = p), path);
@@ -82,7 +110,7 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
       expect(problems.foreignRequests).toEqual([]);
       await context.close();
     }
-    // twenty pages checked, in two colour schemes: more than the default 30 s on a loaded machine
+    // twenty-six pages checked, in two colour schemes: more than the default 30 s on a loaded machine
   }, 120_000);
 
   it('follows the system colour scheme', async () => {
@@ -104,7 +132,7 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     expect(await noHorizontalScroll(page)).toBe(true);
     expect(await page.locator('table.instances thead').boundingBox()).toMatchObject({ height: expect.any(Number) });
     expect(await page.locator('tr[data-instance="cache"] td[data-label="Zone"]').isVisible()).toBe(true);
-    for (const path of ['/instances/cache', '/instances/cache/acls', '/instances/new', '/keys']) {
+    for (const path of ['/instances/cache', '/instances/cache/acls', '/instances/new', '/keys', '/operations', '/webhooks', `/webhooks/${axeWebhook}`]) {
       await page.evaluate((p) => (window.location.hash = p), path);
       await page.locator('main h1').waitFor();
       await page.waitForTimeout(300);
@@ -195,6 +223,97 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     const error = page.locator('.field.invalid .field-error');
     await error.waitFor();
     expect(await error.textContent()).toMatch(/cidr_mask/);
+    await context.close();
+  });
+
+  it('operations: a page at a time, newest first, the next with the cursor, none twice', async () => {
+    for (let i = 1; i <= 22; i++) expect((await hangar.post('/v2/instances/cache/acls/', { cidr_mask: `10.1.0.${i}`, description: `paging ${i}` })).status).toBe(200);
+    const { page, context } = await open('/operations?kind=acl.add');
+    const cards = page.locator('.op-list [data-operation]');
+    await expect.poll(() => cards.count()).toBe(20);
+    const names = () => cards.evaluateAll((els) => els.map((e) => e.querySelector('h3')!.textContent!));
+    expect((await names())[0]).toBe('acl.add of cache: 10.1.0.22');
+    await page.getByRole('button', { name: 'Older operations' }).click();
+    await expect.poll(() => cards.count()).toBe(22);
+    const all = await names();
+    expect(new Set(all).size).toBe(22);
+    expect(all.at(-1)).toBe('acl.add of cache: 10.1.0.1');
+    expect(await page.getByRole('button', { name: 'Older operations' }).count()).toBe(0);
+    expect(await page.getByLabel('Kind').inputValue()).toBe('acl.add');
+    await context.close();
+  });
+
+  it('webhooks: registers one whose secret is shown once and signs its deliveries; shows attempts and errors; rotates the secret; deletes after asking', async () => {
+    const { page, context } = await open('/webhooks');
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    const form = page.locator('form.add-webhook');
+    // a refused URL: the API's message next to the field
+    await form.getByLabel('URL').fill('ftp://example.com/hook');
+    await form.getByRole('button', { name: 'Register webhook' }).click();
+    await form.locator('.field.invalid .field-error').waitFor();
+
+    hooks.status = 500;
+    await form.getByLabel('URL').fill(`${receiverUrl}/hook`);
+    await form.getByLabel('Description').fill('deploy bot');
+    await form.getByLabel('Every operation event (operation)').check();
+    await form.getByRole('button', { name: 'Register webhook' }).click();
+    const box = page.getByRole('region', { name: 'Webhook secret' });
+    await box.waitFor();
+    expect(await box.textContent()).toContain('shown this once');
+    const secret = (await box.locator('.copy-value', { hasText: 'Secret' }).locator('code').textContent())!;
+    expect(secret).toMatch(/^whsec_/);
+    const listed = (await hangar.get('/v2/webhooks/')).body.data.find((w: { url: string }) => w.url === `${receiverUrl}/hook`);
+    expect(listed).toMatchObject({ kinds: ['operation'], description: 'deploy bot' });
+    expect(JSON.stringify(listed)).not.toContain(secret);
+    const row = page.locator(`tr[data-webhook="${listed.id}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain('operation');
+
+    // shown once: gone after a reload
+    await page.reload();
+    await row.waitFor();
+    expect(await page.locator('main').textContent()).not.toContain(secret);
+
+    // an operation: the receiver is sent it, signed with that secret; it answers 500 at first
+    expect((await hangar.post('/v2/instances/cache/acls/', { cidr_mask: '10.2.0.1', description: 'for the webhook' })).status).toBe(200);
+    await expect.poll(() => hooks.received.filter((r) => r.path === '/hook').length, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+    const first = hooks.received.find((r) => r.path === '/hook')!;
+    const [t, ...v1] = String(first.headers['x-hangar-signature']).split(',');
+    expect(v1).toContain(`v1=${createHmac('sha256', secret).update(`${t!.slice(2)}.${first.body}`).digest('hex')}`);
+
+    await row.getByRole('link', { name: /Deliveries/ }).click();
+    await page.getByRole('heading', { level: 1, name: 'Deliveries' }).waitFor();
+    const failing = page.locator('tr[data-delivery][data-state="PENDING"]').filter({ has: page.locator('[data-field="last_status"]', { hasText: '500' }) }).first();
+    await failing.waitFor({ timeout: 15_000 });
+    expect(Number(await failing.locator('[data-field="attempts"]').textContent())).toBeGreaterThanOrEqual(1);
+    expect(await failing.locator('[data-field="last_error"]').textContent()).toMatch(/500/);
+    // the receiver recovers: the retries deliver, and the page shows it without being asked
+    const event = await failing.getAttribute('data-event');
+    hooks.status = 200;
+    const delivered = page.locator(`tr[data-delivery][data-event="${event}"]`);
+    await expect.poll(() => delivered.getAttribute('data-state'), { timeout: 30_000 }).toBe('DELIVERED');
+    expect(await delivered.locator('[data-field="last_status"]').textContent()).toBe('200');
+    expect(Number(await delivered.locator('[data-field="attempts"]').textContent())).toBeGreaterThanOrEqual(2);
+
+    // a new secret, shown once; the old one signs for a while too
+    await page.getByRole('link', { name: 'Webhooks' }).first().click();
+    await row.getByRole('button', { name: /Rotate secret/ }).click();
+    await page.getByRole('dialog', { name: 'Make a new secret?' }).getByRole('button', { name: 'Rotate secret' }).click();
+    await box.waitFor();
+    const rotated = (await box.locator('.copy-value', { hasText: 'Secret' }).locator('code').textContent())!;
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(secret);
+    await row.getByText(/old secret signs until/).waitFor();
+
+    await row.getByRole('button', { name: /Delete/ }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete this webhook?' });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await row.count()).toBe(1);
+    await row.getByRole('button', { name: /Delete/ }).click();
+    await dialog.getByRole('button', { name: 'Delete webhook' }).click();
+    await page.getByRole('status').filter({ hasText: `The webhook to ${receiverUrl}/hook is deleted` }).waitFor();
+    expect(await row.count()).toBe(0);
+    expect((await hangar.get(`/v2/webhooks/${listed.id}/`)).status).toBe(404);
     await context.close();
   });
 });

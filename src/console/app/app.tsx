@@ -6,12 +6,16 @@ import { InstancePage } from './pages/instance.js';
 import { InstancesPage } from './pages/instances.js';
 import { KeysPage } from './pages/keys.js';
 import { LoginPage } from './pages/login.js';
+import { OperationPage, OperationsPage } from './pages/operations.js';
+import { WebhookPage, WebhooksPage } from './pages/webhooks.js';
+import { follow, liveText, useLiveMode } from './live.js';
 import { type Route, currentRoute, href, loginHref, navigate, useRoute } from './router.js';
 import { logOut, onSessionChange, session, type Session } from './session.js';
 
 const NAV = [
   { id: 'instances', label: 'Instances' },
   { id: 'keys', label: 'API keys' },
+  { id: 'webhooks', label: 'Webhooks' },
   { id: 'events', label: 'Audit log' },
   { id: 'operations', label: 'Operations' },
   { id: 'backups', label: 'Backups' },
@@ -22,6 +26,8 @@ function titleOf(route: Route): string {
   if (first === 'login') return 'Log in';
   if (first === 'instances' && second === 'new') return 'Create an instance';
   if (first === 'instances' && second) return `Instance ${second}`;
+  if (first === 'operations' && second) return `Operation ${second}`;
+  if (first === 'webhooks' && second) return 'Webhook deliveries';
   return NAV.find((n) => n.id === first)?.label ?? 'Instances';
 }
 
@@ -31,19 +37,34 @@ function Page({ route }: { route: Route }) {
   switch (first) {
     case 'instances':
       if (second === 'new') return <CreatePage />;
-      if (second) return <InstancePage name={second} tab={third ?? 'overview'} />;
+      if (second) return <InstancePage name={second} tab={third ?? 'overview'} operation={route.query.get('operation')} />;
       return <InstancesPage notice={route.query.get('deleted') ? `Instance ${route.query.get('deleted')} is deleted.` : null} />;
     case 'keys':
       return <KeysPage />;
     case 'events':
       return <EventsPage />;
     case 'operations':
-      return <ComingPage what="operations" />;
+      return second ? <OperationPage id={second} /> : <OperationsPage query={route.query} />;
+    case 'webhooks':
+      return second ? <WebhookPage id={second} /> : <WebhooksPage />;
     case 'backups':
       return <ComingPage what="backups" />;
     default:
       return <InstancesPage />;
   }
+}
+
+/** Whether the page's changes come from the event stream (or, while it is down, from reading again). */
+function LiveIndicator() {
+  const mode = useLiveMode();
+  // the stream stays open while logged in, whatever the page: its session check notices a revoked token
+  useEffect(() => follow({ onResync: () => undefined }), []);
+  return (
+    <span class={`live ${mode}`} data-live={mode} title={`Live state: ${liveText(mode)}`}>
+      <span class="dot" aria-hidden="true" />
+      {mode === 'stream' ? 'Live' : mode === 'polling' ? 'Refreshing' : 'Connecting'}
+    </span>
+  );
 }
 
 export function App() {
@@ -95,6 +116,7 @@ export function App() {
               ))}
             </nav>
             <div class="account">
+              <LiveIndicator />
               <span class="login-name" title="Logged in as">
                 {user.login}
               </span>

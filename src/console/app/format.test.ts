@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { HangarApiError, type Instance } from '../../client/index.js';
-import { describeError, filterInstances, hostPort, mongoshCommand, parseHumanBytes, redisCliCommand, sortInstances } from './format.js';
+import { HangarApiError, type Instance, type Operation } from '../../client/index.js';
+import {
+  describeError, filterInstances, formatDuration, formatUtc, hostPort, mongoshCommand, newerOperation, offersCancel, operationFilterOf, operationFilterQuery, operationMatches,
+  operationSummary, parseHumanBytes, redisCliCommand, sortInstances, stepLabel, upsertOperation,
+} from './format.js';
 
 const inst = (name: string, extra: Partial<Instance> = {}): Instance =>
   ({ id: name, name, service: 'redis', type: 'redis_ha_instance', plan: 500, version: '7.0.15', zone: 'US-Dallas', created: '2026-11-21 09:00:00', api_key: 'k', caster: null, state: 'ACTIVE', ...extra }) as Instance;
@@ -41,5 +44,73 @@ describe('console formatting', () => {
     expect(describeError(new HangarApiError(429, 'RATE_LIMITED', 'slow down', { retryAfterSeconds: 7 })).todo).toBe('Wait 7 seconds and try again.');
     expect(describeError(new HangarApiError(500, 'INTERNAL', 'oops', { requestId: 'r-1' }))).toMatchObject({ requestId: 'r-1', todo: expect.stringContaining('r-1') });
     expect(describeError(new Error('boom')).todo).toMatch(/Reload/);
+  });
+
+  it('says an operation that cannot be cancelled carries on', () => {
+    expect(describeError(new HangarApiError(409, 'OPERATION_NOT_CANCELLABLE', 'its build has started')).todo).toMatch(/carries on/);
+  });
+});
+
+const T0 = 1795251600000;
+const op = (id: string, extra: Partial<Operation> = {}): Operation =>
+  ({
+    id, kind: 'create', state: 'RUNNING', instance_id: 'i1', instance_name: 'cache', account_id: 'a', steps: [{ name: 'recorded', at: { $date: T0 } }], progress: null, error: null,
+    requested_by: null, request_id: null, detail: { service: 'redis', plan: 500, zone: 'US-Dallas' }, cancellable: false, created: '2026-11-21 09:00:00',
+    date_created: { $date: T0 }, date_updated: { $date: T0 }, date_started: null, date_finished: null, deadline: { $date: T0 + 300_000 }, last_event_id: 1, ...extra,
+  }) as Operation;
+
+describe('console operations', () => {
+  it('keeps the newer record of an operation, by its latest event then its update time', () => {
+    const a = op('x', { last_event_id: 5, state: 'RUNNING' });
+    const b = op('x', { last_event_id: 7, state: 'SUCCEEDED' });
+    expect(newerOperation(a, b)).toBe(b);
+    expect(newerOperation(b, a)).toBe(b);
+    const c = op('x', { last_event_id: 7, date_updated: { $date: T0 + 5 } });
+    expect(newerOperation(b, c)).toBe(c);
+  });
+
+  it('upserts into a newest-first list: replaces older records, inserts new ones only when asked, in order', () => {
+    const list = [op('b', { date_created: { $date: T0 + 10 } }), op('a')];
+    const updated = upsertOperation(list, op('a', { state: 'SUCCEEDED', last_event_id: 9 }), false);
+    expect(updated.map((o) => [o.id, o.state])).toEqual([['b', 'RUNNING'], ['a', 'SUCCEEDED']]);
+    // a stale record changes nothing
+    expect(upsertOperation(updated, op('a', { last_event_id: 2 }), true)).toBe(updated);
+    expect(upsertOperation(list, op('c', { date_created: { $date: T0 + 20 } }), false)).toBe(list);
+    expect(upsertOperation(list, op('c', { date_created: { $date: T0 + 20 } }), true).map((o) => o.id)).toEqual(['c', 'b', 'a']);
+    expect(upsertOperation(list, op('0', { date_created: { $date: T0 + 10 } }), true).map((o) => o.id)).toEqual(['b', '0', 'a']);
+  });
+
+  it('reads filters from the URL and writes them back; matches operations against them', () => {
+    const f = operationFilterOf(new URLSearchParams('instance=cache&state=PENDING,RUNNING&kind=create'));
+    expect(f).toEqual({ instance: 'cache', state: 'PENDING,RUNNING', kind: 'create' });
+    expect(operationFilterQuery(f)).toBe('?instance=cache&state=PENDING%2CRUNNING&kind=create');
+    expect(operationFilterQuery({ instance: '', state: '', kind: '' })).toBe('');
+    expect(operationMatches(op('a'), f)).toBe(true);
+    expect(operationMatches(op('a', { instance_name: 'other', instance_id: 'i2' }), f)).toBe(false);
+    expect(operationMatches(op('a', { instance_name: 'other' }), { ...f, instance: 'i1' })).toBe(true);
+    expect(operationMatches(op('a', { state: 'SUCCEEDED' }), f)).toBe(false);
+    expect(operationMatches(op('a', { kind: 'resize' }), f)).toBe(false);
+  });
+
+  it('offers Cancel for an open cancellable operation and an open create only', () => {
+    expect(offersCancel(op('a'))).toBe(true);
+    expect(offersCancel(op('a', { state: 'SUCCEEDED' }))).toBe(false);
+    expect(offersCancel(op('a', { kind: 'resize' }))).toBe(false);
+    expect(offersCancel(op('a', { kind: 'backup', cancellable: true, state: 'PENDING' }))).toBe(true);
+  });
+
+  it('says steps, times and what an operation changes as a person reads them', () => {
+    expect(stepLabel('create:primary-started')).toBe('Primary started');
+    expect(stepLabel('state:ACTIVE')).toBe('Instance ACTIVE');
+    expect(stepLabel('recorded')).toBe('Recorded');
+    expect(formatUtc(T0)).toBe('2026-11-21 09:00:00');
+    expect(formatDuration(340)).toBe('340 ms');
+    expect(formatDuration(4200)).toBe('4.2 s');
+    expect(formatDuration(185_000)).toBe('3 min 5 s');
+    expect(operationSummary(op('a'))).toBe('redis 500 MB in US-Dallas');
+    expect(operationSummary(op('a', { kind: 'resize', detail: { from_plan: 500, to_plan: 1000 } }))).toBe('500 MB → 1,000 MB');
+    expect(operationSummary(op('a', { kind: 'rename', detail: { from: 'cache', to: 'sessions' } }))).toBe('cache → sessions');
+    expect(operationSummary(op('a', { kind: 'user.update', detail: { username: 'app', database: 'shop' } }))).toBe('app on shop');
+    expect(operationSummary(op('a', { kind: 'backup', detail: {} }))).toBe('');
   });
 });

@@ -1,4 +1,4 @@
-import type { Instance } from '../../client/index.js';
+import type { Instance, Operation } from '../../client/index.js';
 import { HangarApiError } from '../../client/index.js';
 
 /** Pure helpers of the console: no DOM, tested under node (format.test.ts). */
@@ -98,6 +98,7 @@ export function describeError(err: unknown): Problem {
   if (err.status === 404) return { ...base, todo: 'It may have been deleted or renamed: go back to the list.' };
   if (err.status === 409) {
     if (err.code === 'OPERATION_IN_PROGRESS' || err.code === 'INSTANCE_NOT_READY') return { ...base, todo: 'Wait until the instance is ACTIVE, then try again.' };
+    if (err.code === 'OPERATION_NOT_CANCELLABLE') return { ...base, todo: 'The operation carries on: follow it here until it finishes.' };
     if (err.code === 'QUOTA_EXCEEDED') return { ...base, todo: 'Delete something you no longer need, or ask your operator for a higher limit.' };
     return { ...base, todo: 'Choose another value, or refresh to see the current state.' };
   }
@@ -105,4 +106,125 @@ export function describeError(err: unknown): Problem {
   if (err.status === 429) return { ...base, todo: `Wait ${err.retryAfterSeconds ?? 'a few'} seconds and try again.` };
   if (err.status === 503) return { ...base, todo: 'Try again in a moment.' };
   return { ...base, todo: `Try again; if it fails again, give your operator the request id${err.requestId ? ` ${err.requestId}` : ''}.` };
+}
+
+// --- operations ----------------------------------------------------------------------------
+
+/** States from which an operation still moves. */
+export const OPEN_OPERATION_STATES: readonly string[] = ['PENDING', 'RUNNING'];
+
+export function isOpen(op: Pick<Operation, 'state'>): boolean {
+  return OPEN_OPERATION_STATES.includes(op.state);
+}
+
+/**
+ * Whether the page offers to cancel it: an open operation started as cancellable, or an open
+ * create (cancellable until its build starts; after that the API's 409 says why not).
+ */
+export function offersCancel(op: Pick<Operation, 'state' | 'kind' | 'cancellable'>): boolean {
+  return isOpen(op) && (op.cancellable || op.kind === 'create');
+}
+
+/** The newer of two records of one operation: by the event of its latest change, then by its update time. */
+export function newerOperation(a: Operation, b: Operation): Operation {
+  const ea = a.last_event_id ?? -1;
+  const eb = b.last_event_id ?? -1;
+  if (ea !== eb) return eb > ea ? b : a;
+  return b.date_updated.$date >= a.date_updated.$date ? b : a;
+}
+
+/** The order of the API's list: newest first, then by id. */
+function newestFirst(a: Operation, b: Operation): number {
+  return b.date_created.$date - a.date_created.$date || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0);
+}
+
+/**
+ * A list of operations (newest first) with `op` in it: an older record of it is replaced (a
+ * newer one kept), and an operation not in the list is added only when `insert` says so.
+ */
+export function upsertOperation(list: readonly Operation[], op: Operation, insert: boolean): readonly Operation[] {
+  const i = list.findIndex((o) => o.id === op.id);
+  if (i >= 0) {
+    const kept = newerOperation(list[i]!, op);
+    if (kept === list[i]) return list;
+    return list.map((o, j) => (j === i ? kept : o));
+  }
+  return insert ? [...list, op].sort(newestFirst) : list;
+}
+
+/** What the operations page shows: the filters of its URL (`#/operations?instance=cache&state=PENDING,RUNNING&kind=create`). */
+export interface OperationFilter {
+  readonly instance: string;
+  /** Comma-separated states, '' for all. */
+  readonly state: string;
+  /** One kind, '' for all. */
+  readonly kind: string;
+}
+
+export function operationFilterOf(q: URLSearchParams): OperationFilter {
+  return { instance: (q.get('instance') ?? '').trim(), state: q.get('state') ?? '', kind: q.get('kind') ?? '' };
+}
+
+/** The URL query of a filter (empty fields left out). */
+export function operationFilterQuery(f: OperationFilter): string {
+  const q = new URLSearchParams();
+  if (f.instance) q.set('instance', f.instance);
+  if (f.state) q.set('state', f.state);
+  if (f.kind) q.set('kind', f.kind);
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+/** Whether an operation (a new one, seen on the stream) belongs in a filtered list. */
+export function operationMatches(op: Operation, f: OperationFilter): boolean {
+  if (f.instance && op.instance_name !== f.instance && op.instance_id !== f.instance) return false;
+  if (f.state && !f.state.split(',').includes(op.state)) return false;
+  if (f.kind && op.kind !== f.kind) return false;
+  return true;
+}
+
+/** A step's name as a person reads it: `create:primary-started` -> "Primary started", `state:ACTIVE` -> "Instance ACTIVE". */
+export function stepLabel(name: string): string {
+  const state = /^state:(.+)$/.exec(name);
+  if (state) return `Instance ${state[1]}`;
+  const own = /^[a-z.]+:(.+)$/.exec(name);
+  const words = (own ? own[1]! : name).replace(/[-_]/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** Epoch milliseconds as `YYYY-MM-DD HH:MM:SS` (UTC), as the API's `created` fields. */
+export function formatUtc(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, '');
+}
+
+/** A duration as "340 ms", "4.2 s", "3 min 5 s". */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
+/** What an operation changes, from its kind's `detail`: "redis 500 MB in US-Dallas", "500 MB → 1,000 MB", "cache → sessions". */
+export function operationSummary(op: Pick<Operation, 'kind' | 'detail'>): string {
+  const d = op.detail;
+  const str = (k: string): string => (typeof d[k] === 'string' || typeof d[k] === 'number' ? String(d[k]) : '');
+  switch (op.kind) {
+    case 'create':
+      return [str('service'), typeof d.plan === 'number' ? formatPlan(str('service'), d.plan) : '', str('zone') ? `in ${str('zone')}` : ''].filter(Boolean).join(' ');
+    case 'resize':
+      return typeof d.from_plan === 'number' && typeof d.to_plan === 'number' ? `${formatPlan('redis', d.from_plan)} → ${formatPlan('redis', d.to_plan)}` : '';
+    case 'rename':
+      return str('from') && str('to') ? `${str('from')} → ${str('to')}` : '';
+    case 'acl.add':
+      return str('cidr_mask');
+    case 'acl.delete':
+      return str('acl_id') ? `ACL ${str('acl_id')}` : '';
+    case 'user.create':
+    case 'user.update':
+    case 'user.delete':
+      return str('username') ? `${str('username')} on ${str('database')}` : '';
+    default:
+      return '';
+  }
 }

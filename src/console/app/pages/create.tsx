@@ -69,8 +69,10 @@ export function CreatePage() {
       ...(form.admitMe && myIp ? { acls: [{ cidr_mask: myIp, description: 'added by the console at creation' }] } : {}),
     } as CreateInstanceRequest;
     try {
-      await api((c) => c.createInstance(body));
-      navigate(`/instances/${encodeURIComponent(body.name)}`);
+      let operation: string | undefined;
+      await api((c) => c.createInstance(body, { onOperation: (id) => (operation = id) }));
+      // the instance's page follows the build through its operation
+      navigate(`/instances/${encodeURIComponent(body.name)}${operation ? `?operation=${encodeURIComponent(operation)}` : ''}`);
     } catch (err) {
       setError(err);
       setBusy(false);

@@ -1,8 +1,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Instance } from '../../../client/index.js';
+import { InstanceOperations } from '../components/instance-operations.js';
 import { RedisMetrics } from '../components/redis-metrics.js';
 import { Busy, CopyValue, ErrorBox, StateBadge } from '../components/ui.js';
-import { BUSY_STATES, READY, formatPlan, mongoshCommand, redisCliCommand } from '../format.js';
+import { BUSY_STATES, READY, formatPlan, mongoshCommand, operationFilterQuery, redisCliCommand } from '../format.js';
 import { watchInstance } from '../live.js';
 import { href, navigate } from '../router.js';
 import { AclsTab } from './acls.js';
@@ -16,11 +17,21 @@ const TABS = [
   { id: 'settings', label: 'Settings' },
 ] as const;
 
-/** One instance: how to connect, its live figures, ACLs, users and settings, on tabs. */
-export function InstancePage({ name, tab }: { name: string; tab: string }) {
+/**
+ * One instance: how to connect, its live figures, ACLs, users and settings, on tabs; above them
+ * the operations under way, and those started from the console (`operation`: the one a create
+ * started, from the create page) with their progress.
+ */
+export function InstancePage({ name, tab, operation }: { name: string; tab: string; operation?: string | null }) {
   const [instance, setInstance] = useState<Instance | undefined | null>(null);
   const [error, setError] = useState<unknown>();
+  const [pinned, setPinned] = useState<readonly string[]>(operation ? [operation] : []);
   const deleting = useRef(false);
+  const pin = (id: string) => setPinned((p) => (p.includes(id) ? p : [...p, id]));
+
+  useEffect(() => {
+    if (operation) pin(operation);
+  }, [operation]);
 
   useEffect(() => {
     setInstance(null);
@@ -76,8 +87,10 @@ export function InstancePage({ name, tab }: { name: string; tab: string }) {
         <StateBadge state={instance.state} />
       </div>
       <p class="facts">
-        {instance.service} · {instance.type} · {formatPlan(instance.service, instance.plan)} · {instance.zone} · version {instance.version} · created {instance.created} UTC
+        {instance.service} · {instance.type} · {formatPlan(instance.service, instance.plan)} · {instance.zone} · version {instance.version} · created {instance.created} UTC ·{' '}
+        <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>operations</a>
       </p>
+      <InstanceOperations instance={instance} pinned={pinned} />
       {busy ? (
         <div class="progress-line" role="status" aria-live="polite">
           <progress aria-label={busy} />
@@ -103,7 +116,7 @@ export function InstancePage({ name, tab }: { name: string; tab: string }) {
       {active === 'overview' ? <Overview instance={instance} /> : null}
       {active === 'acls' ? <AclsTab instance={instance} /> : null}
       {active === 'users' ? <MongoUsersTab instance={instance} /> : null}
-      {active === 'settings' ? <SettingsTab instance={instance} onDeleting={() => (deleting.current = true)} /> : null}
+      {active === 'settings' ? <SettingsTab instance={instance} onDeleting={() => (deleting.current = true)} onOperation={pin} /> : null}
     </section>
   );
 }

@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Instance } from '../../../client/index.js';
 import { ErrorBox, StateBadge } from '../components/ui.js';
 import { type SortKey, filterInstances, formatPlan, sortInstances } from '../format.js';
-import { watchInstances } from '../live.js';
+import { liveText, useLiveMode, watchInstances } from '../live.js';
 import { href } from '../router.js';
 
 const COLUMNS: readonly { key: SortKey; label: string }[] = [
@@ -23,6 +23,7 @@ export function InstancesPage({ notice }: { notice?: string | null }) {
   const [text, setText] = useState('');
   const [service, setService] = useState('');
   const [sort, setSort] = useState<{ key: SortKey; dir: 'asc' | 'desc' }>({ key: 'name', dir: 'asc' });
+  const mode = useLiveMode();
 
   useEffect(
     () =>
@@ -83,7 +84,7 @@ export function InstancesPage({ notice }: { notice?: string | null }) {
         <div class="table-wrap" role="region" aria-label="Instances" tabIndex={0}>
           <table class="instances">
             <caption class="visually-hidden">
-              {shown.length} of {list?.length ?? 0} instances, sorted by {sort.key} {sort.dir === 'asc' ? 'ascending' : 'descending'}; states refresh every 2 seconds
+              {shown.length} of {list?.length ?? 0} instances, sorted by {sort.key} {sort.dir === 'asc' ? 'ascending' : 'descending'}; {liveText(mode)}
             </caption>
             <thead>
               <tr>

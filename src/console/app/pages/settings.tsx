@@ -1,28 +1,30 @@
 import { useEffect, useState } from 'preact/hooks';
 import { HangarApiError, type Instance } from '../../../client/index.js';
 import { Busy, ErrorBox, Field, Notice } from '../components/ui.js';
-import { READY, formatPlan } from '../format.js';
+import { useOperation } from '../components/operation.js';
+import { READY, formatPlan, isOpen, stepLabel } from '../format.js';
 import { navigate } from '../router.js';
 import { api } from '../session.js';
 
 /** Resize (redis, to a larger plan), rename, delete (the name typed to confirm). */
-export function SettingsTab({ instance, onDeleting }: { instance: Instance; onDeleting: () => void }) {
+export function SettingsTab({ instance, onDeleting, onOperation }: { instance: Instance; onDeleting: () => void; onOperation: (id: string) => void }) {
   return (
     <>
-      {instance.service === 'redis' ? <Resize instance={instance} /> : null}
+      {instance.service === 'redis' ? <Resize instance={instance} onOperation={onOperation} /> : null}
       <Rename instance={instance} />
-      <Delete instance={instance} onDeleting={onDeleting} />
+      <Delete instance={instance} onDeleting={onDeleting} onOperation={onOperation} />
     </>
   );
 }
 
-function Resize({ instance }: { instance: Instance }) {
+function Resize({ instance, onOperation }: { instance: Instance; onOperation: (id: string) => void }) {
   const [plans, setPlans] = useState<number[] | undefined>();
   const [loadError, setLoadError] = useState<unknown>();
   const [plan, setPlan] = useState('');
-  const [target, setTarget] = useState<number | undefined>();
+  const [started, setStarted] = useState<{ id: string; plan: number } | undefined>();
   const [error, setError] = useState<unknown>();
   const [sending, setSending] = useState(false);
+  const { op } = useOperation(started?.id);
 
   useEffect(() => {
     void api((c) => c.listZones()).then((zones) => {
@@ -35,24 +37,25 @@ function Resize({ instance }: { instance: Instance }) {
     if (plans && !plans.map(String).includes(plan)) setPlan(plans[0] !== undefined ? String(plans[0]) : '');
   }, [plans, plan]);
 
-  const done = target !== undefined && instance.plan >= target && READY.includes(instance.state);
-  const running = target !== undefined && !done;
-  useEffect(() => {
-    if (done) setTarget(undefined);
-  }, [done]);
-  const [finished, setFinished] = useState<number | undefined>();
-  useEffect(() => {
-    if (done && target !== undefined) setFinished(target);
-  }, [done, target]);
+  // the resize is followed through its operation: done when it SUCCEEDED, with its error when not
+  const running = started !== undefined && (op === undefined || isOpen(op));
+  const last = op?.steps.at(-1);
 
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(undefined);
-    setFinished(undefined);
+    setStarted(undefined);
     setSending(true);
+    const to = Number(plan);
     try {
-      await api((c) => c.resizeRedis(instance.name, Number(plan)));
-      setTarget(Number(plan));
+      await api((c) =>
+        c.resizeRedis(instance.name, to, {
+          onOperation: (id) => {
+            setStarted({ id, plan: to });
+            onOperation(id);
+          },
+        }),
+      );
     } catch (err) {
       setError(err);
     } finally {
@@ -68,7 +71,7 @@ function Resize({ instance }: { instance: Instance }) {
         Now {formatPlan(instance.service, instance.plan)}. A resize grows maxmemory on the primary and the replica, live, keeping the data; plans only grow.
       </p>
       <ErrorBox error={loadError} title="The plans could not be read" />
-      {plans && plans.length === 0 ? <p>This instance has the largest plan offered.</p> : null}
+      {plans && plans.length === 0 && !running ? <p>This instance has the largest plan offered.</p> : null}
       {plans && plans.length > 0 ? (
         <form class="inline" onSubmit={(e) => void submit(e)}>
           <Field label="New plan" error={planError}>
@@ -89,9 +92,20 @@ function Resize({ instance }: { instance: Instance }) {
       ) : null}
       {!READY.includes(instance.state) && !running ? <p class="hint">A resize can start once the instance is ACTIVE.</p> : null}
       <ErrorBox error={planError ? undefined : error} />
-      {sending ? <Busy>Asking for the resize…</Busy> : null}
-      {running ? <Busy>Resizing to {formatPlan(instance.service, target)}: {instance.state}…</Busy> : null}
-      {finished !== undefined ? <Notice>Resized: the instance now has {formatPlan(instance.service, finished)}.</Notice> : null}
+      {sending && !started ? <Busy>Asking for the resize…</Busy> : null}
+      {running && started ? (
+        <Busy>
+          Resizing to {formatPlan(instance.service, started.plan)}
+          {last ? `: ${stepLabel(last.name)}` : ''}… (its operation, above, shows every step)
+        </Busy>
+      ) : null}
+      {started && op?.state === 'SUCCEEDED' ? <Notice>Resized: the instance now has {formatPlan(instance.service, started.plan)}.</Notice> : null}
+      {started && op && (op.state === 'FAILED' || op.state === 'CANCELLED') ? (
+        <div class="error-box" role="alert">
+          The resize {op.state === 'FAILED' ? 'failed' : 'was cancelled'}: {op.error?.message ?? op.steps.at(-1)?.message ?? 'no reason given'}.{' '}
+          <span class="todo">hangar keeps converging the instance to the plan it records; if it stays DEGRADED, tell your operator.</span>
+        </div>
+      ) : null}
     </section>
   );
 }
@@ -135,7 +149,7 @@ function Rename({ instance }: { instance: Instance }) {
   );
 }
 
-function Delete({ instance, onDeleting }: { instance: Instance; onDeleting: () => void }) {
+function Delete({ instance, onDeleting, onOperation }: { instance: Instance; onDeleting: () => void; onOperation: (id: string) => void }) {
   const [typed, setTyped] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
@@ -146,7 +160,7 @@ function Delete({ instance, onDeleting }: { instance: Instance; onDeleting: () =
     setError(undefined);
     try {
       onDeleting();
-      await api((c) => c.deleteInstance(instance.name));
+      await api((c) => c.deleteInstance(instance.name, { onOperation }));
     } catch (err) {
       setError(err);
       setBusy(false);
@@ -168,7 +182,7 @@ function Delete({ instance, onDeleting }: { instance: Instance; onDeleting: () =
         </button>
       </form>
       <ErrorBox error={error} />
-      {deleting ? <Busy>Deleting {instance.name}: the page goes back to the list once it is gone…</Busy> : null}
+      {deleting ? <Busy>Deleting {instance.name} (its operation, above, shows every step): the page goes back to the list once it is gone…</Busy> : null}
     </section>
   );
 }
