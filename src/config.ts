@@ -64,6 +64,8 @@ export interface Config {
   readonly memoryReserveMb: number;
   /** Seconds an instance may stay REQUESTED/BUILDING before it is FAILED. */
   readonly buildTimeoutSeconds: number;
+  /** Seconds a replaced password stays accepted after a rotation, unless the rotation is finished earlier. */
+  readonly passwordGraceSeconds: number;
   /** Test-only: name of a step at which the process kills itself (fault-injection tests). */
   readonly dieAt: string | undefined;
 }
@@ -127,6 +129,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'zonesFile', flag: 'zones', env: 'HANGAR_ZONES', kind: 'path', default: undefined, description: 'JSON or YAML file mapping each zone to its placement target (`local`, `emulated`, `kubernetes`) and capacity (see [zones](#zones-and-capacity)); unset: every zone of the spec on `--runtime`' },
   { key: 'memoryReserveMb', flag: 'memory-reserve', env: 'HANGAR_MEMORY_RESERVE_MB', kind: 'int', default: '1024', description: "MB of this host's memory that local zones may not promise (left to hangar, the edge and the system)" },
   { key: 'buildTimeoutSeconds', flag: 'build-timeout', env: 'HANGAR_BUILD_TIMEOUT', kind: 'int', default: '120', description: 'seconds an instance may take to become ready before it is FAILED' },
+  { key: 'passwordGraceSeconds', flag: 'password-grace', env: 'HANGAR_PASSWORD_GRACE', kind: 'int', default: '3600', description: 'seconds the old password keeps working after a password rotation (instance or Redis user), unless `.../rotate-password/finish` ends it earlier' },
   { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
 ];
 

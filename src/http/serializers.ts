@@ -117,6 +117,7 @@ export function aclRecord(acl: Acl, inst: Instance): AclRecord {
     rec.transport = acl.transport;
     rec.kibana = acl.kibana;
   }
+  if (acl.expiresAt !== null) rec.expires_at = new Date(acl.expiresAt).toISOString();
   return rec;
 }
 

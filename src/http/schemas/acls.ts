@@ -8,8 +8,21 @@ export const AclCreateBody = Type.Object(
     description: Type.String({ description: 'What the address is, for people (at most 256 characters)' }),
     transport: Type.Optional(Type.Boolean({ description: 'elasticsearch only: also admit on the transport port; not with kibana' })),
     kibana: Type.Optional(Type.Boolean({ description: 'elasticsearch only: admit on Kibana instead; not with transport' })),
+    expires_at: Type.Optional(
+      Type.String({
+        description:
+          'When the ACL stops admitting, an RFC 3339 date-time in the future (an addition to the ObjectRocket API): the edge then refuses the source and closes its open connections, the ACL leaves the list, and the audit log records `acl.expire`',
+      }),
+    ),
   },
-  { additionalProperties: false, examples: [{ cidr_mask: '203.0.113.7', description: 'laptop' }, { cidr_mask: '198.51.100.0/24', description: 'office', transport: true }] },
+  {
+    additionalProperties: false,
+    examples: [
+      { cidr_mask: '203.0.113.7', description: 'laptop' },
+      { cidr_mask: '198.51.100.0/24', description: 'office', transport: true },
+      { cidr_mask: '192.0.2.44', description: 'contractor, this week', expires_at: '2026-12-04T18:00:00Z' },
+    ],
+  },
 );
 export type AclCreateBody = Static<typeof AclCreateBody>;
 
@@ -25,6 +38,7 @@ const aclFields = {
   port: Type.Integer({ description: "The instance's public port" }),
   transport: Type.Optional(Type.Boolean({ description: 'elasticsearch: also admitted on the transport port' })),
   kibana: Type.Optional(Type.Boolean({ description: 'elasticsearch: admitted on Kibana' })),
+  expires_at: Type.Optional(Type.String({ description: 'When it stops admitting (RFC 3339, UTC); absent: never (an addition to the ObjectRocket API)' })),
 };
 
 export const AclRecord = Type.Object(aclFields, { $id: 'Acl', description: 'An ACL (spec 2.4)', examples: [ACL] });
