@@ -8,7 +8,9 @@ import type { IdempotencyService } from '../service/idempotency.js';
 import type { InstanceService } from '../service/instances.js';
 import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
+import type { PasswordService } from '../service/passwords.js';
 import type { RedisService } from '../service/redis.js';
+import type { RedisUserService } from '../service/redis-users.js';
 import type { ZoneService } from '../service/zones.js';
 import { errors } from '../domain/errors.js';
 
@@ -18,6 +20,8 @@ export interface Services {
   readonly instances: InstanceService;
   readonly acls: AclService;
   readonly redis: RedisService;
+  readonly redisUsers: RedisUserService;
+  readonly passwords: PasswordService;
   readonly mongodbUsers: MongoUserService;
   readonly zones: ZoneService;
   readonly audit: AuditService;

@@ -20,6 +20,7 @@ const SETTLE_MS = 2000;
 
 /** The answer to "would this address get in?". */
 export interface AclCheck {
+  readonly instance: Instance;
   readonly ip: string;
   readonly admitted: boolean;
   /** The ACL that admits it (the most specific one), if any. */
@@ -201,7 +202,7 @@ export class AclService {
     // Kibana ACLs open Kibana only: the client listeners obey the others.
     const admitting = acls.filter((a) => !a.kibana && matcher([a.cidrMask])(parsed.text));
     const best = admitting.sort((a, b) => (parseCidr(b.cidrMask)?.prefix ?? 0) - (parseCidr(a.cidrMask)?.prefix ?? 0))[0];
-    return { ip: parsed.text, admitted: best !== undefined, acl: best };
+    return { instance, ip: parsed.text, admitted: best !== undefined, acl: best };
   }
 
   /** What the instance's edge (or NetworkPolicy) enforces right now, compared with the store. */

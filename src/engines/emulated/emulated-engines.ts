@@ -88,7 +88,7 @@ export class EmulatedEngine implements Engine {
     return {
       info: async (section): Promise<Record<string, string>> => {
         const m = this.model(spec, place);
-        if (section === 'replication') return { role: 'master', connected_slaves: '1' };
+        if (section === 'replication') return { role: 'master', connected_slaves: '1', slave0: 'ip=127.0.0.1,port=0,state=online,offset=0,lag=0', master_repl_offset: '0' };
         if (section === 'server') return { redis_version: m.spec.version, redis_mode: 'standalone' };
         // the replica's link to the primary
         if (section === 'clients') return { connected_clients: '1', blocked_clients: '0' };
@@ -103,6 +103,7 @@ export class EmulatedEngine implements Engine {
           maxmemory: String(maxmemory),
           maxmemory_human: bytesToHuman(maxmemory),
           maxmemory_policy: m.maxmemoryPolicy,
+          mem_fragmentation_ratio: '1.00',
         };
       },
       configGet: async (name) => {
