@@ -9,7 +9,7 @@ describe('ruleProblem', () => {
   });
 
   it('refuses the commands hangar keeps for itself, naming them', () => {
-    for (const [rule, named] of [['+config', 'CONFIG'], ['+config|get', 'CONFIG'], ['+acl', 'ACL'], ['+replicaof', 'REPLICAOF'], ['+slaveof', 'SLAVEOF'], ['+shutdown', 'SHUTDOWN'], ['+debug', 'DEBUG'], ['+module', 'MODULE'], ['+monitor', 'MONITOR'], ['+client', 'CLIENT'], ['+client|kill', 'CLIENT']]) {
+    for (const [rule, named] of [['+config', 'CONFIG'], ['+config|get', 'CONFIG'], ['+acl', 'ACL'], ['+replicaof', 'REPLICAOF'], ['+slaveof', 'SLAVEOF'], ['+shutdown', 'SHUTDOWN'], ['+debug', 'DEBUG'], ['+module', 'MODULE'], ['+monitor', 'MONITOR'], ['+client', 'CLIENT'], ['+client|kill', 'CLIENT']] as const) {
       expect(ruleProblem(rule)?.problem, rule).toContain(named);
     }
   });
