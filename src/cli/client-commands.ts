@@ -5,6 +5,7 @@ import { instanceCommands } from './commands/instances.js';
 import { loginCommands } from './commands/login.js';
 import { mongoUserCommands } from './commands/mongo-users.js';
 import { redisCommands } from './commands/redis.js';
+import { redisConfigCommands, redisUserCommands } from './commands/redis-users.js';
 import { zoneCommands } from './commands/zones.js';
 import { type CompletionEntry, bashCompletion, zshCompletion } from './completion.js';
 import { UsageError } from './io.js';
@@ -55,6 +56,8 @@ export const CLIENT_COMMANDS: readonly ClientCommand[] = [
   ...instanceCommands,
   ...aclCommands,
   ...redisCommands,
+  ...redisConfigCommands,
+  ...redisUserCommands,
   ...mongoUserCommands,
   ...zoneCommands,
   connectCommand,
