@@ -46,8 +46,16 @@ export async function applyAccessAndSettings(admin: RedisAdmin, ep: RedisEndpoin
     await admin.command(ep, ['ACL', 'DELUSER', name]);
     changed = true;
   }
-  // Applied on every pass: Redis normalises command rules, so what it holds cannot be compared
-  // with what was asked; SETUSER of the same rules changes nothing for connected clients.
-  for (const u of users) await admin.command(ep, ['ACL', 'SETUSER', u.name, ...userRules(u)]);
-  return changed || users.some((u) => !present.includes(u.name));
+  // Redis normalises command rules, so what it holds cannot be compared with what was asked:
+  // a user is set again unless this process set these very rules on this engine (and the user
+  // is there). SETUSER of the same rules changes nothing for connected clients.
+  for (const u of users) {
+    const rules = userRules(u);
+    const digest = JSON.stringify(rules);
+    if (present.includes(u.name) && admin.applied(ep, `user:${u.name}`) === digest) continue;
+    await admin.command(ep, ['ACL', 'SETUSER', u.name, ...rules]);
+    admin.remember(ep, `user:${u.name}`, digest);
+    changed = true;
+  }
+  return changed;
 }

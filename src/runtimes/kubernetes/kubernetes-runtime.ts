@@ -520,13 +520,18 @@ export class KubernetesRuntime implements Runtime {
       return out;
     }
     const byGroup = new Map<AccessGroup, Set<string>>(groups.map((g) => [g, new Set()]));
-    for (const rule of (policy.spec?.ingress ?? []) as { from?: { ipBlock?: { cidr?: string } }[]; ports?: { port?: number }[] }[]) {
-      // rules without ports are hangar's own sources (probes, administration)
-      for (const port of rule.ports ?? []) {
-        const group = routes.find((r) => r.port === port.port)?.group;
-        if (!group) continue;
-        for (const f of rule.from ?? []) if (f.ipBlock?.cidr) byGroup.get(group)?.add(parseCidr(f.ipBlock.cidr)?.text ?? f.ipBlock.cidr);
-      }
+    type Peer = { ipBlock?: { cidr?: string } };
+    const everyone = ['0.0.0.0/0', '::/0'];
+    // read back as the client library's models, where `from` is `_from`
+    for (const rule of (policy.spec?.ingress ?? []) as { from?: Peer[]; _from?: Peer[]; ports?: { port?: number | string }[] }[]) {
+      const peers = rule.from ?? rule._from ?? [];
+      // a rule without sources admits every source (on its ports, or on all of them)
+      const sources = peers.length === 0 ? everyone : peers.flatMap((p) => (p.ipBlock?.cidr ? [parseCidr(p.ipBlock.cidr)?.text ?? p.ipBlock.cidr] : []));
+      const ports = rule.ports ?? [];
+      // a rule with sources and no ports is hangar's own (its probes and administration)
+      if (ports.length === 0 && peers.length > 0) continue;
+      const targets = ports.length === 0 ? groups : ports.map((port) => routes.find((r) => r.port === Number(port.port))?.group).filter((g): g is AccessGroup => g !== undefined);
+      for (const group of targets) for (const s of sources) byGroup.get(group)?.add(s);
     }
     out.push({ name: `networkpolicy/${policyName}`, groups: Object.fromEntries([...byGroup].map(([g, set]) => [g, [...set].sort()])) });
     return out;
