@@ -55,7 +55,8 @@ export function allowedValues(rule: SettingRule): (string | number)[] {
 
 /** Why `raw` is not a value of setting `name`, or its value as redis.conf writes it. */
 export function checkRedisSetting(name: string, raw: string | number): { value: string } | { problem: string; allowed: (string | number)[] } {
-  const rule = REDIS_SETTINGS[name];
+  // own names only: `constructor` or `__proto__` is no setting
+  const rule = Object.hasOwn(REDIS_SETTINGS, name) ? REDIS_SETTINGS[name] : undefined;
   if (!rule) return { problem: `"${name}" is not a setting hangar lets tenants change`, allowed: [...REDIS_SETTING_NAMES] };
   const text = typeof raw === 'number' ? String(raw) : raw.trim();
   switch (rule.kind) {
