@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, LOGIN, PASSWORD, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
-import { connectRedis, enginePid, enginePort, engineSetting, eventually, pingOutcome, type RedisClient } from './helpers/redis.js';
+import { connectRedis, connectRedisAs, enginePid, enginePort, engineSetting, eventually, pingOutcome, type RedisClient } from './helpers/redis.js';
 import { edgeCommand } from './helpers/what-runs.js';
 
 // Access and Redis day two on real redis-server processes behind the real HAProxy edge, driven
@@ -21,20 +21,6 @@ function closeAll(...clients: (RedisClient | undefined)[]): void {
       /* closed already */
     }
   }
-}
-
-/** A Redis client authenticated as a user (through the edge unless `port` is an engine port). */
-async function connectAs(port: number, username: string, password: string, localAddress?: string): Promise<RedisClient> {
-  const { createClient } = await import('redis');
-  const client = createClient({
-    socket: { host: '127.0.0.1', port, connectTimeout: 2000, reconnectStrategy: false, ...(localAddress ? { localAddress } : {}) },
-    username,
-    password,
-    disableClientInfo: true,
-  });
-  client.on('error', () => {});
-  await client.connect();
-  return client;
 }
 
 /** What a command answers, or the error it gets. */
@@ -202,7 +188,7 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       admin.destroy();
       const res = await hangar.post('/v2/redis/u/users/', { username: 'app', password: 'app-password-1', keys: ['app:*'], commands: ['+@read', '+@write', '-@dangerous', '+@connection'] });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      const app = await connectAs(port, 'app', 'app-password-1');
+      const app = await connectRedisAs(port, 'app', 'app-password-1');
       try {
         expect(await app.set('app:1', 'mine')).toBe('OK');
         expect(await app.get('app:1')).toBe('mine');
@@ -219,7 +205,7 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
     });
 
     it('users are on the primary and the replica, in both configuration files (no password in clear), and survive an engine restart', async () => {
-      const replica = await connectAs(enginePort(hangar.dataDir, inst.id, 'replica'), 'app', 'app-password-1');
+      const replica = await connectRedisAs(enginePort(hangar.dataDir, inst.id, 'replica'), 'app', 'app-password-1');
       try {
         await eventually('the write reached the replica', async () => (await replica.get('app:1')) === 'mine');
         expect(await outcome(replica.get('other:1'))).toMatch(/^error: NOPERM/);
@@ -241,7 +227,7 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
         }
       }, 15_000);
       await hangar.waitFor('u', (r) => r?.state === 'ACTIVE');
-      const app = await connectAs(portOf(inst.public_connect_string), 'app', 'app-password-1');
+      const app = await connectRedisAs(portOf(inst.public_connect_string), 'app', 'app-password-1');
       try {
         expect(await app.get('app:1')).toBe('mine');
         expect(await outcome(app.get('other:1'))).toMatch(/^error: NOPERM/);
@@ -252,15 +238,15 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
 
     it('a user rotation keeps clients on either password connecting; finish retires the old one', async () => {
       const port = portOf(inst.public_connect_string);
-      const onOld = await connectAs(port, 'app', 'app-password-1');
+      const onOld = await connectRedisAs(port, 'app', 'app-password-1');
       try {
         const { password } = (await hangar.post('/v2/redis/u/users/app/rotate-password')).body.data;
-        const onNew = await connectAs(port, 'app', password);
-        const laterOld = await connectAs(port, 'app', 'app-password-1');
+        const onNew = await connectRedisAs(port, 'app', password);
+        const laterOld = await connectRedisAs(port, 'app', 'app-password-1');
         try {
           for (const c of [onOld, onNew, laterOld]) expect(await c.get('app:1')).toBe('mine');
           expect((await hangar.post('/v2/redis/u/users/app/rotate-password/finish')).body.data.retired).toBe(true);
-          expect(await outcome(connectAs(port, 'app', 'app-password-1').then((c) => c.destroy()))).toMatch(/WRONGPASS|invalid/i);
+          expect(await outcome(connectRedisAs(port, 'app', 'app-password-1').then((c) => c.destroy()))).toMatch(/WRONGPASS|invalid/i);
           for (const c of [onOld, onNew, laterOld]) expect(await c.ping()).toBe('PONG');
         } finally {
           closeAll(onNew, laterOld);
@@ -273,10 +259,10 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
     it('deleting a user closes its connections and refuses it', async () => {
       await hangar.post('/v2/redis/u/users/', { username: 'temp', password: 'temp-password-1', keys: ['*'], commands: ['+@read', '+@connection'] });
       const port = portOf(inst.public_connect_string);
-      const temp = await connectAs(port, 'temp', 'temp-password-1');
+      const temp = await connectRedisAs(port, 'temp', 'temp-password-1');
       expect((await hangar.delete('/v2/redis/u/users/temp/')).status).toBe(200);
       await eventually('its connection closed', () => !temp.isOpen, 5000);
-      expect(await outcome(connectAs(port, 'temp', 'temp-password-1').then((c) => c.destroy()))).toMatch(/WRONGPASS|invalid/i);
+      expect(await outcome(connectRedisAs(port, 'temp', 'temp-password-1').then((c) => c.destroy()))).toMatch(/WRONGPASS|invalid/i);
     });
   });
 
