@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { newObjectId } from '../lib/ids.js';
 import { matcher, parseCidr } from '../lib/cidr.js';
 import {
-  countAcls, expireAcls, findAcl, insertAcl, listLiveAcls, markAclDeleting, updateAcl,
+  countAcls, expireAcls, findAcl, insertAcl, listLiveAcls, markAclDeleting, reviveAcl, updateAcl,
 } from '../store/acl-repository.js';
 import { bumpInstance } from '../store/instance-repository.js';
 import type { Db } from '../store/database.js';
@@ -179,7 +179,8 @@ export class AclService {
         }
         continue;
       }
-      if (!(await insertAcl(trx, { ...w, id: newObjectId(now), instanceId: instance.id, accountId: caller.accountId, createdAt: now }))) {
+      // one being removed (deleted or expired a moment ago) is kept after all
+      if ((await reviveAcl(trx, instance.id, w)) === undefined && !(await insertAcl(trx, { ...w, id: newObjectId(now), instanceId: instance.id, accountId: caller.accountId, createdAt: now }))) {
         throw errors.aclExists(w.cidrMask, instance.name);
       }
       changed = true;

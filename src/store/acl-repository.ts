@@ -107,6 +107,25 @@ export async function updateAcl(db: Db, instanceId: string, id: string, change: 
 }
 
 /**
+ * Takes back the removal of an ACL that is still being taken off the edge (same range and
+ * flags), with a new description and expiry; returns its id, or undefined when there is none.
+ */
+export async function reviveAcl(db: Db, instanceId: string, rule: { cidrMask: string; transport: boolean; kibana: boolean; description: string; expiresAt: number | null }): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('acls')
+    .select('id')
+    .where('instance_id', '=', instanceId)
+    .where('cidr_mask', '=', rule.cidrMask)
+    .where('transport', '=', rule.transport ? 1 : 0)
+    .where('kibana', '=', rule.kibana ? 1 : 0)
+    .where('deleting', '=', 1)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  await db.updateTable('acls').set({ deleting: 0, description: rule.description, expires_at: rule.expiresAt }).where('id', '=', row.id).execute();
+  return row.id;
+}
+
+/**
  * Marks the ACLs whose time has come (expires_at <= now) for removal from the edge, and returns
  * them. An expired ACL that was already marked is not returned again.
  */

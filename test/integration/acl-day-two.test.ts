@@ -223,6 +223,24 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
       expect(rulesOf(inst.id)).toEqual([]);
     });
 
+    it('200: an ACL still being taken off the edge is kept after all when the new list has it', async () => {
+      await alice.ready(redisBody('revive', { acls: [{ cidr_mask: '192.0.2.1', description: 'one' }] }));
+      const id = (await acls(alice, 'revive')).body.data[0]._id.$oid;
+      const release = th.hold();
+      try {
+        expect((await alice.delete(`/v2/instances/revive/acls/${id}/`)).status).toBe(200);
+        expect((await acls(alice, 'revive')).body.data).toEqual([]);
+        const res = await alice.request('PUT', '/v2/instances/revive/acls/', { body: [{ cidr_mask: '192.0.2.1', description: 'back' }] });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        expect(res.body.data.map((a: any) => [a._id.$oid, a.description])).toEqual([[id, 'back']]);
+      } finally {
+        release();
+      }
+      const inst = (await alice.get('/v2/instances/revive/')).body.data;
+      await until('the edge admits it', async () => JSON.stringify(rulesOf(inst.id)) === '["192.0.2.1"]');
+      expect((await acls(alice, 'revive')).body.data.map((a: any) => a.description)).toEqual(['back']);
+    });
+
     it('400: the same range twice, a bad range, not a list; 409: over the quota; 404: another account', async () => {
       expect((await alice.request('PUT', '/v2/instances/put/acls/', { body: [{ cidr_mask: '192.0.2.1', description: 'a' }, { cidr_mask: '192.0.2.1/32', description: 'b' }] })).status).toBe(400);
       expect((await alice.request('PUT', '/v2/instances/put/acls/', { body: [{ cidr_mask: 'x', description: 'a' }] })).body).toMatchObject({ code: 'INVALID_VALUE', field: '[0].cidr_mask' });
