@@ -139,13 +139,19 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
 
     it('200: drift shows, with what is missing and what is extra, until the next pass repairs it', async () => {
       const inst = (await alice.get('/v2/instances/eff/')).body.data;
-      th.runtime.tamper(inst.id, [{ cidr: '203.0.113.7', transport: false, kibana: false }, { cidr: '192.0.2.66', transport: false, kibana: false }]);
-      const drift = (await alice.get('/v2/instances/eff/acls/effective')).body.data;
-      expect(drift.in_sync).toBe(false);
-      expect(drift.enforcers[0]).toMatchObject({ in_sync: false, missing: { main: ['198.51.100.0/24'] }, extra: { main: ['192.0.2.66'] } });
+      // no pass runs while held: the drift stays until it is released
+      const release = th.hold();
+      try {
+        th.runtime.tamper(inst.id, [{ cidr: '203.0.113.7', transport: false, kibana: false }, { cidr: '192.0.2.66', transport: false, kibana: false }]);
+        const drift = (await alice.get('/v2/instances/eff/acls/effective')).body.data;
+        expect(drift.in_sync).toBe(false);
+        expect(drift.enforcers[0]).toMatchObject({ in_sync: false, missing: { main: ['198.51.100.0/24'] }, extra: { main: ['192.0.2.66'] } });
+      } finally {
+        release();
+      }
       // a change of the ACLs is a pass, which puts what the store says back
       await alice.post('/v2/instances/eff/acls/', { cidr_mask: '192.0.2.77', description: 'new' });
-      expect((await alice.get('/v2/instances/eff/acls/effective')).body.data.in_sync).toBe(true);
+      await until('in sync again', async () => (await alice.get('/v2/instances/eff/acls/effective')).body.data.in_sync === true);
     });
 
     it('200: elasticsearch listeners by group', async () => {
