@@ -53,7 +53,10 @@ export function ruleProblem(rule: string): { problem: string; allowed?: readonly
   if (sign === '-') return undefined;
   const [command] = what.split('|') as [string];
   const reserved = RESERVED_COMMANDS.find((r) => r === what || r === command || r.startsWith(`${what}|`));
-  if (reserved) return { problem: `${JSON.stringify(rule)}: ${command.toUpperCase()} is a command hangar keeps for itself (${reserved.toUpperCase()}) and cannot be granted` };
+  if (reserved) {
+    const which = reserved === command ? command.toUpperCase() : `${command.toUpperCase()} (${reserved.toUpperCase().replace('|', ' ')})`;
+    return { problem: `${JSON.stringify(rule)}: ${which} is a command hangar keeps for itself and cannot be granted` };
+  }
   return undefined;
 }
 
