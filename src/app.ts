@@ -12,6 +12,7 @@ import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } fr
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { ErrorBody } from './http/schemas/common.js';
 import { EventRecord } from './http/schemas/operations.js';
+import { aclCheckRoutes } from './http/routes/acl-checks.js';
 import { aclRoutes } from './http/routes/acls.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { eventRoutes } from './http/routes/events.js';
@@ -22,7 +23,9 @@ import { metricsRoutes } from './http/routes/metrics.js';
 import { mongodbUserRoutes } from './http/routes/mongodb-users.js';
 import { operationRoutes } from './http/routes/operations.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
+import { passwordRoutes } from './http/routes/passwords.js';
 import { redisRoutes } from './http/routes/redis.js';
+import { redisUserRoutes } from './http/routes/redis-users.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { whoamiRoutes } from './http/routes/whoami.js';
 import { zoneRoutes } from './http/routes/zones.js';
@@ -160,7 +163,10 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       tokenRoutes(v2, deps);
       instanceRoutes(v2, deps);
       aclRoutes(v2, deps);
+      aclCheckRoutes(v2, deps);
       redisRoutes(v2, deps);
+      redisUserRoutes(v2, deps);
+      passwordRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
       eventRoutes(v2, deps);
       operationRoutes(v2, deps);

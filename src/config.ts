@@ -77,6 +77,8 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   /** Seconds a webhook delivery is retried before it is given up. */
   readonly webhookRetryWindowSeconds: number;
+  /** Seconds a replaced password stays accepted after a rotation, unless the rotation is finished earlier. */
+  readonly passwordGraceSeconds: number;
   /** Test-only: name of a step at which the process kills itself (fault-injection tests). */
   readonly dieAt: string | undefined;
 }
@@ -149,6 +151,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'webhookAllowHttp', flag: 'webhook-allow-http', env: 'HANGAR_WEBHOOK_ALLOW_HTTP', kind: 'bool', default: 'false', description: '`true`: webhooks may use plain `http://` URLs (otherwise https only)' },
   { key: 'webhookAllowPrivate', flag: 'webhook-allow-private', env: 'HANGAR_WEBHOOK_ALLOW_PRIVATE', kind: 'bool', default: 'false', description: "`true`: webhooks may target loopback, private and link-local addresses (never cloud metadata addresses or hangar's own listeners)" },
   { key: 'webhookRetryWindowSeconds', flag: 'webhook-retry-window', env: 'HANGAR_WEBHOOK_RETRY_WINDOW', kind: 'int', default: '86400', description: 'seconds a webhook delivery is retried, with exponential backoff, before it is given up' },
+  { key: 'passwordGraceSeconds', flag: 'password-grace', env: 'HANGAR_PASSWORD_GRACE', kind: 'int', default: '3600', description: 'seconds the old password keeps working after a password rotation (instance or Redis user), unless `.../rotate-password/finish` ends it earlier' },
   { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
 ];
 

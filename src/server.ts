@@ -19,7 +19,9 @@ import { INSTANCE_STATES } from './domain/model.js';
 import { InstanceService } from './service/instances.js';
 import { LoginGuard, RateLimiter } from './service/limits.js';
 import { MongoUserService } from './service/mongodb-users.js';
+import { PasswordService } from './service/passwords.js';
 import { RedisService } from './service/redis.js';
+import { RedisUserService } from './service/redis-users.js';
 import { openStore, type Db, type Store } from './store/database.js';
 import { countInstancesByServiceAndState } from './store/instance-repository.js';
 import { assertKeysOpenStore, openKeyring } from './store/keyring.js';
@@ -182,6 +184,8 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       instances,
       acls: new AclService(deps, instances),
       redis: new RedisService(deps, instances, zoneService),
+      redisUsers: new RedisUserService(deps, instances),
+      passwords: new PasswordService(deps, instances),
       zones: zoneService,
       mongodbUsers: new MongoUserService(deps, instances),
       audit,

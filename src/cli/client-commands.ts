@@ -8,6 +8,7 @@ import { instanceCommands } from './commands/instances.js';
 import { loginCommands } from './commands/login.js';
 import { mongoUserCommands } from './commands/mongo-users.js';
 import { redisCommands } from './commands/redis.js';
+import { redisConfigCommands, redisUserCommands } from './commands/redis-users.js';
 import { zoneCommands } from './commands/zones.js';
 import { type CompletionEntry, bashCompletion, zshCompletion } from './completion.js';
 import { UsageError } from './io.js';
@@ -58,6 +59,8 @@ export const CLIENT_COMMANDS: readonly ClientCommand[] = [
   ...instanceCommands,
   ...aclCommands,
   ...redisCommands,
+  ...redisConfigCommands,
+  ...redisUserCommands,
   ...mongoUserCommands,
   ...zoneCommands,
   ...operationCommands,

@@ -2,9 +2,11 @@ import { HangarApiError } from './errors.js';
 import { readSse } from './sse.js';
 import {
   FINISHED_OPERATION_STATES, READY_STATES,
-  type AccountInfo, type Acl, type AclDetail, type ApiKey, type AuditEvent, type CreatedApiKey, type Whoami, type Zone, type CreateAclRequest, type CreateInstanceRequest,
-  type CreateMongoUserRequest, type CreatedInstance, type CreatedWebhook, type CreateWebhookRequest, type HangarEvent, type Instance, type MongoUser,
-  type Operation, type SpaceUsage, type UpdateMongoUserRequest, type Webhook, type WebhookDelivery,
+  type AccountInfo, type Acl, type AclCheck, type AclDetail, type ApiKey, type AuditEvent, type CreatedApiKey, type Whoami, type Zone, type CreateAclRequest,
+  type CreateInstanceRequest, type CreateMongoUserRequest, type CreateRedisUserRequest, type CreatedInstance, type CreatedWebhook, type CreateWebhookRequest,
+  type DeniedConnection, type EffectiveAccess, type HangarEvent, type Instance, type MongoUser, type Operation, type PasswordRotation, type RedisConfig,
+  type RedisConfigChange, type RedisSlowlogEntry, type RedisStats, type RedisUser, type RedisUserCreated, type SpaceUsage, type UpdateMongoUserRequest,
+  type UpdateRedisUserRequest, type Webhook, type WebhookDelivery,
 } from './types.js';
 
 export interface HangarClientOptions {
@@ -71,6 +73,19 @@ const STREAM_IDLE_MS = 45_000;
 const STREAM_RETRY_MS = 1000;
 
 type Auth = 'token' | 'basic' | 'none';
+
+/** How one request is sent and its answer read. */
+interface RequestOptions {
+  readonly body?: unknown;
+  readonly auth?: Auth;
+  readonly retry?: boolean;
+  /** Where the result is: `data` (default), `message`, or the whole body. */
+  readonly envelope?: 'data' | 'message' | 'body';
+  /** Called with the X-Operation-Id of the answer. */
+  readonly onOperation?: (operationId: string) => void;
+  /** Extra request headers (If-Match). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
 
 const enc = encodeURIComponent;
 
@@ -187,6 +202,51 @@ export class HangarClient {
     await this.call('DELETE', `/v2/instances/${enc(instance)}/acls/${enc(aclId)}/`, opts);
   }
 
+  /** The ACLs and the list's ETag, for a replace guarded by If-Match. */
+  async listAclsWithEtag(instance: string): Promise<{ acls: Acl[]; etag: string }> {
+    const { data, headers } = await this.callWithHeaders<Acl[]>('GET', `/v2/instances/${enc(instance)}/acls/`);
+    return { acls: data, etag: headers.get('etag') ?? '' };
+  }
+
+  /**
+   * Replaces the whole list at once: kept ACLs stay admitted throughout. With `ifMatch` (an
+   * ETag of listAclsWithEtag), a list that changed since is a 412 PRECONDITION_FAILED.
+   */
+  async replaceAcls(instance: string, acls: readonly CreateAclRequest[], opts: { ifMatch?: string } = {}): Promise<{ acls: Acl[]; etag: string }> {
+    const { data, headers } = await this.callWithHeaders<Acl[]>('PUT', `/v2/instances/${enc(instance)}/acls/`, {
+      body: acls,
+      ...(opts.ifMatch !== undefined ? { headers: { 'if-match': opts.ifMatch } } : {}),
+    });
+    return { acls: data, etag: headers.get('etag') ?? '' };
+  }
+
+  /** Whether the edge would admit `ip`, and which ACL admits it. */
+  checkAcl(instance: string, ip: string): Promise<AclCheck> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/acls/check`, { body: { ip } });
+  }
+
+  /** What the edge enforces right now, against the store (drift shows). */
+  effectiveAcls(instance: string): Promise<EffectiveAccess> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/acls/effective`);
+  }
+
+  /** The last connections the edge refused, newest first. */
+  deniedConnections(instance: string, opts: { limit?: number } = {}): Promise<DeniedConnection[]> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/acls/denied${opts.limit !== undefined ? `?limit=${opts.limit}` : ''}`);
+  }
+
+  // --- passwords ----------------------------------------------------------------------------
+
+  /** A new instance password; the old one works until `previous_valid_until` (or finishInstancePasswordRotation). */
+  rotateInstancePassword(instance: string): Promise<PasswordRotation> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/rotate-password`);
+  }
+
+  /** Retires the old instance password now; resolves to whether there was one. */
+  async finishInstancePasswordRotation(instance: string): Promise<boolean> {
+    return (await this.call<{ retired: boolean }>('POST', `/v2/instances/${enc(instance)}/rotate-password/finish`)).retired;
+  }
+
   // --- redis --------------------------------------------------------------------------------
 
   connectedSlaves(instance: string): Promise<number> {
@@ -209,6 +269,55 @@ export class HangarClient {
   /** A number, as the API gives it: a string. */
   maxClients(instance: string): Promise<string> {
     return this.call('GET', `/v2/redis/${enc(instance)}/maxClients/`);
+  }
+
+  /** The settings of the allow-list, as the primary runs them. */
+  redisConfig(instance: string): Promise<RedisConfig> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/config/`);
+  }
+
+  /** Changes settings of the allow-list, live on primary and replica; resolves to every setting hangar holds for the instance. */
+  setRedisConfig(instance: string, change: RedisConfigChange): Promise<RedisConfig> {
+    return this.call('PATCH', `/v2/redis/${enc(instance)}/config/`, { body: change });
+  }
+
+  redisSlowlog(instance: string, opts: { limit?: number } = {}): Promise<RedisSlowlogEntry[]> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/slowlog/${opts.limit !== undefined ? `?limit=${opts.limit}` : ''}`);
+  }
+
+  redisStats(instance: string): Promise<RedisStats> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/stats/`);
+  }
+
+  // --- redis users --------------------------------------------------------------------------
+
+  listRedisUsers(instance: string): Promise<RedisUser[]> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/users/`);
+  }
+
+  getRedisUser(instance: string, username: string): Promise<RedisUser> {
+    return this.call('GET', `/v2/redis/${enc(instance)}/users/${enc(username)}/`);
+  }
+
+  /** Creates a user; the answer holds its password (made by hangar when none is given), shown this once. */
+  createRedisUser(instance: string, body: CreateRedisUserRequest): Promise<RedisUserCreated> {
+    return this.call('POST', `/v2/redis/${enc(instance)}/users/`, { body });
+  }
+
+  updateRedisUser(instance: string, username: string, change: UpdateRedisUserRequest): Promise<RedisUser> {
+    return this.call('PATCH', `/v2/redis/${enc(instance)}/users/${enc(username)}/`, { body: change });
+  }
+
+  async deleteRedisUser(instance: string, username: string): Promise<void> {
+    await this.call('DELETE', `/v2/redis/${enc(instance)}/users/${enc(username)}/`);
+  }
+
+  rotateRedisUserPassword(instance: string, username: string): Promise<PasswordRotation> {
+    return this.call('POST', `/v2/redis/${enc(instance)}/users/${enc(username)}/rotate-password`);
+  }
+
+  async finishRedisUserPasswordRotation(instance: string, username: string): Promise<boolean> {
+    return (await this.call<{ retired: boolean }>('POST', `/v2/redis/${enc(instance)}/users/${enc(username)}/rotate-password/finish`)).retired;
   }
 
   /** Starts growing a redis instance to `newPlan` MB; it is RESIZING until ACTIVE again: see waitUntilReady. */
@@ -524,17 +633,18 @@ export class HangarClient {
    * known), and on a 401 logs in again once and repeats the request. Returns `data` (or
    * `message`) of the answer.
    */
-  private async call<T>(
-    method: string,
-    path: string,
-    opts: { body?: unknown; auth?: Auth; retry?: boolean; envelope?: 'data' | 'message' | 'body'; onOperation?: (id: string) => void } = {},
-  ): Promise<T> {
+  private async call<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    return (await this.callWithHeaders<T>(method, path, opts)).data;
+  }
+
+  /** A call whose answer's headers matter too (ETag). */
+  private async callWithHeaders<T>(method: string, path: string, opts: RequestOptions = {}): Promise<{ data: T; headers: Headers }> {
     const auth = opts.auth ?? 'token';
     if (auth === 'token' && this.currentToken === undefined && this.credentials) await this.login();
-    let res = await this.send(method, path, opts.body, auth);
+    let res = await this.send(method, path, opts.body, auth, opts.headers);
     if (res.status === 401 && auth === 'token' && opts.retry !== false && this.credentials) {
       await this.login();
-      res = await this.send(method, path, opts.body, auth);
+      res = await this.send(method, path, opts.body, auth, opts.headers);
     }
     const text = await res.text();
     let parsed: unknown;
@@ -546,16 +656,16 @@ export class HangarClient {
     if (!res.ok) throw errorOf(res, parsed, text);
     const operation = res.headers.get('x-operation-id');
     if (operation) opts.onOperation?.(operation);
-    if (opts.envelope === 'body') return parsed as T;
+    if (opts.envelope === 'body') return { data: parsed as T, headers: res.headers };
     const envelope = opts.envelope ?? 'data';
     if (typeof parsed !== 'object' || parsed === null || !(envelope in parsed)) {
       throw new HangarApiError(res.status, 'BAD_ANSWER', `${method} ${path}: the answer has no "${envelope}"`, { requestId: res.headers.get('x-request-id') ?? undefined });
     }
-    return (parsed as Record<string, T>)[envelope]!;
+    return { data: (parsed as Record<string, T>)[envelope]!, headers: res.headers };
   }
 
-  private async send(method: string, path: string, body: unknown, auth: Auth): Promise<Response> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+  private async send(method: string, path: string, body: unknown, auth: Auth, extra: Readonly<Record<string, string>> = {}): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'application/json', ...extra };
     if (auth === 'basic') {
       const creds = this.credentials;
       if (!creds) throw new HangarApiError(401, 'UNAUTHORIZED', 'no credentials to log in with: pass login and password, or userKey and passKey');

@@ -7,8 +7,9 @@ export {
 export { verifyWebhookSignature } from './webhook-signature.js';
 export { HangarApiError } from './errors.js';
 export type {
-  AccountInfo, Acl, AclDetail, ApiErrorBody, ApiKey, AuditEvent, CreateAclRequest, CreateInstanceRequest, CreateMongoUserRequest,
-  CreatedApiKey, CreatedInstance, CreatedWebhook, CreateWebhookRequest, HangarEvent, Instance, MongoRole, MongoUser, Operation, SpaceUsage,
-  UpdateMongoUserRequest, Webhook, WebhookDelivery, Whoami, Zone,
+  AccountInfo, Acl, AclCheck, AclDetail, ApiErrorBody, ApiKey, AuditEvent, CreateAclRequest, CreateInstanceRequest, CreateMongoUserRequest,
+  CreateRedisUserRequest, CreatedApiKey, CreatedInstance, CreatedWebhook, CreateWebhookRequest, DeniedConnection, EffectiveAccess, HangarEvent,
+  Instance, MongoRole, MongoUser, Operation, PasswordRotation, PasswordRotationEnd, RedisConfig, RedisConfigChange, RedisSlowlogEntry, RedisStats,
+  RedisUser, RedisUserCreated, SpaceUsage, UpdateMongoUserRequest, UpdateRedisUserRequest, Webhook, WebhookDelivery, Whoami, Zone,
 } from './types.js';
 export { FINISHED_OPERATION_STATES, READY_STATES } from './types.js';

@@ -1,10 +1,17 @@
 import type { Static } from 'typebox';
-import type { AclCreateBody as AclCreateBodySchema, AclRecord, AclRecordExtended } from '../http/schemas/acls.js';
+import type {
+  AclCheckRecord, AclCreateBody as AclCreateBodySchema, AclRecord, AclRecordExtended, DeniedConnectionRecord, EffectiveAccessRecord,
+} from '../http/schemas/acls.js';
 import type { ErrorBody } from '../http/schemas/common.js';
 import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
 import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
-import type { SpaceUsage as SpaceUsageSchema } from '../http/schemas/redis.js';
+import type {
+  RedisConfigPatchBody, RedisConfigRecord, RedisStatsRecord, SlowlogEntryRecord, SpaceUsage as SpaceUsageSchema,
+} from '../http/schemas/redis.js';
+import type {
+  FinishRecord, RedisUserCreateBody, RedisUserCreated as RedisUserCreatedSchema, RedisUserPatchBody, RedisUserRecord, RotationRecord,
+} from '../http/schemas/redis-users.js';
 import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
 import type { ZoneRecord } from '../http/schemas/zones.js';
@@ -23,6 +30,25 @@ export type Acl = Static<typeof AclRecord>;
 export type AclDetail = Static<typeof AclRecordExtended>;
 export type CreateAclRequest = Static<typeof AclCreateBodySchema>;
 export type SpaceUsage = Static<typeof SpaceUsageSchema>;
+/** Whether an address would be admitted, and by which ACL. */
+export type AclCheck = Static<typeof AclCheckRecord>;
+/** What the edge enforces now, against the store. */
+export type EffectiveAccess = Static<typeof EffectiveAccessRecord>;
+/** A connection the edge refused. */
+export type DeniedConnection = Static<typeof DeniedConnectionRecord>;
+/** An application user of a Redis instance (no password). */
+export type RedisUser = Static<typeof RedisUserRecord>;
+export type RedisUserCreated = Static<typeof RedisUserCreatedSchema>;
+export type CreateRedisUserRequest = Static<typeof RedisUserCreateBody>;
+export type UpdateRedisUserRequest = Static<typeof RedisUserPatchBody>;
+/** A password rotation started: the new password and until when the old one works. */
+export type PasswordRotation = Static<typeof RotationRecord>;
+export type PasswordRotationEnd = Static<typeof FinishRecord>;
+/** Redis settings of the allow-list, by redis.conf name. */
+export type RedisConfig = Static<typeof RedisConfigRecord>;
+export type RedisConfigChange = Static<typeof RedisConfigPatchBody>;
+export type RedisSlowlogEntry = Static<typeof SlowlogEntryRecord>;
+export type RedisStats = Static<typeof RedisStatsRecord>;
 export type MongoUser = Static<typeof UserRecord>;
 export type MongoRole = Static<typeof Role>;
 export type CreateMongoUserRequest = Static<typeof UserCreateBody>;

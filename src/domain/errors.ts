@@ -49,9 +49,15 @@ export const errors = {
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
   operationNotFound: (id: string) => new HangarError(404, 'OPERATION_NOT_FOUND', `operation "${id}" not found`),
   webhookNotFound: (id: string) => new HangarError(404, 'WEBHOOK_NOT_FOUND', `webhook "${id}" not found`),
+  redisUserNotFound: (user: string, instance: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found on instance "${instance}"`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),
   nameTaken: (name: string) => new HangarError(409, 'NAME_TAKEN', `an instance named "${name}" already exists in this account`),
   userExists: (user: string, db: string) => new HangarError(409, 'USER_EXISTS', `user "${user}" already exists in database "${db}"`),
+  redisUserExists: (user: string, instance: string) => new HangarError(409, 'USER_EXISTS', `user "${user}" already exists on instance "${instance}"`),
+  rotationInProgress: (what: string) =>
+    new HangarError(409, 'ROTATION_IN_PROGRESS', `a password rotation of ${what} is in progress: finish it (POST .../rotate-password/finish) or wait for its grace period to end`),
+  preconditionFailed: (current: string) =>
+    new HangarError(412, 'PRECONDITION_FAILED', `the ACLs changed since they were read (If-Match does not match the current ETag ${current}): read them again and retry`),
   aclExists: (cidr: string, instance: string) => new HangarError(409, 'ACL_EXISTS', `an ACL for ${cidr} already exists on instance "${instance}"`),
   operationInProgress: (name: string, state: string) =>
     new HangarError(409, 'OPERATION_IN_PROGRESS', `instance "${name}" is ${state}; wait until it is ACTIVE and try again`, { state }),

@@ -53,6 +53,9 @@ export interface Instance {
   readonly transitionAt: number;
   /** Where clients reach it when its runtime says so (a Kubernetes zone's edge); null: the advertised host. */
   readonly address: string | null;
+  /** The password a rotation replaced, decrypted: clients may still use it until `passwordRotationEndsAt`. */
+  readonly passwordPrior: string | null;
+  readonly passwordRotationEndsAt: number | null;
 }
 
 /** What a create records: the instance as asked, before any pass ran. */
@@ -107,6 +110,27 @@ export interface Acl {
   readonly transport: boolean;
   readonly kibana: boolean;
   readonly createdAt: number;
+  readonly deleting: boolean;
+  /** When it stops admitting (epoch ms); null: never. */
+  readonly expiresAt: number | null;
+}
+
+/** An application user of a Redis instance (a Redis ACL user). */
+export interface RedisUser {
+  readonly id: string;
+  readonly instanceId: string;
+  readonly username: string;
+  /** Decrypted; never leaves hangar except towards the engine. */
+  readonly password: string;
+  /** The password a rotation replaced, accepted until `rotationEndsAt`. */
+  readonly passwordPrior: string | null;
+  readonly rotationEndsAt: number | null;
+  /** Key patterns (`app:*`), channel patterns, command rules (`+@read`, `-keys`). */
+  readonly keys: readonly string[];
+  readonly channels: readonly string[];
+  readonly commands: readonly string[];
+  readonly createdAt: number;
+  readonly updatedAt: number;
   readonly deleting: boolean;
 }
 

@@ -6,7 +6,7 @@
 
 /** Kinds hangar records itself, each tracked through the instance's progress in the store. */
 export const INSTANCE_OPERATION_KINDS = [
-  'create', 'resize', 'rename', 'delete', 'acl.add', 'acl.delete', 'user.create', 'user.update', 'user.delete',
+  'create', 'resize', 'rename', 'delete', 'acl.add', 'acl.delete', 'acl.replace', 'user.create', 'user.update', 'user.delete',
 ] as const;
 
 /** Kinds started and finished by the service that does the work (`OperationLog.start`, `succeed`, `fail`). */

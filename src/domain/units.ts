@@ -1,4 +1,5 @@
 import type { InstanceType, Service } from './catalog.js';
+import type { AccessGroup } from './endpoints.js';
 import type { ClusterDriver, ClusterPlace } from './cluster.js';
 import type { PortMap } from './model.js';
 
@@ -26,6 +27,25 @@ export interface InstanceSpec {
   /** hangar's own administrative credential for the engine. */
   readonly adminSecret: string;
   readonly ports: PortMap;
+  /** Passwords clients may still use besides `password`: the one a rotation replaced, during its grace period. */
+  readonly priorPasswords?: readonly string[];
+  /** Application users of the engine (Redis ACL users); absent: none. */
+  readonly users?: readonly EngineUser[];
+  /** Settings the tenant chose from the engine's allow-list, by the engine's own names; absent: none. */
+  readonly settings?: Readonly<Record<string, string>>;
+}
+
+/** An application user of an engine, with what it may reach. */
+export interface EngineUser {
+  readonly name: string;
+  /** Its passwords: the current one first, then one a rotation replaced (during the grace period). */
+  readonly passwords: readonly string[];
+  /** Key patterns it may use (`app:*`). */
+  readonly keys: readonly string[];
+  /** Pub/Sub channel patterns it may use. */
+  readonly channels: readonly string[];
+  /** Command rules in the engine's syntax (`+@read`, `-keys`), checked against the engine's allow-list. */
+  readonly commands: readonly string[];
 }
 
 /** One ACL as the edge sees it. */
@@ -34,6 +54,28 @@ export interface AccessRule {
   readonly cidr: string;
   readonly transport: boolean;
   readonly kibana: boolean;
+}
+
+/**
+ * One place that enforces an instance's ACLs, as read from it right now (not from what hangar
+ * asked of it): the local edge, each edge pod, a NetworkPolicy, the emulated edge.
+ */
+export interface AccessEnforcer {
+  /** Which one, for people: `haproxy`, `pod/h-<id>-edge-...`, `networkpolicy/h-<id>-edge`, `emulated`. */
+  readonly name: string;
+  /** The sources it admits per access group, normalised and sorted. */
+  readonly groups: Partial<Record<AccessGroup, readonly string[]>>;
+  /** Why it could not be read (it does not run); `groups` is then empty. */
+  readonly problem?: string;
+}
+
+/** A connection the edge refused (its source is in no ACL). */
+export interface DeniedConnection {
+  readonly source: string;
+  /** Epoch milliseconds. */
+  readonly at: number;
+  /** The listener's role (`public`, `servicenet`, ...). */
+  readonly listener: string;
 }
 
 /** A program found on a host, with its version. */

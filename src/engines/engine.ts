@@ -2,12 +2,27 @@ import type { Service } from '../domain/catalog.js';
 import type { MongoRole } from '../domain/model.js';
 import type { InstancePlace, InstanceSpec, UnitDefinition, UnitDriver } from '../domain/units.js';
 
+/** One entry of a Redis slow log. */
+export interface SlowlogEntry {
+  readonly id: number;
+  /** When the command ran, epoch seconds. */
+  readonly time: number;
+  readonly durationMicros: number;
+  /** The command and its arguments, as Redis keeps them (long ones cut, secrets redacted by Redis). */
+  readonly args: readonly string[];
+  /** The client's address and name, as Redis saw them. */
+  readonly client: string;
+  readonly clientName: string;
+}
+
 /** Live, read-only view of a Redis engine, for the inspection endpoints. */
 export interface RedisInspector {
   /** `INFO <section>` of the primary as key/value pairs. */
-  info(section: 'replication' | 'memory' | 'server' | 'clients'): Promise<Record<string, string>>;
+  info(section: 'replication' | 'memory' | 'server' | 'clients' | 'stats' | 'keyspace'): Promise<Record<string, string>>;
   /** `CONFIG GET <name>` on the primary. */
   configGet(name: string): Promise<string>;
+  /** `SLOWLOG GET <count>` of the primary, newest first. */
+  slowlog(count: number): Promise<SlowlogEntry[]>;
 }
 
 /** MongoDB user administration on the instance itself. */

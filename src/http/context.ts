@@ -12,7 +12,9 @@ import type { OperationService } from '../service/operations.js';
 import type { WebhookService } from '../service/webhooks.js';
 import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
+import type { PasswordService } from '../service/passwords.js';
 import type { RedisService } from '../service/redis.js';
+import type { RedisUserService } from '../service/redis-users.js';
 import type { ZoneService } from '../service/zones.js';
 import { errors } from '../domain/errors.js';
 
@@ -22,6 +24,8 @@ export interface Services {
   readonly instances: InstanceService;
   readonly acls: AclService;
   readonly redis: RedisService;
+  readonly redisUsers: RedisUserService;
+  readonly passwords: PasswordService;
   readonly mongodbUsers: MongoUserService;
   readonly zones: ZoneService;
   readonly audit: AuditService;

@@ -1,7 +1,10 @@
 import type { Static } from 'typebox';
 import { formatCreated } from '../lib/time.js';
 import { publicPort } from '../domain/endpoints.js';
-import type { Acl, Instance, PortMap } from '../domain/model.js';
+import type { Acl, Instance, PortMap, RedisUser } from '../domain/model.js';
+import type { DeniedConnection } from '../domain/units.js';
+import type { EffectiveAccess } from '../service/acls.js';
+import type { RedisStats, SlowlogEntry } from '../service/redis.js';
 import type { AclRecord, AclRecordExtended } from './schemas/acls.js';
 import type { CreationRecord, InstanceRecord } from './schemas/instances.js';
 import type { EventRecord as EventRecordSchema, OperationRecord as OperationRecordSchema } from './schemas/operations.js';
@@ -119,6 +122,7 @@ export function aclRecord(acl: Acl, inst: Instance): AclRecord {
     rec.transport = acl.transport;
     rec.kibana = acl.kibana;
   }
+  if (acl.expiresAt !== null) rec.expires_at = new Date(acl.expiresAt).toISOString();
   return rec;
 }
 
@@ -175,5 +179,71 @@ export function eventRecord(e: StreamEvent): EventRecord {
     created: formatCreated(e.createdAt),
     date_created: { $date: e.createdAt },
     data: isOperation ? { ...operationRecord(e.data as unknown as Operation), last_event_id: e.id } : { ...e.data },
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** What the edge enforces, against the store. */
+export function effectiveRecord(e: EffectiveAccess) {
+  return {
+    in_sync: e.inSync,
+    desired: e.desired,
+    enforcers: e.enforcers.map((x) => ({
+      name: x.name,
+      sources: Object.fromEntries(Object.entries(x.groups).map(([g, list]) => [g, [...list]])),
+      in_sync: x.inSync,
+      missing: x.missing,
+      extra: x.extra,
+      ...(x.problem !== undefined ? { problem: x.problem } : {}),
+    })),
+    checked_at: iso(e.checkedAt),
+  };
+}
+
+/** A refused connection. */
+export function deniedRecord(d: DeniedConnection) {
+  return { source: d.source, time: iso(d.at), listener: d.listener };
+}
+
+/** A Redis user, without its password. */
+export function redisUserRecord(u: RedisUser) {
+  return {
+    name: u.username,
+    keys: [...u.keys],
+    channels: [...u.channels],
+    commands: [...u.commands],
+    date_created: { $date: u.createdAt },
+    ...(u.rotationEndsAt !== null ? { previous_password_valid_until: iso(u.rotationEndsAt) } : {}),
+  };
+}
+
+/** A slow log entry. */
+export function slowlogRecord(e: SlowlogEntry) {
+  return { id: e.id, time: iso(e.time * 1000), duration_us: e.durationMicros, command: [...e.args], client: e.client, client_name: e.clientName };
+}
+
+/** Live statistics of a Redis primary. */
+export function statsRecord(s: RedisStats) {
+  return {
+    ops_per_sec: s.opsPerSec,
+    total_commands: s.totalCommands,
+    keyspace_hits: s.keyspaceHits,
+    keyspace_misses: s.keyspaceMisses,
+    hit_ratio: s.hitRatio,
+    evicted_keys: s.evictedKeys,
+    expired_keys: s.expiredKeys,
+    keys: s.keys,
+    connected_clients: s.connectedClients,
+    maxclients: s.maxclients,
+    blocked_clients: s.blockedClients,
+    used_memory: s.usedMemory,
+    maxmemory: s.maxmemory,
+    fragmentation_ratio: s.fragmentationRatio,
+    role: s.role,
+    replication_offset: s.replicationOffset,
+    replicas: s.replicas.map((r) => ({ state: r.state, offset: r.offset, lag_bytes: r.lagBytes, lag_seconds: r.lagSeconds })),
+    uptime_seconds: s.uptimeSeconds,
+    version: s.version,
   };
 }

@@ -26,6 +26,8 @@ import { READY_STATES, type Instance, type InstanceState } from '../domain/model
 import { pickFreePorts, type PortPool } from '../store/ports.js';
 import { toSpec } from '../domain/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
+import { listRedisSettings, listRedisUsers, purgeDeletedRedisUsers } from '../store/redis-user-repository.js';
+import { carryOutDue, untilNextDeadline } from './deadlines.js';
 import type { Db } from '../store/database.js';
 import {
   PortRaceError, deleteInstanceRow, findInstanceById, replacePort, updateInstance,
@@ -136,9 +138,12 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     ctx.step('create:building');
   }
 
+  // Expired ACLs and rotations whose grace period is over are taken off below, with the rest.
+  inst = await carryOutDue(db, inst, deps.now());
   const acls = await listAcls(db, id, true);
   const rules: AccessRule[] = acls.filter((a) => !a.deleting).map((a) => ({ cidr: a.cidrMask, transport: a.transport, kibana: a.kibana }));
-  const spec = toSpec(inst);
+  const users = inst.service === 'redis' ? await listRedisUsers(db, deps.keyring, id, true) : [];
+  const spec = toSpec(inst, inst.service === 'redis' ? { users, settings: await listRedisSettings(db, id) } : {});
   // A pass that only checks (nothing was asked) first says whether the instance serves, so
   // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
   if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, target, inst, spec);
@@ -157,20 +162,29 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     await purgeDeletedAcls(db, id, purged);
     ctx.step('ensure:acls-purged');
   }
+  await purgeDeletedRedisUsers(db, id, users.filter((u) => u.deleting).map((u) => u.id));
 
   if (inst.service === 'mongodb' && (await syncUsers(deps, target, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
 
   const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
   const moved = address !== undefined && address !== inst.address;
-  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan && !moved) return;
+  // Converged: the next pass runs at the next deadline (an ACL's expiry, a rotation's end), if any.
+  const wait = await untilNextDeadline(db, inst, deps.now());
+  const next = wait === undefined ? undefined : { requeueAfterMs: wait };
+  if (next) report.outcome = 'ok';
+  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan && !moved) return next;
   const wrote = await updateInstance(
     db,
     id,
     { state: done, stateReason: null, plan: inst.desiredPlan, observedVersion: version, updatedAt: deps.now(), ...(moved ? { address } : {}) },
     { specVersion: version },
   );
-  if (!wrote) return { requeueAfterMs: 0 };
+  if (!wrote) {
+    delete report.outcome;
+    return { requeueAfterMs: 0 };
+  }
   if (inst.state !== done) deps.log.info({ instance: id, name: inst.name, from: inst.state, to: done }, 'instance state');
+  return next;
 }
 
 /**

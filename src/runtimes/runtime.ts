@@ -1,6 +1,8 @@
 import type {
-  AccessRule, EnsureResult, Health, InstancePlace, InstanceSpec, RuntimeKind, StepContext, UnitDriver,
+  AccessEnforcer, AccessRule, DeniedConnection, EnsureResult, Health, InstancePlace, InstanceSpec, RuntimeKind, StepContext, UnitDriver,
 } from '../domain/units.js';
+
+export type { AccessEnforcer, DeniedConnection };
 
 /** Health of the runtime as a whole, for /readyz. */
 export interface RuntimeHealth {
@@ -64,4 +66,8 @@ export interface Runtime {
   health(): RuntimeHealth;
   /** Unit and edge counters, for /metrics. */
   stats(): Promise<RuntimeStats>;
+  /** What enforces the instance's ACLs right now, each enforcer read from itself. */
+  effectiveAccess(spec: InstanceSpec): Promise<AccessEnforcer[]>;
+  /** The last connections the edge refused for the instance, newest first, at most `limit` (a bounded history in memory). */
+  deniedConnections(spec: InstanceSpec, limit: number): Promise<DeniedConnection[]>;
 }

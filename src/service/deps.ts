@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { Keyring } from '../lib/secrets.js';
 import type { Service } from '../domain/catalog.js';
-import type { InstancePlace, InstanceSpec, RuntimeKind } from '../domain/units.js';
+import type { AccessEnforcer, DeniedConnection, InstancePlace, InstanceSpec, RuntimeKind } from '../domain/units.js';
 import type { EngineRegistry } from '../engines/registry.js';
 import type { PortPool } from '../store/ports.js';
 import type { Db } from '../store/database.js';
@@ -45,6 +45,10 @@ export interface ZoneView {
   readonly ports: PortPool;
   /** Where the units of an instance live, handed to its engine for live reads. */
   place(spec: InstanceSpec): InstancePlace;
+  /** What enforces an instance's ACLs right now, each enforcer read from itself. */
+  effectiveAccess(spec: InstanceSpec): Promise<AccessEnforcer[]>;
+  /** The last connections the edge refused for an instance, newest first. */
+  deniedConnections(spec: InstanceSpec, limit: number): Promise<DeniedConnection[]>;
 }
 
 /** The zones this hangar serves. */

@@ -106,7 +106,7 @@ export class InstanceService {
       const message = `"storage_engine" ${JSON.stringify(input.storage_engine)} is not available with the ${service} installed on this host`;
       throw errors.invalidValue('storage_engine', message, offering.storageEngines);
     }
-    const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, `acls[${i}].`));
+    const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, this.deps.now(), `acls[${i}].`));
     const seen = new Set<string>();
     for (const a of acls) {
       const key = `${a.cidrMask}|${a.transport}|${a.kibana}`;

@@ -7,10 +7,56 @@ import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
 import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
 import { toSpec } from '../domain/spec.js';
-import type { RedisInspector } from '../engines/engine.js';
+import type { RedisInspector, SlowlogEntry } from '../engines/engine.js';
+
+export type { SlowlogEntry };
+import { REDIS_SETTING_NAMES, checkRedisSetting } from '../engines/redis/redis-settings.js';
+
+/** The settings tenants may change, with their values (engine knowledge, for the API's documentation). */
+export { REDIS_SETTINGS } from '../engines/redis/redis-settings.js';
+import { listRedisSettings, putRedisSettings } from '../store/redis-user-repository.js';
+import { recordAndApply } from './redis-users.js';
 
 /** An engine that takes longer than this to answer an inspection is reported unreachable. */
 const ENGINE_TIMEOUT_MS = 3000;
+
+/** How long a settings change waits for the engines before answering (it is durable either way). */
+const CONFIG_SETTLE_MS = 5000;
+
+/** A replica as its primary sees it. */
+export interface ReplicaStats {
+  readonly state: string;
+  /** Replication offset the replica acknowledged. */
+  readonly offset: number;
+  /** Bytes of the primary's stream it has not acknowledged yet. */
+  readonly lagBytes: number;
+  /** Seconds since its last acknowledgement. */
+  readonly lagSeconds: number;
+}
+
+/** What `GET /v2/redis/<name>/stats/` shows, read live from the primary. */
+export interface RedisStats {
+  readonly opsPerSec: number;
+  readonly totalCommands: number;
+  readonly keyspaceHits: number;
+  readonly keyspaceMisses: number;
+  /** Hits over hits and misses; null before any read. */
+  readonly hitRatio: number | null;
+  readonly evictedKeys: number;
+  readonly expiredKeys: number;
+  readonly keys: number;
+  readonly connectedClients: number;
+  readonly maxclients: number;
+  readonly blockedClients: number;
+  readonly usedMemory: number;
+  readonly maxmemory: number;
+  readonly fragmentationRatio: number;
+  readonly role: string;
+  readonly replicationOffset: number;
+  readonly replicas: readonly ReplicaStats[];
+  readonly uptimeSeconds: number;
+  readonly version: string;
+}
 
 export interface SpaceUsage {
   readonly freeSpacePercentage: number;
@@ -96,6 +142,80 @@ export class RedisService {
     return this.live(caller, name, (inst) => this.inspector(inst).configGet('maxclients'));
   }
 
+  /** Every setting of the allow-list, as the primary runs it now. */
+  config(caller: Caller, name: string): Promise<Record<string, string>> {
+    return this.live(caller, name, async (inst) => {
+      const inspector = this.inspector(inst);
+      const out: Record<string, string> = {};
+      for (const setting of REDIS_SETTING_NAMES) out[setting] = await inspector.configGet(setting);
+      return out;
+    });
+  }
+
+  /**
+   * Records settings from the allow-list (each checked: a 400 names the setting and its allowed
+   * values), has the reconciler apply them live to the primary and the replica and write them
+   * into their configuration files, and returns every setting hangar holds for the instance.
+   */
+  async setConfig(caller: Caller, name: string, values: Readonly<Record<string, string | number>>): Promise<Record<string, string>> {
+    const checked: Record<string, string> = {};
+    for (const [setting, raw] of Object.entries(values)) {
+      const result = checkRedisSetting(setting, raw);
+      if ('problem' in result) throw errors.invalidValue(setting, result.problem, result.allowed);
+      checked[setting] = result.value;
+    }
+    if (Object.keys(checked).length === 0) throw errors.invalidBody(`send at least one setting: ${REDIS_SETTING_NAMES.join(', ')}`);
+    const inst = await this.redisInstance(caller, name);
+    if (inst.deleting) throw errors.instanceDeleting(name);
+    const now = this.deps.now();
+    await recordAndApply(this.deps, inst, (trx) => putRedisSettings(trx, inst.id, checked, now), CONFIG_SETTLE_MS);
+    return listRedisSettings(this.deps.db, inst.id);
+  }
+
+  /** The primary's slow log, newest first. */
+  slowlog(caller: Caller, name: string, count: number): Promise<SlowlogEntry[]> {
+    return this.live(caller, name, (inst) => this.inspector(inst).slowlog(count));
+  }
+
+  /** Throughput, cache efficiency, evictions, clients, memory and replication, read live. */
+  stats(caller: Caller, name: string): Promise<RedisStats> {
+    return this.live(caller, name, async (inst) => {
+      const r = this.inspector(inst);
+      const [stats, clients, memory, replication, server, keyspace, maxclients] = [
+        await r.info('stats'), await r.info('clients'), await r.info('memory'), await r.info('replication'), await r.info('server'), await r.info('keyspace'),
+        await r.configGet('maxclients'),
+      ];
+      const hits = num(stats.keyspace_hits);
+      const misses = num(stats.keyspace_misses);
+      const offset = num(replication.master_repl_offset);
+      const replicas = Object.entries(replication)
+        .filter(([k]) => /^slave\d+$/.test(k))
+        .map(([, v]) => Object.fromEntries(v.split(',').map((kv) => kv.split('=') as [string, string])))
+        .map((s) => ({ state: s.state ?? 'unknown', offset: num(s.offset), lagBytes: Math.max(0, offset - num(s.offset)), lagSeconds: num(s.lag) }));
+      return {
+        opsPerSec: num(stats.instantaneous_ops_per_sec),
+        totalCommands: num(stats.total_commands_processed),
+        keyspaceHits: hits,
+        keyspaceMisses: misses,
+        hitRatio: hits + misses > 0 ? Math.round((hits / (hits + misses)) * 10_000) / 10_000 : null,
+        evictedKeys: num(stats.evicted_keys),
+        expiredKeys: num(stats.expired_keys),
+        keys: Object.values(keyspace).reduce((n, v) => n + num(/keys=(\d+)/.exec(v)?.[1]), 0),
+        connectedClients: num(clients.connected_clients),
+        maxclients: num(maxclients),
+        blockedClients: num(clients.blocked_clients),
+        usedMemory: num(memory.used_memory),
+        maxmemory: num(memory.maxmemory),
+        fragmentationRatio: num(memory.mem_fragmentation_ratio),
+        role: replication.role ?? 'unknown',
+        replicationOffset: offset,
+        replicas,
+        uptimeSeconds: num(server.uptime_in_seconds),
+        version: server.redis_version ?? '',
+      };
+    });
+  }
+
   /** Records the larger plan (and its operation); the reconciler applies it to the engines. */
   async resize(caller: Caller, name: string, newPlan: number, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     const inst = await this.redisInstance(caller, name);
@@ -144,6 +264,11 @@ export class RedisService {
 
 /** Thrown in a resize's transaction when another request changed the instance first (its operation is undone with it). */
 const NOT_CHANGED = new Error('not changed');
+/** A number of INFO, or 0 when Redis does not give it. */
+function num(v: string | undefined): number {
+  const n = Number(v);
+  return v === undefined || !Number.isFinite(n) ? 0 : n;
+}
 
 function integer(v: string | undefined, field: string): number {
   const n = Number(v);

@@ -19,6 +19,8 @@ export interface AclInput {
   readonly description: string;
   readonly transport?: boolean;
   readonly kibana?: boolean;
+  /** RFC 3339 date-time with a time zone (`2026-12-01T18:00:00Z`): when the ACL stops admitting. */
+  readonly expires_at?: string;
 }
 
 export interface ValidAcl {
@@ -26,10 +28,23 @@ export interface ValidAcl {
   readonly description: string;
   readonly transport: boolean;
   readonly kibana: boolean;
+  /** Epoch milliseconds; null: never. */
+  readonly expiresAt: number | null;
+}
+
+/** RFC 3339: a date, `T`, a time, and `Z` or an offset. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** An RFC 3339 date-time in the future, as epoch milliseconds. */
+export function assertFutureTime(field: string, text: string, now: number): number {
+  const at = RFC3339.test(text) ? Date.parse(text) : NaN;
+  if (!Number.isFinite(at)) throw errors.invalidValue(field, `"${field}" must be an RFC 3339 date-time with a time zone, e.g. 2026-12-01T18:00:00Z; got ${JSON.stringify(text)}`);
+  if (at <= now) throw errors.invalidValue(field, `"${field}" ${text} is not in the future`);
+  return at;
 }
 
 /** Checks an ACL body (spec 4.3 and section 7, conditions 4 and 5) and normalises its range. */
-export function assertAcl(input: AclInput, service: Service, field = ''): ValidAcl {
+export function assertAcl(input: AclInput, service: Service, now: number, field = ''): ValidAcl {
   const cidr = parseCidr(input.cidr_mask);
   if (!cidr) {
     throw errors.invalidValue(`${field}cidr_mask`, `"${field}cidr_mask" must be an IP address (a.b.c.d) or a CIDR range (a.b.c.d/x), IPv4 or IPv6; got ${JSON.stringify(input.cidr_mask)}`);
@@ -45,5 +60,6 @@ export function assertAcl(input: AclInput, service: Service, field = ''): ValidA
   if (transport && kibana) {
     throw errors.invalidValue(`${field}transport`, `"${field}transport" and "${field}kibana" cannot be combined: create one ACL for each`);
   }
-  return { cidrMask: cidr.text, description: input.description, transport, kibana };
+  const expiresAt = input.expires_at === undefined ? null : assertFutureTime(`${field}expires_at`, input.expires_at, now);
+  return { cidrMask: cidr.text, description: input.description, transport, kibana, expiresAt };
 }

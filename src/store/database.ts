@@ -65,6 +65,9 @@ export interface InstanceTable {
   lease_expires_at: number | null;
   /** Where clients reach the instance when its runtime says so; null: the advertised host. */
   address: Generated<string | null>;
+  /** The password a rotation replaced, accepted until `password_rotation_ends_at`. */
+  password_prior_enc: Generated<string | null>;
+  password_rotation_ends_at: Generated<number | null>;
 }
 
 export interface PortTable {
@@ -84,6 +87,32 @@ export interface AclTable {
   kibana: number;
   created_at: number;
   deleting: number;
+  /** When the ACL stops admitting (epoch ms); null: never. */
+  expires_at: Generated<number | null>;
+}
+
+export interface RedisUserTable {
+  id: string;
+  instance_id: string;
+  username: string;
+  password_enc: string;
+  /** The password a rotation replaced, accepted until `rotation_ends_at`. */
+  password_prior_enc: string | null;
+  rotation_ends_at: number | null;
+  /** JSON arrays of key patterns, channel patterns and command rules. */
+  keys: string;
+  channels: string;
+  commands: string;
+  deleting: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RedisSettingTable {
+  instance_id: string;
+  name: string;
+  value: string;
+  updated_at: number;
 }
 
 export interface MongodbUserTable {
@@ -227,6 +256,8 @@ export interface Database {
   ports: PortTable;
   acls: AclTable;
   mongodb_users: MongodbUserTable;
+  redis_users: RedisUserTable;
+  redis_settings: RedisSettingTable;
   idempotency_keys: IdempotencyKeyTable;
   audit_events: AuditEventTable;
   leases: LeaseTable;
@@ -247,6 +278,7 @@ export type OperationRow = Selectable<OperationTable>;
 export type EventRow = Selectable<EventTable>;
 export type WebhookRow = Selectable<WebhookTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
+export type RedisUserRow = Selectable<RedisUserTable>;
 
 export type Dialect = 'sqlite' | 'postgres';
 

@@ -37,6 +37,8 @@ export function toInstance(row: InstanceRow, keyring: Keyring): Instance {
     updatedAt: row.updated_at,
     transitionAt: row.transition_at,
     address: row.address ?? null,
+    passwordPrior: row.password_prior_enc == null ? null : keyring.decrypt(row.password_prior_enc),
+    passwordRotationEndsAt: row.password_rotation_ends_at == null ? null : Number(row.password_rotation_ends_at),
   };
 }
 
@@ -72,6 +74,8 @@ function newInstanceRow(inst: NewInstance, keyring: Keyring): NewInstanceRow & I
     lease_owner: null,
     lease_expires_at: null,
     address: null,
+    password_prior_enc: null,
+    password_rotation_ends_at: null,
   };
 }
 
@@ -105,7 +109,7 @@ export async function createInstance(
 ): Promise<Instance> {
   const row = newInstanceRow(inst, keyring);
   await insertInstanceRow(db, row, hostId, acls, opts.maxInstances, opts.guard, opts.before);
-  return { ...inst, namePrior: null, desiredPlan: inst.plan, state: 'REQUESTED', stateReason: null, deleting: false, specVersion: 1, observedVersion: 0, updatedAt: inst.createdAt, transitionAt: inst.createdAt, address: null };
+  return { ...inst, namePrior: null, desiredPlan: inst.plan, state: 'REQUESTED', stateReason: null, deleting: false, specVersion: 1, observedVersion: 0, updatedAt: inst.createdAt, transitionAt: inst.createdAt, address: null, passwordPrior: null, passwordRotationEndsAt: null };
 }
 
 /**
@@ -290,6 +294,49 @@ export async function bumpInstance(db: Db, id: string, patch: InstancePatch, now
     .where('id', '=', id);
   if (where.states) q = q.where('state', 'in', where.states);
   if (where.notDeleting) q = q.where('deleting', '=', 0);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/**
+ * Starts a rotation of the instance password: `password` becomes the password (the record
+ * shows it), the current one stays accepted until `endsAt`. Bumps the spec version (the
+ * reconciler applies it). False when a rotation is in progress or the instance is being deleted.
+ */
+export async function startInstanceRotation(db: Db, keyring: Keyring, inst: Instance, password: string, endsAt: number, now: number): Promise<boolean> {
+  if (inst.password === null) return false;
+  const r = await db
+    .updateTable('instances')
+    .set((eb) => ({
+      password_enc: keyring.encrypt(password),
+      password_prior_enc: keyring.encrypt(inst.password!),
+      password_rotation_ends_at: endsAt,
+      spec_version: eb('spec_version', '+', 1),
+      updated_at: now,
+    }))
+    .where('id', '=', inst.id)
+    .where('deleting', '=', 0)
+    .where('password_prior_enc', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/**
+ * Retires the password a rotation replaced: at once (`finish`, bumping the spec version), or
+ * when its grace period is over at `dueAt` (a reconcile pass, which applies it itself). False
+ * when there was nothing to retire.
+ */
+export async function endInstanceRotation(db: Db, id: string, now: number, opts: { dueAt?: number } = {}): Promise<boolean> {
+  let q = db
+    .updateTable('instances')
+    .set((eb) => ({
+      password_prior_enc: null,
+      password_rotation_ends_at: null,
+      ...(opts.dueAt === undefined ? { spec_version: eb('spec_version', '+', 1), updated_at: now } : {}),
+    }))
+    .where('id', '=', id)
+    .where('password_prior_enc', 'is not', null);
+  if (opts.dueAt !== undefined) q = q.where('password_rotation_ends_at', '<=', opts.dueAt);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }

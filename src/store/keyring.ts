@@ -35,15 +35,20 @@ export async function sealingKeyIds(db: Db): Promise<Map<string, number>> {
     const id = sealed.split('.')[1] ?? '?';
     ids.set(id, (ids.get(id) ?? 0) + 1);
   };
-  for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) {
+  for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc']).execute()) {
     add(r.api_key_enc);
     add(r.password_enc);
     add(r.admin_secret_enc);
+    add(r.password_prior_enc);
   }
   for (const r of await db.selectFrom('mongodb_users').select('password_enc').execute()) add(r.password_enc);
   for (const r of await db.selectFrom('webhooks').select(['secret_enc', 'previous_secret_enc']).execute()) {
     add(r.secret_enc);
     add(r.previous_secret_enc);
+  }
+  for (const r of await db.selectFrom('redis_users').select(['password_enc', 'password_prior_enc']).execute()) {
+    add(r.password_enc);
+    add(r.password_prior_enc);
   }
   add((await getMeta(db, 'secret_check')) ?? null);
   return ids;
@@ -67,15 +72,21 @@ export async function assertKeysOpenStore(db: Db, keyring: Keyring): Promise<voi
 /** Re-encrypts, in one transaction, every value not sealed with the keyring's current key. */
 export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
   const reseal = (v: string) => (keyring.isCurrent(v) ? v : keyring.encrypt(keyring.decrypt(v)));
+  const resealOrNull = (v: string | null) => (v === null ? null : reseal(v));
   let n = 0;
   await db.transaction().execute(async (trx) => {
-    for (const r of await trx.selectFrom('instances').select(['id', 'api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) {
+    for (const r of await trx.selectFrom('instances').select(['id', 'api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc']).execute()) {
       await trx
         .updateTable('instances')
-        .set({ api_key_enc: reseal(r.api_key_enc), password_enc: r.password_enc === null ? null : reseal(r.password_enc), admin_secret_enc: reseal(r.admin_secret_enc) })
+        .set({
+          api_key_enc: reseal(r.api_key_enc),
+          password_enc: resealOrNull(r.password_enc),
+          admin_secret_enc: reseal(r.admin_secret_enc),
+          password_prior_enc: resealOrNull(r.password_prior_enc),
+        })
         .where('id', '=', r.id)
         .execute();
-      n += r.password_enc === null ? 2 : 3;
+      n += 2 + (r.password_enc === null ? 0 : 1) + (r.password_prior_enc === null ? 0 : 1);
     }
     for (const r of await trx.selectFrom('mongodb_users').select(['id', 'password_enc']).execute()) {
       await trx.updateTable('mongodb_users').set({ password_enc: reseal(r.password_enc) }).where('id', '=', r.id).execute();
@@ -88,6 +99,10 @@ export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
         .where('id', '=', r.id)
         .execute();
       n += r.previous_secret_enc === null ? 1 : 2;
+    }
+    for (const r of await trx.selectFrom('redis_users').select(['id', 'password_enc', 'password_prior_enc']).execute()) {
+      await trx.updateTable('redis_users').set({ password_enc: reseal(r.password_enc), password_prior_enc: resealOrNull(r.password_prior_enc) }).where('id', '=', r.id).execute();
+      n += r.password_prior_enc === null ? 1 : 2;
     }
     await setMeta(trx, 'secret_check', keyring.encrypt('hangar'));
   });

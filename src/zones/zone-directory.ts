@@ -96,6 +96,8 @@ export async function buildZones(config: Config, log: Logger, zones: readonly Zo
       limits,
       ports: target.ports,
       place: (spec: InstanceSpec): InstancePlace => target.runtime.place(spec),
+      effectiveAccess: (spec) => target.runtime.effectiveAccess(spec),
+      deniedConnections: (spec, limit) => target.runtime.deniedConnections(spec, limit),
     });
   }
   log.info({ zones: placed.map((z) => ({ zone: z.name, runtime: z.runtime, capacity_mb: z.limits[0]?.capacityMb ?? null })) }, 'zones');

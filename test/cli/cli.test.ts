@@ -383,6 +383,62 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
       expect((await run(['acls', 'add', 'r1'])).code).toBe(2);
     });
 
+    it('acls add --expires, check (exit 0 admitted, 1 not), effective, denied', async () => {
+      const add = await run(['acls', 'add', 'r1', '198.51.100.0/24', '--description', 'office', '--expires', '8h', '--json']);
+      expect(add.code, add.stderr).toBe(0);
+      const listed = (await alice.get('/v2/instances/r1/acls/')).body.data.find((a: any) => a.cidr_mask === '198.51.100.0/24');
+      expect(Date.parse(listed.expires_at) - Date.now()).toBeGreaterThan(7.9 * 3_600_000);
+      expect((await run(['acls', 'add', 'r1', '198.51.100.1', '--expires', 'soonish'])).code).toBe(2);
+      const yes = await run(['acls', 'check', 'r1', '198.51.100.23']);
+      expect(yes.code).toBe(0);
+      expect(yes.stdout).toContain('198.51.100.23 is admitted to r1 by ACL');
+      const no = await run(['acls', 'check', 'r1', '192.0.2.1']);
+      expect(no.code).toBe(1);
+      expect(no.stdout).toContain('not admitted');
+      expect((await run(['acls', 'check', 'r1', '192.0.2.0/24'])).code).toBe(1);
+      const eff = await run(['acls', 'effective', 'r1']);
+      expect(eff.code, eff.stderr).toBe(0);
+      expect(eff.stdout).toMatch(/exactly the ACLs[\s\S]*emulated\s+yes/);
+      const inst = (await alice.get('/v2/instances/r1/')).body.data;
+      th.runtime.connect(inst.id, '192.0.2.200');
+      const denied = await run(['acls', 'denied', 'r1']);
+      expect(denied.stdout).toMatch(/TIME\s+SOURCE\s+LISTENER\n\S+\s+192\.0\.2\.200\s+public/);
+    });
+
+    it('redis users add, ls, set, rotate-password, rm; redis config; redis slowlog; instances rotate-password', async () => {
+      const add = await run(['redis', 'users', 'add', 'r1', 'app', '--key', 'app:*', '--command', '+@read', '--command=-@dangerous']);
+      expect(add.code, add.stderr).toBe(0);
+      expect(add.stdout.trim()).toMatch(/^[0-9a-f]{32}$/);
+      expect((await run(['redis', 'users', 'add', 'r1', 'given', '--password-stdin'], 'given-password-1\n')).code).toBe(0);
+      const ls = await run(['redis', 'users', 'ls', 'r1']);
+      expect(ls.stdout).toMatch(/app\s+~app:\* \+@read -@dangerous/);
+      expect((await run(['redis', 'users', 'set', 'r1', 'app', '--key', 'app:*', '--key', 'jobs:*'])).stdout).toContain('~app:* ~jobs:*');
+      expect((await run(['redis', 'users', 'set', 'r1', 'app'])).code).toBe(2);
+      const refused = await run(['redis', 'users', 'add', 'r1', 'ops', '--command', '+config']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('CONFIG');
+      const rot = await run(['redis', 'users', 'rotate-password', 'r1', 'app', '--json']);
+      expect(JSON.parse(rot.stdout)).toMatchObject({ password: expect.any(String), previous_valid_until: expect.any(String) });
+      expect((await run(['redis', 'users', 'rotate-password', 'r1', 'app', '--finish'])).stdout).toContain('no longer works');
+      expect((await run(['redis', 'users', 'rm', 'r1', 'given'])).code).toBe(0);
+      expect((await run(['redis', 'users', 'rm', 'r1', 'given'])).code).toBe(3);
+      const cfg = await run(['redis', 'config', 'r1', 'maxmemory-policy=allkeys-lru', 'timeout=300']);
+      expect(cfg.code, cfg.stderr).toBe(0);
+      expect((await run(['redis', 'config', 'r1'])).stdout).toMatch(/maxmemory-policy\s+allkeys-lru/);
+      const bad = await run(['redis', 'config', 'r1', 'maxmemory-policy=sometimes']);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain('allkeys-lru');
+      expect((await run(['redis', 'config', 'r1', 'nonsense'])).code).toBe(2);
+      expect((await run(['redis', 'slowlog', 'r1'])).stdout).toContain('empty');
+      const before = (await alice.get('/v2/instances/r1/')).body.data.password;
+      const rotated = await run(['instances', 'rotate-password', 'r1']);
+      expect(rotated.code, rotated.stderr).toBe(0);
+      expect(rotated.stdout.trim()).toBe((await alice.get('/v2/instances/r1/')).body.data.password);
+      expect(rotated.stdout.trim()).not.toBe(before);
+      expect((await run(['instances', 'rotate-password', 'r1', '--finish', '--json'])).stdout).toContain('"retired": true');
+      expect((await run(['redis', 'stats', 'r1'])).stdout).toMatch(/hit ratio:\s+-\n/);
+    });
+
     it('mongo users ls, add, set, rm', async () => {
       const add = await run(['mongo', 'users', 'add', 'm1', 'app', '--db', 'shop', '--role', 'readWrite', '--role', 'read@reports', '--password-stdin'], 'password-1\n');
       expect(add.code, add.stderr).toBe(0);
@@ -496,8 +552,10 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
       writeFileSync(script, res.stdout);
       execFileSync('bash', ['-n', script]);
       expect(await complete(script, ['hangar', ''])).toEqual(expect.arrayContaining(['instances', 'acls', 'redis', 'mongo', 'connect', 'login', 'serve', 'accounts']));
-      expect(await complete(script, ['hangar', 'instances', ''])).toEqual(['ls', 'create', 'show', 'rename', 'rm']);
+      expect(await complete(script, ['hangar', 'instances', ''])).toEqual(['ls', 'create', 'show', 'rotate-password', 'rename', 'rm']);
       expect(await complete(script, ['hangar', 'mongo', 'users', ''])).toEqual(['ls', 'add', 'set', 'rm']);
+      expect(await complete(script, ['hangar', 'redis', 'users', ''])).toEqual(['ls', 'add', 'set', 'rm', 'rotate-password']);
+      expect(await complete(script, ['hangar', 'acls', ''])).toEqual(['ls', 'add', 'rm', 'check', 'effective', 'denied']);
       expect(await complete(script, ['hangar', 'instances', 'create', 'x', '--ser'])).toEqual(['--service']);
       expect(await complete(script, ['hangar', 'instances', 'create', 'x', '--service', ''])).toEqual(['elasticsearch', 'mongodb', 'redis']);
       expect(await complete(script, ['hangar', 'instances', 'create', 'x', '--service', 'redis', '--zone', 'US-D'])).toEqual(['US-Dallas']);
@@ -512,7 +570,7 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
       expect(res.code).toBe(0);
       expect(res.stdout.startsWith('#compdef hangar\n')).toBe(true);
       expect(res.stdout).toContain('compdef _hangar hangar');
-      expect(res.stdout).toContain('"instances") cands="ls create show rename rm";;');
+      expect(res.stdout).toContain('"instances") cands="ls create show rotate-password rename rm";;');
       const zsh = onPath('zsh');
       if (zsh) {
         writeFileSync(join(bin, '_hangar'), res.stdout);

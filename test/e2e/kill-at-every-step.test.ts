@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HangarProcess, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
-import { connectRedis, enginePid, engineSetting, eventually, pingOutcome, tcpAccepts } from './helpers/redis.js';
+import { connectRedis, connectRedisAs, enginePid, enginePort, engineSetting, eventually, pingOutcome, tcpAccepts } from './helpers/redis.js';
 import { COMPUTED_STEPS, USER_STEPS, literalStepNames } from './helpers/steps.js';
 import { edgeAllowList, expectApiMatchesWhatRuns } from './helpers/what-runs.js';
 
@@ -126,6 +126,28 @@ const OPERATIONS: Record<string, Operation> = {
       expect(await pingOutcome(portOf(inst!.public_connect_string), inst!.password)).toBe(listed.length > 0 ? 'PONG' : 'refused');
     },
   },
+  // A Redis user is applied on the primary, then the replica, then written into the store's
+  // history: killed between, the restarted hangar applies it on both.
+  'redis-user': {
+    setup: (h) => h.createRedis('x', { acls: LOCAL }),
+    act: (h) => survive(h.post('/v2/redis/x/users/', { username: 'app', password: 'app-password-1', keys: ['app:*'], commands: ['+@read', '+@write', '-@dangerous', '+@connection'] })),
+    async verify(h, inst) {
+      await h.waitFor('x', (r) => r?.state === 'ACTIVE', CONVERGE_MS);
+      for (const role of ['primary', 'replica'] as const) {
+        const port = role === 'primary' ? portOf(inst!.public_connect_string) : enginePort(h.dataDir, inst!.id, 'replica');
+        await settled(async () => {
+          const c = await connectRedisAs(port, 'app', 'app-password-1');
+          try {
+            expect(await c.get('app:1')).toBeNull();
+            await expect(c.get('other:1')).rejects.toThrow(/NOPERM/);
+          } finally {
+            c.destroy();
+          }
+        });
+        expect(engineSetting(h.dataDir, inst!.id, role, 'user app')).toMatch(/^"reset" "on" "#[0-9a-f]{64}" "~app:\*"/);
+      }
+    },
+  },
 };
 
 /** An engine killed: hangar restarts it (and dies at the restart). */
@@ -185,6 +207,8 @@ const CASES: { op: string; step: string; cleanSetup?: boolean }[] = [
   { op: 'acl-delete', step: 'acl-delete:recorded' },
   { op: 'acl-delete', step: 'ensure:access-applied', cleanSetup: true },
   { op: 'acl-delete', step: 'ensure:acls-purged' },
+  { op: 'redis-user', step: 'access:primary-applied' },
+  { op: 'redis-user', step: 'access:replica-applied' },
   { op: 'heal-primary', step: 'ensure:primary-restarted' },
   { op: 'heal-replica', step: 'ensure:replica-restarted' },
 ];

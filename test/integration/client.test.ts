@@ -127,6 +127,45 @@ describe('HangarClient', () => {
       expect((await hangar.waitUntilReady('kv')).plan).toBe(1000);
     });
 
+    it('ACLs, day two: expiry, replace with If-Match, check, effective rules, refused connections', async () => {
+      await hangar.createInstance(redisBody('day2'));
+      const inst = await hangar.waitUntilReady('day2');
+      const expires_at = new Date(Date.now() + 3_600_000).toISOString();
+      await hangar.createAcl('day2', { cidr_mask: '198.51.100.0/24', description: 'office', expires_at });
+      const { acls, etag } = await hangar.listAclsWithEtag('day2');
+      expect(acls[0]!.expires_at).toBe(expires_at);
+      const replaced = await hangar.replaceAcls('day2', [{ cidr_mask: '198.51.100.0/24', description: 'office' }, { cidr_mask: '203.0.113.7', description: 'laptop' }], { ifMatch: etag });
+      expect(replaced.acls.map((a) => a.cidr_mask)).toEqual(['198.51.100.0/24', '203.0.113.7']);
+      expect(replaced.etag).not.toBe(etag);
+      expect(await failure(hangar.replaceAcls('day2', [], { ifMatch: etag }))).toMatchObject({ status: 412, code: 'PRECONDITION_FAILED' });
+      expect(await hangar.checkAcl('day2', '198.51.100.9')).toMatchObject({ admitted: true, acl: { cidr_mask: '198.51.100.0/24' } });
+      expect((await hangar.effectiveAcls('day2')).in_sync).toBe(true);
+      th.runtime.connect(inst.id, '192.0.2.5');
+      expect(await hangar.deniedConnections('day2', { limit: 5 })).toEqual([{ source: '192.0.2.5', time: expect.any(String), listener: 'public' }]);
+    });
+
+    it('redis, day two: users, password rotation, settings, slow log, stats', async () => {
+      const { user, password } = await hangar.createRedisUser('kv', { username: 'app', keys: ['app:*'], commands: ['+@read'] });
+      expect(user).toMatchObject({ name: 'app', keys: ['app:*'] });
+      expect(password).toMatch(/^[0-9a-f]{32}$/);
+      expect((await hangar.updateRedisUser('kv', 'app', { channels: ['news'] })).channels).toEqual(['news']);
+      expect((await hangar.listRedisUsers('kv')).map((u) => u.name)).toEqual(['app']);
+      const rotation = await hangar.rotateRedisUserPassword('kv', 'app');
+      expect((await hangar.getRedisUser('kv', 'app')).previous_password_valid_until).toBe(rotation.previous_valid_until);
+      expect(await hangar.finishRedisUserPasswordRotation('kv', 'app')).toBe(true);
+      await hangar.deleteRedisUser('kv', 'app');
+      expect(await failure(hangar.getRedisUser('kv', 'app'))).toMatchObject({ status: 404, code: 'USER_NOT_FOUND' });
+      const { password: fresh } = await hangar.rotateInstancePassword('kv');
+      expect((await hangar.getInstance('kv')).password).toBe(fresh);
+      expect(await hangar.finishInstancePasswordRotation('kv')).toBe(true);
+      expect(await hangar.finishInstancePasswordRotation('kv')).toBe(false);
+      expect(await hangar.setRedisConfig('kv', { 'maxmemory-policy': 'allkeys-lfu' })).toEqual({ 'maxmemory-policy': 'allkeys-lfu' });
+      expect((await hangar.redisConfig('kv'))['maxmemory-policy']).toBe('allkeys-lfu');
+      expect(await failure(hangar.setRedisConfig('kv', { hz: 9999 }))).toMatchObject({ status: 400, field: 'hz', allowed: [1, 500] });
+      expect(await hangar.redisSlowlog('kv', { limit: 5 })).toEqual([]);
+      expect((await hangar.redisStats('kv')).role).toBe('master');
+    });
+
     it('MongoDB users: create, list, update, delete', async () => {
       const m = await hangar.createInstance(mongoBody('docs'));
       await hangar.waitUntilReady('docs');

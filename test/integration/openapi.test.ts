@@ -253,6 +253,32 @@ describe('the OpenAPI document', () => {
       expect((await call(alice, 'DELETE', one, { instance_name: 'r', acl_id: id })).status).toBe(404);
     });
 
+    it('ACLs: expiry, check, effective rules, refused connections, bulk replace', async () => {
+      const list = '/v2/instances/{instance_name}/acls/';
+      const expiring = { cidr_mask: '198.51.100.77', description: 'a while', expires_at: new Date(Date.now() + 3_600_000).toISOString() };
+      expect((await call(alice, 'POST', list, { instance_name: 'r' }, expiring)).status).toBe(200);
+      expect((await call(alice, 'GET', list, { instance_name: 'r' })).status).toBe(200);
+      expect((await call(alice, 'POST', list, { instance_name: 'r' }, { ...expiring, expires_at: '2001-01-01T00:00:00Z' })).status).toBe(400);
+      const check = '/v2/instances/{instance_name}/acls/check';
+      expect((await call(alice, 'POST', check, { instance_name: 'r' }, { ip: '198.51.100.77' })).status).toBe(200);
+      expect((await call(alice, 'POST', check, { instance_name: 'r' }, { ip: '192.0.2.1' })).status).toBe(200);
+      expect((await call(alice, 'POST', check, { instance_name: 'r' }, { ip: '192.0.2.0/24' })).status).toBe(400);
+      expect((await call(bob, 'POST', check, { instance_name: 'r' }, { ip: '192.0.2.1' })).status).toBe(404);
+      const effective = '/v2/instances/{instance_name}/acls/effective';
+      expect((await call(alice, 'GET', effective, { instance_name: 'r' })).status).toBe(200);
+      expect((await call(bob, 'GET', effective, { instance_name: 'r' })).status).toBe(404);
+      const denied = '/v2/instances/{instance_name}/acls/denied';
+      th.runtime.connect((await alice.get('/v2/instances/r/')).body.data.id, '192.0.2.200');
+      expect((await call(alice, 'GET', denied, { instance_name: 'r' })).status).toBe(200);
+      expect((await call(bob, 'GET', denied, { instance_name: 'r' })).status).toBe(404);
+      const etag = (await alice.get('/v2/instances/r/acls/')).headers.get('etag')!;
+      const body = [{ cidr_mask: '198.51.100.77', description: 'kept' }];
+      expect((await call(alice, 'PUT', list, { instance_name: 'r' }, body, { 'if-match': etag })).status).toBe(200);
+      expect((await call(alice, 'PUT', list, { instance_name: 'r' }, body, { 'if-match': etag })).status).toBe(412);
+      expect((await call(alice, 'PUT', list, { instance_name: 'r' }, [{ cidr_mask: 'nope', description: 'x' }])).status).toBe(400);
+      expect((await call(bob, 'PUT', list, { instance_name: 'r' }, [])).status).toBe(404);
+    });
+
     it('redis', async () => {
       for (const metric of ['connectedSlaves', 'connectedClients', 'spaceUsage', 'maxMemoryPolicy', 'maxClients']) {
         const t = `/v2/redis/{instance_name}/${metric}/`;
@@ -274,6 +300,46 @@ describe('the OpenAPI document', () => {
       } finally {
         release();
       }
+    });
+
+    it('redis: settings, slow log, stats', async () => {
+      const config = '/v2/redis/{instance_name}/config/';
+      expect((await call(alice, 'GET', config, { instance_name: 'r' })).status).toBe(200);
+      expect((await call(alice, 'GET', config, { instance_name: 'm' })).status).toBe(404);
+      expect((await call(alice, 'PATCH', config, { instance_name: 'r' }, { 'maxmemory-policy': 'allkeys-lru', timeout: 300 })).status).toBe(200);
+      expect((await call(alice, 'PATCH', config, { instance_name: 'r' }, { 'maxmemory-policy': 'lru' })).status).toBe(400);
+      expect((await call(bob, 'PATCH', config, { instance_name: 'r' }, { timeout: 1 })).status).toBe(404);
+      for (const t of ['/v2/redis/{instance_name}/slowlog/', '/v2/redis/{instance_name}/stats/']) {
+        expect((await call(alice, 'GET', t, { instance_name: 'r' })).status).toBe(200);
+        expect((await call(bob, 'GET', t, { instance_name: 'r' })).status).toBe(404);
+      }
+    });
+
+    it('redis users and password rotation', async () => {
+      const users = '/v2/redis/{instance_name}/users/';
+      const user = '/v2/redis/{instance_name}/users/{username}/';
+      const at = { instance_name: 'r' };
+      expect((await call(alice, 'POST', users, at, { username: 'app', keys: ['app:*'], commands: ['+@read'] })).status).toBe(200);
+      expect((await call(alice, 'POST', users, at, { username: 'app' })).status).toBe(409);
+      expect((await call(alice, 'POST', users, at, { username: 'bad', commands: ['+config'] })).status).toBe(400);
+      expect((await call(alice, 'GET', users, at)).status).toBe(200);
+      expect((await call(bob, 'GET', users, at)).status).toBe(404);
+      expect((await call(alice, 'GET', user, { ...at, username: 'app' })).status).toBe(200);
+      expect((await call(alice, 'GET', user, { ...at, username: 'nobody' })).status).toBe(404);
+      expect((await call(alice, 'PATCH', user, { ...at, username: 'app' }, { channels: ['news.*'] })).status).toBe(200);
+      expect((await call(alice, 'PATCH', user, { ...at, username: 'app' }, {})).status).toBe(400);
+      const rotate = '/v2/redis/{instance_name}/users/{username}/rotate-password';
+      expect((await call(alice, 'POST', rotate, { ...at, username: 'app' })).status).toBe(200);
+      expect((await call(alice, 'POST', rotate, { ...at, username: 'app' })).status).toBe(409);
+      expect((await call(alice, 'POST', `${rotate}/finish`, { ...at, username: 'app' })).status).toBe(200);
+      expect((await call(alice, 'POST', `${rotate}/finish`, { ...at, username: 'nobody' })).status).toBe(404);
+      expect((await call(alice, 'DELETE', user, { ...at, username: 'app' })).status).toBe(200);
+      expect((await call(alice, 'DELETE', user, { ...at, username: 'app' })).status).toBe(404);
+      const instanceRotate = '/v2/instances/{instance_name}/rotate-password';
+      expect((await call(alice, 'POST', instanceRotate, at)).status).toBe(200);
+      expect((await call(alice, 'POST', instanceRotate, at)).status).toBe(409);
+      expect((await call(alice, 'POST', `${instanceRotate}/finish`, at)).status).toBe(200);
+      expect((await call(bob, 'POST', `${instanceRotate}/finish`, at)).status).toBe(404);
     });
 
     it('MongoDB users', async () => {

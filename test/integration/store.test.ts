@@ -68,6 +68,8 @@ function instanceRow(accountId: string, name: string, ports: Record<string, numb
     lease_owner: null,
     lease_expires_at: null,
     address: null,
+    password_prior_enc: null,
+    password_rotation_ends_at: null,
     ...extra,
   };
 }

@@ -25,6 +25,10 @@ const ROUTES: readonly BodyRoute[] = [
   { method: 'POST', path: () => '/v2/instances/fz-redis/acls/', valid: () => ({ cidr_mask: '192.0.2.10', description: 'seed' }), runs: 300 },
   { method: 'POST', path: () => '/v2/instances/fz-es/acls/', valid: () => ({ cidr_mask: '192.0.2.11', description: 'x', transport: true, kibana: true }), runs: 200 },
   { method: 'POST', path: () => '/v2/redis/fz-redis/resize/', valid: () => ({ new_plan: 500 }), runs: 250 },
+  { method: 'PUT', path: () => '/v2/instances/fz-redis/acls/', valid: () => [{ cidr_mask: '192.0.2.10', description: 'seed' }, { cidr_mask: '192.0.2.12', description: 'x', expires_at: '2099-01-01T00:00:00Z' }], runs: 200 },
+  { method: 'POST', path: () => '/v2/instances/fz-redis/acls/check', valid: () => ({ ip: '192.0.2.10' }), runs: 150 },
+  { method: 'PATCH', path: () => '/v2/redis/fz-redis/config/', valid: () => ({ 'maxmemory-policy': 'allkeys-lru', timeout: 300, 'notify-keyspace-events': 'Ex' }), runs: 200 },
+  { method: 'POST', path: () => '/v2/redis/fz-redis/users/', valid: () => ({ username: 'fz-user', password: 'fz-user-password', keys: ['app:*'], channels: ['news'], commands: ['+@read', '-keys'] }), runs: 200 },
   { method: 'POST', path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users`, valid: () => ({ username: 'seed-user', password: 'another-password', roles: [{ role: 'readWrite', db: 'app' }] }), runs: 300 },
   { method: 'PATCH', path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users/seed-user`, valid: () => ({ password: 'seed-user-password', roles: [{ role: 'read', db: 'app' }] }), runs: 250 },
   { method: 'POST', path: () => '/v2/tokens/verify/', valid: (_s, token) => ({ token }), runs: 200 },
@@ -45,7 +49,7 @@ const authChoice = fc.oneof(
  * Arbitrary bodies at every endpoint that reads one: JSON of any type and depth, huge numbers,
  * long strings, unicode and control characters, `__proto__` and `constructor` keys, duplicate
  * keys, valid bodies with something wrong, text that is not JSON. Every answer is sane, and a
- * refused request changes nothing of the account (instances, ACLs, users, ports, tokens, keys).
+ * refused request changes nothing of the account (instances, ACLs, users, Redis users and settings, ports, tokens, keys).
  */
 describe('arbitrary bodies at every endpoint', () => {
   let w: FuzzWorld;

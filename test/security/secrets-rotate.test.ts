@@ -17,9 +17,12 @@ const USER_PASSWORD = 'user-password-across-rotations';
 async function sealingIds(th: TestHangar): Promise<Set<string>> {
   const db = th.hangar.store.db;
   const values: (string | null)[] = [];
-  for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc']).execute()) values.push(r.api_key_enc, r.password_enc, r.admin_secret_enc);
+  for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc']).execute()) {
+    values.push(r.api_key_enc, r.password_enc, r.admin_secret_enc, r.password_prior_enc);
+  }
   for (const r of await db.selectFrom('mongodb_users').select('password_enc').execute()) values.push(r.password_enc);
   for (const r of await db.selectFrom('webhooks').select(['secret_enc', 'previous_secret_enc']).execute()) values.push(r.secret_enc, r.previous_secret_enc);
+  for (const r of await db.selectFrom('redis_users').select(['password_enc', 'password_prior_enc']).execute()) values.push(r.password_enc, r.password_prior_enc);
   values.push((await db.selectFrom('meta').select('value').where('key', '=', 'secret_check').executeTakeFirstOrThrow()).value);
   return new Set(values.filter((v): v is string => v !== null).map((v) => v.split('.')[1]!));
 }
@@ -53,6 +56,10 @@ async function seed(th: TestHangar): Promise<Account> {
   const m = await alice.ready(mongoBody('m'));
   expect((await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'u', password: USER_PASSWORD, roles: [] })).status).toBe(200);
   await waitFor(() => th.mongodb.authenticate(m.id, 'app', 'u', USER_PASSWORD));
+  // a Redis user and an instance password in rotation: each with a replaced password sealed too
+  expect((await alice.post('/v2/redis/r/users/', { username: 'app', password: USER_PASSWORD })).status).toBe(200);
+  expect((await alice.post('/v2/redis/r/users/app/rotate-password')).status).toBe(200);
+  expect((await alice.post('/v2/instances/r/rotate-password')).status).toBe(200);
   return alice;
 }
 
@@ -101,7 +108,9 @@ describe('hangar secrets rotate with the key file', () => {
     const res = await rotate();
     expect(res.code, res.stderr).toBe(0);
     const out = JSON.parse(res.stdout) as { key: string; reencrypted: number };
-    expect(out.reencrypted).toBe(3 + 2 + 1 + 1); // redis: api key, password, admin; mongodb: api key, admin; one user; one webhook secret
+    // redis: api key, password, the password its rotation replaced, admin; mongodb: api key, admin; one MongoDB user;
+    // one Redis user and its replaced password; one webhook secret
+    expect(out.reencrypted).toBe(4 + 2 + 1 + 2 + 1);
 
     const file = readFileSync(keyFile(), 'utf8');
     expect(statSync(keyFile()).mode & 0o777).toBe(0o600);

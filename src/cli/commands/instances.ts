@@ -101,6 +101,22 @@ async function show(ctx: ClientContext): Promise<void> {
   ctx.io.out(ctx.opts.json === true ? json(inst) : showInstance(inst));
 }
 
+async function rotatePassword(ctx: ClientContext): Promise<void> {
+  const name = ctx.args[0]!;
+  const { client } = ctx.connection();
+  if (ctx.opts.finish === true) {
+    const retired = await client.finishInstancePasswordRotation(name);
+    ctx.io.out(ctx.opts.json === true ? json({ retired }) : retired ? `The old password of ${name} no longer works.` : `No rotation of ${name} was in progress.`);
+    return;
+  }
+  const r = await client.rotateInstancePassword(name);
+  if (ctx.opts.json === true) ctx.io.out(json(r));
+  else {
+    ctx.io.err(`New password of ${name} (the record shows it); the old one works until ${r.previous_valid_until} (or: hangar instances rotate-password ${name} --finish):`);
+    ctx.io.out(r.password);
+  }
+}
+
 async function rename(ctx: ClientContext): Promise<void> {
   const [name, newName] = ctx.args as [string, string];
   const message = await ctx.connection().client.renameInstance(name, newName);
@@ -177,6 +193,17 @@ export const instanceCommands: readonly ClientCommand[] = [
     examples: ['hangar instances show cache', 'hangar instances show cache --json | jq -r .password'],
     details: NAME_HELP,
     run: show,
+  },
+  {
+    kind: 'client',
+    name: 'instances rotate-password',
+    summary: 'Give a redis instance a new password; the old one works until the grace period ends (or --finish)',
+    args: ['NAME'],
+    remote: true,
+    options: { ...REMOTE_OPTIONS, finish: { type: 'boolean', description: 'retire the old password now' } },
+    examples: ['hangar instances rotate-password cache', 'hangar instances rotate-password cache --finish'],
+    details: 'Clients holding the old password keep connecting meanwhile: move them to the new one, then --finish.',
+    run: rotatePassword,
   },
   {
     kind: 'client',

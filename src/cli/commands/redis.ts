@@ -6,17 +6,19 @@ import { fields } from '../table.js';
 async function stats(ctx: ClientContext): Promise<void> {
   const name = ctx.args[0]!;
   const { client } = ctx.connection();
-  const [inst, slaves, space, policy, maxClients] = await Promise.all([
+  const [inst, slaves, space, policy, maxClients, more] = await Promise.all([
     client.getInstance(name),
     client.connectedSlaves(name),
     client.spaceUsage(name),
     client.maxMemoryPolicy(name),
     client.maxClients(name),
+    client.redisStats(name),
   ]);
   if (ctx.opts.json === true) {
-    ctx.io.out(json({ name, plan: inst.plan, state: inst.state, connectedSlaves: slaves, spaceUsage: space, maxMemoryPolicy: policy, maxClients }));
+    ctx.io.out(json({ name, plan: inst.plan, state: inst.state, connectedSlaves: slaves, spaceUsage: space, maxMemoryPolicy: policy, maxClients, stats: more }));
     return;
   }
+  const lag = more.replicas.map((r) => `${r.state}, ${r.lag_bytes} B / ${r.lag_seconds} s behind`).join('; ') || '-';
   ctx.io.out(
     fields([
       ['name', name],
@@ -27,6 +29,13 @@ async function stats(ctx: ClientContext): Promise<void> {
       ['maxmemory-policy', policy],
       ['maxclients', maxClients],
       ['connected replicas', slaves],
+      ['clients', `${more.connected_clients} of ${more.maxclients}`],
+      ['ops/s', more.ops_per_sec],
+      ['hit ratio', more.hit_ratio === null ? '-' : `${Math.round(more.hit_ratio * 1000) / 10}%`],
+      ['keys', more.keys],
+      ['evicted / expired keys', `${more.evicted_keys} / ${more.expired_keys}`],
+      ['fragmentation', more.fragmentation_ratio],
+      ['replication', lag],
     ]),
   );
 }
@@ -51,7 +60,7 @@ export const redisCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'redis stats',
-    summary: 'Memory, policy, clients and replicas of a redis instance, read live',
+    summary: 'Memory, policy, clients, throughput, hit ratio, evictions and replication of a redis instance, read live',
     args: ['NAME'],
     remote: true,
     options: REMOTE_OPTIONS,

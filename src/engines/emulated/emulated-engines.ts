@@ -1,13 +1,30 @@
 import { join } from 'node:path';
 import { SPEC_VERSIONS, type Service } from '../../domain/catalog.js';
 import type { MongoRole } from '../../domain/model.js';
-import type { EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition } from '../../domain/units.js';
+import type { EngineUser, EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition } from '../../domain/units.js';
 import { bytesToHuman } from '../../lib/redis-format.js';
 import type { Engine, MongoUserAdmin, RedisInspector } from '../engine.js';
 import { registryOf, type EngineRegistry } from '../registry.js';
 
 /** Redis versions the emulated engines pretend to run. */
 export const EMULATED_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0', '6.2.14', '6.2'] as const;
+
+/** What an untouched redis-server 7 answers to CONFIG GET for the settings a tenant may change. */
+const EMULATED_REDIS_DEFAULTS: Readonly<Record<string, string>> = {
+  'maxmemory-samples': '5',
+  timeout: '0',
+  'tcp-keepalive': '300',
+  'notify-keyspace-events': '',
+  'slowlog-log-slower-than': '10000',
+  'slowlog-max-len': '128',
+  maxclients: '10000',
+  hz: '10',
+  'lazyfree-lazy-eviction': 'no',
+  'lazyfree-lazy-expire': 'no',
+  'lazyfree-lazy-server-del': 'no',
+  'lazyfree-lazy-user-del': 'no',
+  'lazyfree-lazy-user-flush': 'no',
+};
 
 const BASE_USED_MEMORY = 1_048_576 - 182_176; // an empty redis-server reports ~850K
 
@@ -42,11 +59,12 @@ export class EmulatedEngine implements Engine {
     const { started } = await place.host.ensureUnit(unit);
     const model = this.models.get(spec.id);
     if (started || !model) {
-      this.models.set(spec.id, { spec, maxmemoryPolicy: this.maxmemoryPolicy, users: new Map() });
+      this.models.set(spec.id, { spec, maxmemoryPolicy: spec.settings?.['maxmemory-policy'] ?? this.maxmemoryPolicy, users: new Map() });
       ctx.step('create:engine-started');
       return { fresh: true };
     }
     model.spec = spec;
+    if (spec.settings?.['maxmemory-policy']) model.maxmemoryPolicy = spec.settings['maxmemory-policy'];
     return { fresh: false };
   }
 
@@ -70,10 +88,14 @@ export class EmulatedEngine implements Engine {
     return {
       info: async (section): Promise<Record<string, string>> => {
         const m = this.model(spec, place);
-        if (section === 'replication') return { role: 'master', connected_slaves: '1' };
+        if (section === 'replication') return { role: 'master', connected_slaves: '1', slave0: 'ip=127.0.0.1,port=0,state=online,offset=0,lag=0', master_repl_offset: '0' };
         if (section === 'server') return { redis_version: m.spec.version, redis_mode: 'standalone' };
         // the replica's link to the primary
         if (section === 'clients') return { connected_clients: '1', blocked_clients: '0' };
+        if (section === 'stats') {
+          return { instantaneous_ops_per_sec: '0', total_commands_processed: '0', keyspace_hits: '0', keyspace_misses: '0', evicted_keys: '0', expired_keys: '0' };
+        }
+        if (section === 'keyspace') return {};
         const maxmemory = m.spec.plan * 1024 * 1024;
         return {
           used_memory: String(BASE_USED_MEMORY),
@@ -81,6 +103,7 @@ export class EmulatedEngine implements Engine {
           maxmemory: String(maxmemory),
           maxmemory_human: bytesToHuman(maxmemory),
           maxmemory_policy: m.maxmemoryPolicy,
+          mem_fragmentation_ratio: '1.00',
         };
       },
       configGet: async (name) => {
@@ -90,12 +113,12 @@ export class EmulatedEngine implements Engine {
             return String(m.spec.plan * 1024 * 1024);
           case 'maxmemory-policy':
             return m.maxmemoryPolicy;
-          case 'maxclients':
-            return '10000';
           default:
-            return '';
+            return m.spec.settings?.[name] ?? EMULATED_REDIS_DEFAULTS[name] ?? '';
         }
       },
+      // the model runs no command: nothing is ever slow
+      slowlog: async () => [],
     };
   }
 
@@ -128,6 +151,13 @@ export class EmulatedEngine implements Engine {
   /** Whether a MongoDB user of the instance would log in with this password (as `db.auth` would). */
   authenticate(id: string, database: string, name: string, password: string): boolean {
     return this.models.get(id)?.users.get(database)?.get(name)?.password === password;
+  }
+
+  /** The Redis users and settings the model runs with (tests compare them with the store). */
+  redisAccessOf(id: string): { users: readonly EngineUser[]; settings: Readonly<Record<string, string>>; passwords: readonly string[] } | undefined {
+    const m = this.models.get(id);
+    if (!m) return undefined;
+    return { users: m.spec.users ?? [], settings: m.spec.settings ?? {}, passwords: [m.spec.password ?? '', ...(m.spec.priorPasswords ?? [])] };
   }
 
   /** The users of a database as the model holds them (tests compare them with the store). */

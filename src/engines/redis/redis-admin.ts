@@ -64,6 +64,18 @@ function destroy(client: Client): void {
  */
 export class RedisAdmin {
   private readonly held = new Map<string, Held>();
+  /** What was last applied to an engine under a name (`<endpoint key>/<what>`), while this process runs. */
+  private readonly appliedRules = new Map<string, string>();
+
+  /** What was last applied under `name` to the engine `ep` by this process, if anything. */
+  applied(ep: RedisEndpoint, name: string): string | undefined {
+    return this.appliedRules.get(`${ep.key}/${name}`);
+  }
+
+  /** Remembers what was applied under `name` to the engine `ep`. */
+  remember(ep: RedisEndpoint, name: string, value: string): void {
+    this.appliedRules.set(`${ep.key}/${name}`, value);
+  }
 
   private async client(ep: RedisEndpoint): Promise<Client> {
     const h = this.held.get(ep.key);
@@ -157,6 +169,7 @@ export class RedisAdmin {
   /** Closes the connections of one instance. */
   forget(instanceId: string): void {
     for (const key of [...this.held.keys()]) if (key.startsWith(`${instanceId}/`)) this.drop(key);
+    for (const key of [...this.appliedRules.keys()]) if (key.startsWith(`${instanceId}/`)) this.appliedRules.delete(key);
   }
 
   /** Closes connections unused for `idleMs`. */

@@ -1,5 +1,7 @@
-/** The user hangar administers a Redis engine as (CONFIG, INFO, SHUTDOWN); clients never get it. */
-export const REDIS_ADMIN_USER = 'hangar';
+import type { EngineUser } from '../../domain/units.js';
+import { REDIS_ADMIN_USER, userRules } from './redis-users.js';
+
+export { REDIS_ADMIN_USER };
 
 /**
  * Commands of the client's `default` user: everything except the `@admin` category (CONFIG SET,
@@ -35,6 +37,12 @@ export interface RedisUnitConfig {
    * address (replica only).
    */
   readonly network?: { readonly bind: string; readonly announceIp: string; readonly primaryHost?: string };
+  /** Passwords the `default` user still accepts besides `password` (a rotation's grace period). */
+  readonly priorPasswords?: readonly string[];
+  /** Application users (Redis ACL users). */
+  readonly users?: readonly EngineUser[];
+  /** Settings the tenant chose from the allow-list (redis-settings.ts), by name. */
+  readonly settings?: Readonly<Record<string, string>>;
 }
 
 /** A value as redis.conf reads it: double-quoted, with `\` and `"` escaped. */
@@ -73,13 +81,16 @@ export function renderRedisConfig(c: RedisUnitConfig): string {
     '# Clients authenticate as `default` with the instance password; hangar as its own user.',
     `requirepass ${quote(c.password)}`,
     `masterauth ${quote(c.password)}`,
-    `user default on ${quote(`>${c.password}`)} ${REDIS_CLIENT_RULES}`,
+    `user default on ${[c.password, ...(c.priorPasswords ?? [])].map((p) => quote(`>${p}`)).join(' ')} ${REDIS_CLIENT_RULES}`,
     `user ${REDIS_ADMIN_USER} on ${quote(`>${c.adminSecret}`)} ~* &* +@all`,
+    ...((c.users ?? []).length > 0 ? ['# Application users (GET/POST /v2/redis/<name>/users/): passwords as SHA-256 only.'] : []),
+    ...(c.users ?? []).map((u) => `user ${u.name} ${userRules(u).map(quote).join(' ')}`),
     '',
     '# The plan.',
     `maxmemory ${c.maxmemoryMb}mb`,
-    `maxmemory-policy ${c.maxmemoryPolicy}`,
+    `maxmemory-policy ${c.settings?.['maxmemory-policy'] ?? c.maxmemoryPolicy}`,
     '',
+    ...settingLines(c.settings ?? {}),
     '# Persistence: append-only file in the unit directory, no RDB snapshots.',
     'appendonly yes',
     'appendfilename "appendonly.aof"',
@@ -94,6 +105,13 @@ export function renderRedisConfig(c: RedisUnitConfig): string {
   ];
   if (c.role === 'replica') lines.push(`replicaof ${c.network?.primaryHost ?? '127.0.0.1'} ${c.primaryPort}`, 'replica-read-only yes');
   return `${lines.join('\n')}\n`;
+}
+
+/** The tenant's settings other than the policy (written with the plan), in name order. */
+function settingLines(settings: Readonly<Record<string, string>>): string[] {
+  const names = Object.keys(settings).filter((n) => n !== 'maxmemory-policy').sort();
+  if (names.length === 0) return [];
+  return ['# Settings chosen by the tenant (GET/PATCH /v2/redis/<name>/config/).', ...names.map((n) => `${n} ${quote(settings[n]!)}`), ''];
 }
 
 /** The `maxmemory-policy` written in an existing redis.conf, if any. */

@@ -5,9 +5,10 @@ import {
   type UnitDefinition, type UnitHost,
 } from '../../domain/units.js';
 import { TerminalError } from '../../domain/errors.js';
-import type { Engine, RedisInspector } from '../engine.js';
+import type { Engine, RedisInspector, SlowlogEntry } from '../engine.js';
 import { RedisAdmin, type RedisEndpoint } from './redis-admin.js';
 import { readMaxmemoryPolicy, renderRedisConfig, type RedisRole } from './redis-config.js';
+import { applyAccessAndSettings } from './redis-live.js';
 import { REDIS_PORT, RedisClusterDriver } from './redis-kubernetes.js';
 import { probeRedis } from './redis-probe.js';
 
@@ -76,8 +77,9 @@ export class RedisEngine implements Engine {
     const password = this.password(spec);
     const [primary, replica] = this.units(spec, place.dir) as [UnitDefinition, UnitDefinition];
     const fresh = !host.exists(primary, AOF_DIR);
-    // The policy is chosen when the instance is created and kept, whatever the default becomes.
-    const policy = readMaxmemoryPolicy(host.readFile(primary, CONFIG_FILE) ?? '') ?? this.opts.maxmemoryPolicy;
+    // The policy is chosen when the instance is created and kept, whatever the default becomes,
+    // until the tenant chooses another (a setting).
+    const policy = spec.settings?.['maxmemory-policy'] ?? readMaxmemoryPolicy(host.readFile(primary, CONFIG_FILE) ?? '') ?? this.opts.maxmemoryPolicy;
     const primaryEp = this.endpoint(spec, 'primary');
     const replicaEp = this.endpoint(spec, 'replica');
     for (const [unit, ep] of [[primary, primaryEp], [replica, replicaEp]] as const) {
@@ -95,6 +97,9 @@ export class RedisEngine implements Engine {
           maxmemoryMb: spec.plan,
           maxmemoryPolicy: policy,
           primaryPort: primaryEp.port,
+          ...(spec.priorPasswords ? { priorPasswords: spec.priorPasswords } : {}),
+          ...(spec.users ? { users: spec.users } : {}),
+          ...(spec.settings ? { settings: spec.settings } : {}),
         }),
       );
     }
@@ -115,6 +120,10 @@ export class RedisEngine implements Engine {
       if ((await this.admin.configGet(ep, 'maxmemory')) === bytes) continue;
       await this.admin.configSet(ep, 'maxmemory', bytes);
       ctx.step(`resize:${ep === primaryEp ? 'primary' : 'replica'}-set`);
+    }
+    // Passwords, users and settings, live on both (the files above have them for a restart).
+    for (const ep of [primaryEp, replicaEp]) {
+      if (await applyAccessAndSettings(this.admin, ep, spec, password)) ctx.step(`access:${ep === primaryEp ? 'primary' : 'replica'}-applied`);
     }
     return { fresh };
   }
@@ -189,6 +198,7 @@ export class RedisEngine implements Engine {
     return {
       info: async (section) => this.admin.info(await ep(), section),
       configGet: async (name) => this.admin.configGet(await ep(), name),
+      slowlog: async (count) => parseSlowlog(await this.admin.command(await ep(), ['SLOWLOG', 'GET', String(count)])),
     };
   }
 
@@ -203,4 +213,17 @@ export class RedisEngine implements Engine {
   close(): Promise<void> {
     return this.admin.close();
   }
+}
+
+/** `SLOWLOG GET`'s answer: [id, time, duration, [args...], client, client name] per entry. */
+export function parseSlowlog(reply: unknown): SlowlogEntry[] {
+  if (!Array.isArray(reply)) return [];
+  return reply.map((e: unknown[]) => ({
+    id: Number(e[0]),
+    time: Number(e[1]),
+    durationMicros: Number(e[2]),
+    args: Array.isArray(e[3]) ? e[3].map(String) : [],
+    client: String(e[4] ?? ''),
+    clientName: String(e[5] ?? ''),
+  }));
 }

@@ -4,6 +4,7 @@ import type { Health, InstanceSpec, ProbeTarget, StepContext } from '../../domai
 import { assertNoPodStuck, componentLabels as component, scheduling, waitUntil } from '../kubernetes/workload.js';
 import type { RedisAdmin, RedisEndpoint } from './redis-admin.js';
 import { REDIS_ADMIN_USER, renderRedisConfig, renderSentinelConfig } from './redis-config.js';
+import { applyAccessAndSettings } from './redis-live.js';
 import { probeRedis } from './redis-probe.js';
 
 /** The port of every engine in its pod, and of every sentinel. */
@@ -113,9 +114,12 @@ export class RedisClusterDriver implements ClusterDriver {
         password,
         adminSecret: spec.adminSecret,
         maxmemoryMb: spec.plan,
-        maxmemoryPolicy: this.maxmemoryPolicy,
+        maxmemoryPolicy: spec.settings?.['maxmemory-policy'] ?? this.maxmemoryPolicy,
         primaryPort: REDIS_PORT,
         network: { bind: '0.0.0.0', announceIp: address(i), primaryHost: address(0) },
+        ...(spec.priorPasswords ? { priorPasswords: spec.priorPasswords } : {}),
+        ...(spec.users ? { users: spec.users } : {}),
+        ...(spec.settings ? { settings: spec.settings } : {}),
       });
     const sentinel = renderSentinelConfig({
       instanceId: spec.id,
@@ -307,7 +311,21 @@ export class RedisClusterDriver implements ClusterDriver {
       'waiting for the redis pods',
     );
     await this.applyPlan(spec, a, ctx);
+    await this.applyAccess(spec, a);
     return { fresh, backends: this.backends(spec, a) };
+  }
+
+  /**
+   * Passwords (a rotation's old one too), users and settings on every engine, live, and into its
+   * configuration file (CONFIG REWRITE: a pod copies its file from the Secret only once).
+   */
+  private async applyAccess(spec: InstanceSpec, a: Readonly<Record<string, string>>): Promise<void> {
+    const n = redisNames(spec.id);
+    const password = this.password(spec);
+    for (const i of MEMBERS) {
+      const ep = this.endpoint(spec, a[n.member(i)]!, `redis-${i}`);
+      if (await applyAccessAndSettings(this.admin, ep, spec, password)) await this.admin.command(ep, ['CONFIG', 'REWRITE']);
+    }
   }
 
   /** Both engines behind every client port; the edge forwards to the one that is primary now. */

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
 import { OPERATION_HEADERS } from '../schemas/operations.js';
-import { AclCreateBody, AclParams, AclRecord, AclRecordExtended } from '../schemas/acls.js';
+import { AclCreateBody, AclParams, AclRecord, AclRecordExtended, AclReplaceBody, IfMatchHeaders } from '../schemas/acls.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
@@ -25,8 +25,38 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         response: { 200: Data(Type.Array(AclRecord), [ACL]), ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND']) },
       },
     },
-    async (req) => {
-      const { instance, acls: list } = await acls.list(callerOf(req), req.params.instance_name);
+    async (req, reply) => {
+      const { instance, acls: list, etag } = await acls.list(callerOf(req), req.params.instance_name);
+      void reply.header('etag', etag);
+      return { data: list.map((a) => aclRecord(a, instance)) };
+    },
+  );
+
+  app.put(
+    '/instances/:instance_name/acls/',
+    {
+      config: { audit: 'acl.replace' },
+      schema: {
+        summary: 'Replace the whole list of ACLs at once (an addition to the ObjectRocket API)',
+        description:
+          'ACLs of the list that exist already (same range and flags) stay, with the description and expiry of the list; the others are added; those left out are removed, and their open connections closed. One transaction, and the edge gets the difference: no moment admits less than both lists share. With If-Match (the ETag of GET .../acls/), a list changed since is a 412. Answers the new list and its ETag.',
+        tags,
+        params: NameParams,
+        headers: IfMatchHeaders,
+        body: AclReplaceBody,
+        response: {
+          200: { ...Data(Type.Array(AclRecord), [ACL]), headers: OPERATION_HEADERS },
+          ...errorResponses([...WITH_PATH, ...WITH_BODY, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'ACL_EXISTS', 'QUOTA_EXCEEDED', 'INSTANCE_DELETING', 'PRECONDITION_FAILED']),
+        },
+      },
+    },
+    async (req, reply) => {
+      const ifMatch = req.headers['if-match'];
+      const { instance, acls: list, etag } = answerStarted(
+        reply,
+        await acls.replace(callerOf(req), req.params.instance_name, req.body, typeof ifMatch === 'string' ? ifMatch : undefined, originOf(req)),
+      );
+      void reply.header('etag', etag);
       return { data: list.map((a) => aclRecord(a, instance)) };
     },
   );

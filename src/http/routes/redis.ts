@@ -6,7 +6,8 @@ import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
-import { ResizeBody, SpaceUsage } from '../schemas/redis.js';
+import { RedisConfigPatchBody, RedisConfigRecord, RedisStatsRecord, ResizeBody, SlowlogEntryRecord, SlowlogQuery, SpaceUsage } from '../schemas/redis.js';
+import { slowlogRecord, statsRecord } from '../serializers.js';
 
 export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -71,6 +72,73 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (req) => ({ data: await redis.maxClients(callerOf(req), req.params.instance_name) }),
+  );
+  app.get(
+    '/redis/:instance_name/config/',
+    {
+      schema: {
+        ...read,
+        summary: 'The settings a tenant may change, as the primary runs them now (an addition to the ObjectRocket API)',
+        response: { 200: Data(RedisConfigRecord, { 'maxmemory-policy': 'allkeys-lru', timeout: '0', maxclients: '10000' }), ...errs },
+      },
+    },
+    async (req) => ({ data: await redis.config(callerOf(req), req.params.instance_name) }),
+  );
+  app.patch(
+    '/redis/:instance_name/config/',
+    {
+      config: { audit: 'redis.config' },
+      schema: {
+        ...read,
+        summary: 'Change settings of the allow-list, live on the primary and the replica (an addition to the ObjectRocket API)',
+        description:
+          'Each value is checked (a 400 names the setting and its allowed values), recorded, applied with CONFIG SET on the primary and the replica and written into their configuration files (so a restart keeps it). Answers once applied (or after 5 s; durable either way), with every setting hangar holds for the instance; GET reads them live.',
+        headers: IdempotencyHeaders,
+        body: RedisConfigPatchBody,
+        response: {
+          200: Data(RedisConfigRecord, { 'maxmemory-policy': 'allkeys-lru', timeout: '300' }),
+          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING']),
+        },
+      },
+    },
+    async (req) => ({ data: await redis.setConfig(callerOf(req), req.params.instance_name, req.body) }),
+  );
+  app.get(
+    '/redis/:instance_name/slowlog/',
+    {
+      schema: {
+        ...read,
+        summary: "The primary's slow log, newest first, read live (an addition to the ObjectRocket API)",
+        description: 'What enters it: slowlog-log-slower-than and slowlog-max-len, both settings of PATCH .../config/.',
+        querystring: SlowlogQuery,
+        response: {
+          200: Data(Type.Array(SlowlogEntryRecord), [{ id: 12, time: '2026-11-21T09:00:00.000Z', duration_us: 15210, command: ['KEYS', '*'], client: '127.0.0.1:52114', client_name: '' }]),
+          ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'INVALID_BODY', 'INSTANCE_NOT_FOUND', 'INSTANCE_NOT_READY', 'ENGINE_UNREACHABLE']),
+        },
+      },
+    },
+    async (req) => {
+      const limit = Math.min(1000, Math.max(1, Number(req.query.limit ?? 20)));
+      return { data: (await redis.slowlog(callerOf(req), req.params.instance_name, limit)).map(slowlogRecord) };
+    },
+  );
+  app.get(
+    '/redis/:instance_name/stats/',
+    {
+      schema: {
+        ...read,
+        summary: 'Throughput, hit ratio, evictions, clients, memory and replication, read live (an addition to the ObjectRocket API)',
+        response: {
+          200: Data(RedisStatsRecord, {
+            ops_per_sec: 1520, total_commands: 8812345, keyspace_hits: 90210, keyspace_misses: 1022, hit_ratio: 0.9888, evicted_keys: 0, expired_keys: 312, keys: 4021,
+            connected_clients: 14, maxclients: 10000, blocked_clients: 0, used_memory: 3145728, maxmemory: 524288000, fragmentation_ratio: 1.21,
+            role: 'master', replication_offset: 1048576, replicas: [{ state: 'online', offset: 1048576, lag_bytes: 0, lag_seconds: 0 }], uptime_seconds: 86400, version: '7.0.15',
+          }),
+          ...errs,
+        },
+      },
+    },
+    async (req) => ({ data: statsRecord(await redis.stats(callerOf(req), req.params.instance_name)) }),
   );
   app.post(
     '/redis/:instance_name/resize/',

@@ -124,3 +124,38 @@ export const AUDIT_EVENT = {
 };
 
 export const TOKEN = 'q3Zt0m9P1xV4cK7bW2yH8nJ5rL6sD0fG3aE1uI9oQ2w';
+
+export const ACL_CHECK = {
+  ip: '198.51.100.23',
+  admitted: true,
+  acl: {
+    _cls: 'Acl',
+    _id: { $oid: '6560a1f2c3d4e5f60718293b' },
+    cidr_mask: '198.51.100.0/24',
+    date_created: { $date: CREATED_MS },
+    description: 'office',
+    instance: 'cache',
+    login: 'me@example.com',
+    metadata: {},
+    port: 20417,
+  },
+};
+
+export const EFFECTIVE_ACCESS = {
+  in_sync: false,
+  desired: { main: ['198.51.100.0/24', '203.0.113.7'] },
+  enforcers: [
+    { name: 'haproxy', sources: { main: ['198.51.100.0/24', '203.0.113.7', '203.0.113.99'] }, in_sync: false, missing: {}, extra: { main: ['203.0.113.99'] } },
+  ],
+  checked_at: '2026-11-21T09:00:00.000Z',
+};
+
+export const DENIED_CONNECTION = { source: '192.0.2.1', time: '2026-11-21T09:00:12.345Z', listener: 'public' };
+
+export const REDIS_USER = {
+  name: 'app',
+  keys: ['app:*'],
+  channels: ['app.events'],
+  commands: ['+@read', '+@write', '-@dangerous'],
+  date_created: { $date: CREATED_MS },
+};

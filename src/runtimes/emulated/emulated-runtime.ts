@@ -2,13 +2,20 @@ import { join } from 'node:path';
 import type {
   AccessRule, EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition, UnitDriver, UnitHost,
 } from '../../domain/units.js';
-import type { Runtime, RuntimeHealth, RuntimeStats } from '../runtime.js';
+import { accessGroups, edgeRoutes } from '../../domain/endpoints.js';
+import { matcher } from '../../lib/cidr.js';
+import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeHealth, RuntimeStats } from '../runtime.js';
+
+/** Refused connections the emulated edge keeps per instance. */
+const DENIED_KEPT = 100;
 
 /** What runs of one instance: its units (by role), their files, and the rules its edge admits. */
 interface Placed {
   readonly units: Set<string>;
   readonly files: Map<string, string>;
   rules: readonly AccessRule[];
+  /** Refused connections, oldest first (recorded by `refuse`). */
+  denied: DeniedConnection[];
 }
 
 /**
@@ -27,7 +34,7 @@ export class EmulatedRuntime implements Runtime {
   constructor() {
     const of = (u: UnitDefinition): Placed => {
       let p = this.placed.get(u.instanceId);
-      if (!p) this.placed.set(u.instanceId, (p = { units: new Set(), files: new Map(), rules: [] }));
+      if (!p) this.placed.set(u.instanceId, (p = { units: new Set(), files: new Map(), rules: [], denied: [] }));
       return p;
     };
     this.host = {
@@ -137,9 +144,46 @@ export class EmulatedRuntime implements Runtime {
     return { problems: [], degraded: [] };
   }
 
+  /**
+   * Changes what the emulated edge of an instance admits behind hangar's back, as someone editing
+   * a real edge by hand would: a client under test sees the drift in `GET .../acls/effective`
+   * until the next pass puts the ACLs back.
+   */
+  tamper(id: string, rules: readonly AccessRule[]): void {
+    const placed = this.placed.get(id);
+    if (placed) placed.rules = [...rules];
+  }
+
+  /**
+   * A connection attempt from `source` to an instance, as its edge would judge it: refused (and
+   * recorded) unless an ACL in force admits it. Says whether it was admitted.
+   */
+  connect(id: string, source: string, listener = 'public', at = Date.now()): boolean {
+    const placed = this.placed.get(id);
+    if (!placed) return false;
+    const admitted = matcher(placed.rules.filter((r) => !r.kibana).map((r) => r.cidr))(source);
+    if (!admitted) {
+      placed.denied.push({ source, at, listener });
+      if (placed.denied.length > DENIED_KEPT) placed.denied.splice(0, placed.denied.length - DENIED_KEPT);
+    }
+    return admitted;
+  }
+
+  async effectiveAccess(spec: InstanceSpec): Promise<AccessEnforcer[]> {
+    const placed = this.placed.get(spec.id);
+    if (!placed) return [{ name: 'emulated', groups: {}, problem: 'the instance does not run' }];
+    const groups = accessGroups(edgeRoutes(spec.service, spec.type, spec.ports), placed.rules);
+    return [{ name: 'emulated', groups: Object.fromEntries([...groups].map(([g, list]) => [g, [...new Set(list)].sort()])) }];
+  }
+
+  async deniedConnections(spec: InstanceSpec, limit: number): Promise<DeniedConnection[]> {
+    return [...(this.placed.get(spec.id)?.denied ?? [])].reverse().slice(0, limit);
+  }
+
   /** The emulated runtime runs no process and no edge: units count as processes, nothing is admitted or refused. */
   async stats(): Promise<RuntimeStats> {
     const units = [...this.placed.values()].reduce((n, p) => n + p.units.size, 0);
     return { processesUp: units, processesExpected: units, edge: [] };
   }
 }
+

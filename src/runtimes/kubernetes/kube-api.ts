@@ -125,7 +125,7 @@ export function kubeApi(kc: KubeConfig, namespace: string): KubeApi {
     namespace,
     apply: (obj) =>
       call(`apply ${obj.kind} ${obj.metadata.name}`, async () => {
-        const spec = { ...obj, apiVersion: await version(obj.apiVersion), metadata: { ...obj.metadata, namespace } } as KubernetesObject;
+        const spec = clientModel({ ...obj, apiVersion: await version(obj.apiVersion), metadata: { ...obj.metadata, namespace } }) as KubernetesObject;
         return (await objects.patch(spec, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)) as unknown as KubeObject;
       }),
     get: async (apiVersion, kind, name) => {
@@ -161,4 +161,18 @@ export function kubeApi(kc: KubeConfig, namespace: string): KubeApi {
       return () => controller.abort();
     },
   };
+}
+
+/**
+ * An object as the client library serializes it: by its models, whose attribute names differ
+ * from the JSON ones where JSON's is a word of JavaScript (a NetworkPolicy rule's `from` is
+ * `_from`). A JSON-named field would be dropped silently, and a NetworkPolicy rule without
+ * `from` admits every source.
+ */
+export function clientModel<T extends { kind?: string; spec?: unknown }>(obj: T): T {
+  if (obj.kind !== 'NetworkPolicy') return obj;
+  const spec = obj.spec as { ingress?: Record<string, unknown>[] } | undefined;
+  if (!spec?.ingress) return obj;
+  const ingress = spec.ingress.map(({ from, ...rule }) => (from === undefined ? rule : { ...rule, _from: from }));
+  return { ...obj, spec: { ...spec, ingress } };
 }

@@ -3,6 +3,7 @@ import type { EdgeBackend, KubeObject } from '../../domain/cluster.js';
 import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { parseCidr } from '../../lib/cidr.js';
+import { DENIED_LOG_FORMAT } from '../local/haproxy-config.js';
 
 /** The edge's runtime API (HAProxy's stats socket, admin level), on TCP in the pod: hangar changes ACLs through it. */
 export const EDGE_ADMIN_PORT = 9999;
@@ -36,10 +37,15 @@ const cfgWord = (s: string) => s.replace(/\\/g, '\\\\').replace(/ /g, '\\ ');
 /** The frontend name of a route, as `show sess` and `show stat` name it. */
 export const frontendOf = (role: string) => `f_${portName(role)}`;
 
+/** The ring (in the edge's memory, 32 KiB: some 400 lines) that keeps the last refused connections; read with `show events`. */
+export const DENIED_RING = 'denied';
+
 /**
  * The edge's haproxy.cfg: one frontend per client port, admitting hangar's probe sources and the
  * ACL sources of its group (from files that the runtime API changes live), forwarding to the
- * servers of its backend, of which the check picks the one that serves (the primary).
+ * servers of its backend, of which the check picks the one that serves (the primary). Refused
+ * connections (content rules: HAProxy logs none a connection rule rejects) are logged, and
+ * nothing else, to a ring in the edge's memory.
  */
 export function renderEdgeConfig(id: string, routes: readonly EdgeRoute[], backends: readonly EdgeBackend[], proxyProtocol: boolean): string {
   const lines = [
@@ -48,8 +54,13 @@ export function renderEdgeConfig(id: string, routes: readonly EdgeRoute[], backe
     '  maxconn 4096',
     `  stats socket ipv4@0.0.0.0:${EDGE_ADMIN_PORT} level admin`,
     '  stats timeout 10s',
+    `ring ${DENIED_RING}`,
+    '  size 32768',
     'defaults',
     '  mode tcp',
+    `  log ring@${DENIED_RING} local0 info`,
+    `  log-format "${DENIED_LOG_FORMAT}"`,
+    '  option dontlog-normal',
     '  timeout connect 5s',
     '  timeout client 24h',
     '  timeout server 24h',
@@ -61,8 +72,8 @@ export function renderEdgeConfig(id: string, routes: readonly EdgeRoute[], backe
     lines.push(
       `frontend ${frontendOf(route.role)}`,
       `  bind :${route.port}${proxyProtocol ? ' accept-proxy' : ''}`,
-      `  tcp-request connection accept if { src -f ${HANGAR_SOURCES_FILE} }`,
-      `  tcp-request connection reject unless { src -f ${aclFile(route.group)} }`,
+      `  tcp-request content accept if { src -f ${HANGAR_SOURCES_FILE} }`,
+      `  tcp-request content reject unless { src -f ${aclFile(route.group)} }`,
       `  default_backend b_${portName(route.role)}`,
       `backend b_${portName(route.role)}`,
     );

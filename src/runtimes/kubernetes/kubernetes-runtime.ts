@@ -8,11 +8,12 @@ import {
   type UnitDriver, type UnitHost,
 } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
-import { matcher } from '../../lib/cidr.js';
+import { matcher, parseCidr } from '../../lib/cidr.js';
+import { parseDeniedLine } from '../local/haproxy-config.js';
 import { sleep } from '../../lib/time.js';
-import { cliWord, haproxyCommand, parseShowAcl, parseShowSess, parseShowStat } from '../local/haproxy-socket.js';
-import type { Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
-import { EDGE_ADMIN_PORT, aclFile, edgeNames, edgeObjects, frontendOf, normaliseSources } from './kube-edge.js';
+import { cliWord, haproxyCommand, parseShowAcl, parseShowEvents, parseShowSess, parseShowStat } from '../local/haproxy-socket.js';
+import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
+import { DENIED_RING, EDGE_ADMIN_PORT, aclFile, edgeNames, edgeObjects, frontendOf, normaliseSources } from './kube-edge.js';
 import { KubeError, type KubeApi } from './kube-api.js';
 
 /** Every object hangar makes carries these: it finds, adopts and removes its own objects and nothing else. */
@@ -485,5 +486,72 @@ export class KubernetesRuntime implements Runtime {
       }
     }
     return { processesUp: pods.filter((p) => p.ready).length, processesExpected: pods.length, edge };
+  }
+
+  /**
+   * What enforces the instance's ACLs: each edge pod, read through its runtime API, and the
+   * edge's NetworkPolicy, read from the API server (its ipBlocks per client port).
+   */
+  async effectiveAccess(spec: InstanceSpec): Promise<AccessEnforcer[]> {
+    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    const groups = [...new Set(routes.map((r) => r.group))];
+    const out: AccessEnforcer[] = [];
+    for (const pod of await this.edgePods(spec.id)) {
+      const name = `pod/${pod.name}`;
+      if (!pod.ready || !pod.ip) {
+        out.push({ name, groups: {}, problem: pod.reason ?? 'the edge pod is not ready' });
+        continue;
+      }
+      try {
+        const read: Partial<Record<AccessGroup, string[]>> = {};
+        for (const group of groups) {
+          const shown = await haproxyCommand({ host: pod.ip, port: EDGE_ADMIN_PORT }, `show acl ${cliWord(aclFile(group))}`);
+          read[group] = normaliseSources(parseShowAcl(shown).map((e) => e.pattern));
+        }
+        out.push({ name, groups: read });
+      } catch (err) {
+        out.push({ name, groups: {}, problem: `its runtime API does not answer: ${(err as Error).message}` });
+      }
+    }
+    const policyName = edgeNames(spec.id).policy;
+    const policy = (await this.call(() => this.api.get('networking.k8s.io/v1', 'NetworkPolicy', policyName))) as (KubeObject & { spec?: any }) | undefined;
+    if (!policy) {
+      out.push({ name: `networkpolicy/${policyName}`, groups: {}, problem: 'the NetworkPolicy does not exist' });
+      return out;
+    }
+    const byGroup = new Map<AccessGroup, Set<string>>(groups.map((g) => [g, new Set()]));
+    type Peer = { ipBlock?: { cidr?: string } };
+    const everyone = ['0.0.0.0/0', '::/0'];
+    // read back as the client library's models, where `from` is `_from`
+    for (const rule of (policy.spec?.ingress ?? []) as { from?: Peer[]; _from?: Peer[]; ports?: { port?: number | string }[] }[]) {
+      const peers = rule.from ?? rule._from ?? [];
+      // a rule without sources admits every source (on its ports, or on all of them)
+      const sources = peers.length === 0 ? everyone : peers.flatMap((p) => (p.ipBlock?.cidr ? [parseCidr(p.ipBlock.cidr)?.text ?? p.ipBlock.cidr] : []));
+      const ports = rule.ports ?? [];
+      // a rule with sources and no ports is hangar's own (its probes and administration)
+      if (ports.length === 0 && peers.length > 0) continue;
+      const targets = ports.length === 0 ? groups : ports.map((port) => routes.find((r) => r.port === Number(port.port))?.group).filter((g): g is AccessGroup => g !== undefined);
+      for (const group of targets) for (const s of sources) byGroup.get(group)?.add(s);
+    }
+    out.push({ name: `networkpolicy/${policyName}`, groups: Object.fromEntries([...byGroup].map(([g, set]) => [g, [...set].sort()])) });
+    return out;
+  }
+
+  /** The last refused connections of the instance, from the ring of each of its edge pods. */
+  async deniedConnections(spec: InstanceSpec, limit: number): Promise<DeniedConnection[]> {
+    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    const out: DeniedConnection[] = [];
+    for (const pod of await this.edgePods(spec.id)) {
+      if (!pod.ip) continue;
+      try {
+        for (const line of parseShowEvents(await haproxyCommand({ host: pod.ip, port: EDGE_ADMIN_PORT }, `show events ${DENIED_RING}`))) {
+          const d = parseDeniedLine(line);
+          if (d) out.push({ source: d.source, at: d.at, listener: routes.find((r) => frontendOf(r.role) === d.frontend)?.role ?? d.frontend });
+        }
+      } catch (err) {
+        this.log.debug({ err, pod: pod.name }, 'refused connections of an edge pod unavailable');
+      }
+    }
+    return out.sort((a, b) => b.at - a.at).slice(0, limit);
   }
 }

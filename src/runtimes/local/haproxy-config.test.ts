@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { edgeRoutes } from '../../domain/endpoints.js';
-import { allowListFile, frontendName, instanceOfFrontend, renderHaproxyConfig, type EdgeConfigInput } from './haproxy-config.js';
+import { DENIED_LOG_FORMAT, allowListFile, frontendName, instanceOfFrontend, parseDeniedLine, renderHaproxyConfig, roleOfFrontend, type EdgeConfigInput } from './haproxy-config.js';
 
 const A = '65a1b2c3d4e5f60718293a4b';
 const B = '65a1b2c3d4e5f60718293a4c';
@@ -41,8 +41,8 @@ describe('renderHaproxyConfig', () => {
 
   it('admits the probe source, then rejects every source outside the allow list (default deny)', () => {
     const fe = section(renderHaproxyConfig(input()), `frontend ${frontendName(A, 'public')}`);
-    const accept = fe.indexOf('tcp-request connection accept if { src 127.77.0.1 }');
-    const reject = fe.indexOf(`tcp-request connection reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
+    const accept = fe.indexOf('tcp-request content accept if { src 127.77.0.1 }');
+    const reject = fe.indexOf(`tcp-request content reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
     expect(accept).toBeGreaterThanOrEqual(0);
     expect(reject).toBeGreaterThan(accept);
   });
@@ -52,6 +52,13 @@ describe('renderHaproxyConfig', () => {
     expect(global).toContain('master-worker');
     expect(global).toContain('stats socket "/data/edge/admin.sock" mode 600 level admin expose-fd listeners');
     expect(global).toContain('maxconn 4000');
+  });
+
+  it('logs refused connections only, to the log receiver when there is one', () => {
+    const text = renderHaproxyConfig(input({ logAddress: '127.0.0.1:5514' }));
+    expect(section(text, 'global')).toContain('log 127.0.0.1:5514 len 1024 local0 info');
+    expect(section(text, 'defaults')).toEqual(expect.arrayContaining(['log global', `log-format "${DENIED_LOG_FORMAT}"`, 'option dontlog-normal']));
+    expect(renderHaproxyConfig(input())).not.toMatch(/^\s*log /m);
   });
 
   it('binds where it is told', () => {
@@ -88,7 +95,7 @@ describe('renderHaproxyConfig', () => {
     const ssl = section(text, `frontend ${frontendName(A, 'ssl')}`);
     expect(ssl).toContain(`bind 127.0.0.1:2 ssl crt "/data/edge/tls/${A}.pem"`);
     expect(ssl).toContain(`default_backend e-${A}-engine.mongos`);
-    expect(ssl).toContain(`tcp-request connection reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
+    expect(ssl).toContain(`tcp-request content reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
     expect(section(text, `frontend ${frontendName(A, 'public')}`)).toContain('bind 127.0.0.1:1');
     expect(section(text, `backend e-${A}-engine.mongos`)).toEqual(['server engine 127.0.0.1:5']);
   });
@@ -99,5 +106,18 @@ describe('frontend names', () => {
     expect(instanceOfFrontend(frontendName(A, 'public'))).toBe(A);
     expect(instanceOfFrontend(frontendName(A, 'public.kibana_http'))).toBe(A);
     expect(instanceOfFrontend('GLOBAL')).toBeUndefined();
+    expect(roleOfFrontend(frontendName(A, 'public.kibana_http'))).toBe('public.kibana_http');
+  });
+});
+
+describe('parseDeniedLine', () => {
+  it('reads a refused connection, with or without the syslog header, and nothing else', () => {
+    expect(parseDeniedLine(`<134>Nov 26 07:11:33 haproxy[26046]: hangar-edge 127.0.0.2 i-${A}-public 1795677093.240 PR`)).toEqual({
+      source: '127.0.0.2', frontend: `i-${A}-public`, at: 1795677093240,
+    });
+    expect(parseDeniedLine('hangar-edge ::1 f_public 1795677093.005 PR\n')).toEqual({ source: '::1', frontend: 'f_public', at: 1795677093005 });
+    // an admitted connection cut by the client or the server is logged too, and is not a refusal
+    expect(parseDeniedLine(`hangar-edge 127.0.0.1 i-${A}-public 1795677093.240 CD`)).toBeUndefined();
+    expect(parseDeniedLine('[ALERT] something else')).toBeUndefined();
   });
 });

@@ -18,6 +18,30 @@ export interface EdgeConfigInput {
   /** Source address of hangar's own probes: admitted on every listener, whatever the ACLs. */
   readonly probeSource: string;
   readonly instances: readonly EdgeInstance[];
+  /** `host:port` of the UDP syslog receiver that gets one line per refused connection; absent: no log. */
+  readonly logAddress?: string;
+}
+
+/**
+ * The log line of a refused connection (`option dontlog-normal` keeps admitted ones out): the
+ * client address, the frontend, the time (epoch seconds and milliseconds) and the termination
+ * state, `PR` for a connection the ACL rule rejected. Shared with the edges of other runtimes.
+ */
+export const DENIED_LOG_FORMAT = 'hangar-edge %ci %ft %Ts.%ms %ts';
+
+/** A refused connection, read back from a log line in DENIED_LOG_FORMAT. */
+export interface DeniedLine {
+  readonly source: string;
+  readonly frontend: string;
+  /** Epoch milliseconds. */
+  readonly at: number;
+}
+
+/** Reads a log line of the edge; undefined for anything but a refused connection (`PR`). */
+export function parseDeniedLine(line: string): DeniedLine | undefined {
+  const m = /hangar-edge (\S+) (\S+) (\d+)\.(\d{3}) (\S+)/.exec(line);
+  if (!m || m[5] !== 'PR') return undefined;
+  return { source: m[1]!, frontend: m[2]!, at: Number(m[3]) * 1000 + Number(m[4]) };
 }
 
 /** Files and sockets of the edge, by name. */
@@ -45,6 +69,11 @@ export function instanceOfFrontend(name: string): string | undefined {
   return /^i-([A-Za-z0-9_]+)-/.exec(name)?.[1];
 }
 
+/** The listener's role of a frontend name (`public`, `servicenet`, ...). */
+export function roleOfFrontend(name: string): string | undefined {
+  return /^i-[A-Za-z0-9_]+-(.+)$/.exec(name)?.[1];
+}
+
 function backendName(instanceId: string, target: string): string {
   return `e-${instanceId}-${target}`;
 }
@@ -60,7 +89,9 @@ function quote(value: string): string {
  *
  * Each listener admits hangar's probe source, then rejects every connection whose source is not
  * in the instance's allow list (default deny); the list file is loaded at each (re)load and
- * changed in memory through the runtime API in between.
+ * changed in memory through the runtime API in between. The rules are content rules rather than
+ * connection rules: HAProxy logs no connection a connection rule rejects, and each refused
+ * attempt is to be logged (to `logAddress`), and nothing else (`dontlog-normal`).
  */
 export function renderHaproxyConfig(input: EdgeConfigInput): string {
   const paths = edgePaths(input.edgeDir);
@@ -75,9 +106,11 @@ export function renderHaproxyConfig(input: EdgeConfigInput): string {
     `    maxconn ${input.maxconn}`,
     // A worker that still holds client connections stays after a reload; bound how many pile up.
     '    mworker-max-reloads 50',
+    ...(input.logAddress ? [`    log ${input.logAddress} len 1024 local0 info`] : []),
     '',
     'defaults',
     '    mode tcp',
+    ...(input.logAddress ? ['    log global', `    log-format ${quote(DENIED_LOG_FORMAT)}`, '    option dontlog-normal'] : []),
     '    timeout connect 5s',
     // Redis and MongoDB clients keep idle connections open for long: don't cut them early.
     '    timeout client 24h',
@@ -96,8 +129,8 @@ export function renderHaproxyConfig(input: EdgeConfigInput): string {
         `frontend ${frontendName(inst.id, r.role)}`,
         // TLS listeners (mongodb_sharded ssl, elasticsearch https) are decrypted here: the engine speaks plain TCP
         `    bind ${input.bindAddress}:${r.port}${r.tls ? ` ${tlsBindOptions(input.edgeDir, inst.id)}` : ''}`,
-        `    tcp-request connection accept if { src ${input.probeSource} }`,
-        `    tcp-request connection reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
+        `    tcp-request content accept if { src ${input.probeSource} }`,
+        `    tcp-request content reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
         `    default_backend ${backendName(inst.id, r.target)}`,
       );
     }

@@ -66,6 +66,8 @@ export class HaproxyEdge {
   private certificatesChanged = false;
   /** A process of the edge is being started and does not answer yet. */
   private starting = false;
+  /** Where the edge sends its log of refused connections (`host:port`), once hangar listens for it. */
+  private logAddress: string | undefined;
   private lock: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly opts: HaproxyEdgeOptions) {
@@ -76,6 +78,14 @@ export class HaproxyEdge {
       bin: opts.bin,
       args: ['-W', '-S', `${this.paths.masterSocket},mode,600`, '-f', this.paths.config],
     };
+  }
+
+  /**
+   * Sets where refused connections are logged. Called before `adopt`, so that an edge started by
+   * an earlier hangar with the same receiver is taken over as it runs.
+   */
+  setLogAddress(address: string | undefined): void {
+    this.logAddress = address;
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -304,6 +314,25 @@ export class HaproxyEdge {
     return [...byInstance].map(([instanceId, c]) => ({ instanceId, ...c }));
   }
 
+  /**
+   * The sources the running edge admits for the instance, per access group, read from its
+   * runtime API (what it enforces, whatever its files or hangar's store say).
+   */
+  async effective(id: string, groups: readonly AccessGroup[]): Promise<{ groups: Partial<Record<AccessGroup, string[]>>; problem?: string }> {
+    if (!this.opts.supervisor.isRunning(this.unit)) return { groups: {}, problem: 'the edge (haproxy) is not running' };
+    const out: Partial<Record<AccessGroup, string[]>> = {};
+    try {
+      for (const group of groups) {
+        const shown = await this.admin(`show acl ${cliWord(allowListFile(this.opts.edgeDir, id, group))}`);
+        if (/^Unknown ACL/i.test(shown.trim())) return { groups: {}, problem: 'the edge has no listeners for this instance' };
+        out[group] = [...new Set(parseShowAcl(shown).map((e) => parseCidr(e.pattern)?.text ?? e.pattern))].sort();
+      }
+    } catch (err) {
+      return { groups: {}, problem: `the edge's runtime API does not answer: ${(err as Error).message}` };
+    }
+    return { groups: out };
+  }
+
   private admin(line: string, signal?: AbortSignal): Promise<string> {
     return haproxyCommand(this.paths.adminSocket, line, 3000, signal);
   }
@@ -316,6 +345,7 @@ export class HaproxyEdge {
       maxconn: this.opts.maxconn,
       probeSource: this.opts.probeSource,
       instances,
+      ...(this.logAddress ? { logAddress: this.logAddress } : {}),
     });
   }
 

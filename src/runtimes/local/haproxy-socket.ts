@@ -111,18 +111,28 @@ export function parseShowAcl(text: string): { ref: string; pattern: string }[] {
   return out;
 }
 
-/** Per frontend of `show stat`: sessions admitted (`stot`) and connections refused (`dcon`). */
+/**
+ * Per frontend of `show stat`: connections admitted and refused. The ACL rule rejects at the
+ * content stage, where a refused connection is a session (`stot`) with a denied request
+ * (`dreq`); connections refused at the connection or session stage count in `dcon` and `dses`.
+ */
 export function parseShowStat(text: string): { frontend: string; admitted: number; refused: number }[] {
   const lines = text.split('\n').filter(Boolean);
   const header = lines[0]?.replace(/^# /, '').split(',') ?? [];
   const col = (name: string) => header.indexOf(name);
-  const [px, sv, stot, dcon] = [col('pxname'), col('svname'), col('stot'), col('dcon')];
+  const [px, sv, stot, dcon, dses, dreq] = [col('pxname'), col('svname'), col('stot'), col('dcon'), col('dses'), col('dreq')];
   if (px < 0 || sv < 0 || stot < 0 || dcon < 0) return [];
+  const num = (f: string[], i: number) => (i < 0 ? 0 : Number(f[i] || 0));
   const out: { frontend: string; admitted: number; refused: number }[] = [];
   for (const line of lines.slice(1)) {
     const f = line.split(',');
     if (f[sv] !== 'FRONTEND') continue;
-    out.push({ frontend: f[px]!, admitted: Number(f[stot] || 0), refused: Number(f[dcon] || 0) });
+    out.push({ frontend: f[px]!, admitted: num(f, stot) - num(f, dreq), refused: num(f, dcon) + num(f, dses) + num(f, dreq) });
   }
   return out;
+}
+
+/** The lines of `show events <ring>`: what the ring holds, oldest first. */
+export function parseShowEvents(text: string): string[] {
+  return text.split('\n').filter((l) => l.includes('hangar-edge '));
 }

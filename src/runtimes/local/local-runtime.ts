@@ -10,7 +10,8 @@ import {
 } from '../../domain/units.js';
 import type { EngineBinaries } from '../../lib/binaries.js';
 import { sleep } from '../../lib/time.js';
-import type { Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
+import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
+import { DeniedLog } from './denied-log.js';
 import { ensureDir, readText, writeFileIfChanged } from './files.js';
 import { HaproxyEdge } from './haproxy-edge.js';
 import { portIsFree } from './ports.js';
@@ -88,6 +89,7 @@ export class LocalRuntime implements Runtime {
   readonly kind = 'local' as const;
   private readonly supervisor: ProcessSupervisor;
   private readonly edge: HaproxyEdge;
+  private readonly denied: DeniedLog;
   private readonly instancesDir: string;
   private readonly host: UnitHost;
   private events: RuntimeEvents | undefined;
@@ -121,6 +123,7 @@ export class LocalRuntime implements Runtime {
       supervisor: this.supervisor,
       log: log.child({ component: 'edge' }),
     });
+    this.denied = new DeniedLog(join(config.dataDir, 'edge', 'log.port'), log.child({ component: 'edge' }));
     this.host = this.unitHost();
   }
 
@@ -155,6 +158,10 @@ export class LocalRuntime implements Runtime {
 
   async start(events: RuntimeEvents): Promise<void> {
     this.events = events;
+    // The log receiver first: the edge's configuration names it.
+    ensureDir(join(this.opts.config.dataDir, 'edge'));
+    await this.denied.listen();
+    this.edge.setLogAddress(this.denied.address);
     await this.edge.adopt();
     for (const id of this.instanceDirs()) {
       const dir = this.instanceDir(id);
@@ -171,6 +178,7 @@ export class LocalRuntime implements Runtime {
   async close(): Promise<void> {
     this.events = undefined;
     clearInterval(this.dirTimer);
+    this.denied.close();
     this.problems.clear();
     this.dirProblems.clear();
     this.supervisor.close();
@@ -301,6 +309,7 @@ export class LocalRuntime implements Runtime {
     this.dirProblems.delete(id);
     ctx.step('delete:engines-stopped');
     await this.edge.removeInstance(id);
+    this.denied.forget(id);
     ctx.step('delete:edge-removed');
     rmSync(dir, { recursive: true, force: true });
     ctx.step('delete:data-removed');
@@ -341,5 +350,14 @@ export class LocalRuntime implements Runtime {
       this.log.debug({ err }, 'edge counters unavailable');
     }
     return { processesUp: up, processesExpected: expected, edge };
+  }
+
+  async effectiveAccess(spec: InstanceSpec): Promise<AccessEnforcer[]> {
+    const groups = [...new Set(edgeRoutes(spec.service, spec.type, spec.ports).map((r) => r.group))];
+    return [{ name: 'haproxy', ...(await this.edge.effective(spec.id, groups)) }];
+  }
+
+  async deniedConnections(spec: InstanceSpec, limit: number): Promise<DeniedConnection[]> {
+    return this.denied.recent(spec.id, limit);
   }
 }

@@ -30,6 +30,23 @@ export async function connectRedis(port: number, password: string, localAddress?
   return client;
 }
 
+/** A real Redis client authenticated as an application user (`AUTH user password`). */
+export async function connectRedisAs(port: number, username: string, password: string): Promise<RedisClient> {
+  const client = createClient({ socket: { host: '127.0.0.1', port, connectTimeout: 2000, reconnectStrategy: false }, username, password, disableClientInfo: true });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (err) {
+    try {
+      client.destroy();
+    } catch {
+      /* already closed */
+    }
+    throw err;
+  }
+  return client;
+}
+
 /** What a client gets: PONG, refused (connection refused, reset or closed), or the error it got. */
 export async function pingOutcome(port: number, password: string, localAddress?: string): Promise<string> {
   let client: RedisClient | undefined;

@@ -8,7 +8,10 @@ const SRC = join(import.meta.dirname, '..', '..', '..', 'src');
 const STEP_SOURCES = ['reconciler', 'service', 'runtimes/local', 'engines/redis'];
 
 /** Step names the redis engine builds from its roles rather than writes out. */
-export const COMPUTED_STEPS = ['create:primary-started', 'create:replica-started', 'ensure:primary-restarted', 'ensure:replica-restarted', 'resize:primary-set', 'resize:replica-set'];
+export const COMPUTED_STEPS = [
+  'create:primary-started', 'create:replica-started', 'ensure:primary-restarted', 'ensure:replica-restarted', 'resize:primary-set', 'resize:replica-set',
+  'access:primary-applied', 'access:replica-applied',
+];
 
 /** Every step name written out in the sources of the local runtime's work (`step('x:y')`). */
 export function literalStepNames(): string[] {

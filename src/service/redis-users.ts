@@ -1,0 +1,151 @@
+import { newObjectId, randomHex } from '../lib/ids.js';
+import type { Db } from '../store/database.js';
+import { bumpInstance } from '../store/instance-repository.js';
+import {
+  findRedisUser, insertRedisUser, listRedisUsers, markRedisUserDeleting, updateRedisUser,
+} from '../store/redis-user-repository.js';
+import { patternProblem, ruleProblem, usernameProblem } from '../engines/redis/redis-users.js';
+
+/** Command categories a user may be granted (engine knowledge, for the API's documentation). */
+export { GRANTABLE_CATEGORIES } from '../engines/redis/redis-users.js';
+import { errors } from '../domain/errors.js';
+import type { Instance, RedisUser } from '../domain/model.js';
+import type { Caller, ServiceDeps } from './deps.js';
+import type { InstanceService } from './instances.js';
+
+/** How long a user change waits for the engines before answering (it is durable either way). */
+export const USER_SETTLE_MS = 5000;
+
+export interface RedisUserInput {
+  readonly username: string;
+  readonly password?: string;
+  readonly keys?: readonly string[];
+  readonly channels?: readonly string[];
+  readonly commands?: readonly string[];
+}
+
+export interface RedisUserChange {
+  readonly password?: string;
+  readonly keys?: readonly string[];
+  readonly channels?: readonly string[];
+  readonly commands?: readonly string[];
+}
+
+/** The caller's redis instance by name; anything else is the same 404 as none. */
+export async function redisInstanceOf(instances: InstanceService, caller: Caller, name: string): Promise<Instance> {
+  const inst = await instances.find(caller, name);
+  if (!inst || inst.service !== 'redis') throw errors.notARedisInstance(name);
+  return inst;
+}
+
+/**
+ * Records a change of an instance in one transaction that first bumps its spec version (in
+ * PostgreSQL that locks the row: changes to one instance and its deletion run one after the
+ * other), then has the reconciler apply it and waits for that (bounded; durable either way).
+ */
+export async function recordAndApply<T>(deps: ServiceDeps, inst: Instance, change: (trx: Db) => Promise<T>, settleMs = USER_SETTLE_MS): Promise<T> {
+  const now = deps.now();
+  const out = await deps.db.transaction().execute(async (trx) => {
+    if (!(await bumpInstance(trx, inst.id, {}, now, { notDeleting: true }))) throw errors.instanceDeleting(inst.name);
+    return change(trx);
+  });
+  const settled = deps.work.settle(inst.id, settleMs);
+  deps.work.enqueue(inst.id);
+  await settled;
+  return out;
+}
+
+/**
+ * Application users of Redis instances (Redis ACL users). hangar records each (password
+ * sealed) as desired state; the reconciler applies them on the primary and the replica, and
+ * writes them into the engines' configuration files, so they outlive restarts.
+ */
+export class RedisUserService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly instances: InstanceService,
+  ) {}
+
+  async list(caller: Caller, name: string): Promise<RedisUser[]> {
+    const inst = await redisInstanceOf(this.instances, caller, name);
+    return listRedisUsers(this.deps.db, this.deps.keyring, inst.id);
+  }
+
+  async get(caller: Caller, name: string, username: string): Promise<RedisUser> {
+    const inst = await redisInstanceOf(this.instances, caller, name);
+    const user = await findRedisUser(this.deps.db, this.deps.keyring, inst.id, username);
+    if (!user) throw errors.redisUserNotFound(username, name);
+    return user;
+  }
+
+  /** Creates a user; its password is the one given, or one hangar makes. Returns the user and its password. */
+  async create(caller: Caller, name: string, input: RedisUserInput): Promise<{ user: RedisUser; password: string }> {
+    const problem = usernameProblem(input.username);
+    if (problem) throw errors.invalidValue('username', `"username" ${problem}`);
+    const password = input.password ?? randomHex(16);
+    assertUserPassword(password);
+    const keys = assertPatterns('keys', input.keys ?? []);
+    const channels = assertPatterns('channels', input.channels ?? []);
+    const commands = assertCommands(input.commands ?? []);
+    const inst = await redisInstanceOf(this.instances, caller, name);
+    if (inst.deleting) throw errors.instanceDeleting(name);
+    const now = this.deps.now();
+    await recordAndApply(this.deps, inst, async (trx) => {
+      const inserted = await insertRedisUser(trx, this.deps.keyring, { id: newObjectId(now), instanceId: inst.id, username: input.username, password, keys, channels, commands, now });
+      if (!inserted) throw errors.redisUserExists(input.username, name);
+    });
+    return { user: await this.get(caller, name, input.username), password };
+  }
+
+  async update(caller: Caller, name: string, username: string, change: RedisUserChange): Promise<RedisUser> {
+    if (change.password === undefined && change.keys === undefined && change.channels === undefined && change.commands === undefined) {
+      throw errors.invalidBody('send at least one of "password", "keys", "channels", "commands"');
+    }
+    if (change.password !== undefined) assertUserPassword(change.password);
+    const patch = {
+      ...(change.password !== undefined ? { password: change.password } : {}),
+      ...(change.keys !== undefined ? { keys: assertPatterns('keys', change.keys) } : {}),
+      ...(change.channels !== undefined ? { channels: assertPatterns('channels', change.channels) } : {}),
+      ...(change.commands !== undefined ? { commands: assertCommands(change.commands) } : {}),
+    };
+    const inst = await redisInstanceOf(this.instances, caller, name);
+    if (inst.deleting) throw errors.instanceDeleting(name);
+    const now = this.deps.now();
+    await recordAndApply(this.deps, inst, async (trx) => {
+      const user = await findRedisUser(trx, this.deps.keyring, inst.id, username);
+      if (!user || !(await updateRedisUser(trx, this.deps.keyring, user.id, patch, now))) throw errors.redisUserNotFound(username, name);
+    });
+    return this.get(caller, name, username);
+  }
+
+  /** Deletes the user: the engines drop it, which closes its connections. */
+  async delete(caller: Caller, name: string, username: string): Promise<void> {
+    const inst = await redisInstanceOf(this.instances, caller, name);
+    const now = this.deps.now();
+    await recordAndApply(this.deps, inst, async (trx) => {
+      const user = await findRedisUser(trx, this.deps.keyring, inst.id, username);
+      if (!user || !(await markRedisUserDeleting(trx, user.id, now))) throw errors.redisUserNotFound(username, name);
+    });
+  }
+}
+
+export function assertUserPassword(password: string): void {
+  if (password.length < 8 || password.length > 256) throw errors.invalidValue('password', '"password" must be 8 to 256 characters');
+  if (/[\x00-\x1f\x7f]/.test(password)) throw errors.invalidValue('password', '"password" must not hold control characters');
+}
+
+function assertPatterns(field: 'keys' | 'channels', patterns: readonly string[]): string[] {
+  patterns.forEach((p, i) => {
+    const problem = patternProblem(p);
+    if (problem) throw errors.invalidValue(`${field}[${i}]`, `"${field}[${i}]" ${JSON.stringify(p)} ${problem}`);
+  });
+  return [...new Set(patterns)];
+}
+
+function assertCommands(rules: readonly string[]): string[] {
+  rules.forEach((r, i) => {
+    const refused = ruleProblem(r);
+    if (refused) throw errors.invalidValue(`commands[${i}]`, `"commands[${i}]" ${refused.problem}`, refused.allowed);
+  });
+  return rules.map((r) => r.toLowerCase());
+}
