@@ -8,6 +8,7 @@ import { registerAudit } from './http/plugins/audit.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerIdempotency } from './http/plugins/idempotency.js';
 import { registerJsonBodies } from './http/plugins/content.js';
+import { registerNoStore } from './http/plugins/no-store.js';
 import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } from './http/plugins/error-handler.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { ErrorBody } from './http/schemas/common.js';
@@ -117,6 +118,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
   app.server.headersTimeout = limits.headersTimeoutMs;
   // CONNECT is no method of the API; without a listener node would close the socket silently.
   app.server.on('connect', onConnectMethod);
+  registerNoStore(app);
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   registerJsonBodies(app);
   app.setErrorHandler(errorHandler);
