@@ -1,3 +1,4 @@
+import { sameRange } from '../lib/cidr.js';
 import { newObjectId } from '../lib/ids.js';
 import { countAcls, findAcl, insertAcl, listAcls, markAclDeleting } from '../store/acl-repository.js';
 import { bumpInstance } from '../store/instance-repository.js';
@@ -53,6 +54,10 @@ export class AclService {
       if ((await countAcls(trx, instance.id)) >= config.maxAclsPerInstance) {
         throw errors.quotaExceeded('ACLs per instance', config.maxAclsPerInstance);
       }
+      // The same range however written (`a.b.c.d` and `a.b.c.d/32`) is one rule: the store's
+      // unique key sees the text only, so the range is compared here, under the instance's lock.
+      const same = (await listAcls(trx, instance.id, true)).find((a) => a.transport === acl.transport && a.kibana === acl.kibana && sameRange(a.cidrMask, acl.cidrMask));
+      if (same) throw errors.aclExists(same.cidrMask, name);
       if (!(await insertAcl(trx, { ...acl, id, instanceId: instance.id, accountId: caller.accountId, createdAt: now }))) {
         throw errors.aclExists(acl.cidrMask, name);
       }

@@ -1,3 +1,4 @@
+import { parseCidr } from '../lib/cidr.js';
 import { newBuildId, newObjectId, randomHex } from '../lib/ids.js';
 import { sleep } from '../lib/time.js';
 import {
@@ -96,7 +97,7 @@ export class InstanceService {
     const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, `acls[${i}].`));
     const seen = new Set<string>();
     for (const a of acls) {
-      const key = `${a.cidrMask}|${a.transport}|${a.kibana}`;
+      const key = `${parseCidr(a.cidrMask)?.text ?? a.cidrMask}|${a.transport}|${a.kibana}`;
       if (seen.has(key)) throw errors.invalidValue('acls', `"acls" lists ${a.cidrMask} twice`);
       seen.add(key);
     }

@@ -28,7 +28,11 @@ export interface ValidAcl {
   readonly kibana: boolean;
 }
 
-/** Checks an ACL body (spec 4.3 and section 7, conditions 4 and 5) and normalises its range. */
+/**
+ * Checks an ACL body (spec 4.3 and section 7, conditions 4 and 5) and normalises its range: host
+ * bits cleared (`10.1.2.3/8` is `10.0.0.0/8`), IPv6 compressed. A single address keeps the form it
+ * was sent in: `a.b.c.d` or `a.b.c.d/32` (`/128` for IPv6), both of which the spec allows.
+ */
 export function assertAcl(input: AclInput, service: Service, field = ''): ValidAcl {
   const cidr = parseCidr(input.cidr_mask);
   if (!cidr) {
@@ -45,5 +49,7 @@ export function assertAcl(input: AclInput, service: Service, field = ''): ValidA
   if (transport && kibana) {
     throw errors.invalidValue(`${field}transport`, `"${field}transport" and "${field}kibana" cannot be combined: create one ACL for each`);
   }
-  return { cidrMask: cidr.text, description: input.description, transport, kibana };
+  const fullLength = cidr.prefix === (cidr.family === 4 ? 32 : 128);
+  const cidrMask = fullLength && input.cidr_mask.includes('/') ? `${cidr.text}/${cidr.prefix}` : cidr.text;
+  return { cidrMask, description: input.description, transport, kibana };
 }
