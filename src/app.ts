@@ -7,6 +7,7 @@ import { Metrics } from './lib/metrics.js';
 import { registerAudit } from './http/plugins/audit.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerIdempotency } from './http/plugins/idempotency.js';
+import { registerInstanceOwner } from './http/plugins/instance-owner.js';
 import { registerJsonBodies } from './http/plugins/content.js';
 import { registerNoStore } from './http/plugins/no-store.js';
 import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } from './http/plugins/error-handler.js';
@@ -154,6 +155,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       registerAuth(v2, deps.services);
       registerAudit(v2, deps);
       registerIdempotency(v2, deps);
+      registerInstanceOwner(v2, deps);
       tokenRoutes(v2, deps);
       instanceRoutes(v2, deps);
       aclRoutes(v2, deps);

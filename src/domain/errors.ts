@@ -44,6 +44,9 @@ export const errors = {
   instanceNotFound: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" not found`),
   notARedisInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `redis instance "${name}" not found`),
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
+  /** The caller's own instance, asked for where only another service's instances fit (a resize of MongoDB, users of Redis). */
+  wrongService: (name: string, service: string, wanted: string) =>
+    new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" is a ${service} instance, not a ${wanted} instance`),
   aclNotFound: (id: string, instance: string) => new HangarError(404, 'ACL_NOT_FOUND', `ACL "${id}" not found on instance "${instance}"`),
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),

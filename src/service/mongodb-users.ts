@@ -7,7 +7,7 @@ import {
 import { ADMIN_DB_ROLES, MONGODB_ROLES, USER_ADMIN_ROLES } from '../domain/catalog.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
-import type { InstanceService } from './instances.js';
+import { type InstanceService, assertInstanceFits } from './instances.js';
 import type { Instance, MongoRole } from '../domain/model.js';
 
 /**
@@ -42,24 +42,23 @@ export class MongoUserService {
   }
 
   private async instance(caller: Caller, idOrName: string): Promise<Instance> {
-    const inst = await this.instances.getByIdOrName(caller, idOrName);
-    if (!inst || inst.service !== 'mongodb') throw errors.notAMongodbInstance(idOrName);
-    return inst;
+    return assertInstanceFits(await this.instances.getByIdOrName(caller, idOrName), idOrName, 'mongodb');
   }
 
   async list(caller: Caller, instanceId: string, database: string): Promise<UserRecord[]> {
-    assertDatabase(database);
     const inst = await this.instance(caller, instanceId);
+    assertDatabase(database);
     return listMongoUserRoles(this.deps.db, inst.id, database);
   }
 
   async create(caller: Caller, instanceId: string, database: string, body: { username: string; password: string; roles: readonly MongoRole[] }): Promise<string> {
+    // the instance first: another account's answers 404 whatever the body says
+    const inst = await this.instance(caller, instanceId);
     assertDatabase(database);
     assertUsername(body.username);
     assertNotReserved(database, body.username);
     assertPassword(body.password);
     const roles = assertRoles(body.roles);
-    const inst = await this.instance(caller, instanceId);
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
     await this.record(inst, now, async (trx) => {
@@ -73,6 +72,7 @@ export class MongoUserService {
   }
 
   async update(caller: Caller, instanceId: string, database: string, username: string, body: { password?: string; roles?: readonly MongoRole[] }): Promise<string> {
+    const inst = await this.instance(caller, instanceId);
     assertDatabase(database);
     assertNotReserved(database, username);
     if (body.password === undefined && body.roles === undefined) {
@@ -80,7 +80,6 @@ export class MongoUserService {
     }
     if (body.password !== undefined) assertPassword(body.password);
     const roles = body.roles === undefined ? undefined : assertRoles(body.roles);
-    const inst = await this.instance(caller, instanceId);
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
     const patch = { ...(body.password !== undefined ? { password: body.password } : {}), ...(roles ? { roles } : {}) };
@@ -95,9 +94,9 @@ export class MongoUserService {
   }
 
   async delete(caller: Caller, instanceId: string, database: string, username: string): Promise<string> {
+    const inst = await this.instance(caller, instanceId);
     assertDatabase(database);
     assertNotReserved(database, username);
-    const inst = await this.instance(caller, instanceId);
     const now = this.deps.now();
     await this.record(inst, now, async (trx) => {
       const id = await findMongoUserId(trx, inst.id, database, username);

@@ -2,7 +2,7 @@ import { bumpInstance } from '../store/instance-repository.js';
 import { PLANS } from '../domain/catalog.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
-import type { InstanceService } from './instances.js';
+import { type InstanceService, assertInstanceFits } from './instances.js';
 import type { ZoneService } from './zones.js';
 import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
 import { toSpec } from '../domain/spec.js';
@@ -29,9 +29,7 @@ export class RedisService {
   }
 
   private async redisInstance(caller: Caller, name: string): Promise<Instance> {
-    const inst = await this.instances.find(caller, name);
-    if (!inst || inst.service !== 'redis') throw errors.notARedisInstance(name);
-    return inst;
+    return assertInstanceFits(await this.instances.find(caller, name), name, 'redis');
   }
 
   private async live<T>(caller: Caller, name: string, read: (inst: Instance) => Promise<T>): Promise<T> {

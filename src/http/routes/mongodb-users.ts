@@ -17,6 +17,7 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.get(
     base,
     {
+      config: { instanceService: 'mongodb' },
       schema: {
         summary: 'Users of a database',
         tags,
@@ -29,7 +30,7 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.post(
     base,
     {
-      config: { audit: 'mongodb_user.create' },
+      config: { audit: 'mongodb_user.create', instanceService: 'mongodb' },
       schema: {
         summary: 'Add a user',
         tags,
@@ -47,7 +48,7 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.patch(
     `${base}/:username`,
     {
-      config: { audit: 'mongodb_user.update' },
+      config: { audit: 'mongodb_user.update', instanceService: 'mongodb' },
       schema: {
         summary: 'Change the password and/or the roles (a sent role list replaces the old one)',
         tags,
@@ -62,7 +63,7 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.delete(
     `${base}/:username`,
     {
-      config: { audit: 'mongodb_user.delete' },
+      config: { audit: 'mongodb_user.delete', instanceService: 'mongodb' },
       schema: {
         summary: 'Drop a user',
         tags,

@@ -18,6 +18,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/connectedSlaves/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'connected_slaves of INFO replication, read live',
@@ -29,6 +30,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/connectedClients/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'connected_clients of INFO clients, read live (an addition to the ObjectRocket API)',
@@ -41,6 +43,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/spaceUsage/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'Memory used, from INFO memory',
@@ -52,6 +55,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/maxMemoryPolicy/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'CONFIG GET maxmemory-policy',
@@ -63,6 +67,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/maxClients/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'CONFIG GET maxclients',
@@ -74,7 +79,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.post(
     '/redis/:instance_name/resize/',
     {
-      config: { audit: 'redis.resize' },
+      config: { audit: 'redis.resize', instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'Grow to a larger plan, live, without a restart',
