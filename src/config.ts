@@ -36,8 +36,10 @@ export interface Config {
   readonly tlsKey: string | undefined;
   /** API requests per minute per account. */
   readonly rateLimit: number;
-  /** Failed logins per minute per login and per source address before 429. */
+  /** Failed logins per minute of one login from one source address before that login is refused from there (429). */
   readonly loginFailureLimit: number;
+  /** Failed logins per minute from one source address, whatever the logins, before every login from there is refused (429). */
+  readonly loginSourceFailureLimit: number;
   readonly maxInstancesPerAccount: number;
   readonly maxAclsPerInstance: number;
   /** Default `maxmemory-policy` of new Redis instances. */
@@ -109,7 +111,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'tlsCert', flag: 'tls-cert', env: 'HANGAR_TLS_CERT', kind: 'path', default: undefined, description: 'PEM certificate: serve the API over HTTPS' },
   { key: 'tlsKey', flag: 'tls-key', env: 'HANGAR_TLS_KEY', kind: 'path', default: undefined, description: 'PEM private key of that certificate' },
   { key: 'rateLimit', flag: 'rate-limit', env: 'HANGAR_RATE_LIMIT', kind: 'int', default: '6000', description: 'API requests per minute per account (429 above)' },
-  { key: 'loginFailureLimit', flag: 'login-failure-limit', env: 'HANGAR_LOGIN_FAILURE_LIMIT', kind: 'int', default: '5', description: 'failed logins per minute, per login and per source address, before 429' },
+  { key: 'loginFailureLimit', flag: 'login-failure-limit', env: 'HANGAR_LOGIN_FAILURE_LIMIT', kind: 'int', default: '5', description: 'failed logins per minute of one login from one source address (an IPv6 /64) before that login is refused from there (429)' },
+  { key: 'loginSourceFailureLimit', flag: 'login-source-failure-limit', env: 'HANGAR_LOGIN_SOURCE_FAILURE_LIMIT', kind: 'int', default: '50', description: 'failed logins per minute from one source address, whatever the logins, before every login from there is refused (429)' },
   { key: 'maxInstancesPerAccount', flag: 'max-instances', env: 'HANGAR_MAX_INSTANCES', kind: 'int', default: '100', description: 'instances an account may have' },
   { key: 'maxAclsPerInstance', flag: 'max-acls', env: 'HANGAR_MAX_ACLS', kind: 'int', default: '100', description: 'ACLs an instance may have' },
   { key: 'redisMaxmemoryPolicy', flag: 'redis-maxmemory-policy', env: 'HANGAR_REDIS_MAXMEMORY_POLICY', kind: 'policy', default: 'noeviction', description: '`maxmemory-policy` of new Redis instances' },

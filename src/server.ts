@@ -142,7 +142,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       mongodbUsers: new MongoUserService(deps, instances),
       audit,
       idempotency: new IdempotencyService(db, now),
-      loginGuard: new LoginGuard(config.loginFailureLimit, now),
+      loginGuard: new LoginGuard({ perLoginAndSource: config.loginFailureLimit, perSource: config.loginSourceFailureLimit }, now),
       rateLimiter: new RateLimiter(config.rateLimit, now),
     };
     if (config.bootstrapLogin && config.bootstrapPassword) {

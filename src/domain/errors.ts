@@ -37,8 +37,13 @@ export const errors = {
     new HangarError(400, 'INVALID_BODY', message, field ? { field } : {}),
   unauthorized: (message = 'missing or invalid credentials: log in at GET /v2/tokens/ with HTTP Basic and send the token in X-Auth-Token') =>
     new HangarError(401, 'UNAUTHORIZED', message),
-  tooManyLogins: (retryAfterSeconds: number) =>
-    new HangarError(429, 'TOO_MANY_LOGIN_FAILURES', `too many failed logins; try again in ${retryAfterSeconds} s`, { retryAfterSeconds }),
+  tooManyLogins: (retryAfterSeconds: number, what = '', resetAt?: number) =>
+    new HangarError(
+      429,
+      'TOO_MANY_LOGIN_FAILURES',
+      `too many failed logins${what ? ` ${what}` : ''}; try again in ${retryAfterSeconds} s${resetAt === undefined ? '' : ` (at ${new Date(resetAt).toISOString().slice(11, 19)} UTC)`}`,
+      { retryAfterSeconds },
+    ),
   rateLimited: (retryAfterSeconds: number) =>
     new HangarError(429, 'RATE_LIMITED', `request limit of this account reached; try again in ${retryAfterSeconds} s`, { retryAfterSeconds }),
   instanceNotFound: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" not found`),
