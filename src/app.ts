@@ -102,6 +102,9 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    // While stopping, requests that still arrive on open connections are served (each answer
+    // closing its connection), never answered with the framework's own 503 body.
+    return503OnClosing: false,
     connectionTimeout: limits.idleTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -128,6 +131,14 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     void reply.header('x-request-id', req.id).header('x-content-type-options', 'nosniff');
     if (tls) void reply.header('strict-transport-security', 'max-age=31536000');
   });
+  // Draining before a stop: clients are told to take their next request elsewhere.
+  if (deps.stopping) {
+    const stopping = deps.stopping;
+    app.addHook('onSend', async (req, reply, payload) => {
+      if (stopping() && req.raw.httpVersionMajor === 1) void reply.header('connection', 'close');
+      return payload;
+    });
+  }
   // One line per request; the logger's redaction keeps credentials out of it.
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url;

@@ -66,6 +66,12 @@ export interface Config {
   readonly memoryReserveMb: number;
   /** Seconds an instance may stay REQUESTED/BUILDING before it is FAILED. */
   readonly buildTimeoutSeconds: number;
+  /**
+   * Seconds a stopping hangar keeps serving after SIGTERM (or SIGINT), with /readyz answering 503
+   * and every answer closing its connection, so that load balancers take it out of rotation
+   * before its listener closes; 0: none.
+   */
+  readonly drainSeconds: number;
   /** Test-only: name of a step at which the process kills itself (fault-injection tests). */
   readonly dieAt: string | undefined;
 }
@@ -77,7 +83,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'string' | 'int' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy';
+type Kind = 'string' | 'int' | 'seconds' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy';
 
 export interface SettingDoc {
   readonly key: keyof Config;
@@ -130,6 +136,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'zonesFile', flag: 'zones', env: 'HANGAR_ZONES', kind: 'path', default: undefined, description: 'JSON or YAML file mapping each zone to its placement target (`local`, `emulated`, `kubernetes`) and capacity (see [zones](#zones-and-capacity)); unset: every zone of the spec on `--runtime`' },
   { key: 'memoryReserveMb', flag: 'memory-reserve', env: 'HANGAR_MEMORY_RESERVE_MB', kind: 'int', default: '1024', description: "MB of this host's memory that local zones may not promise (left to hangar, the edge and the system)" },
   { key: 'buildTimeoutSeconds', flag: 'build-timeout', env: 'HANGAR_BUILD_TIMEOUT', kind: 'int', default: '120', description: 'seconds an instance may take to become ready before it is FAILED' },
+  { key: 'drainSeconds', flag: 'drain-period', env: 'HANGAR_DRAIN_PERIOD', kind: 'seconds', default: '3', description: 'seconds a stopping hangar (SIGTERM, SIGINT) keeps serving, /readyz answering 503 and every answer closing its connection, before its listener closes; 0: none' },
   { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
 ];
 
@@ -179,6 +186,9 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
       }
       return Number(raw);
     }
+    case 'seconds':
+      if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new ConfigError(`${source} must be a number of seconds (0 or more), got "${raw}"`);
+      return Number(raw);
     case 'runtime':
       if (raw !== 'local' && raw !== 'emulated') {
         throw new ConfigError(`${source} must be "local" or "emulated", got "${raw}"`);

@@ -133,7 +133,8 @@ export class HangarProcess {
     ];
     if (this.opts.databaseUrl) args.push('--database-url', this.opts.databaseUrl);
     const account: Record<string, string> = this.opts.createAccount === false ? {} : { HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD };
-    const child = spawn(process.execPath, args, { env: childEnv({ ...account, ...this.opts.env, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    // stopped at once unless a test asks for a drain (HANGAR_DRAIN_PERIOD)
+    const child = spawn(process.execPath, args, { env: childEnv({ HANGAR_DRAIN_PERIOD: '0', ...account, ...this.opts.env, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     // each process writes to its own buffer: a stopped one must not add to the next one's
     const output = { text: '' };
