@@ -10,15 +10,20 @@ declare module 'fastify' {
 }
 
 /**
- * The owner check of every route about one instance (a path with `:instance_name`, or
- * `:instance_id` which takes a name too), before the body is read, parsed or validated: a
- * request about another account's instance gets the 404 of a missing one whatever its body
- * (an unknown field, a wrong type, a role that does not exist), so that no answer tells the two
- * apart. Runs after authentication (onRequest); the service checks the instance again.
+ * The owner check of every route about one instance that takes a body or a query string (a
+ * path with `:instance_name`, or `:instance_id` which takes a name too), before the body is
+ * read, parsed or validated: a request about another account's instance gets the 404 of a
+ * missing one whatever its body (an unknown field, a wrong type, a role that does not exist),
+ * so that no answer tells the two apart. Runs after authentication (onRequest); the service
+ * checks the instance again.
  */
 export function registerInstanceOwner(app: FastifyInstance, deps: { services: { instances: InstanceService } }): void {
   const { instances } = deps.services;
   app.addHook('preParsing', async (req) => {
+    // A route that takes no body and no query string has nothing to answer before its handler,
+    // whose own lookup gives the same 404: the store is asked once, not twice (reads stay fast).
+    const schema = req.routeOptions.schema;
+    if (!schema?.body && !schema?.querystring) return;
     const params = req.params as Record<string, string | undefined>;
     const byName = params.instance_name;
     const byId = params.instance_id;
