@@ -363,9 +363,9 @@ export class HaproxyEdge {
   }
 
   /** What the running worker counted, per instance. */
-  private async readCounts(): Promise<Map<string, Counts>> {
+  private async readCounts(signal?: AbortSignal): Promise<Map<string, Counts>> {
     const byInstance = new Map<string, Counts>();
-    for (const f of parseShowStat(await this.admin('show stat'))) {
+    for (const f of parseShowStat(await this.admin('show stat', signal))) {
       const id = instanceOfFrontend(f.frontend);
       if (id === undefined) continue;
       const c = byInstance.get(id) ?? { admitted: 0, refused: 0 };
@@ -438,7 +438,7 @@ export class HaproxyEdge {
     try {
       if (running) {
         // the new worker counts from 0: what this one counted is kept first
-        this.foldCounts(await this.readCounts().catch(() => this.lastRead));
+        this.foldCounts(await this.readCounts(signal).catch(() => this.lastRead));
         await this.reload(signal);
       } else await this.startProcess(signal);
     } catch (err) {
