@@ -145,7 +145,7 @@ async function startHangar(bin: string, runtime: 'local' | 'emulated', dataDir: 
     '--rate-limit', '1000000000', '--max-instances', String(maxInstances),
   ];
   const child = spawn(process.execPath, args, {
-    env: { ...env, HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD },
+    env: { ...env, HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD, HANGAR_DRAIN_PERIOD: '0' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';

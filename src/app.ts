@@ -7,7 +7,9 @@ import { Metrics } from './lib/metrics.js';
 import { registerAudit } from './http/plugins/audit.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerIdempotency } from './http/plugins/idempotency.js';
+import { registerInstanceOwner } from './http/plugins/instance-owner.js';
 import { registerJsonBodies } from './http/plugins/content.js';
+import { registerNoStore } from './http/plugins/no-store.js';
 import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } from './http/plugins/error-handler.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { ErrorBody } from './http/schemas/common.js';
@@ -106,6 +108,9 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    // While stopping, requests that still arrive on open connections are served (each answer
+    // closing its connection), never answered with the framework's own 503 body.
+    return503OnClosing: false,
     connectionTimeout: limits.idleTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -123,6 +128,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
   app.server.headersTimeout = limits.headersTimeoutMs;
   // CONNECT is no method of the API; without a listener node would close the socket silently.
   app.server.on('connect', onConnectMethod);
+  registerNoStore(app);
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   registerJsonBodies(app);
   app.setErrorHandler(errorHandler);
@@ -131,6 +137,14 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     void reply.header('x-request-id', req.id).header('x-content-type-options', 'nosniff');
     if (tls) void reply.header('strict-transport-security', 'max-age=31536000');
   });
+  // Draining before a stop: clients are told to take their next request elsewhere.
+  if (deps.stopping) {
+    const stopping = deps.stopping;
+    app.addHook('onSend', async (req, reply, payload) => {
+      if (stopping() && req.raw.httpVersionMajor === 1) void reply.header('connection', 'close');
+      return payload;
+    });
+  }
   // One line per request; the logger's redaction keeps credentials out of it.
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url;
@@ -160,6 +174,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       registerAuth(v2, deps.services);
       registerAudit(v2, deps);
       registerIdempotency(v2, deps);
+      registerInstanceOwner(v2, deps);
       tokenRoutes(v2, deps);
       instanceRoutes(v2, deps);
       aclRoutes(v2, deps);

@@ -37,8 +37,10 @@ export interface Config {
   readonly tlsKey: string | undefined;
   /** API requests per minute per account. */
   readonly rateLimit: number;
-  /** Failed logins per minute per login and per source address before 429. */
+  /** Failed logins per minute of one login from one source address before that login is refused from there (429). */
   readonly loginFailureLimit: number;
+  /** Failed logins per minute from one source address, whatever the logins, before every login from there is refused (429). */
+  readonly loginSourceFailureLimit: number;
   readonly maxInstancesPerAccount: number;
   readonly maxAclsPerInstance: number;
   /** Default `maxmemory-policy` of new Redis instances. */
@@ -79,6 +81,12 @@ export interface Config {
   readonly webhookRetryWindowSeconds: number;
   /** Seconds a replaced password stays accepted after a rotation, unless the rotation is finished earlier. */
   readonly passwordGraceSeconds: number;
+  /**
+   * Seconds a stopping hangar keeps serving after SIGTERM (or SIGINT), with /readyz answering 503
+   * and every answer closing its connection, so that load balancers take it out of rotation
+   * before its listener closes; 0: none.
+   */
+  readonly drainSeconds: number;
   /** Test-only: name of a step at which the process kills itself (fault-injection tests). */
   readonly dieAt: string | undefined;
 }
@@ -90,7 +98,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'string' | 'int' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy' | 'bool' | 'deadlines';
+type Kind = 'string' | 'int' | 'seconds' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy' | 'bool' | 'deadlines';
 
 export interface SettingDoc {
   readonly key: keyof Config;
@@ -127,7 +135,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'tlsCert', flag: 'tls-cert', env: 'HANGAR_TLS_CERT', kind: 'path', default: undefined, description: 'PEM certificate: serve the API over HTTPS' },
   { key: 'tlsKey', flag: 'tls-key', env: 'HANGAR_TLS_KEY', kind: 'path', default: undefined, description: 'PEM private key of that certificate' },
   { key: 'rateLimit', flag: 'rate-limit', env: 'HANGAR_RATE_LIMIT', kind: 'int', default: '6000', description: 'API requests per minute per account (429 above)' },
-  { key: 'loginFailureLimit', flag: 'login-failure-limit', env: 'HANGAR_LOGIN_FAILURE_LIMIT', kind: 'int', default: '5', description: 'failed logins per minute, per login and per source address, before 429' },
+  { key: 'loginFailureLimit', flag: 'login-failure-limit', env: 'HANGAR_LOGIN_FAILURE_LIMIT', kind: 'int', default: '5', description: 'failed logins per minute of one login from one source address (an IPv6 /64) before that login is refused from there (429)' },
+  { key: 'loginSourceFailureLimit', flag: 'login-source-failure-limit', env: 'HANGAR_LOGIN_SOURCE_FAILURE_LIMIT', kind: 'int', default: '50', description: 'failed logins per minute from one source address, whatever the logins, before every login from there is refused (429)' },
   { key: 'maxInstancesPerAccount', flag: 'max-instances', env: 'HANGAR_MAX_INSTANCES', kind: 'int', default: '100', description: 'instances an account may have' },
   { key: 'maxAclsPerInstance', flag: 'max-acls', env: 'HANGAR_MAX_ACLS', kind: 'int', default: '100', description: 'ACLs an instance may have' },
   { key: 'redisMaxmemoryPolicy', flag: 'redis-maxmemory-policy', env: 'HANGAR_REDIS_MAXMEMORY_POLICY', kind: 'policy', default: 'noeviction', description: '`maxmemory-policy` of new Redis instances' },
@@ -152,6 +161,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'webhookAllowPrivate', flag: 'webhook-allow-private', env: 'HANGAR_WEBHOOK_ALLOW_PRIVATE', kind: 'bool', default: 'false', description: "`true`: webhooks may target loopback, private and link-local addresses (never cloud metadata addresses or hangar's own listeners)" },
   { key: 'webhookRetryWindowSeconds', flag: 'webhook-retry-window', env: 'HANGAR_WEBHOOK_RETRY_WINDOW', kind: 'int', default: '86400', description: 'seconds a webhook delivery is retried, with exponential backoff, before it is given up' },
   { key: 'passwordGraceSeconds', flag: 'password-grace', env: 'HANGAR_PASSWORD_GRACE', kind: 'int', default: '3600', description: 'seconds the old password keeps working after a password rotation (instance or Redis user), unless `.../rotate-password/finish` ends it earlier' },
+  { key: 'drainSeconds', flag: 'drain-period', env: 'HANGAR_DRAIN_PERIOD', kind: 'seconds', default: '3', description: 'seconds a stopping hangar (SIGTERM, SIGINT) keeps serving, /readyz answering 503 and every answer closing its connection, before its listener closes; 0: none' },
   { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
 ];
 
@@ -201,6 +211,9 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
       }
       return Number(raw);
     }
+    case 'seconds':
+      if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new ConfigError(`${source} must be a number of seconds (0 or more), got "${raw}"`);
+      return Number(raw);
     case 'runtime':
       if (raw !== 'local' && raw !== 'emulated') {
         throw new ConfigError(`${source} must be "local" or "emulated", got "${raw}"`);

@@ -5,6 +5,7 @@ import { type HttpLimits, buildApp } from './app.js';
 import type { Config } from './config.js';
 import type { Services } from './http/context.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
+import { sleep } from './lib/time.js';
 import { Metrics } from './lib/metrics.js';
 import { Reconciler, stepContext } from './reconciler/reconciler.js';
 import { buildZones, type ZoneDirectory } from './zones/zone-directory.js';
@@ -50,7 +51,11 @@ export interface Hangar {
   readonly metrics: Metrics;
   /** Base URL of the API, e.g. http://127.0.0.1:8080 (empty when started without listening). */
   readonly url: string;
-  /** Stops serving (in-flight requests finish), stops the reconciler between steps, closes the store. Engines keep running. */
+  /**
+   * Stops: drains (HANGAR_DRAIN_PERIOD: /readyz 503, answers close their connections), stops
+   * serving (in-flight requests finish), stops the reconciler between steps, closes the store.
+   * Engines keep running.
+   */
   close(): Promise<void>;
 }
 
@@ -190,7 +195,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       mongodbUsers: new MongoUserService(deps, instances),
       audit,
       idempotency: new IdempotencyService(db, now),
-      loginGuard: new LoginGuard(config.loginFailureLimit, now),
+      loginGuard: new LoginGuard({ perLoginAndSource: config.loginFailureLimit, perSource: config.loginSourceFailureLimit }, now),
       rateLimiter: new RateLimiter(config.rateLimit, now),
       operations: new OperationService(deps),
       events,
@@ -207,8 +212,11 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       }
     }
     const openedStore = store;
+    let stopping = false;
     const readiness = {
       async check() {
+        // first of all: a stopping hangar is taken out of rotation while it still serves
+        if (stopping) return { problems: ['hangar is stopping'], degraded: [] };
         const problems: string[] = [];
         // the runtimes as they are when the request is taken, before the store is asked
         const health = zones.targets().map((t) => t.runtime.health());
@@ -227,7 +235,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         return { problems: [...problems, ...redis, ...health.flatMap((h) => h.problems)], degraded: health.flatMap((h) => h.degraded) };
       },
     };
-    const app = await buildApp({ config, services, readiness, now, metrics }, log, options.http ? { http: options.http } : {});
+    const app = await buildApp({ config, services, readiness, now, metrics, stopping: () => stopping }, log, options.http ? { http: options.http } : {});
     await reconciler.start();
     supervisor.start();
     dispatcher.start();
@@ -256,8 +264,17 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       url,
       close: () =>
         (closing ??= (async () => {
-          // Requests in flight finish; the connection of each is closed as soon as it is idle,
-          // rather than kept until the client's keep-alive time runs out (which would hold the stop).
+          // Draining: /readyz answers 503 and every answer closes its connection, while requests
+          // are still served, so that load balancers move clients elsewhere before the listener
+          // closes (HANGAR_DRAIN_PERIOD).
+          stopping = true;
+          if (url !== '' && config.drainSeconds > 0) {
+            log.info({ seconds: config.drainSeconds }, 'draining');
+            await sleep(config.drainSeconds * 1000);
+          }
+          // Then the listener closes; requests in flight finish; the connection of each is closed
+          // as soon as it is idle, rather than kept until the client's keep-alive time runs out
+          // (which would hold the stop).
           const idle = setInterval(() => app.server.closeIdleConnections(), IDLE_CHECK_MS);
           events.close();
           try {

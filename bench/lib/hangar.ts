@@ -97,6 +97,8 @@ export class BenchHangar {
     const [first, ...others] = opts.accounts;
     const env = hangarEnv({
       HANGAR_RATE_LIMIT: '1000000000',
+      // stopped at once: nothing measures the drain of a stop
+      HANGAR_DRAIN_PERIOD: '0',
       HANGAR_MAX_INSTANCES: String(opts.maxInstances ?? 1000),
       ...(first ? { HANGAR_BOOTSTRAP_LOGIN: first, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD } : {}),
     });

@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { HangarApiError } from '../client/index.js';
 import { ConfigError, SETTINGS, loadConfig, settingOptions } from '../config.js';
 import { HangarError } from '../domain/errors.js';
+import { StoreMissingError } from '../store/errors.js';
 import { type ClientCommand, type OptionSpec, type Values, contextFor } from './client-command.js';
 import { CLIENT_COMMANDS } from './client-commands.js';
 import { ConnectError, ExitCode } from './commands/connect.js';
@@ -18,6 +20,8 @@ const ALL: readonly Command[] = [...CLIENT_COMMANDS, ...OPERATOR_COMMANDS];
 
 const EXIT_CODES =
   'Exit codes: 0 success; 1 failure; 2 wrong usage; 3 not found (instance, ACL or user); 4 not logged in, or credentials refused; 5 gave up waiting (--timeout; hangar keeps working).';
+
+const OPERATOR_EXIT_CODES = 'Exit codes: 0 success; 1 failure; 2 wrong usage, an invalid setting, or a data dir or database without a store of hangar.';
 
 /** Flags that take a value, in any command: their values are not command words. */
 const VALUE_FLAGS = new Set<string>([
@@ -62,7 +66,7 @@ function help(): string {
     ...SETTINGS.map((s) => `  --${s.flag} / ${s.env}${s.default !== undefined ? ` (default ${s.default})` : ''}: ${s.description}`),
     '',
     EXIT_CODES,
-    'hangar <command> --help shows the command with examples. Shell completion: hangar completion bash|zsh.',
+    'hangar <command> --help shows the command with examples; hangar <group> --help the commands of a group (hangar instances --help). hangar --version shows the version. Shell completion: hangar completion bash|zsh.',
   ].join('\n');
 }
 
@@ -72,7 +76,7 @@ function optionLine(flag: string, o: OptionSpec): [string, string] {
 
 function commandHelp(c: Command): string {
   if (c.kind === 'operator') {
-    return [c.summary, '', `Usage: ${c.usage}`, '', 'Examples:', ...c.examples.map((e) => `  ${e}`), '', 'Settings: see hangar --help', EXIT_CODES].join('\n');
+    return [c.summary, '', `Usage: ${c.usage}`, '', 'Examples:', ...c.examples.map((e) => `  ${e}`), '', 'Settings: see hangar --help', OPERATOR_EXIT_CODES].join('\n');
   }
   // The command's own options first, the common ones (--url, --json) last.
   const common = (f: string) => (f === 'url' || f === 'json' ? 1 : 0);
@@ -109,14 +113,56 @@ function wrap(text: string, width = 100): string {
   return [...lines, line].join('\n');
 }
 
+/** The commands whose names start with `words` (a group such as `instances` or `mongo users`). */
+function groupCommands(words: readonly string[]): Command[] {
+  const prefix = `${words.join(' ')} `;
+  return words.length === 0 ? [] : ALL.filter((c) => c.name.startsWith(prefix));
+}
+
+/** The help of a group: its commands, each with its summary. */
+function groupHelp(group: string, commands: readonly Command[]): string {
+  const width = Math.max(...commands.map((c) => c.name.length)) + 2;
+  return [
+    `hangar ${group}: ${commands.length} commands`,
+    '',
+    `Usage: hangar ${group} <command> [options]`,
+    '',
+    ...commands.map((c) => `  ${c.name.padEnd(width)}${c.summary}`),
+    '',
+    `hangar ${group} <command> --help shows the command with examples.`,
+    commands.every((c) => c.kind === 'operator') ? OPERATOR_EXIT_CODES : EXIT_CODES,
+  ].join('\n');
+}
+
+/** The version of this hangar, from its package.json. */
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
 /** Runs the command line; returns the exit code. */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
   const { command, words } = findCommand(argv);
   const wantsHelp = argv.includes('--help') || argv.includes('-h');
+  if (!command && (argv[0] === '--version' || argv[0] === '-V' || words[0] === 'version')) {
+    io.out(`hangar ${version()}`);
+    return EXIT.OK;
+  }
   if (!command) {
     if (words.length === 0 || words[0] === 'help') {
-      io.out(help());
+      const group = groupCommands(words.slice(1));
+      io.out(group.length > 0 ? groupHelp(words.slice(1).join(' '), group) : help());
       return words.length === 0 && !wantsHelp ? EXIT.USAGE : EXIT.OK;
+    }
+    const group = groupCommands(words);
+    if (group.length > 0) {
+      // `hangar instances --help` (or `hangar help instances`): the group's commands; without --help it is wrong usage
+      if (wantsHelp) {
+        io.out(groupHelp(words.join(' '), group));
+        return EXIT.OK;
+      }
+      io.err(`"hangar ${words.join(' ')}" needs a command:\n${groupHelp(words.join(' '), group)}`);
+      return EXIT.USAGE;
     }
     io.err(`unknown command "${words.join(' ')}"; see hangar --help`);
     return EXIT.USAGE;
@@ -148,6 +194,11 @@ async function runOperator(command: OperatorCommand, argv: readonly string[], en
     }
     if (err instanceof ConfigError) {
       io.err(`configuration: ${err.message}`);
+      return EXIT.USAGE;
+    }
+    if (err instanceof StoreMissingError) {
+      // a wrong --data-dir (or a command run elsewhere): said, never answered with a new empty store
+      io.err(`hangar: ${err.message}; give the --data-dir (HANGAR_DATA_DIR) or --database-url (HANGAR_DATABASE_URL) that hangar serve uses, or pass --init to create a new store there`);
       return EXIT.USAGE;
     }
     if (err instanceof HangarError) {
@@ -192,7 +243,8 @@ function clientFailure(command: ClientCommand, err: unknown, io: Io): number {
     const id = err.status >= 500 && err.requestId ? ` (request id ${err.requestId})` : '';
     io.err(`hangar: ${err.message}${id}`);
     if (err.status === 401) {
-      io.err('hangar: log in again: hangar login');
+      // refused credentials at `hangar login` are said once; elsewhere the kept token is out of date
+      if (command.name !== 'login') io.err('hangar: log in again: hangar login');
       return EXIT.AUTH;
     }
     if (err.status === 404) return EXIT.NOT_FOUND;

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { openKeyring } from '../store/keyring.js';
 import { AccountService } from '../service/accounts.js';
-import { openStore, type Store } from '../store/database.js';
+import { assertStoreExists, openStore, type Store } from '../store/database.js';
 import type { Keyring } from '../lib/secrets.js';
 
 /** What an operator command works on: the store of a data dir or database URL, directly. */
@@ -11,7 +11,14 @@ export interface OperatorContext {
   readonly accounts: AccountService;
 }
 
-export async function withOperatorContext<T>(config: Config, fn: (ctx: OperatorContext) => Promise<T>): Promise<T> {
+/**
+ * Opens the store of the data dir or database URL and runs `fn` on it. A store that is not there
+ * is refused (StoreMissingError, naming where it looked) rather than made: a mistyped
+ * --data-dir, or a command run from another directory, must not leave an empty store behind.
+ * Only `init` (the --init flag) makes one, as `hangar serve` does.
+ */
+export async function withOperatorContext<T>(config: Config, fn: (ctx: OperatorContext) => Promise<T>, opts: { init?: boolean } = {}): Promise<T> {
+  if (!opts.init) await assertStoreExists(config);
   const store = await openStore({ ...config, poolSize: 2 });
   try {
     const keyring = await openKeyring(config, store.db);

@@ -38,13 +38,21 @@ export const errors = {
     new HangarError(400, 'INVALID_BODY', message, field ? { field } : {}),
   unauthorized: (message = 'missing or invalid credentials: log in at GET /v2/tokens/ with HTTP Basic and send the token in X-Auth-Token') =>
     new HangarError(401, 'UNAUTHORIZED', message),
-  tooManyLogins: (retryAfterSeconds: number) =>
-    new HangarError(429, 'TOO_MANY_LOGIN_FAILURES', `too many failed logins; try again in ${retryAfterSeconds} s`, { retryAfterSeconds }),
+  tooManyLogins: (retryAfterSeconds: number, what = '', resetAt?: number) =>
+    new HangarError(
+      429,
+      'TOO_MANY_LOGIN_FAILURES',
+      `too many failed logins${what ? ` ${what}` : ''}; try again in ${retryAfterSeconds} s${resetAt === undefined ? '' : ` (at ${new Date(resetAt).toISOString().slice(11, 19)} UTC)`}`,
+      { retryAfterSeconds },
+    ),
   rateLimited: (retryAfterSeconds: number) =>
     new HangarError(429, 'RATE_LIMITED', `request limit of this account reached; try again in ${retryAfterSeconds} s`, { retryAfterSeconds }),
   instanceNotFound: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" not found`),
   notARedisInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `redis instance "${name}" not found`),
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
+  /** The caller's own instance, asked for where only another service's instances fit (a resize of MongoDB, users of Redis). */
+  wrongService: (name: string, service: string, wanted: string) =>
+    new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" is a ${service} instance, not a ${wanted} instance`),
   aclNotFound: (id: string, instance: string) => new HangarError(404, 'ACL_NOT_FOUND', `ACL "${id}" not found on instance "${instance}"`),
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
   operationNotFound: (id: string) => new HangarError(404, 'OPERATION_NOT_FOUND', `operation "${id}" not found`),

@@ -53,6 +53,8 @@ export interface AppDeps {
   readonly now: () => number;
   /** Where request metrics go and /metrics reads from; a registry of its own when left out. */
   readonly metrics?: Metrics;
+  /** Whether the server is stopping (draining): answers then close their connection. */
+  readonly stopping?: () => boolean;
 }
 
 /** The authenticated caller of a /v2 route. */

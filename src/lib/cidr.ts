@@ -88,6 +88,11 @@ function v6Text(bytes: number[]): string {
   return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
 }
 
+/** Whether two ACL rules name the same range, however written (`1.2.3.4` and `1.2.3.4/32`). */
+export function sameRange(a: string, b: string): boolean {
+  return (parseCidr(a)?.text ?? a) === (parseCidr(b)?.text ?? b);
+}
+
 /** A matcher for "is this source address admitted by any of these ranges". */
 export function matcher(cidrs: readonly string[]): (address: string) => boolean {
   const list = new BlockList();

@@ -3,6 +3,13 @@ import { join } from 'node:path';
 
 export class DataDirInUseError extends Error {
   override name = 'DataDirInUseError';
+  constructor(
+    message: string,
+    /** The hangar holding the data dir, when known. */
+    readonly pid?: number,
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -74,6 +81,7 @@ export function lockDataDir(dataDir: string): () => void {
       if (pid > 0 && pid !== process.pid && pidIsAlive(pid)) {
         throw new DataDirInUseError(
           `the data dir ${dataDir} is in use by another hangar (pid ${pid}); stop it, or use another --data-dir, or PostgreSQL (--database-url) to run several replicas`,
+          pid,
         );
       }
       rmSync(file, { force: true });

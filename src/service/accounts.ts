@@ -91,10 +91,10 @@ export class AccountService {
   }
 
   /** A new key pair; the secret is shown once and stored only as a hash. */
-  async createApiKey(login: string): Promise<{ user_key: string; pass_key: string }> {
+  async createApiKey(login: string): Promise<{ id: string; user_key: string; pass_key: string; created_at: number }> {
     const account = await this.accountByLogin(login);
     const key = await this.insertKey(account.id);
-    return { user_key: key.userKey, pass_key: key.passKey };
+    return { id: key.id, user_key: key.userKey, pass_key: key.passKey, created_at: key.createdAt };
   }
 
   private async insertKey(accountId: string): Promise<ApiKeyInfo & { passKey: string }> {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { newObjectId } from '../lib/ids.js';
-import { matcher, parseCidr } from '../lib/cidr.js';
+import { matcher, parseCidr, sameRange } from '../lib/cidr.js';
 import {
-  countAcls, expireAcls, findAcl, insertAcl, listLiveAcls, markAclDeleting, reviveAcl, updateAcl,
+  countAcls, expireAcls, findAcl, insertAcl, listAcls, listLiveAcls, markAclDeleting, reviveAcl, updateAcl,
 } from '../store/acl-repository.js';
 import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import type { Db } from '../store/database.js';
@@ -61,7 +61,8 @@ function ifMatchAllows(header: string, etag: string): boolean {
   });
 }
 
-const ruleKey = (a: { cidrMask: string; transport: boolean; kibana: boolean }) => `${a.cidrMask}|${a.transport}|${a.kibana}`;
+/** One rule however its range is written (`a.b.c.d` and `a.b.c.d/32` are one). */
+const ruleKey = (a: { cidrMask: string; transport: boolean; kibana: boolean }) => `${parseCidr(a.cidrMask)?.text ?? a.cidrMask}|${a.transport}|${a.kibana}`;
 
 /**
  * Per-instance network ACLs. A change is recorded, then enforced at the edge by the reconciler.
@@ -117,6 +118,10 @@ export class AclService {
       if ((await countAcls(trx, instance.id, now)) >= config.maxAclsPerInstance) {
         throw errors.quotaExceeded('ACLs per instance', config.maxAclsPerInstance);
       }
+      // The same range however written (`a.b.c.d` and `a.b.c.d/32`) is one rule: the store's
+      // unique key sees the text only, so the range is compared here, under the instance's lock.
+      const same = (await listAcls(trx, instance.id, true)).find((a) => a.transport === acl.transport && a.kibana === acl.kibana && sameRange(a.cidrMask, acl.cidrMask));
+      if (same) throw errors.aclExists(same.cidrMask, name);
       if (!(await insertAcl(trx, { ...acl, id, instanceId: instance.id, accountId: caller.accountId, createdAt: now }))) {
         throw errors.aclExists(acl.cidrMask, name);
       }

@@ -1,11 +1,12 @@
+import { parseCidr } from '../lib/cidr.js';
 import { newBuildId, newObjectId, randomHex } from '../lib/ids.js';
 import { sleep } from '../lib/time.js';
 import {
-  PortRaceError, bumpInstance, countInstances, createInstance, findInstanceById, findInstanceByName, getInstanceListVersion, getSpecVersion,
-  instanceNameTaken, listInstances, renameInstance,
+  PortRaceError, bumpInstance, countInstances, createInstance, findInstanceById, findInstanceByName, findOwnedInstance, getInstanceListVersion,
+  getSpecVersion, instanceNameTaken, listInstances, renameInstance,
 } from '../store/instance-repository.js';
 import type { NewAcl } from '../store/acl-repository.js';
-import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, isService, type InstanceType } from '../domain/catalog.js';
+import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, isService, type InstanceType, type Service } from '../domain/catalog.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps, type ZoneView } from './deps.js';
 import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
@@ -14,6 +15,21 @@ import { errors } from '../domain/errors.js';
 import type { Instance, PortMap } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
 import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
+
+/**
+ * The 404 of a request about one instance: none the caller owns by that name (or id), or one
+ * of another service than the request is for (`service`). Another account's instance is none,
+ * with the same answer byte for byte.
+ */
+export function assertInstanceFits<T extends { service: string }>(found: T | undefined, given: string, service?: Service): T {
+  if (!found) {
+    if (service === 'redis') throw errors.notARedisInstance(given);
+    if (service === 'mongodb') throw errors.notAMongodbInstance(given);
+    throw errors.instanceNotFound(given);
+  }
+  if (service !== undefined && found.service !== service) throw errors.wrongService(given, found.service, service);
+  return found;
+}
 
 export interface CreateInstanceInput {
   readonly name: string;
@@ -74,6 +90,15 @@ export class InstanceService {
     return findInstanceByName(this.deps.db, this.deps.keyring, caller.accountId, name);
   }
 
+  /**
+   * The owner check of a request about one instance, before anything of the request is read:
+   * throws its 404 unless the caller owns an instance by that name (`byId`: or id) that is of
+   * `service` when given. No secret is read.
+   */
+  async assertOwned(caller: Caller, given: string, opts: { byId?: boolean; service?: Service } = {}): Promise<void> {
+    assertInstanceFits(await findOwnedInstance(this.deps.db, caller.accountId, given, opts), given, opts.service);
+  }
+
   /** The caller's instance by id, or by name when no id matches. */
   async getByIdOrName(caller: Caller, idOrName: string): Promise<Instance | undefined> {
     const byId = await findInstanceById(this.deps.db, this.deps.keyring, idOrName);
@@ -109,7 +134,7 @@ export class InstanceService {
     const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, this.deps.now(), `acls[${i}].`));
     const seen = new Set<string>();
     for (const a of acls) {
-      const key = `${a.cidrMask}|${a.transport}|${a.kibana}`;
+      const key = `${parseCidr(a.cidrMask)?.text ?? a.cidrMask}|${a.transport}|${a.kibana}`;
       if (seen.has(key)) throw errors.invalidValue('acls', `"acls" lists ${a.cidrMask} twice`);
       seen.add(key);
     }
@@ -192,8 +217,8 @@ export class InstanceService {
   }
 
   async rename(caller: Caller, name: string, newName: string, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
-    assertInstanceName(newName);
     const inst = await this.get(caller, name);
+    assertInstanceName(newName);
     if (newName === name) throw errors.invalidValue('name', `"name": the instance is already called "${name}"`);
     if (inst.deleting) throw errors.instanceDeleting(name);
     const { db, operations } = this.deps;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HangarError } from '../domain/errors.js';
-import { LoginGuard, RateLimiter } from './limits.js';
+import { LoginGuard, RateLimiter, loginSource } from './limits.js';
 
 /** A clock the test moves (the limits work on one-minute windows). */
 function clock(start = 1_000_000) {
@@ -18,29 +18,57 @@ const refusal = (fn: () => void): HangarError | undefined => {
 };
 
 describe('LoginGuard', () => {
-  it('refuses a login, or an address, that failed `limit` times in the minute, until the minute ends', () => {
+  it('refuses a login from a source that failed `perLoginAndSource` times in the minute, until the minute ends; not from elsewhere', () => {
     const c = clock();
-    const guard = new LoginGuard(3, c.now);
+    const guard = new LoginGuard({ perLoginAndSource: 3, perSource: 10 }, c.now);
     for (let i = 0; i < 3; i++) {
-      expect(refusal(() => guard.check('alice', `10.0.0.${i}`))).toBeUndefined();
-      guard.failed('alice', `10.0.0.${i}`);
+      expect(refusal(() => guard.check('alice', '10.0.0.1'))).toBeUndefined();
+      guard.failed('alice', '10.0.0.1');
     }
     c.advance(20_000);
-    const e = refusal(() => guard.check('alice', '10.9.9.9'));
+    const e = refusal(() => guard.check('alice', '10.0.0.1'));
     expect(e).toMatchObject({ status: 429, code: 'TOO_MANY_LOGIN_FAILURES', extra: { retryAfterSeconds: 40 } });
-    expect(e?.message).toBe('too many failed logins; try again in 40 s');
-    expect(refusal(() => guard.check('bob', '10.9.9.9'))).toBeUndefined();
-    c.advance(40_000);
+    expect(e?.message).toBe('too many failed logins for this login from 10.0.0.1; try again in 40 s (at 00:17:40 UTC)');
+    // the same login from another address, another login from this one
     expect(refusal(() => guard.check('alice', '10.9.9.9'))).toBeUndefined();
+    expect(refusal(() => guard.check('bob', '10.0.0.1'))).toBeUndefined();
+    c.advance(40_000);
+    expect(refusal(() => guard.check('alice', '10.0.0.1'))).toBeUndefined();
   });
 
-  it('counts failures per address across logins', () => {
+  it('failures spread over many addresses never hold a login back', () => {
+    const guard = new LoginGuard({ perLoginAndSource: 2, perSource: 10 }, clock().now);
+    for (let i = 0; i < 50; i++) guard.failed('alice', `10.0.${i}.1`);
+    expect(refusal(() => guard.check('alice', '10.0.200.1'))).toBeUndefined();
+  });
+
+  it('counts failures per source across logins against the larger `perSource` budget', () => {
     const c = clock();
-    const guard = new LoginGuard(2, c.now);
-    guard.failed('a', '10.0.0.1');
-    guard.failed('b', '10.0.0.1');
-    expect(refusal(() => guard.check('c', '10.0.0.1'))?.code).toBe('TOO_MANY_LOGIN_FAILURES');
-    expect(refusal(() => guard.check('c', '10.0.0.2'))).toBeUndefined();
+    const guard = new LoginGuard({ perLoginAndSource: 2, perSource: 4 }, c.now);
+    for (const who of ['a', 'b', 'c', 'd']) guard.failed(who, '10.0.0.1');
+    const e = refusal(() => guard.check('e', '10.0.0.1'));
+    expect(e?.code).toBe('TOO_MANY_LOGIN_FAILURES');
+    expect(e?.message).toMatch(/^too many failed logins from 10\.0\.0\.1; try again in 60 s/);
+    expect(refusal(() => guard.check('e', '10.0.0.2'))).toBeUndefined();
+  });
+
+  it('a success clears the count of that login from that source', () => {
+    const guard = new LoginGuard({ perLoginAndSource: 2, perSource: 10 }, clock().now);
+    guard.failed('alice', '10.0.0.1');
+    guard.succeeded('alice', '10.0.0.1');
+    guard.failed('alice', '10.0.0.1');
+    expect(refusal(() => guard.check('alice', '10.0.0.1'))).toBeUndefined();
+  });
+
+  it('an IPv6 source is its /64; an IPv4-mapped address is the IPv4 one', () => {
+    expect(loginSource('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(loginSource('::ffff:10.0.0.1')).toBe('10.0.0.1');
+    expect(loginSource('10.0.0.1')).toBe('10.0.0.1');
+    const guard = new LoginGuard({ perLoginAndSource: 2, perSource: 10 }, clock().now);
+    guard.failed('alice', '2001:db8:1:2::1');
+    guard.failed('alice', '2001:db8:1:2::2');
+    expect(refusal(() => guard.check('alice', '2001:db8:1:2::3'))?.code).toBe('TOO_MANY_LOGIN_FAILURES');
+    expect(refusal(() => guard.check('alice', '2001:db8:1:3::1'))).toBeUndefined();
   });
 });
 

@@ -1,4 +1,5 @@
 import { errors } from '../domain/errors.js';
+import { parseCidr } from '../lib/cidr.js';
 
 /** A fixed-window counter per key. Memory is bounded: windows are dropped once they end. */
 class Windows {
@@ -35,33 +36,67 @@ class Windows {
   }
 }
 
+/** The budgets of failed logins, per minute. */
+export interface LoginBudget {
+  /** Failures of one login from one source before that login is held back from that source. */
+  readonly perLoginAndSource: number;
+  /** Failures from one source, whatever the logins, before every login from it is held back. */
+  readonly perSource: number;
+}
+
 /**
- * Failed logins per login and per source address, per minute. Past the limit every login
- * attempt of that login or from that address is refused with 429, the right password too,
- * until the minute ends.
+ * The source a failure counts against: the connection's address; for IPv6 its /64, which one
+ * client usually has whole (counting single addresses would give it 2^64 budgets).
+ */
+export function loginSource(ip: string): string {
+  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)?.[1];
+  if (v4 || !ip.includes(':')) return v4 ?? ip;
+  return parseCidr(`${ip}/64`)?.text ?? ip;
+}
+
+/**
+ * Failed logins, counted per minute per (login, source) and per source. Past the first budget
+ * that login is refused from that source, the right password too, while the same login from
+ * elsewhere and other logins from the same source are not held back: a typo, or someone trying
+ * passwords, cannot lock an account out everywhere, nor a whole office behind one address. Past
+ * the larger second budget every login from that source is refused until its minute ends. A
+ * success clears its (login, source) count.
  */
 export class LoginGuard {
   private readonly windows: Windows;
   constructor(
-    private readonly limit: number,
+    private readonly budget: LoginBudget,
     private readonly now: () => number,
   ) {
     this.windows = new Windows(60_000, now);
   }
 
-  /** Throws 429 while the login or the address is over the limit. */
+  /** Throws 429 (saying when to try again) while the login from that source, or the source, is over its budget. */
   check(login: string, ip: string): void {
-    for (const key of [`l:${login}`, `a:${ip}`]) {
-      const w = this.windows.peek(key);
-      if (w && w.n >= this.limit) throw errors.tooManyLogins(Math.max(1, Math.ceil((w.resetAt - this.now()) / 1000)));
-    }
+    const source = loginSource(ip);
+    const pair = this.windows.peek(pairKey(login, source));
+    if (pair && pair.n >= this.budget.perLoginAndSource) throw this.refusal(pair.resetAt, `for this login from ${source}`);
+    const all = this.windows.peek(`s:${source}`);
+    if (all && all.n >= this.budget.perSource) throw this.refusal(all.resetAt, `from ${source}`);
   }
 
   failed(login: string, ip: string): void {
-    this.windows.hit(`l:${login}`);
-    this.windows.hit(`a:${ip}`);
+    const source = loginSource(ip);
+    this.windows.hit(pairKey(login, source));
+    this.windows.hit(`s:${source}`);
+  }
+
+  succeeded(login: string, ip: string): void {
+    this.windows.clear(pairKey(login, loginSource(ip)));
+  }
+
+  private refusal(resetAt: number, what: string) {
+    const seconds = Math.max(1, Math.ceil((resetAt - this.now()) / 1000));
+    return errors.tooManyLogins(seconds, what, resetAt);
   }
 }
+
+const pairKey = (login: string, source: string) => `p:${source}\u0000${login}`;
 
 export interface RateState {
   readonly limit: number;

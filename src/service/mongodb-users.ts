@@ -7,7 +7,7 @@ import {
 import { ADMIN_DB_ROLES, MONGODB_ROLES, USER_ADMIN_ROLES } from '../domain/catalog.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
-import type { InstanceService, Started } from './instances.js';
+import { type InstanceService, type Started, assertInstanceFits } from './instances.js';
 import type { Operation } from '../domain/operations.js';
 import type { Instance, MongoRole } from '../domain/model.js';
 
@@ -43,24 +43,23 @@ export class MongoUserService {
   }
 
   private async instance(caller: Caller, idOrName: string): Promise<Instance> {
-    const inst = await this.instances.getByIdOrName(caller, idOrName);
-    if (!inst || inst.service !== 'mongodb') throw errors.notAMongodbInstance(idOrName);
-    return inst;
+    return assertInstanceFits(await this.instances.getByIdOrName(caller, idOrName), idOrName, 'mongodb');
   }
 
   async list(caller: Caller, instanceId: string, database: string): Promise<UserRecord[]> {
-    assertDatabase(database);
     const inst = await this.instance(caller, instanceId);
+    assertDatabase(database);
     return listMongoUserRoles(this.deps.db, inst.id, database);
   }
 
   async create(caller: Caller, instanceId: string, database: string, body: { username: string; password: string; roles: readonly MongoRole[] }, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
+    // the instance first: another account's answers 404 whatever the body says
+    const inst = await this.instance(caller, instanceId);
     assertDatabase(database);
     assertUsername(body.username);
     assertNotReserved(database, body.username);
     assertPassword(body.password);
     const roles = assertRoles(body.roles);
-    const inst = await this.instance(caller, instanceId);
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
     const operation = await this.record(inst, now, { kind: 'user.create', caller, origin, detail: { database, username: body.username } }, async (trx) => {
@@ -81,6 +80,7 @@ export class MongoUserService {
     body: { password?: string; roles?: readonly MongoRole[] },
     origin: Origin = NO_ORIGIN,
   ): Promise<Started<string>> {
+    const inst = await this.instance(caller, instanceId);
     assertDatabase(database);
     assertNotReserved(database, username);
     if (body.password === undefined && body.roles === undefined) {
@@ -88,7 +88,6 @@ export class MongoUserService {
     }
     if (body.password !== undefined) assertPassword(body.password);
     const roles = body.roles === undefined ? undefined : assertRoles(body.roles);
-    const inst = await this.instance(caller, instanceId);
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
     const patch = { ...(body.password !== undefined ? { password: body.password } : {}), ...(roles ? { roles } : {}) };
@@ -103,9 +102,9 @@ export class MongoUserService {
   }
 
   async delete(caller: Caller, instanceId: string, database: string, username: string, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
+    const inst = await this.instance(caller, instanceId);
     assertDatabase(database);
     assertNotReserved(database, username);
-    const inst = await this.instance(caller, instanceId);
     const now = this.deps.now();
     const operation = await this.record(inst, now, { kind: 'user.delete', caller, origin, detail: { database, username } }, async (trx) => {
       const id = await findMongoUserId(trx, inst.id, database, username);

@@ -2,7 +2,7 @@ import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import { PLANS } from '../domain/catalog.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
-import type { InstanceService, Started } from './instances.js';
+import { type InstanceService, type Started, assertInstanceFits } from './instances.js';
 import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
 import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
@@ -76,9 +76,7 @@ export class RedisService {
   }
 
   private async redisInstance(caller: Caller, name: string): Promise<Instance> {
-    const inst = await this.instances.find(caller, name);
-    if (!inst || inst.service !== 'redis') throw errors.notARedisInstance(name);
-    return inst;
+    return assertInstanceFits(await this.instances.find(caller, name), name, 'redis');
   }
 
   private async live<T>(caller: Caller, name: string, read: (inst: Instance) => Promise<T>): Promise<T> {

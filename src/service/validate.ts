@@ -43,7 +43,11 @@ export function assertFutureTime(field: string, text: string, now: number): numb
   return at;
 }
 
-/** Checks an ACL body (spec 4.3 and section 7, conditions 4 and 5) and normalises its range. */
+/**
+ * Checks an ACL body (spec 4.3 and section 7, conditions 4 and 5) and normalises its range: host
+ * bits cleared (`10.1.2.3/8` is `10.0.0.0/8`), IPv6 compressed. A single address keeps the form it
+ * was sent in: `a.b.c.d` or `a.b.c.d/32` (`/128` for IPv6), both of which the spec allows.
+ */
 export function assertAcl(input: AclInput, service: Service, now: number, field = ''): ValidAcl {
   const cidr = parseCidr(input.cidr_mask);
   if (!cidr) {
@@ -61,5 +65,7 @@ export function assertAcl(input: AclInput, service: Service, now: number, field 
     throw errors.invalidValue(`${field}transport`, `"${field}transport" and "${field}kibana" cannot be combined: create one ACL for each`);
   }
   const expiresAt = input.expires_at === undefined ? null : assertFutureTime(`${field}expires_at`, input.expires_at, now);
-  return { cidrMask: cidr.text, description: input.description, transport, kibana, expiresAt };
+  const fullLength = cidr.prefix === (cidr.family === 4 ? 32 : 128);
+  const cidrMask = fullLength && input.cidr_mask.includes('/') ? `${cidr.text}/${cidr.prefix}` : cidr.text;
+  return { cidrMask, description: input.description, transport, kibana, expiresAt };
 }

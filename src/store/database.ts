@@ -1,9 +1,10 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, sql, SqliteDialect, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrations/index.js';
+import { StoreMissingError } from './errors.js';
 
 // Booleans are integers (0/1) and times are epoch milliseconds in both dialects, so one set of
 // queries serves SQLite and PostgreSQL alike.
@@ -317,6 +318,30 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     throw err;
   }
   return store;
+}
+
+/**
+ * Whether there is a store of hangar to open: the SQLite file in the data dir, or hangar's tables
+ * in the PostgreSQL database. Creates nothing (no directory, no file, no table).
+ */
+export async function storeExists(opts: StoreOptions): Promise<boolean> {
+  if (!opts.databaseUrl) return existsSync(join(opts.dataDir, 'hangar.sqlite'));
+  const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 1, connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS });
+  pool.on('error', () => {});
+  try {
+    const r = await pool.query<{ ok: boolean }>("select to_regclass('accounts') is not null as ok");
+    return r.rows[0]?.ok === true;
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Throws StoreMissingError, naming where it looked, unless there is a store to open. */
+export async function assertStoreExists(opts: StoreOptions): Promise<void> {
+  if (await storeExists(opts)) return;
+  if (!opts.databaseUrl) throw new StoreMissingError(`there is no hangar store in the data dir ${opts.dataDir} (no hangar.sqlite there)`);
+  const u = new URL(opts.databaseUrl);
+  throw new StoreMissingError(`there is no hangar store in the database postgres://${u.host}${u.pathname} (none of hangar's tables there)`);
 }
 
 /** Prepared statements kept per SQL text; hangar's queries are a few dozen shapes. */

@@ -21,3 +21,8 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (typeof e.code === 'string') return PG_UNAVAILABLE.has(e.code) || NET_UNAVAILABLE.has(e.code);
   return typeof e.message === 'string' && PG_CLIENT_UNAVAILABLE.test(e.message);
 }
+
+/** The data dir or database holds no store of hangar (and the command may not make one). */
+export class StoreMissingError extends Error {
+  override name = 'StoreMissingError';
+}

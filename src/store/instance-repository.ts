@@ -190,6 +190,26 @@ export async function findInstanceByName(db: Db, keyring: Keyring, accountId: st
   return row && toInstance(row, keyring);
 }
 
+/** What an owner check needs of an instance: no secret is read. */
+export interface OwnedInstance {
+  readonly id: string;
+  readonly name: string;
+  readonly service: string;
+}
+
+/**
+ * The account's instance named `name`, or (with `byId`) whose id is `name`, checked before its
+ * name; undefined when the account has none (another account's instance is none).
+ */
+export async function findOwnedInstance(db: Db, accountId: string, name: string, opts: { byId?: boolean } = {}): Promise<OwnedInstance | undefined> {
+  const q = db.selectFrom('instances').select(['id', 'name', 'service']).where('account_id', '=', accountId);
+  if (opts.byId) {
+    const byId = await q.where('id', '=', name).executeTakeFirst();
+    if (byId) return byId;
+  }
+  return q.where('name', '=', name).executeTakeFirst();
+}
+
 /** An account's instances, oldest first, secrets unsealed. */
 export async function listInstances(db: Db, keyring: Keyring, accountId: string): Promise<Instance[]> {
   return (await listInstanceRows(db, accountId)).map((r) => toInstance(r, keyring));

@@ -37,6 +37,11 @@ export async function releaseLease(db: Db, name: string, owner: string): Promise
   await db.deleteFrom('leases').where('name', '=', name).where('owner', '=', owner).execute();
 }
 
+/** Leases whose name starts with `prefix` and ends with `suffix`, held now (not expired). */
+export function listLiveLeases(db: Db, prefix: string, suffix: string, now: number) {
+  return db.selectFrom('leases').selectAll().where('name', 'like', `${prefix}%${suffix}`).where('expires_at', '>=', now).execute();
+}
+
 export function findLease(db: Db, name: string) {
   return db.selectFrom('leases').selectAll().where('name', '=', name).executeTakeFirst();
 }

@@ -453,6 +453,14 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
       expect((await run(['mongo', 'users', 'rm', 'm1', 'app', '--db', 'shop'])).code).toBe(3);
     });
 
+    it('mongo users of a redis instance: says it is a redis instance (exit code 3)', async () => {
+      const res = await run(['mongo', 'users', 'ls', 'r1', '--db', 'shop']);
+      expect(res.code).toBe(3);
+      expect(res.stderr.trim()).toBe('hangar: instance "r1" is a redis instance, not a mongodb instance');
+      const add = await run(['mongo', 'users', 'add', 'r1', 'app', '--db', 'shop', '--password-stdin'], 'password-1\n');
+      expect(add.stderr).toContain('is a redis instance, not a mongodb instance');
+    });
+
     it('connect: mongosh for mongodb, nothing for elasticsearch', async () => {
       const m1 = (await alice.get('/v2/instances/m1/')).body.data;
       const m = await run(['connect', 'm1', '--user', 'app', '--db', 'shop', '--print']);
@@ -493,7 +501,8 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
     it('wrong password: exit code 4; wrong usage: exit code 2; an API refusal: exit code 1 with the allowed values', async () => {
       const bad = await runCli(['login', '--url', th.url, '--login', alice.login, '--password-stdin'], { home: tempDir('hangar-cli-bad-'), input: 'nope\n' });
       expect(bad.code).toBe(4);
-      expect(bad.stderr).toContain('wrong login or password');
+      // said once: no "log in again" after a login that was just refused
+      expect(bad.stderr.trim()).toBe('hangar: wrong login or password');
       expect((await run(['instances', 'create', 'x', '--service', 'mysql', '--version', '1', '--zone', 'z'])).code).toBe(2);
       expect((await run(['instances', 'show'])).code).toBe(2);
       expect((await run(['instances', 'show', 'r1', 'extra'])).code).toBe(2);
@@ -523,6 +532,34 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
     const top = await cli(['--help']);
     expect(top.code).toBe(0);
     for (const c of [...CLIENT_COMMANDS, ...OPERATOR_COMMANDS]) expect(top.stdout).toContain(`  ${c.name} `);
+  });
+
+  it('--help of every group of commands (instances, acls, mongo, mongo users, keys...): its commands, exit code 0', async () => {
+    const all = [...CLIENT_COMMANDS, ...OPERATOR_COMMANDS];
+    const groups = new Set(all.flatMap((c) => c.name.split(' ').slice(0, -1).map((_, i, words) => words.slice(0, i + 1).join(' '))));
+    expect([...groups]).toEqual(expect.arrayContaining(['instances', 'acls', 'redis', 'mongo', 'mongo users', 'keys', 'tokens', 'accounts', 'secrets']));
+    for (const group of groups) {
+      const members = all.filter((c) => c.name.startsWith(`${group} `));
+      for (const args of [[...group.split(' '), '--help'], [...group.split(' '), '-h'], ['help', ...group.split(' ')]]) {
+        const res = await cli(args);
+        expect(res.code, `${args.join(' ')}: ${res.stderr}`).toBe(0);
+        for (const c of members) expect(res.stdout, args.join(' ')).toContain(`  ${c.name} `);
+        for (const c of all.filter((x) => !members.includes(x))) expect(res.stdout, args.join(' ')).not.toContain(`  ${c.name} `);
+      }
+      // without --help a group is no command: its commands, on stderr, and wrong usage
+      const bare = await cli(group.split(' '));
+      expect(bare.code, group).toBe(2);
+      expect(bare.stderr, group).toContain(`  ${members[0]!.name} `);
+    }
+  });
+
+  it('--version and -V print the version of the package, exit code 0', async () => {
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const res = await cli([flag]);
+      expect(res.code).toBe(0);
+      expect(res.stdout.trim()).toBe(`hangar ${pkg.version}`);
+    }
   });
 
   describe('shell completion', () => {

@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, assertBuilt, type CliResult } from './run-cli.js';
 
@@ -41,11 +41,40 @@ const ELASTICSEARCH_8 = {
 
 let home: string;
 
+/** The checkout the binary belongs to (BIN is `<checkout>/dist/src/cli/bin.js`). */
+const CHECKOUT = resolve(dirname(BIN), '..', '..', '..');
+
+/**
+ * The command line that runs the binary as `uid`, wherever the checkout lives: a checkout in a
+ * directory other users cannot enter (a home directory, a `mktemp -d`) is bound, in a mount
+ * namespace of the command's own (gone when it exits), onto a directory every user can enter,
+ * and the binary runs from there as `uid` (util-linux `unshare` and `setpriv`; only root runs
+ * this, and only root may).
+ */
+function asUser(uid: number, view: string): { command: string; args: string[] } {
+  return {
+    command: 'unshare',
+    args: [
+      '--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$1" "$2" && shift 2 && exec "$@"', 'sh', CHECKOUT, view,
+      'setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, join(view, relative(CHECKOUT, BIN)),
+    ],
+  };
+}
+
+/** An empty directory every user can enter, removed (only while empty) after the tests. */
+function viewDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'hangar-doctor-view-'));
+  chmodSync(d, 0o755);
+  views.push(d);
+  return d;
+}
+const views: string[] = [];
+
 /** Runs `hangar doctor ARGS` with no HANGAR_* variable but those given, as `uid` when given. */
 function doctor(args: readonly string[], opts: { path?: string; env?: Record<string, string>; uid?: number } = {}): Promise<CliResult> {
   const env = { PATH: opts.path ?? searchPath, HOME: home, ...opts.env };
-  const ids = opts.uid === undefined ? {} : { uid: opts.uid, gid: opts.uid };
-  const child = spawn(process.execPath, [BIN, 'doctor', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], ...ids });
+  const run = opts.uid === undefined ? { command: process.execPath, args: [BIN] } : asUser(opts.uid, viewDir());
+  const child = spawn(run.command, [...run.args, 'doctor', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -76,6 +105,8 @@ beforeAll(() => {
 });
 afterAll(() => {
   for (const d of made) rmSync(d, { recursive: true, force: true });
+  // never recursively: the checkout was bound there (in the commands' own mount namespaces only)
+  for (const d of views) rmdirSync(d);
 });
 
 describe('hangar doctor on this machine', () => {

@@ -18,4 +18,21 @@ describe('README', () => {
     expect(row).toContain(`\`--${s.flag}\``);
     if (s.default !== undefined) expect(row).toContain(`\`${s.default}\``);
   });
+
+  it('names, before its walkthrough starts, every program the walkthrough runs (jq among them)', () => {
+    const walkthrough = readme.slice(readme.indexOf('## Walkthrough'), readme.indexOf('## Web console'));
+    const intro = walkthrough.slice(0, walkthrough.indexOf('```'));
+    // the programs at the head of each command and of each stage of its pipes, shell words left out
+    const SHELL = new Set(['export', 'for', 'do', 'done', 'echo', 'sleep']);
+    const programs = new Set<string>();
+    for (const line of walkthrough.split('\n').filter((l) => l.startsWith('$ '))) {
+      const code = line.slice(2).replace(/'[^']*'/g, "''").replace(/"[^"]*"/g, '""');
+      for (const stage of code.split(/[|;]|\$\(/)) {
+        const word = stage.trim().split(/\s+/)[0] ?? '';
+        if (/^[a-z][\w.-]*$/.test(word) && !SHELL.has(word)) programs.add(word);
+      }
+    }
+    expect([...programs].sort()).toEqual(['curl', 'jq', 'python3', 'redis-cli']);
+    for (const p of programs) expect(intro, `the walkthrough runs ${p} without naming it first`).toContain(`\`${p}\``);
+  });
 });

@@ -1,22 +1,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
 import { isAlive, pidFiles, processesUnder, type Proc } from './helpers/processes.js';
 import { connectRedis, enginePid, eventually, pingOutcome, tcpAccepts } from './helpers/redis.js';
-
-/** A port nothing listens on, outside the range hangar hands out. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../helpers/ports.js';
 
 /** The processes of the runtime under the data dir, by role: engines per unit directory, the edge's master and workers. */
 function census(dataDir: string): { engines: Map<string, Proc[]>; edgeMasters: Proc[] } {

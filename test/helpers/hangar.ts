@@ -154,6 +154,8 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
         HANGAR_RUNTIME: 'emulated',
         HANGAR_LOG_LEVEL: 'silent',
         HANGAR_HOST_ID: `test-${process.pid}-${++counter}`,
+        // tests stop their hangars at once (the drain has a test of its own)
+        HANGAR_DRAIN_PERIOD: '0',
         ...(pgdb ? { HANGAR_DATABASE_URL: pgdb.url } : {}),
         ...opts.env,
         ...extra,

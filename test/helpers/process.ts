@@ -27,7 +27,7 @@ export async function spawnServe(opts: { dataDir: string; databaseUrl?: string; 
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
   const child = spawn(process.execPath, args, {
-    env: { ...env, HANGAR_LOG_LEVEL: 'warn', ...opts.env },
+    env: { ...env, HANGAR_LOG_LEVEL: 'warn', HANGAR_DRAIN_PERIOD: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

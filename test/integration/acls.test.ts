@@ -97,14 +97,17 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
 
     it.each([
       ['10.1.2.3/8', '10.0.0.0/8'],
-      ['10.0.0.5/32', '10.0.0.5'],
+      ['10.0.0.5/32', '10.0.0.5/32'],
+      ['10.0.0.6', '10.0.0.6'],
       ['0.0.0.0/0', '0.0.0.0/0'],
       ['2001:DB8:0:0:0:0:0:1', '2001:db8::1'],
       ['2001:db8:1:2::5/64', '2001:db8:1:2::/64'],
-      ['::1/128', '::1'],
+      ['::1/128', '::1/128'],
+      ['2001:DB8::0:7/128', '2001:db8::7/128'],
     ])('200: %s is stored as %s', async (input, stored) => {
       const id = (await create(alice, 'r', { cidr_mask: input, description: 'n' })).body.data;
       expect((await alice.get(`/v2/instances/r/acls/${id}/`)).body.data.cidr_mask).toBe(stored);
+      expect((await alice.get('/v2/instances/r/acls/')).body.data.find((a: any) => a._id.$oid === id).cidr_mask).toBe(stored);
       expect(th.runtime.rulesOf(redis.id)).toContainEqual({ cidr: stored, transport: false, kibana: false });
     });
 
@@ -175,6 +178,13 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
         const res = await create(alice, 'r', { cidr_mask: '192.0.2.50/32', description: 'b' });
         expect(res.status).toBe(409);
         expect(res.body).toEqual({ code: 'ACL_EXISTS', message: 'an ACL for 192.0.2.50 already exists on instance "r"' });
+        expect((await create(alice, 'r', { cidr_mask: '192.0.2.52/32', description: 'c' })).status).toBe(200);
+        const again = await create(alice, 'r', { cidr_mask: '192.0.2.52', description: 'd' });
+        expect(again.status).toBe(409);
+        expect(again.body).toEqual({ code: 'ACL_EXISTS', message: 'an ACL for 192.0.2.52/32 already exists on instance "r"' });
+        // host bits are cleared: 198.51.100.53/24 is 198.51.100.0/24
+        expect((await create(alice, 'r', { cidr_mask: '198.51.100.0/24', description: 'e' })).status).toBe(200);
+        expect((await create(alice, 'r', { cidr_mask: '198.51.100.53/24', description: 'f' })).body).toEqual({ code: 'ACL_EXISTS', message: 'an ACL for 198.51.100.0/24 already exists on instance "r"' });
       });
 
       it('an instance being deleted', async () => {

@@ -5,7 +5,7 @@ import { DIALECTS } from '../helpers/database.js';
 import { type Account, Client, PASSWORD, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 
 // Failed logins are limited per source address; these tests fail many logins on purpose.
-const ENV = { HANGAR_LOGIN_FAILURE_LIMIT: '1000' };
+const ENV = { HANGAR_LOGIN_FAILURE_LIMIT: '1000', HANGAR_LOGIN_SOURCE_FAILURE_LIMIT: '1000' };
 
 const UNAUTHORIZED = { message: expect.any(String), code: 'UNAUTHORIZED' };
 

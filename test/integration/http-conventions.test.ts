@@ -80,6 +80,15 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
       expect(res.json.data).toMatchObject({ name: 'go-sdk', state: 'REQUESTED' });
     });
 
+    it.each([[''], [' ']])('200: a JSON body with an empty Content-Type header (%j) is taken as one without', async (type) => {
+      const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': type }, body: JSON.stringify(redisBody(`empty-type-${type.length}`)) });
+      expect(res.status, res.text).toBe(200);
+      expect(res.json.data).toMatchObject({ name: `empty-type-${type.length}`, state: 'REQUESTED' });
+      const invalid = await raw('POST', '/v2/instances/r/rename/', { headers: { 'content-type': type }, body: '{"name": ' });
+      expect(invalid.status).toBe(400);
+      expect(invalid.json).toMatchObject({ code: 'INVALID_BODY', message: 'the body is not valid JSON' });
+    });
+
     it('200: an empty body on a GET, with or without Content-Type: application/json', async () => {
       expect((await raw('GET', '/v2/instances/', { body: '' })).status).toBe(200);
       expect((await raw('GET', '/v2/instances/', { headers: { 'content-type': 'application/json' }, body: '' })).status).toBe(200);

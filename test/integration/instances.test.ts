@@ -160,12 +160,14 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
     });
 
     it('200: ACLs given in the create body are recorded, normalised, with the instance', async () => {
-      const res = await alice.post('/v2/instances/', redisBody('with-acls', { acls: [{ cidr_mask: '10.1.2.3/8', description: 'office' }, { cidr_mask: '192.0.2.7', description: 'ci' }] }));
+      const acls3 = [{ cidr_mask: '10.1.2.3/8', description: 'office' }, { cidr_mask: '192.0.2.7', description: 'ci' }, { cidr_mask: '192.0.2.8/32', description: 'vpn' }];
+      const res = await alice.post('/v2/instances/', redisBody('with-acls', { acls: acls3 }));
       expect(res.status).toBe(200);
       const acls = await alice.get('/v2/instances/with-acls/acls/');
       expect(acls.body.data.map((a: any) => [a.cidr_mask, a.description])).toEqual([
         ['10.0.0.0/8', 'office'],
         ['192.0.2.7', 'ci'],
+        ['192.0.2.8/32', 'vpn'],
       ]);
     });
 

@@ -41,6 +41,26 @@ const USER: Endpoint[] = [
   { method: 'DELETE', path: '/v2/mongodb/{inst}/databases/app/users/{user}' },
 ];
 
+/**
+ * Requests whose body is wrong in every way a body can be (an unknown field, a wrong type, a
+ * value outside the rules, not JSON at all): about an instance that is not the caller's they get
+ * the 404 of the owner check all the same, before anything of the body is looked at.
+ */
+const INVALID_BODIES: Endpoint[] = [
+  { method: 'POST', path: '/v2/instances/{inst}/rename/', body: { name: 5 } },
+  { method: 'POST', path: '/v2/instances/{inst}/rename/', body: { name: 'no spaces allowed' } },
+  { method: 'POST', path: '/v2/instances/{inst}/acls/', body: { cidr_mask: '198.51.100.1', description: 'x', port: 1 } },
+  { method: 'POST', path: '/v2/instances/{inst}/acls/', body: { cidr_mask: 'not-an-address', description: 'x' } },
+  { method: 'POST', path: '/v2/instances/{inst}/acls/', body: '{"cidr_mask": ' },
+  { method: 'POST', path: '/v2/redis/{inst}/resize/', body: { new_plan: 'big' } },
+  { method: 'POST', path: '/v2/redis/{inst}/resize/', body: { new_plan: 700 } },
+  { method: 'POST', path: '/v2/mongodb/{inst}/databases/app/users', body: { username: 'intruder', password: 'password-9', roles: [{ role: 'not-a-role', db: 'app' }] } },
+  { method: 'POST', path: '/v2/mongodb/{inst}/databases/app/users', body: { username: 'intruder', password: 'short', roles: [] } },
+  { method: 'POST', path: '/v2/mongodb/{inst}/databases/app/users', body: { username: 'intruder' } },
+  { method: 'PATCH', path: '/v2/mongodb/{inst}/databases/app/users/{user}', body: { roles: 'all' } },
+  { method: 'PATCH', path: '/v2/mongodb/{inst}/databases/app/users/{user}', body: {} },
+];
+
 const GHOST_ID = 'ffffffffffffffffffffffff';
 
 describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
@@ -96,6 +116,10 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
     const es = refs('es', 'a-es');
     for (const e of INSTANCE) for (const [l, v, g] of [...redis, ...mongo, ...es]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
     for (const e of REDIS) for (const [l, v, g] of [...redis, ...mongo]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
+    for (const e of INVALID_BODIES) {
+      const targets = e.path.startsWith('/v2/redis/') ? redis : e.path.startsWith('/v2/mongodb/') ? mongo : [...redis, ...mongo];
+      for (const [l, v, g] of targets) out.push([`${e.method} ${e.path} with the body ${JSON.stringify(e.body)} on ${l}`, e, { inst: v!, user: 'a-user' }, { inst: g!, user: 'a-user' }]);
+    }
     for (const e of MONGO) for (const [l, v, g] of [...mongo, ...redis]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
     for (const e of ACL) {
       for (const [l, v, g] of redis) out.push([`${e.method} ${e.path}: alice's ACL on ${l}`, e, { inst: v!, acl: '@acl' }, { inst: g!, acl: GHOST_ID }]);
@@ -132,8 +156,9 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
       it.each(cases().map((c) => [c[0], c] as const))('%s: the 404 of a missing one', async (_label, [, e, mineRefs, ghost]) => {
         const mine = resolve(mineRefs);
         const c = client();
-        const real = await c.request(e.method, fill(e.path, mine), e.body === undefined ? {} : { body: e.body });
-        const none = await c.request(e.method, fill(e.path, ghost), e.body === undefined ? {} : { body: e.body });
+        const body = (b: unknown) => (b === undefined ? {} : typeof b === 'string' ? { rawBody: b, headers: { 'content-type': 'application/json' } } : { body: b });
+        const real = await c.request(e.method, fill(e.path, mine), body(e.body));
+        const none = await c.request(e.method, fill(e.path, ghost), body(e.body));
         expect(none.status).toBe(404);
         expect(real.status).toBe(404);
         expect(neutral(real.body, mine)).toEqual(neutral(none.body, ghost));

@@ -11,6 +11,7 @@ import { probeRedis } from '../../src/engines/redis/redis-probe.js';
 import { detectBinaries } from '../../src/lib/binaries.js';
 import { LocalRuntime, PROBE_SOURCE } from '../../src/runtimes/local/local-runtime.js';
 import { findProcesses, unitMarker } from '../../src/runtimes/local/process-supervisor.js';
+import { claimPortRange } from '../helpers/ports.js';
 
 // The local runtime with the Redis engine, on real redis-server and HAProxy processes: the steps
 // they take (the names fault-injection tests stop hangar at), idempotence, adoption and port
@@ -56,14 +57,15 @@ describe.runIf(available)('LocalRuntime with the Redis engine', () => {
   const changed: string[] = [];
   const local: AccessRule[] = [{ cidr: '127.0.0.1', transport: false, kibana: false }];
 
-  /**
-   * Free ports in a random part of 18000-19999: a part of the ports no other test file hands
-   * out (the hangars of the end-to-end tests take 10000-17999), so that a port this test frees
-   * on purpose is not taken by an engine of a test running at the same time.
-   */
+  /** Ports claimed for this test file alone (test/helpers/ports.ts): a port it frees on purpose is taken by nobody else. */
+  let claimed: { first: number; last: number } | undefined;
+
+  /** Free ports of the claimed range. */
   async function freePorts(n: number): Promise<number[]> {
+    claimed ??= await claimPortRange();
     const out: number[] = [];
-    for (let p = 18_000 + Math.floor(Math.random() * 1900); out.length < n; p++) if (await r.portIsFree(p)) out.push(p);
+    for (let p = claimed.first; out.length < n && p <= claimed.last; p++) if (await r.portIsFree(p)) out.push(p);
+    if (out.length < n) throw new Error(`fewer than ${n} free ports left in ${claimed.first}-${claimed.last}`);
     return out;
   }
 

@@ -35,7 +35,7 @@ describe('request logs', () => {
     });
     const config = loadConfig(
       {},
-      { HANGAR_PORT: '0', HANGAR_DATA_DIR: dataDir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'trace', HANGAR_HOST_ID: `logs-${process.pid}` },
+      { HANGAR_PORT: '0', HANGAR_DATA_DIR: dataDir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'trace', HANGAR_HOST_ID: `logs-${process.pid}`, HANGAR_DRAIN_PERIOD: '0' },
     );
     // The server's own logger (its redaction included), writing to the test's stream.
     hangar = await startHangar(config, createLogger(config, sink));

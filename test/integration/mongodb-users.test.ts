@@ -156,9 +156,20 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
         expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `mongodb instance "${inst}" not found` });
       });
 
-      it('a redis instance, by id and by name', async () => {
-        expect((await add(alice, r.id, 'x')).status).toBe(404);
-        expect((await add(alice, 'r', 'x')).status).toBe(404);
+      it('a redis instance of the account, by id and by name: it says so', async () => {
+        for (const inst of [r.id, 'r']) {
+          const res = await add(alice, inst, 'x');
+          expect(res.status).toBe(404);
+          expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `instance "${inst}" is a redis instance, not a mongodb instance` });
+        }
+      });
+
+      it("another account's instance with an invalid role: the 404, not a word about the role", async () => {
+        for (const inst of [bobs.id, 'bobs']) {
+          const res = await add(alice, inst, 'intruder', [{ role: 'not-a-role', db: 'app' }]);
+          expect(res.status).toBe(404);
+          expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `mongodb instance "${inst}" not found` });
+        }
       });
 
       it("another account's instance, by id and by name; it gets no user", async () => {
@@ -275,12 +286,13 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
       });
     });
 
-    it("400: hangar's own user (hangar on admin), whatever the instance", async () => {
-      for (const inst of [m.id, bobs.id]) {
-        const res = await patch(alice, inst, 'hangar', { password: 'password-2' }, 'admin');
-        expect(res.status).toBe(400);
-        expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'username', message: expect.stringMatching(/hangar's own administrative user/) });
-      }
+    it("400: hangar's own user (hangar on admin); on another account's instance the 404 comes first", async () => {
+      const res = await patch(alice, m.id, 'hangar', { password: 'password-2' }, 'admin');
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'username', message: expect.stringMatching(/hangar's own administrative user/) });
+      const foreign = await patch(alice, bobs.id, 'hangar', { password: 'password-2' }, 'admin');
+      expect(foreign.status).toBe(404);
+      expect(foreign.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `mongodb instance "${bobs.id}" not found` });
     });
 
     describe('404', () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enginesAvailable, nextPortRange } from '../e2e/helpers/hangar-process.js';
+import { enginesAvailable } from '../e2e/helpers/hangar-process.js';
+import { claimPortRange } from '../helpers/ports.js';
 import { killAllUnder, processesUnder } from '../e2e/helpers/processes.js';
 import { edgeAllowList } from '../e2e/helpers/what-runs.js';
 import { mongoBody, redisBody } from '../helpers/bodies.js';
@@ -41,13 +42,14 @@ describe.each(cases)('races on $dialect, $runtime runtime', ({ dialect, runtime 
   const ready = (name: string) => alice.ready(body(name) as any);
 
   beforeAll(async () => {
+    const ports = local ? await claimPortRange(200) : undefined;
     th = await startTestHangar({
       dialect,
       env: {
         HANGAR_RUNTIME: runtime,
         HANGAR_MAX_ACLS: '30',
         HANGAR_MAX_INSTANCES: '60',
-        ...(local ? { HANGAR_PORT_RANGE: (({ first, last }) => `${first}-${last}`)(nextPortRange(200)) } : {}),
+        ...(ports ? { HANGAR_PORT_RANGE: `${ports.first}-${ports.last}` } : {}),
       },
     });
     alice = await th.signup();

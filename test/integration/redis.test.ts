@@ -73,10 +73,16 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
     });
 
     describe.each(METRICS)('404: %s', (metric) => {
-      it.each([['nope'], ['m'], ['e'], ['bobs']])('of %s (unknown, mongodb, elasticsearch, another account)', async (name) => {
+      it.each([['nope'], ['bobs']])('of %s (unknown, another account)', async (name) => {
         const res = await alice.get(`/v2/redis/${name}/${metric}/`);
         expect(res.status).toBe(404);
         expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `redis instance "${name}" not found` });
+      });
+
+      it.each([['m', 'mongodb'], ['e', 'elasticsearch']])('of %s, an instance of the account of another service: it says which', async (name, service) => {
+        const res = await alice.get(`/v2/redis/${name}/${metric}/`);
+        expect(res.status).toBe(404);
+        expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `instance "${name}" is a ${service} instance, not a redis instance` });
       });
     });
 
@@ -192,10 +198,10 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
     });
 
     describe('404', () => {
-      it.each([['m'], ['e']])('resize of %s: only redis resizes', async (name) => {
+      it.each([['m', 'mongodb'], ['e', 'elasticsearch']])('resize of %s: only redis resizes', async (name, service) => {
         const res = await alice.post(`/v2/redis/${name}/resize/`, { new_plan: 1000 });
         expect(res.status).toBe(404);
-        expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `redis instance "${name}" not found` });
+        expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `instance "${name}" is a ${service} instance, not a redis instance` });
         expect((await alice.get(`/v2/instances/${name}/`)).body.data.plan).toBe(name === 'm' ? 1 : 4);
       });
 

@@ -25,7 +25,7 @@ describe('slow clients', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hangar-slow-'));
-    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: dir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `slow-${process.pid}` });
+    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: dir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `slow-${process.pid}`, HANGAR_DRAIN_PERIOD: '0' });
     hangar = await startHangar(config, undefined, { http: LIMITS });
     await accounts(hangar).createAccount('slow@example.com', PASSWORD);
     token = (await httpRequest(hangar.url, 'GET', '/v2/tokens/', { basic: ['slow@example.com', PASSWORD] })).json.data.token;
@@ -89,7 +89,7 @@ describe('slow clients', () => {
 
   it('hangar serve applies the documented limits to its server', async () => {
     const d = mkdtempSync(join(tmpdir(), 'hangar-limits-'));
-    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: d, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `limits-${process.pid}` });
+    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: d, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `limits-${process.pid}`, HANGAR_DRAIN_PERIOD: '0' });
     const h = await startHangar(config);
     try {
       const s = h.app.server as import('node:http').Server & { maxHeaderSize?: number; connectionsCheckingInterval?: number };

@@ -109,7 +109,7 @@ describe('the data dir', () => {
   it('is narrowed to mode 0700 at start when it was made readable by others', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hangar-open-dir-'));
     chmodSync(dir, 0o755);
-    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: dir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `open-dir-${process.pid}` });
+    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: dir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `open-dir-${process.pid}`, HANGAR_DRAIN_PERIOD: '0' });
     const hangar = await startHangar(config);
     try {
       expect(statSync(dir).mode & 0o777).toBe(0o700);

@@ -69,7 +69,7 @@ describe('TLS for the API (--tls-cert, --tls-key)', () => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
     child = spawn(process.execPath, [BIN, 'serve', '--runtime', 'emulated', '--port', '0', '--data-dir', join(dir, 'data'), '--tls-cert', tls.cert, '--tls-key', tls.key], {
-      env: { ...env, HANGAR_LOG_LEVEL: 'warn', HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD },
+      env: { ...env, HANGAR_LOG_LEVEL: 'warn', HANGAR_DRAIN_PERIOD: '0', HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     url = await new Promise<string>((resolve, reject) => {

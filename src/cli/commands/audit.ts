@@ -3,6 +3,8 @@ import { listAuditEvents } from '../../store/audit-repository.js';
 import { findAccountByLogin } from '../../store/account-repository.js';
 import { type Io, UsageError, json } from '../io.js';
 import { withOperatorContext } from '../operator.js';
+import { formatCreated } from '../../lib/time.js';
+import { init } from './accounts.js';
 
 /** The audit log of every account (or of one, with --login), newest first. */
 export async function audit(config: Config, opts: Record<string, string | boolean | undefined>, io: Io): Promise<void> {
@@ -27,7 +29,7 @@ export async function audit(config: Config, opts: Record<string, string | boolea
       status_code: e.statusCode,
       request_id: e.requestId,
       created_at: e.createdAt,
-      created: new Date(e.createdAt).toISOString(),
+      created: formatCreated(e.createdAt),
     }))));
-  });
+  }, init(opts));
 }

@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import { lockDataDir } from '../../lib/data-dir-lock.js';
 import { Keyring, SecretKeyError, keyFilePath, newKey, parseKeys, writeKeyFile } from '../../lib/secrets.js';
 import { appendAuditEvent } from '../../store/audit-repository.js';
-import { openStore } from '../../store/database.js';
+import { assertStoreExists, openStore } from '../../store/database.js';
 import { assertKeysOpenStore, reencryptAll, sealingKeyIds } from '../../store/keyring.js';
 import { type Io, json } from '../io.js';
 
@@ -19,7 +19,9 @@ import { type Io, json } from '../io.js';
  * serving (restarted with `NEW,OLD` first, so it already writes with the new key), then set
  * HANGAR_SECRET_KEY to the new key alone and restart.
  */
-export async function secretsRotate(config: Config, _opts: unknown, io: Io): Promise<void> {
+export async function secretsRotate(config: Config, opts: Record<string, string | boolean | undefined>, io: Io): Promise<void> {
+  // there must be a store to rotate (--init makes an empty one, whose key is then made new)
+  if (opts.init !== true) await assertStoreExists(config);
   const unlock = config.secretKey ? () => {} : lockDataDir(config.dataDir);
   try {
     const store = await openStore({ ...config, poolSize: 2 });

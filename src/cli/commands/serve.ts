@@ -2,12 +2,13 @@ import type { Config } from '../../config.js';
 import { startHangar } from '../../server.js';
 import type { Io } from '../io.js';
 
-/** How long a stop may take before the process exits anyway. */
+/** How long a stop may take, after its drain period, before the process exits anyway. */
 const STOP_DEADLINE_MS = 9_000;
 
 /**
- * Runs hangar until SIGTERM or SIGINT: then in-flight requests finish, the reconciler stops
- * between steps, and the process exits 0. Engines and the edge keep serving.
+ * Runs hangar until SIGTERM or SIGINT: then it drains (/readyz 503 while requests are still
+ * served), in-flight requests finish, the reconciler stops between steps, and the process exits
+ * 0. Engines and the edge keep serving.
  */
 export async function serve(config: Config, io: Io): Promise<void> {
   const hangar = await startHangar(config);
@@ -19,7 +20,7 @@ export async function serve(config: Config, io: Io): Promise<void> {
       const deadline = setTimeout(() => {
         hangar.log.error('stop took too long; exiting');
         process.exit(1);
-      }, STOP_DEADLINE_MS);
+      }, config.drainSeconds * 1000 + STOP_DEADLINE_MS);
       deadline.unref();
       hangar.close().then(
         () => resolve(),

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PortTakenError, type InstanceSpec, type StepContext, type UnitDefinition, type UnitHost } from '../../domain/units.js';
 import { TerminalError } from '../../domain/errors.js';
 import { ElasticsearchEngine } from './elasticsearch-engine.js';
+import { freePort } from '../../../test/helpers/ports.js';
 
 // No Elasticsearch can be installed on this machine. The engine runs here against a stand-in
 // `elasticsearch` program (a shell script starting a small Node HTTP server) that does what the
@@ -119,14 +119,6 @@ afterAll(async () => {
   for (const h of hosts) for (const role of h.children.keys()) await h.stopUnit({ role } as UnitDefinition);
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 function recorder(): StepContext & { steps: string[] } {
   const steps: string[] = [];

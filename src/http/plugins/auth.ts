@@ -32,7 +32,8 @@ function parseBasic(header: string | undefined): { user: string; secret: string 
 /**
  * Authentication of the /v2 context, as the ObjectRocket clients do it: a token from
  * `GET /v2/tokens/` in `X-Auth-Token`, or HTTP Basic with login:password or user_key:pass_key.
- * Failed Basic logins count against the login and the source address. Every response carries
+ * Failed Basic logins count against the login from its source address, and against the source
+ * (see LoginGuard). Every response carries
  * the caller's request budget in X-RateLimit-* headers.
  */
 export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
@@ -84,5 +85,6 @@ async function authenticate(req: FastifyRequest, mode: 'token' | 'basic', deps: 
     throw errors.unauthorized('wrong login or password');
   }
   attempt.failed = false;
+  deps.loginGuard.succeeded(basic.user, req.ip);
   return caller;
 }

@@ -7,7 +7,8 @@ const JSON_TYPE = /^application\/([\w.+-]+\+)?json\s*(;|$)/i;
 /**
  * Bodies are JSON. Real clients send them with `Content-Type: application/json`, or with no
  * Content-Type at all (a Go SDK), or send an empty body labelled JSON (the python client, on
- * body-less requests): all three are accepted. Any other declared type is a 415.
+ * body-less requests): all three are accepted, and an empty Content-Type header counts as
+ * none. Any other declared type is a 415.
  * `__proto__` and `constructor.prototype` keys are refused (secure-json-parse), and so are
  * bytes that are not UTF-8 (decoding them would slip replacement characters into names).
  */
@@ -27,6 +28,12 @@ export function registerJsonBodies(app: FastifyInstance): void {
       done(null, value);
     });
   };
+  // An empty `Content-Type:` header declares nothing: it is taken like none (the framework
+  // would refuse it as an invalid media type before any parser is asked).
+  app.addHook('onRequest', async (req) => {
+    const type = req.raw.headers['content-type'];
+    if (typeof type === 'string' && type.trim() === '') delete req.raw.headers['content-type'];
+  });
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer' }, (req, body, done) => parse(req, body as Buffer, done));
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {

@@ -107,8 +107,36 @@ export function errorBody(e: HangarError): { message: string; code: string; fiel
   };
 }
 
+/** After a 413, how long hangar goes on reading (and dropping) what the client still sends. */
+const LINGER_MAX_MS = 10_000;
+/** ...and how long it waits for more before it closes anyway. */
+const LINGER_IDLE_MS = 2_000;
+
+/**
+ * Closes the connection once the answer is out, but gently: hangar stops sending (FIN) and reads
+ * on, dropping what comes, until the client has finished and closes, or for a bounded time.
+ * Closing at once, with the client's bytes still arriving, makes the kernel answer them with a
+ * reset, which can reach the client before it has read the answer (a broken pipe, no 413).
+ */
+function lingerOnClose(socket: Duplex & { destroySoon?: () => void; setTimeout?: (ms: number, cb?: () => void) => unknown }): void {
+  // node's server ends a `Connection: close` answer with socket.destroySoon(): end, then destroy
+  socket.destroySoon = () => {
+    const close = () => socket.destroy();
+    socket.once('end', close);
+    socket.setTimeout?.(LINGER_IDLE_MS, close);
+    setTimeout(close, LINGER_MAX_MS).unref();
+    socket.end();
+    socket.resume();
+  };
+}
+
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   const known = toHangarError(err);
+  if (known?.code === 'BODY_TOO_LARGE' && !req.raw.complete) {
+    // the client may still be sending: answer, then close the connection without a reset
+    void reply.header('connection', 'close');
+    lingerOnClose(req.raw.socket);
+  }
   if (!known) {
     req.log.error({ err }, 'request failed');
     void reply.code(500).send(errorBody(errors.internal(req.id)));

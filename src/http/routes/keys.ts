@@ -9,7 +9,6 @@ import { Data } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { ApiKeyRecord, CREATED_KEY_EXAMPLE, CreatedApiKey, KEY_EXAMPLE, KeyParams } from '../schemas/keys.js';
 
-const NO_STORE = 'no-store';
 
 function keyRecord(k: ApiKeyInfo) {
   return {
@@ -54,13 +53,12 @@ export function keyRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         response: { 200: Data(CreatedApiKey, CREATED_KEY_EXAMPLE), ...errorResponses([...WITH_BODY, ...IDEMPOTENT, 'QUOTA_EXCEEDED']) },
       },
     },
-    async (req, reply) => {
+    async (req) => {
       const body = req.body as unknown;
       if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)) {
         throw errors.invalidBody('this request takes no body (or {})');
       }
       const key = await accounts.createOwnApiKey(callerOf(req));
-      void reply.header('cache-control', NO_STORE);
       return { data: { ...keyRecord(key), pass_key: key.passKey } };
     },
   );

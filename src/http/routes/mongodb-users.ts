@@ -18,6 +18,7 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.get(
     base,
     {
+      config: { instanceService: 'mongodb' },
       schema: {
         summary: 'Users of a database',
         tags,
@@ -30,7 +31,7 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.post(
     base,
     {
-      config: { audit: 'mongodb_user.create' },
+      config: { audit: 'mongodb_user.create', instanceService: 'mongodb' },
       schema: {
         summary: 'Add a user',
         tags,
@@ -48,7 +49,7 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.patch(
     `${base}/:username`,
     {
-      config: { audit: 'mongodb_user.update' },
+      config: { audit: 'mongodb_user.update', instanceService: 'mongodb' },
       schema: {
         summary: 'Change the password and/or the roles (a sent role list replaces the old one)',
         tags,
@@ -65,7 +66,7 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.delete(
     `${base}/:username`,
     {
-      config: { audit: 'mongodb_user.delete' },
+      config: { audit: 'mongodb_user.delete', instanceService: 'mongodb' },
       schema: {
         summary: 'Drop a user',
         tags,

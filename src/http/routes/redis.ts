@@ -20,6 +20,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/connectedSlaves/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'connected_slaves of INFO replication, read live',
@@ -31,6 +32,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/connectedClients/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'connected_clients of INFO clients, read live (an addition to the ObjectRocket API)',
@@ -43,6 +45,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/spaceUsage/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'Memory used, from INFO memory',
@@ -54,6 +57,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/maxMemoryPolicy/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'CONFIG GET maxmemory-policy',
@@ -65,6 +69,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/redis/:instance_name/maxClients/',
     {
+      config: { instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'CONFIG GET maxclients',
@@ -143,7 +148,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.post(
     '/redis/:instance_name/resize/',
     {
-      config: { audit: 'redis.resize' },
+      config: { audit: 'redis.resize', instanceService: 'redis' },
       schema: {
         ...read,
         summary: 'Grow to a larger plan, live, without a restart',

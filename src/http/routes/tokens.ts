@@ -28,8 +28,8 @@ export function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (req, reply) => {
+      // no-store comes with the answer's schema (a token): see plugins/no-store.ts
       const { token } = await accounts.issueToken(callerOf(req));
-      void reply.header('cache-control', NO_STORE);
       return { data: { token } };
     },
   );

@@ -11,6 +11,7 @@ import { findExecutable } from '../../lib/binaries.js';
 import {
   edgeCertificateFile, edgeCertificatePublicFile, edgeTlsDir, ensureEdgeCertificate, removeEdgeCertificate, tlsBindOptions,
 } from './edge-tls.js';
+import { freePort } from '../../../test/helpers/ports.js';
 
 const ID = '65a1b2c3d4e5f60718293a4b';
 const dirs: string[] = [];
@@ -114,14 +115,6 @@ describe.runIf(haproxyHere)('HAProxy with a TLS listener', () => {
   let edge: ChildProcess;
   let tlsPort = 0;
   const received: string[] = [];
-
-  async function freePort(): Promise<number> {
-    const s = createServer();
-    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-    const { port } = s.address() as AddressInfo;
-    await new Promise((r) => s.close(r));
-    return port;
-  }
 
   beforeAll(async () => {
     // the engine behind the edge speaks plain TCP: it answers each line it gets

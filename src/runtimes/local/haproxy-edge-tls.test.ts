@@ -11,6 +11,7 @@ import { findExecutable } from '../../lib/binaries.js';
 import { edgeCertificateFile, edgeCertificatePublicFile, ensureEdgeCertificate } from './edge-tls.js';
 import { HaproxyEdge } from './haproxy-edge.js';
 import { ProcessSupervisor } from './process-supervisor.js';
+import { freePort } from '../../../test/helpers/ports.js';
 
 // The edge of a mongodb_sharded instance on a real HAProxy: its `ssl` listener decrypts with the
 // instance's certificate (made when its routes go live) and forwards in plain to the engine port,
@@ -33,14 +34,6 @@ describe.runIf(available)('HaproxyEdge with TLS listeners', () => {
   let engine: Server;
   const received: string[] = [];
   let ports: Record<string, number>;
-
-  async function freePort(): Promise<number> {
-    const s = createServer();
-    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-    const { port } = s.address() as AddressInfo;
-    await new Promise((r) => s.close(r));
-    return port;
-  }
 
   beforeAll(async () => {
     engine = createServer((socket) => {

@@ -19,6 +19,8 @@ import { logTail, type ProcessSupervisor, type SupervisedUnit } from './process-
 
 /** How long the edge may take to start or reload before the pass fails (and is retried). */
 const READY_TIMEOUT_MS = 10_000;
+/** How long the edge may take to stop after SIGTERM before it is killed. */
+const STOP_GRACE_MS = 3000;
 /** Longest unix socket path Linux accepts (sun_path holds 108 bytes with the final NUL). */
 const MAX_SOCKET_PATH = 107;
 
@@ -32,6 +34,11 @@ export interface HaproxyEdgeOptions {
   readonly maxconn: number;
   readonly supervisor: ProcessSupervisor;
   readonly log: Logger;
+}
+
+interface Counts {
+  admitted: number;
+  refused: number;
 }
 
 /** Counters of one instance's listeners. */
@@ -68,6 +75,13 @@ export class HaproxyEdge {
   private starting = false;
   /** Where the edge sends its log of refused connections (`host:port`), once hangar listens for it. */
   private logAddress: string | undefined;
+  /**
+   * Connections counted by workers of the edge that are gone (replaced by a reload, or dead),
+   * per instance: a worker's counters start at 0, the totals hangar reports go on from these.
+   */
+  private readonly countedBefore = new Map<string, Counts>();
+  /** What the running worker counted when last read, per instance. */
+  private lastRead = new Map<string, Counts>();
   private lock: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly opts: HaproxyEdgeOptions) {
@@ -163,8 +177,9 @@ export class HaproxyEdge {
     return this.blocked;
   }
 
-  /** The edge process died: what it had loaded is gone. */
+  /** The edge process died: what it had loaded is gone, and so are its worker's counters (kept as read last). */
   forgetLoaded(): void {
+    this.foldCounts(this.lastRead);
     this.loaded = undefined;
     this.live = new Set();
     this.swept.clear();
@@ -202,12 +217,45 @@ export class HaproxyEdge {
     this.routes.delete(id);
     this.blocked.delete(id);
     await this.exclusive(async () => {
-      if (this.live.has(id) || this.loaded === undefined) await this.sync();
+      // the last instance gone, the edge stops rather than reload to serve nothing
+      if (this.routes.size === 0 && !this.needed()) await this.stopUnneeded();
+      else if (this.live.has(id) || this.loaded === undefined) await this.sync();
       // the certificate before the allow lists: while a list is left, the instance is still
       // listed here, so a removal cut short is repeated and takes the certificate too
       removeEdgeCertificate(this.opts.edgeDir, id);
       for (const group of ['main', 'transport', 'kibana'] as const) rmSync(allowListFile(this.opts.edgeDir, id, group), { force: true });
       this.swept.delete(id);
+      this.countedBefore.delete(id);
+      this.lastRead.delete(id);
+    });
+  }
+
+  /**
+   * Stops the edge when no instance has listeners any more (the last one was deleted, or it was
+   * left running so by an older hangar): a process with nothing to serve is not kept. The next
+   * instance starts it again.
+   */
+  stopIfUnneeded(): Promise<void> {
+    return this.exclusive(() => this.stopUnneeded());
+  }
+
+  private async stopUnneeded(): Promise<void> {
+    if (this.routes.size > 0 || this.needed() || this.opts.supervisor.pidOf(this.unit) === undefined) return;
+    await this.opts.supervisor.stop(this.unit, STOP_GRACE_MS);
+    this.forgetLoaded();
+    this.opts.log.info('edge stopped: no instance left to serve');
+  }
+
+  /**
+   * Stops the edge process (`hangar down`): its listeners close, the configuration and the
+   * allow lists stay for the next start. Says whether it was running.
+   */
+  async stop(graceMs = STOP_GRACE_MS): Promise<boolean> {
+    return this.exclusive(async () => {
+      const running = this.opts.supervisor.pidOf(this.unit) !== undefined;
+      await this.opts.supervisor.stop(this.unit, graceMs);
+      this.forgetLoaded();
+      return running;
     });
   }
 
@@ -299,11 +347,35 @@ export class HaproxyEdge {
     return cut;
   }
 
-  /** Admitted and refused connections per instance, since the current worker started. */
+  /**
+   * Admitted and refused connections per instance since hangar started, across reloads and
+   * restarts of the edge: a worker counts from 0, so what the workers before it counted is
+   * added (read just before each reload, or as last read when one died). Never decreases while
+   * the instance exists. Read under the edge's lock, so that no reload happens between reading
+   * the worker and adding what came before it.
+   */
   async counters(): Promise<EdgeCounters[]> {
-    if (!this.opts.supervisor.isRunning(this.unit)) return [];
-    const byInstance = new Map<string, { admitted: number; refused: number }>();
-    for (const f of parseShowStat(await this.admin('show stat'))) {
+    return this.exclusive(async () => {
+      const current = this.opts.supervisor.isRunning(this.unit) ? await this.readCounts() : new Map<string, Counts>();
+      // a worker replaced behind hangar's back (counts lower than read before): its counts were lost
+      for (const [id, last] of this.lastRead) {
+        const now = current.get(id);
+        if (!now || now.admitted < last.admitted || now.refused < last.refused) this.foldCounts(new Map([[id, last]]));
+      }
+      this.lastRead = current;
+      const ids = new Set([...current.keys(), ...[...this.countedBefore.keys()].filter((id) => this.routes.has(id))]);
+      return [...ids].map((instanceId) => {
+        const before = this.countedBefore.get(instanceId) ?? { admitted: 0, refused: 0 };
+        const now = current.get(instanceId) ?? { admitted: 0, refused: 0 };
+        return { instanceId, admitted: before.admitted + now.admitted, refused: before.refused + now.refused };
+      });
+    });
+  }
+
+  /** What the running worker counted, per instance. */
+  private async readCounts(signal?: AbortSignal): Promise<Map<string, Counts>> {
+    const byInstance = new Map<string, Counts>();
+    for (const f of parseShowStat(await this.admin('show stat', signal))) {
       const id = instanceOfFrontend(f.frontend);
       if (id === undefined) continue;
       const c = byInstance.get(id) ?? { admitted: 0, refused: 0 };
@@ -311,7 +383,16 @@ export class HaproxyEdge {
       c.refused += f.refused;
       byInstance.set(id, c);
     }
-    return [...byInstance].map(([instanceId, c]) => ({ instanceId, ...c }));
+    return byInstance;
+  }
+
+  /** Adds a worker's counts to those of the workers before it; the running worker's are then none. */
+  private foldCounts(counts: ReadonlyMap<string, Counts>): void {
+    for (const [id, c] of counts) {
+      const before = this.countedBefore.get(id) ?? { admitted: 0, refused: 0 };
+      this.countedBefore.set(id, { admitted: before.admitted + c.admitted, refused: before.refused + c.refused });
+    }
+    this.lastRead = new Map();
   }
 
   /**
@@ -385,8 +466,11 @@ export class HaproxyEdge {
     // cleared before: a certificate replaced during the reload asks for another one
     this.certificatesChanged = false;
     try {
-      if (running) await this.reload(signal);
-      else await this.startProcess(signal);
+      if (running) {
+        // the new worker counts from 0: what this one counted is kept first
+        this.foldCounts(await this.readCounts(signal).catch(() => this.lastRead));
+        await this.reload(signal);
+      } else await this.startProcess(signal);
     } catch (err) {
       this.certificatesChanged = true;
       throw err;

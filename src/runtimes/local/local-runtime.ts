@@ -163,6 +163,8 @@ export class LocalRuntime implements Runtime {
     await this.denied.listen();
     this.edge.setLogAddress(this.denied.address);
     await this.edge.adopt();
+    // an edge left running with nothing to serve (its last instance deleted by an older hangar)
+    await this.edge.stopIfUnneeded();
     for (const id of this.instanceDirs()) {
       const dir = this.instanceDir(id);
       for (const role of readdirSync(dir)) {
@@ -313,6 +315,27 @@ export class LocalRuntime implements Runtime {
     ctx.step('delete:edge-removed');
     rmSync(dir, { recursive: true, force: true });
     ctx.step('delete:data-removed');
+  }
+
+  /**
+   * Stops every engine and the edge of this data dir (`hangar down`), each with SIGTERM (re-sent),
+   * then SIGKILL after `graceMs`; nothing else changes: data, configuration, allow lists and the
+   * store stay, and the next start of hangar starts them again. Only for a runtime that does not
+   * supervise (no hangar serves this data dir): a supervising one would restart them. Returns the
+   * units that were running.
+   */
+  async stopAll(graceMs = 10_000): Promise<string[]> {
+    const units: UnitRef[] = [];
+    for (const id of this.instanceDirs()) {
+      const dir = this.instanceDir(id);
+      for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) units.push({ key: `${id}/${e.name}`, instanceId: id, dir: join(dir, e.name) });
+    }
+    const running = units.filter((u) => this.supervisor.isRunning(u)).map((u) => u.key);
+    await Promise.all(units.map((u) => this.supervisor.stop(u, graceMs)));
+    // anything else of an instance that carries its directory (what an engine forked)
+    await Promise.all(this.instanceDirs().map((id) => this.supervisor.stop({ key: id, dir: this.instanceDir(id) }, graceMs)));
+    if (await this.edge.stop(graceMs)) running.push(this.edge.unit.key);
+    return running;
   }
 
   async listInstanceIds(): Promise<string[]> {

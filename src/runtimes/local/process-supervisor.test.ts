@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findProcesses, isAlive, ProcessSupervisor, readProcess, UNIT_PID_FILE, unitMarker, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
+import { freePort } from '../../../test/helpers/ports.js';
 
 // Units here are small node programs: real processes that fork nothing (a shell loop forks a
 // child carrying its command line for each command), able to ignore SIGTERM like a fresh replica
@@ -46,14 +47,6 @@ function canListen(port: number): Promise<boolean> {
     server.once('error', () => resolve(false));
     server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 const python = spawnSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).stdout.trim();

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { claimPortRange } from '../../helpers/ports.js';
 import { killAllUnder } from './processes.js';
 
 /** The built binary (`npm run build`; `npm test` builds first). */
@@ -77,22 +78,6 @@ export interface HangarOptions {
   readonly createAccount?: boolean;
 }
 
-let ranges = 0;
-
-/**
- * A port range of its own for a hangar of this test file: files run at once in different
- * vitest workers, each worker has its own part of 10000-17999, and each hangar of a file its
- * own slice of that part, so that engines of two tests never compete for one port (tests
- * that free a port on purpose count on nobody else taking it). 18000-19999 is the local
- * runtime's unit test's; hangars started without a range take 20000-29999.
- */
-export function nextPortRange(size = 100): { first: number; last: number } {
-  const worker = Number(process.env.VITEST_POOL_ID ?? '1') - 1;
-  const slots = Math.floor(2000 / size);
-  const first = 10_000 + (worker % 4) * 2000 + ((ranges++ + Math.floor(Math.random() * slots)) % slots) * size;
-  return { first, last: first + size - 1 };
-}
-
 /** A hangar process (`hangar serve`) with a data dir and a logged-in account. */
 export class HangarProcess {
   private child: ChildProcess | undefined;
@@ -105,16 +90,25 @@ export class HangarProcess {
   readonly portRange: { first: number; last: number };
   private readonly ownsDataDir: boolean;
 
-  private constructor(readonly opts: HangarOptions) {
+  private constructor(
+    readonly opts: HangarOptions,
+    portRange: { first: number; last: number },
+  ) {
     this.ownsDataDir = opts.dataDir === undefined;
     this.dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-e2e-'));
-    this.portRange = opts.portRange ?? nextPortRange();
+    this.portRange = portRange;
   }
 
-  /** Starts `hangar serve` (which creates the account at its first start), logs in. */
+  /**
+   * Starts `hangar serve` (which creates the account at its first start), logs in. Its ports come
+   * from a range claimed for this test process (test/helpers/ports.ts): no other test, of this run
+   * or of another checkout running at the same time, hands out one of them, so the engines and
+   * edge listeners of two tests never compete for a port (and a port a test frees on purpose is
+   * taken by nobody else).
+   */
   static async start(opts: HangarOptions & { serveEnv?: Record<string, string> } = {}): Promise<HangarProcess> {
     if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first (npm test does)`);
-    const h = new HangarProcess(opts);
+    const h = new HangarProcess(opts, opts.portRange ?? (await claimPortRange()));
     await h.serve(opts.serveEnv);
     return h;
   }
@@ -134,7 +128,8 @@ export class HangarProcess {
     ];
     if (this.opts.databaseUrl) args.push('--database-url', this.opts.databaseUrl);
     const account: Record<string, string> = this.opts.createAccount === false ? {} : { HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD };
-    const child = spawn(process.execPath, args, { env: childEnv({ ...account, ...this.opts.env, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    // stopped at once unless a test asks for a drain (HANGAR_DRAIN_PERIOD)
+    const child = spawn(process.execPath, args, { env: childEnv({ HANGAR_DRAIN_PERIOD: '0', ...account, ...this.opts.env, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     // each process writes to its own buffer: a stopped one must not add to the next one's
     const output = { text: '' };

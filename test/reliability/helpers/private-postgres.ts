@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../../helpers/ports.js';
 
 /** Where Debian's PostgreSQL 15 keeps its programs. */
 const BIN = '/usr/lib/postgresql/15/bin';
@@ -20,16 +20,6 @@ export function privatePostgresAvailable(): boolean {
   if (process.env.CI === 'true') throw new Error(message);
   console.warn(`${message}; leaving them out`);
   return false;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs a PostgreSQL program as the postgres user; throws with its output when it fails. */

@@ -47,7 +47,7 @@ export class FuzzWorld {
 
   static async start(): Promise<FuzzWorld> {
     // Limits far away: the properties send thousands of requests, some with wrong passwords.
-    const th = await startTestHangar({ listen: true, env: { HANGAR_RATE_LIMIT: '100000000', HANGAR_LOGIN_FAILURE_LIMIT: '100000000' } });
+    const th = await startTestHangar({ listen: true, env: { HANGAR_RATE_LIMIT: '100000000', HANGAR_LOGIN_FAILURE_LIMIT: '100000000', HANGAR_LOGIN_SOURCE_FAILURE_LIMIT: '100000000' } });
     const w = new FuzzWorld(th);
     w.account = await th.signup('fuzz@example.com');
     w.tokenValue = w.account.auth && 'token' in w.account.auth ? w.account.auth.token : '';

@@ -1,0 +1,48 @@
+import { pino } from 'pino';
+import type { Config } from '../../config.js';
+import { DataDirInUseError, lockDataDir } from '../../lib/data-dir-lock.js';
+import { detectBinaries } from '../../lib/binaries.js';
+import { LocalRuntime } from '../../runtimes/local/local-runtime.js';
+import { assertStoreExists } from '../../store/database.js';
+import { listLiveLeases } from '../../store/lease-repository.js';
+import { type Io, json } from '../io.js';
+import { withOperatorContext } from '../operator.js';
+
+/** How long an engine or the edge may take to stop after SIGTERM before it is killed. */
+const GRACE_MS = 10_000;
+
+/**
+ * `hangar down`: stops every engine and the edge of the data dir, which otherwise keep serving
+ * while hangar is stopped. Nothing is forgotten: the instances stay in the store with their data,
+ * configuration and ACLs, and the next `hangar serve` starts them again. Refused while a hangar
+ * serves the data dir (it would start them again at once): on SQLite the data dir's lock tells,
+ * on PostgreSQL a live lease on this host's runtime.
+ */
+export async function down(config: Config, _opts: Record<string, string | boolean | undefined>, io: Io): Promise<void> {
+  await assertStoreExists(config);
+  let unlock = () => {};
+  if (config.databaseUrl) {
+    await withOperatorContext(config, async ({ store }) => {
+      const held = await listLiveLeases(store.db, 'runtime:', `:${config.hostId}`, Date.now());
+      if (held.length > 0) {
+        throw new Error(`hangar serve (${held.map((l) => l.owner).join(', ')}) runs the engines of host ${config.hostId}: stop it first, or they are started again`);
+      }
+    });
+  } else {
+    try {
+      unlock = lockDataDir(config.dataDir);
+    } catch (err) {
+      if (!(err instanceof DataDirInUseError)) throw err;
+      throw new Error(`hangar serve${err.pid ? ` (pid ${err.pid})` : ''} runs on the data dir ${config.dataDir}: stop it first (SIGTERM), or it starts the engines again`);
+    }
+  }
+  try {
+    const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
+    const binaries = await detectBinaries(config, searchPath);
+    const runtime = new LocalRuntime({ config, log: pino({ level: 'silent' }), binaries, searchPath });
+    const stopped = await runtime.stopAll(GRACE_MS);
+    io.out(json({ data_dir: config.dataDir, stopped }));
+  } finally {
+    unlock();
+  }
+}

@@ -1,0 +1,35 @@
+import type { FastifyInstance } from 'fastify';
+import type { Service } from '../../domain/catalog.js';
+import type { InstanceService } from '../../service/instances.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The service the instance in the route's path must be of (`/v2/redis/...`, `/v2/mongodb/...`); any when left out. */
+    instanceService?: Service;
+  }
+}
+
+/**
+ * The owner check of every route about one instance that takes a body or a query string (a
+ * path with `:instance_name`, or `:instance_id` which takes a name too), before the body is
+ * read, parsed or validated: a request about another account's instance gets the 404 of a
+ * missing one whatever its body (an unknown field, a wrong type, a role that does not exist),
+ * so that no answer tells the two apart. Runs after authentication (onRequest); the service
+ * checks the instance again.
+ */
+export function registerInstanceOwner(app: FastifyInstance, deps: { services: { instances: InstanceService } }): void {
+  const { instances } = deps.services;
+  app.addHook('preParsing', async (req) => {
+    // A route that takes no body and no query string has nothing to answer before its handler,
+    // whose own lookup gives the same 404: the store is asked once, not twice (reads stay fast).
+    const schema = req.routeOptions.schema;
+    if (!schema?.body && !schema?.querystring) return;
+    const params = req.params as Record<string, string | undefined>;
+    const byName = params.instance_name;
+    const byId = params.instance_id;
+    const given = byName ?? byId;
+    if (given === undefined || !req.caller) return;
+    const service = req.routeOptions.config.instanceService;
+    await instances.assertOwned(req.caller, given, { byId: byName === undefined, ...(service ? { service } : {}) });
+  });
+}

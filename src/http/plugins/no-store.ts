@@ -1,0 +1,38 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify';
+
+/** Fields whose value is a credential: an answer carrying one must not be kept by any cache. */
+export const SECRET_FIELDS: ReadonlySet<string> = new Set(['password', 'api_key', 'token', 'pass_key', 'secret']);
+
+/**
+ * Whether a JSON schema describes a value with a secret field at any depth (objects, arrays and
+ * unions of them). References to shared schemas are not followed: secret records are inline.
+ */
+export function carriesSecret(schema: unknown): boolean {
+  if (schema === null || typeof schema !== 'object') return false;
+  const s = schema as Record<string, unknown>;
+  const props = s.properties as Record<string, unknown> | undefined;
+  if (props && Object.entries(props).some(([name, sub]) => SECRET_FIELDS.has(name) || carriesSecret(sub))) return true;
+  if (carriesSecret(s.items)) return true;
+  return ['anyOf', 'oneOf', 'allOf'].some((k) => Array.isArray(s[k]) && (s[k] as unknown[]).some(carriesSecret));
+}
+
+const noStore: onSendHookHandler = async (_req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  void reply.header('cache-control', 'no-store');
+  return payload;
+};
+
+/**
+ * `Cache-Control: no-store` on every answer of a route whose success carries a secret (instance
+ * records with their password and api_key, lists of them, tokens, new API key pairs, webhook
+ * signing secrets), derived
+ * from the route's response schema so that no such route can be left out: an onSend hook of
+ * its own, which also covers answers replayed for an Idempotency-Key and errors.
+ */
+export function registerNoStore(app: FastifyInstance): void {
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const ok = (route.schema?.response as Record<string, unknown> | undefined)?.[200];
+    if (!carriesSecret(ok)) return;
+    const existing = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend];
+    route.onSend = [...existing, noStore] as RouteOptions['onSend'];
+  });
+}
