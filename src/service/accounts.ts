@@ -192,6 +192,21 @@ export class AccountService {
     return caller;
   }
 
+  /**
+   * Whether what the caller authenticated with still holds, read from the store (no cache): the
+   * token is live (not revoked, not expired), the key pair exists, the account exists. For long
+   * requests (the event stream) that must end when their credentials do.
+   */
+  async stillValid(caller: AuthenticatedCaller): Promise<boolean> {
+    const now = this.opts.now();
+    if (caller.tokenHash !== undefined) return (await findLiveToken(this.db, caller.tokenHash, now)) !== undefined;
+    if (caller.credential === 'api_key' && caller.credentialId !== undefined) {
+      const key = await findApiKey(this.db, caller.credentialId);
+      return key !== undefined && key.account_id === caller.accountId;
+    }
+    return (await findAccountById(this.db, caller.accountId)) !== undefined;
+  }
+
   async revokeToken(tokenHash: string): Promise<void> {
     await revokeToken(this.db, tokenHash, this.opts.now());
     this.cache.delete(`t:${tokenHash}`);

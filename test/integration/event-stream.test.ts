@@ -127,6 +127,22 @@ describe.each(DIALECTS)('GET /v2/events/stream (%s)', (dialect) => {
     expect((await new Client(th.url, undefined).get('/v2/events/stream')).status).toBe(401);
   });
 
+  it('ends a stream whose token is revoked, saying so (no stream outlives its credentials)', async () => {
+    const carol = await th.signup();
+    const s = await open(th, carol);
+    try {
+      expect(s.status).toBe(200);
+      expect((await carol.delete('/v2/tokens/')).status).toBe(200);
+      await s.until('the stream to say its credentials ended', (ms) => ms.some((m) => m.event === 'unauthorized'));
+      expect(s.messages.find((m) => m.event === 'unauthorized')!.data.message).toMatch(/no longer valid/);
+      const until = Date.now() + 5000;
+      while (!s.isEnded && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(s.isEnded).toBe(true);
+    } finally {
+      s.close();
+    }
+  });
+
   it("the typed client's iterator follows the stream across a restart of hangar, resuming without loss", async () => {
     const client = new HangarClient({ url: th.url, token: token(alice) });
     const seen: HangarEvent[] = [];

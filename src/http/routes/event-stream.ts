@@ -15,6 +15,8 @@ const HEARTBEAT_MS = 15_000;
 const MAX_BUFFERED = 4 * 1024 * 1024;
 /** What EventSource waits before reconnecting. */
 const RETRY_MS = 2000;
+/** How often a stream checks that its credentials still hold (a revoked or expired token ends it). */
+const CREDENTIAL_CHECK_MS = 5000;
 
 const SSE_EXAMPLE = `retry: ${RETRY_MS}\n: connected\n\nid: 43\nevent: instance.state\ndata: ${JSON.stringify(EVENT_EXAMPLE)}\n\n`;
 
@@ -31,7 +33,7 @@ function message(e: StreamEvent): string {
  */
 export function streamRoute(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { events, instances } = deps.services;
+  const { events, instances, accounts } = deps.services;
   const open = new Set<() => void>();
   app.addHook('preClose', async () => {
     for (const end of [...open]) end();
@@ -43,7 +45,7 @@ export function streamRoute(fastify: FastifyInstance, deps: AppDeps): void {
       schema: {
         summary: "The account's events as they happen: Server-Sent Events (an addition to the ObjectRocket API)",
         description:
-          'Each message has `id` (increasing), `event` (the kind) and `data` (the event as JSON: see the Event schema). Instance state changes and operation progress of the account, from now on, or after `Last-Event-ID` when resuming (every event in between is sent first). A comment line comes every 15 s. `event: gap` says events after the given id were pruned (HANGAR_EVENT_RETENTION): read the state again.',
+          'Each message has `id` (increasing), `event` (the kind) and `data` (the event as JSON: see the Event schema). Instance state changes and operation progress of the account, from now on, or after `Last-Event-ID` when resuming (every event in between is sent first). A comment line comes every 15 s. `event: gap` says events after the given id were pruned (HANGAR_EVENT_RETENTION): read the state again. `event: unauthorized` ends a stream whose token was revoked or expired (checked every 5 s): log in again and resume.',
         tags: ['events'],
         querystring: StreamQuery,
         headers: StreamHeaders,
@@ -95,10 +97,23 @@ export function streamRoute(fastify: FastifyInstance, deps: AppDeps): void {
       let unsubscribe: (() => void) | undefined;
       let ended = false;
       const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      // A stream outlives no credential: once the token is revoked or expired (or the key pair
+      // deleted), it says so and ends; the client logs in again and resumes with Last-Event-ID.
+      const credentials = setInterval(() => {
+        accounts.stillValid(caller).then(
+          (valid) => {
+            if (valid || ended) return;
+            raw.write(`event: unauthorized\ndata: ${JSON.stringify({ message: 'the credentials of this stream are no longer valid (revoked or expired): log in again at GET /v2/tokens/ and resume with Last-Event-ID' })}\n\n`);
+            end();
+          },
+          (err: unknown) => req.log.warn({ err }, 'event stream credentials not checked'),
+        );
+      }, CREDENTIAL_CHECK_MS);
       const end = () => {
         if (ended) return;
         ended = true;
         clearInterval(heartbeat);
+        clearInterval(credentials);
         unsubscribe?.();
         open.delete(end);
         if (!raw.writableEnded) raw.end();
