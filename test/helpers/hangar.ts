@@ -8,6 +8,7 @@ import { EmulatedRuntime } from '../../src/runtimes/emulated/emulated-runtime.js
 import { startHangar, type Hangar } from '../../src/server.js';
 import { accounts } from './accounts.js';
 import { type Dialect, freshPostgres } from './database.js';
+import { killAllUnder } from '../e2e/helpers/processes.js';
 
 export interface Reply<T = any> {
   status: number;
@@ -210,6 +211,8 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
     async close() {
       await th.stop();
       await pgdb?.drop();
+      // engines and the edge outlive hangar by design: a test's end takes them with its data dir
+      await killAllUnder(dataDir);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
