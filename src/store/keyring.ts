@@ -41,6 +41,7 @@ export async function sealingKeyIds(db: Db): Promise<Map<string, number>> {
     add(r.admin_secret_enc);
   }
   for (const r of await db.selectFrom('mongodb_users').select('password_enc').execute()) add(r.password_enc);
+  for (const r of await db.selectFrom('backups').select('data_key_enc').execute()) add(r.data_key_enc);
   add((await getMeta(db, 'secret_check')) ?? null);
   return ids;
 }
@@ -75,6 +76,12 @@ export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
     }
     for (const r of await trx.selectFrom('mongodb_users').select(['id', 'password_enc']).execute()) {
       await trx.updateTable('mongodb_users').set({ password_enc: reseal(r.password_enc) }).where('id', '=', r.id).execute();
+      n++;
+    }
+    // A backup's object is encrypted with a data key of its own, sealed here: resealing the key
+    // keeps the object readable without rewriting it.
+    for (const r of await trx.selectFrom('backups').select(['id', 'data_key_enc']).execute()) {
+      await trx.updateTable('backups').set({ data_key_enc: reseal(r.data_key_enc) }).where('id', '=', r.id).execute();
       n++;
     }
     await setMeta(trx, 'secret_check', keyring.encrypt('hangar'));

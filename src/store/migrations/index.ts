@@ -3,6 +3,7 @@ import * as initial from './2026-11-21T0900-initial.js';
 import * as auditAppendOnly from './2026-11-21T1100-audit-append-only.js';
 import * as instanceListVersions from './2026-11-21T1500-instance-list-versions.js';
 import * as instanceAddress from './2026-11-25T1700-instance-address.js';
+import * as backups from './2026-11-26T1000-backups.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -10,6 +11,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-21T1100-audit-append-only': auditAppendOnly,
   '2026-11-21T1500-instance-list-versions': instanceListVersions,
   '2026-11-25T1700-instance-address': instanceAddress,
+  '2026-11-26T1000-backups': backups,
 };
 
 /** The names of every migration, in order. */
