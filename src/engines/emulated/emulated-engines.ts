@@ -1,9 +1,10 @@
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { SPEC_VERSIONS, type Service } from '../../domain/catalog.js';
 import type { MongoRole } from '../../domain/model.js';
 import type { EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition } from '../../domain/units.js';
 import { bytesToHuman } from '../../lib/redis-format.js';
-import type { Engine, MongoUserAdmin, RedisInspector } from '../engine.js';
+import type { BackupDriver, Engine, MongoUserAdmin, RedisInspector } from '../engine.js';
 import { registryOf, type EngineRegistry } from '../registry.js';
 
 /** Redis versions the emulated engines pretend to run. */
@@ -27,11 +28,34 @@ interface Model {
  * unit runs on the (emulated) runtime: a unit started again starts an empty model.
  */
 export class EmulatedEngine implements Engine {
+  /** Snapshots of the model: what the instance holds (its MongoDB users), as JSON. */
+  readonly backups: BackupDriver;
+
   constructor(
     readonly service: Service,
     private readonly models: Map<string, Model>,
     private readonly maxmemoryPolicy: string,
-  ) {}
+  ) {
+    this.backups = {
+      format: 'emulated',
+      unavailableReason: () => undefined,
+      snapshot: async (spec, place) => {
+        const m = this.model(spec, place);
+        const users = [...m.users].map(([database, byName]) => [database, [...byName]]);
+        const json = JSON.stringify({ service: this.service, maxmemoryPolicy: m.maxmemoryPolicy, users });
+        return { stream: Readable.from([Buffer.from(json)]), usedBytes: BASE_USED_MEMORY, engineVersion: spec.version };
+      },
+      restore: async (spec, place, source, ctx) => {
+        // read (and so checked) whole before the model changes
+        const chunks: Buffer[] = [];
+        for await (const c of source) chunks.push(Buffer.from(c as Buffer));
+        const data = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { users: [string, [string, { password: string; roles: MongoRole[] }][]][] };
+        ctx.step('emulated:restore-staged');
+        const m = this.model(spec, place);
+        m.users = new Map(data.users.map(([database, list]) => [database, new Map(list)]));
+      },
+    };
+  }
 
   units(spec: InstanceSpec, instanceDir: string): UnitDefinition[] {
     return [{ instanceId: spec.id, role: 'engine', dir: join(instanceDir, 'engine'), bin: `emulated-${this.service}`, args: [] }];
