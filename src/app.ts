@@ -12,6 +12,7 @@ import { clientErrorHandler, errorHandler, notFoundHandler, onConnectMethod } fr
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { ErrorBody } from './http/schemas/common.js';
 import { aclRoutes } from './http/routes/acls.js';
+import { backupRoutes } from './http/routes/backups.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
@@ -157,6 +158,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       aclRoutes(v2, deps);
       redisRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
+      backupRoutes(v2, deps);
       eventRoutes(v2, deps);
       zoneRoutes(v2, deps);
       keyRoutes(v2, deps);

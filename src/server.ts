@@ -12,6 +12,11 @@ import { loadZonesFile } from './zones/zones-file.js';
 import { AccountService } from './service/accounts.js';
 import { AclService } from './service/acls.js';
 import { AuditService } from './service/audit.js';
+import { BackupRunner } from './service/backup-runner.js';
+import { BackupScheduler } from './service/backup-scheduler.js';
+import { BackupService } from './service/backups.js';
+import { openBackupStorage } from './storage/index.js';
+import { lastSuccessfulBackups } from './store/backup-repository.js';
 import { IdempotencyService } from './service/idempotency.js';
 import type { ServiceDeps } from './service/deps.js';
 import { ZoneService } from './service/zones.js';
@@ -27,6 +32,8 @@ import { pingStore } from './store/database.js';
 
 export interface Hangar {
   readonly config: Config;
+  /** Backups: the runner (snapshots, restores, retention) and the scheduler (tests tick it with their clock). */
+  readonly backups: { readonly runner: BackupRunner; readonly scheduler: BackupScheduler; readonly service: BackupService };
   readonly app: FastifyInstance;
   readonly store: Store;
   /** The zones served, each with its runtime and engines. */
@@ -83,6 +90,8 @@ export interface StartOptions {
   readonly http?: Partial<HttpLimits>;
   /** Whether to listen on the configured address (default); without it the app only answers `app.inject` (tests). */
   readonly listen?: boolean;
+  /** The clock backup schedules are read with (tests move it); Date.now by default. */
+  readonly backupClock?: () => number;
 }
 
 /** The composition root: store, keyring, runtime, reconciler, services, HTTP. */
@@ -99,7 +108,28 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const zones = await buildZones(config, log, config.zonesFile ? loadZonesFile(config.zonesFile) : undefined);
     const now = Date.now;
     const metrics = new Metrics({ defaultMetrics: true });
-    const reconciler = new Reconciler({
+    const storage = openBackupStorage(config);
+    let backupService: BackupService | undefined;
+    const runner: BackupRunner = new BackupRunner({
+      db,
+      keyring,
+      zones,
+      storage,
+      config,
+      log: log.child({ component: 'backups' }),
+      now,
+      steps: (signal) => stepContext(signal, config.dieAt),
+      isOwner: (): boolean => reconciler.isOwner,
+      ownerIsDead: (owner: string): boolean => reconciler.ownerIsDead(owner),
+      remove: (b) => backupService!.remove(b),
+      events: {
+        started: () => {},
+        step: () => {},
+        finished: (kind, _id, o) => metrics.observeBackup(kind, o.service, o.state === 'COMPLETED' ? 'completed' : 'failed', o.seconds),
+      },
+    });
+    const reconciler: Reconciler = new Reconciler({
+      restores: runner,
       db,
       keyring,
       zones,
@@ -112,7 +142,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const zoneService = new ZoneService(db, zones);
     metrics.watch({
       queueDepth: () => reconciler.queueDepth,
-      isOwner: () => reconciler.isOwner,
+      isOwner: (): boolean => reconciler.isOwner,
       instanceCounts: () => countInstancesByServiceAndState(db),
       states: INSTANCE_STATES,
       runtimeStats: async () => {
@@ -131,7 +161,10 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     });
     const deps: ServiceDeps = { db, keyring, zones, config, work: reconciler, now };
     const accounts = new AccountService(db, { tokenTtlSeconds: config.tokenTtlSeconds, now });
-    const instances = new InstanceService(deps, zoneService);
+    backupService = new BackupService(deps, storage, runner);
+    const scheduler = new BackupScheduler({ db, keyring, log: log.child({ component: 'backups' }), now: options.backupClock ?? now, backups: backupService, runner });
+    metrics.watchBackups(() => lastSuccessfulBackups(db), now, (what, err) => log.warn({ err, metric: what }, 'metric not collected'));
+    const instances = new InstanceService(deps, zoneService, backupService);
     const audit = new AuditService(db);
     const services: Services = {
       accounts,
@@ -140,6 +173,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       redis: new RedisService(deps, instances, zoneService),
       zones: zoneService,
       mongodbUsers: new MongoUserService(deps, instances),
+      backups: backupService,
       audit,
       idempotency: new IdempotencyService(db, now),
       loginGuard: new LoginGuard(config.loginFailureLimit, now),
@@ -178,6 +212,8 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     };
     const app = await buildApp({ config, services, readiness, now, metrics }, log, options.http ? { http: options.http } : {});
     await reconciler.start();
+    runner.start();
+    scheduler.start();
     let url = '';
     if (options.listen !== false) {
       await app.listen({ port: config.port, host: config.host });
@@ -192,6 +228,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     let closing: Promise<void> | undefined;
     return {
       config,
+      backups: { runner, scheduler, service: backupService },
       app,
       store,
       zones,
@@ -209,6 +246,8 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
           } finally {
             clearInterval(idle);
           }
+          await scheduler.stop();
+          await runner.stop();
           await reconciler.stop();
           await openedStore.close();
           unlock();

@@ -4,6 +4,7 @@ import type { Metrics } from '../lib/metrics.js';
 import type { AccountService, AuthenticatedCaller } from '../service/accounts.js';
 import type { AclService } from '../service/acls.js';
 import type { AuditService } from '../service/audit.js';
+import type { BackupService } from '../service/backups.js';
 import type { IdempotencyService } from '../service/idempotency.js';
 import type { InstanceService } from '../service/instances.js';
 import type { LoginGuard, RateLimiter } from '../service/limits.js';
@@ -19,6 +20,7 @@ export interface Services {
   readonly acls: AclService;
   readonly redis: RedisService;
   readonly mongodbUsers: MongoUserService;
+  readonly backups: BackupService;
   readonly zones: ZoneService;
   readonly audit: AuditService;
   readonly idempotency: IdempotencyService;

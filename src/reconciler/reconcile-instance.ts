@@ -47,7 +47,27 @@ export interface ReconcileDeps {
   readonly steps: (signal: AbortSignal) => StepContext;
   /** Where the duration of each pass is reported, with its kind and outcome. */
   readonly metrics?: { observeReconcile(kind: ReconcileKind, outcome: ReconcileOutcome, seconds: number): void };
+  /** Restores asked for (in place, or into a new instance), run within the instance's pass. */
+  readonly restores?: Restores;
 }
+
+/** A restore as the pass sees it: what ran, and how it ended. */
+export interface RestoreResult {
+  readonly ok: boolean;
+  readonly reason?: string;
+  readonly restore: { readonly id: string; readonly backupId: string; readonly kind: string };
+}
+
+/** Runs the restores asked for an instance, from within its pass (its engines run, nothing else touches them). */
+export interface Restores {
+  /** Runs the restore asked for the instance, if any; undefined when none was. */
+  runRestore(inst: Instance, target: Target, ctx: StepContext): Promise<RestoreResult | undefined>;
+  /** Fails the restores still asked for an instance that is being deleted or failed to build. */
+  cancelRestores(instanceId: string, reason: string): Promise<void>;
+}
+
+/** States in which a pass looks for a restore to run. */
+const RESTORE_STATES: readonly InstanceState[] = ['RESTORING', 'REQUESTED', 'BUILDING', 'DEGRADED'];
 
 /** What a pass worked on and, when the result alone does not say it, how it ended. */
 interface PassReport {
@@ -89,6 +109,7 @@ export async function reconcileInstance(deps: ReconcileDeps, id: string, signal:
 function kindOf(inst: Instance): ReconcileKind {
   if (inst.deleting) return 'delete';
   if (inst.state === 'REQUESTED' || inst.state === 'BUILDING') return 'create';
+  if (inst.state === 'RESTORING') return 'restore';
   if (inst.state === 'RESIZING' || inst.plan !== inst.desiredPlan) return 'resize';
   if (inst.state !== 'FAILED' && inst.observedVersion < inst.specVersion) return 'access';
   return 'heal';
@@ -147,6 +168,20 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     ctx.step('ensure:acls-purged');
   }
 
+  if (deps.restores && RESTORE_STATES.includes(inst.state)) {
+    const restored = await restore(deps, target, inst, ctx, deps.restores);
+    if (restored === 'again') return { requeueAfterMs: 0 };
+    if (restored === 'failed') {
+      report.outcome = 'failed';
+      return;
+    }
+    if (restored) {
+      inst = restored;
+      // a snapshot carries no users: hangar's store has them, applied again to the restored data
+      fresh = true;
+    }
+  }
+
   if (inst.service === 'mongodb' && (await syncUsers(deps, target, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
 
   const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
@@ -160,6 +195,39 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   );
   if (!wrote) return { requeueAfterMs: 0 };
   if (inst.state !== done) deps.log.info({ instance: id, name: inst.name, from: inst.state, to: done }, 'instance state');
+}
+
+/**
+ * Runs the restore asked for the instance, if any: the instance is RESTORING meanwhile. A new
+ * instance whose restore fails is FAILED (it was made to hold that data); one restored in place
+ * keeps its data and serves again, the failure in its `state_reason` and the restore's record.
+ * Returns the instance as it is then, `again` when a newer request came meanwhile, `failed`
+ * when the instance failed, or undefined when there was nothing to restore.
+ */
+async function restore(deps: ReconcileDeps, target: Target, inst: Instance, ctx: StepContext, restores: Restores): Promise<Instance | 'again' | 'failed' | undefined> {
+  const where = { specVersion: inst.specVersion };
+  const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
+  if (inst.state !== 'RESTORING') {
+    // only once there is a restore to run: most passes of these states have none
+    if (!(await deps.db.selectFrom('restores').select('id').where('instance_id', '=', inst.id).where('state', 'in', ['PENDING', 'RUNNING']).executeTakeFirst())) return undefined;
+    if (!(await updateInstance(deps.db, inst.id, { state: 'RESTORING', stateReason: null, updatedAt: deps.now() }, where))) return 'again';
+  }
+  const result = await restores.runRestore(inst, target, ctx);
+  if (!result) return { ...inst, state: 'RESTORING' };
+  if (result.ok) {
+    deps.log.info({ instance: inst.id, name: inst.name, backup: result.restore.backupId }, 'instance restored');
+    return { ...inst, state: 'RESTORING', stateReason: null };
+  }
+  const reason = `the restore of backup ${result.restore.backupId} failed: ${result.reason ?? 'no reason given'}`;
+  if (building || result.restore.kind === 'new_instance') {
+    deps.log.error({ instance: inst.id, name: inst.name, reason }, 'instance failed');
+    await target.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
+    target.engines.forget(inst.id);
+    await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+    return 'failed';
+  }
+  const wrote = await updateInstance(deps.db, inst.id, { state: 'ACTIVE', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+  return wrote ? 'failed' : 'again';
 }
 
 /**
@@ -181,6 +249,7 @@ async function unplaced(deps: ReconcileDeps, inst: Instance): Promise<PassResult
 }
 
 async function teardown(deps: ReconcileDeps, target: Target, inst: Instance, ctx: StepContext): Promise<PassResult> {
+  await deps.restores?.cancelRestores(inst.id, 'the instance was deleted');
   ctx.step('delete:start');
   await target.runtime.removeInstance(inst.id, ctx);
   target.engines.forget(inst.id);
@@ -243,10 +312,12 @@ async function failedPass(deps: ReconcileDeps, target: Target, inst: Instance, e
     await target.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
     target.engines.forget(inst.id);
     await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+    await deps.restores?.cancelRestores(inst.id, `the instance failed to build: ${reason}`);
     report.outcome = 'failed';
     return;
   }
-  const state: InstanceState = building || (inst.state === 'RESIZING' && !overdue && !terminal) ? inst.state : 'DEGRADED';
+  const busy = (inst.state === 'RESIZING' || inst.state === 'RESTORING') && !overdue && !terminal;
+  const state: InstanceState = building || busy ? inst.state : 'DEGRADED';
   if (state !== inst.state || message !== inst.stateReason) {
     await updateInstance(deps.db, inst.id, { state, stateReason: message, updatedAt: deps.now() }, where);
   }

@@ -40,7 +40,11 @@ export class DirectoryStorage implements BackupStorage {
       renameSync(tmp, path);
       return out.bytesWritten;
     } catch (err) {
-      rmSync(tmp, { force: true });
+      try {
+        rmSync(tmp, { force: true });
+      } catch {
+        /* the directory itself is the problem: there is nothing to remove */
+      }
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOSPC' || code === 'EDQUOT') throw new StorageError('full', `no space left in the backup directory ${this.root}`, { cause: err });
       if (code === 'EACCES' || code === 'EROFS' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EIO') {

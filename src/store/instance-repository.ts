@@ -119,7 +119,7 @@ export async function insertInstanceRow(
   hostId: string,
   acls: readonly NewAcl[],
   maxInstances?: number,
-  /** Checks run in the transaction before the insert (capacity); what it throws leaves nothing recorded. */
+  /** Checks (capacity) and rows recorded with the instance (a restore), in the transaction before the insert; what it throws leaves nothing recorded. */
   guard?: (trx: Db) => Promise<void>,
 ): Promise<void> {
   const ports = JSON.parse(row.ports) as PortMap;

@@ -18,6 +18,8 @@ interface Model {
   maxmemoryPolicy: string;
   /** database -> user name -> user */
   users: Map<string, Map<string, { password: string; roles: MongoRole[] }>>;
+  /** What clients stored (keys of redis, documents of mongodb...), as key -> value: what backups hold. */
+  data: Map<string, string>;
 }
 
 /**
@@ -39,20 +41,19 @@ export class EmulatedEngine implements Engine {
     this.backups = {
       format: 'emulated',
       unavailableReason: () => undefined,
+      // The data, not the users: users are hangar's (the store's), applied again after a restore.
       snapshot: async (spec, place) => {
         const m = this.model(spec, place);
-        const users = [...m.users].map(([database, byName]) => [database, [...byName]]);
-        const json = JSON.stringify({ service: this.service, maxmemoryPolicy: m.maxmemoryPolicy, users });
+        const json = JSON.stringify({ service: this.service, data: [...m.data] });
         return { stream: Readable.from([Buffer.from(json)]), usedBytes: BASE_USED_MEMORY, engineVersion: spec.version };
       },
       restore: async (spec, place, source, ctx) => {
         // read (and so checked) whole before the model changes
         const chunks: Buffer[] = [];
         for await (const c of source) chunks.push(Buffer.from(c as Buffer));
-        const data = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { users: [string, [string, { password: string; roles: MongoRole[] }][]][] };
+        const snapshot = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data: [string, string][] };
         ctx.step('emulated:restore-staged');
-        const m = this.model(spec, place);
-        m.users = new Map(data.users.map(([database, list]) => [database, new Map(list)]));
+        this.model(spec, place).data = new Map(snapshot.data);
       },
     };
   }
@@ -66,7 +67,7 @@ export class EmulatedEngine implements Engine {
     const { started } = await place.host.ensureUnit(unit);
     const model = this.models.get(spec.id);
     if (started || !model) {
-      this.models.set(spec.id, { spec, maxmemoryPolicy: this.maxmemoryPolicy, users: new Map() });
+      this.models.set(spec.id, { spec, maxmemoryPolicy: this.maxmemoryPolicy, users: new Map(), data: new Map() });
       ctx.step('create:engine-started');
       return { fresh: true };
     }
@@ -147,6 +148,18 @@ export class EmulatedEngine implements Engine {
         db(database).delete(name);
       },
     };
+  }
+
+  /** Stores a value in an instance, as a client would (tests of backups). */
+  write(id: string, key: string, value: string): void {
+    const m = this.models.get(id);
+    if (!m) throw new Error(`instance ${id} is not running`);
+    m.data.set(key, value);
+  }
+
+  /** What an instance holds, as key -> value (tests of backups). */
+  dataOf(id: string): Record<string, string> {
+    return Object.fromEntries(this.models.get(id)?.data ?? []);
   }
 
   /** Whether a MongoDB user of the instance would log in with this password (as `db.auth` would). */

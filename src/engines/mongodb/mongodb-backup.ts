@@ -84,7 +84,12 @@ export class MongodbBackupDriver implements BackupDriver {
     await place.host.writeStream(first, STAGED_FILE, source);
     ctx.step('mongodb-restore:staged');
     try {
-      const args = [`--config=${this.config(spec, place, false)}`, '--archive', '--gzip', '--drop', ...(this.replicaSet(spec) ? ['--oplogReplay'] : []), '--quiet'];
+      // Users and roles are hangar's (its own admin user among them, with this instance's
+      // password): they stay as they are, and the store's users are applied again afterwards.
+      const args = [
+        `--config=${this.config(spec, place, false)}`, '--archive', '--gzip', '--drop', ...(this.replicaSet(spec) ? ['--oplogReplay'] : []),
+        '--nsExclude=admin.system.users', '--nsExclude=admin.system.roles', '--nsExclude=admin.system.version', '--quiet',
+      ];
       await runWithInput(this.mongorestore, args, this.env(), place.host.readStream(first, STAGED_FILE));
     } finally {
       place.host.remove(first, STAGED_FILE);

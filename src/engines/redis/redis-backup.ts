@@ -1,5 +1,6 @@
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { throwIfCancelled, type InstancePlace, type InstanceSpec, type StepContext, type UnitDefinition, type UnitHost } from '../../domain/units.js';
+import { chain } from '../../lib/streams.js';
 import { sleep } from '../../lib/time.js';
 import type { BackupDriver, Snapshot } from '../engine.js';
 import type { RedisAdmin, RedisEndpoint } from './redis-admin.js';
@@ -124,7 +125,7 @@ export class RedisBackupDriver implements BackupDriver {
     const { host } = place;
     const [primary, replica] = this.parts.units(spec, place.dir) as [UnitDefinition, UnitDefinition];
     // Read and checked to its end before anything of the instance is touched.
-    await host.writeStream(primary, STAGED_FILE, through(source, rdbHeaderCheck()));
+    await host.writeStream(primary, STAGED_FILE, chain(source, rdbHeaderCheck()));
     ctx.step('restore:staged');
     await host.stopUnit(replica);
     await host.stopUnit(primary);
@@ -163,12 +164,6 @@ export class RedisBackupDriver implements BackupDriver {
 }
 
 const AOF_MANIFEST_NAME = 'appendonly.aof.manifest';
-
-/** `source` piped into `t`, a failure of `source` failing `t` too. */
-export function through(source: Readable, t: Transform): Transform {
-  source.once('error', (err) => t.destroy(err));
-  return source.pipe(t);
-}
 
 function lastLines(host: UnitHost, unit: UnitDefinition): string {
   return host.logTail(unit).split('\n').slice(-3).join(' ');

@@ -26,7 +26,7 @@ and \`X-RateLimit-Reset\`; a 429 carries \`Retry-After\`.
 
 **Lifecycle.** Creating, resizing and deleting take a while: the answer comes at once and the
 instance's \`state\` tells the progress: REQUESTED, BUILDING, then ACTIVE (COMPLETED for
-elasticsearch); RESIZING during a resize; DELETING until it is gone (then 404); DEGRADED when it
+elasticsearch); RESIZING during a resize; RESTORING while a backup replaces its data; DELETING until it is gone (then 404); DEGRADED when it
 served and stopped (hangar repairs it); FAILED, with \`state_reason\`, when it could not be built.
 `.trim();
 
@@ -36,6 +36,7 @@ const TAGS = [
   { name: 'acls', description: 'The addresses admitted to an instance' },
   { name: 'redis', description: 'Redis inspection and resizing' },
   { name: 'mongodb users', description: 'MongoDB database users and their roles' },
+  { name: 'backups', description: 'Backups, restores and backup policies of an instance' },
   { name: 'events', description: 'The audit log of the account' },
   { name: 'keys', description: 'The API key pairs of the account' },
   { name: 'docs', description: 'This document' },
