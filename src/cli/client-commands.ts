@@ -1,5 +1,6 @@
 import { type ClientCommand } from './client-command.js';
 import { aclCommands } from './commands/acls.js';
+import { backupCommands } from './commands/backups.js';
 import { connectCommand } from './commands/connect.js';
 import { instanceCommands } from './commands/instances.js';
 import { loginCommands } from './commands/login.js';
@@ -53,6 +54,7 @@ const completionCommand: ClientCommand = {
 export const CLIENT_COMMANDS: readonly ClientCommand[] = [
   ...loginCommands,
   ...instanceCommands,
+  ...backupCommands,
   ...aclCommands,
   ...redisCommands,
   ...mongoUserCommands,

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { AclCreateBody as AclCreateBodySchema, AclRecord, AclRecordExtended } from '../http/schemas/acls.js';
+import type { BackupRecord, PolicyBody, PolicyRecord, RestoreRecord } from '../http/schemas/backups.js';
 import type { ErrorBody } from '../http/schemas/common.js';
 import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
@@ -41,6 +42,15 @@ export type Zone = Static<typeof ZoneRecord>;
 
 /** One entry of the account's audit log. */
 export type AuditEvent = Static<typeof AuditEventRecord>;
+
+/** A backup of an instance. */
+export type Backup = Static<typeof BackupRecord>;
+/** A restore of a backup into an instance. */
+export type Restore = Static<typeof RestoreRecord>;
+/** An instance's backup policy, as read. */
+export type BackupPolicy = Static<typeof PolicyRecord>;
+/** A backup policy, as set. */
+export type BackupPolicyRequest = Static<typeof PolicyBody>;
 
 /** States in which an instance serves (ACTIVE; COMPLETED for elasticsearch). */
 export const READY_STATES: readonly string[] = ['ACTIVE', 'COMPLETED'];
