@@ -181,6 +181,11 @@ export class HangarProcess {
     return this.log.includes(`"msg":"${line}"`);
   }
 
+  /** The token of its account, for requests of another kind (a download). */
+  get authToken(): string {
+    return this.token;
+  }
+
   /** The pid of the hangar process. */
   get pid(): number {
     return this.child!.pid!;
