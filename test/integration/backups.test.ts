@@ -2,6 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatedEngine } from '../../src/engines/emulated/emulated-engines.js';
 import { Keyring } from '../../src/lib/secrets.js';
@@ -501,5 +503,55 @@ describe('key rotation', () => {
       await th.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('S3-compatible storage (s3rver, a stand-in for S3 started by the test)', () => {
+  let server: S3rver;
+  let s3: S3Client;
+  let th: TestHangar;
+  let alice: Account;
+  const bucket = 'hangar-backups';
+  const s3dir = mkdtempSync(join(tmpdir(), 'hangar-s3rver-'));
+
+  beforeAll(async () => {
+    server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3dir });
+    const { port } = await server.run();
+    const endpoint = `http://127.0.0.1:${port}`;
+    s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    th = await startTestHangar({
+      env: {
+        HANGAR_BACKUP_S3_BUCKET: bucket, HANGAR_BACKUP_S3_ENDPOINT: endpoint, HANGAR_BACKUP_S3_PREFIX: 'team-a/',
+        HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'S3RVER', HANGAR_BACKUP_S3_SECRET_ACCESS_KEY: 'S3RVER',
+      },
+    });
+    alice = await th.signup();
+    await alice.ready(mongoBody('docs'));
+  });
+  afterAll(async () => {
+    await th?.close();
+    s3?.destroy();
+    await server?.close();
+    rmSync(s3dir, { recursive: true, force: true });
+  });
+
+  it('stores encrypted objects in the bucket, restores from them and removes them', async () => {
+    const id = await idOf(alice, 'docs');
+    engineOf(th, 'mongodb').write(id, 'in-s3', 'plain-in-s3');
+    const b = await backUp(alice, 'docs');
+    expect(b.state, b.state_reason ?? '').toBe('COMPLETED');
+    const key = `team-a/${id}/${b.id}.emulated.hgb`;
+    expect(b.location).toBe(`s3://${bucket}/${key}`);
+    const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    const stored = Buffer.from(await object.Body!.transformToByteArray());
+    expect(stored.subarray(0, 4).toString()).toBe('HGBK');
+    expect(stored.includes(Buffer.from('plain-in-s3'))).toBe(false);
+    engineOf(th, 'mongodb').write(id, 'later', 'x');
+    expect((await alice.post('/v2/instances/docs/restore/', { backup_id: b.id })).status).toBe(200);
+    await alice.waitFor('docs', (r) => r?.state === 'ACTIVE');
+    expect(engineOf(th, 'mongodb').dataOf(id)).toEqual({ 'in-s3': 'plain-in-s3' });
+    expect((await alice.delete(`/v2/instances/docs/backups/${b.id}/`)).status).toBe(200);
+    await expect(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).rejects.toMatchObject({ name: 'NotFound' });
   });
 });
