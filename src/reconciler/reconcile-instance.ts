@@ -26,6 +26,7 @@ import { READY_STATES, type Instance, type InstanceState } from '../domain/model
 import { pickFreePorts, type PortPool } from '../store/ports.js';
 import { toSpec } from '../domain/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
+import { findActiveRestore } from '../store/backup-repository.js';
 import type { Db } from '../store/database.js';
 import {
   PortRaceError, deleteInstanceRow, findInstanceById, replacePort, updateInstance,
@@ -209,7 +210,7 @@ async function restore(deps: ReconcileDeps, target: Target, inst: Instance, ctx:
   const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
   if (inst.state !== 'RESTORING') {
     // only once there is a restore to run: most passes of these states have none
-    if (!(await deps.db.selectFrom('restores').select('id').where('instance_id', '=', inst.id).where('state', 'in', ['PENDING', 'RUNNING']).executeTakeFirst())) return undefined;
+    if (!(await findActiveRestore(deps.db, inst.id))) return undefined;
     if (!(await updateInstance(deps.db, inst.id, { state: 'RESTORING', stateReason: null, updatedAt: deps.now() }, where))) return 'again';
   }
   const result = await restores.runRestore(inst, target, ctx);

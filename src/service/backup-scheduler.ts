@@ -3,7 +3,7 @@ import type { Keyring } from '../lib/secrets.js';
 import { nextRunAfter } from '../domain/backups.js';
 import { SERVING_STATES } from '../domain/model.js';
 import {
-  advancePolicy, deletePolicy, findActiveBackup, listDuePolicies, listInstanceIdsWithBackups,
+  advancePolicy, deleteOrphanPolicies, findActiveBackup, listDuePolicies, listInstanceIdsWithBackups,
 } from '../store/backup-repository.js';
 import type { Db } from '../store/database.js';
 import { findInstanceById } from '../store/instance-repository.js';
@@ -91,12 +91,6 @@ export class BackupScheduler {
     const { db, log } = this.deps;
     const ids = await listInstanceIdsWithBackups(db);
     for (const id of ids) await this.deps.runner.prune(id, this.deps.now()).catch((err: unknown) => log.warn({ err, instance: id }, 'retention failed'));
-    const orphans = await db
-      .selectFrom('backup_policies')
-      .select('instance_id')
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('instances').select('instances.id').whereRef('instances.id', '=', 'backup_policies.instance_id'))))
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('backups').select('backups.id').whereRef('backups.instance_id', '=', 'backup_policies.instance_id'))))
-      .execute();
-    for (const o of orphans) await deletePolicy(db, o.instance_id);
+    await deleteOrphanPolicies(db);
   }
 }

@@ -16,7 +16,7 @@ import {
 } from '../store/backup-repository.js';
 import type { Db } from '../store/database.js';
 import { isUniqueViolation } from '../store/errors.js';
-import { bumpInstance, findInstanceByName } from '../store/instance-repository.js';
+import { bumpInstance, findInstanceByName, findInstanceProgress } from '../store/instance-repository.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
 
 /** What `PUT .../backup-policy/` takes (the wire form). */
@@ -96,7 +96,7 @@ export class BackupService {
   }
 
   private async instanceGone(id: string): Promise<boolean> {
-    return (await this.db.selectFrom('instances').select('id').where('id', '=', id).executeTakeFirst()) === undefined;
+    return (await findInstanceProgress(this.db, id)) === undefined;
   }
 
   /** The engine's backup driver for an instance, or a 422 saying why it has none here. */

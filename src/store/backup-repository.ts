@@ -391,3 +391,13 @@ export async function advancePolicy(db: Db, instanceId: string, due: number, nex
 export async function deletePolicy(db: Db, instanceId: string): Promise<void> {
   await db.deleteFrom('backup_policies').where('instance_id', '=', instanceId).execute();
 }
+
+/** Removes the policies of instances that are gone and have no backup left to prune; resolves with how many. */
+export async function deleteOrphanPolicies(db: Db): Promise<number> {
+  const r = await db
+    .deleteFrom('backup_policies')
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('instances').select('instances.id').whereRef('instances.id', '=', 'backup_policies.instance_id'))))
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('backups').select('backups.id').whereRef('backups.instance_id', '=', 'backup_policies.instance_id'))))
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
