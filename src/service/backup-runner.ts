@@ -46,6 +46,8 @@ export interface BackupRunnerDeps {
 const POLL_MS = 250;
 /** Backups running at once on one replica. */
 const CONCURRENCY = 2;
+/** How often RUNNING backups of dead replicas are looked for (at start, then this often). */
+const ABANDONED_SWEEP_MS = 2000;
 
 /** What a restore says to the reconciler pass that ran it. */
 export interface RestoreOutcome {
@@ -67,6 +69,8 @@ export class BackupRunner {
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private stopped = true;
+  /** When abandoned backups were last looked for. */
+  private lastSweep = 0;
 
   constructor(private readonly deps: BackupRunnerDeps) {}
 
@@ -96,7 +100,10 @@ export class BackupRunner {
   }
 
   private async poll(): Promise<void> {
-    await this.failAbandoned();
+    if (Date.now() - this.lastSweep >= ABANDONED_SWEEP_MS) {
+      this.lastSweep = Date.now();
+      await this.failAbandoned();
+    }
     for (const id of await listPendingBackupIds(this.deps.db)) {
       if (this.running.size >= CONCURRENCY || this.stopped) return;
       if (this.running.has(id)) continue;
