@@ -131,6 +131,8 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
       expect(filesUnder(backupDir()).some((f) => f.includes(b.id))).toBe(true);
       const res = await alice.delete(`/v2/instances/cache/backups/${b.id}/`);
       expect(res.status).toBe(200);
+      const events = (await alice.get('/v2/events/?limit=5')).body.data as { action: string; target: string }[];
+      expect(events[0]).toMatchObject({ action: 'backup.delete', target: `instance:cache/backup:${b.id}` });
       expect((await alice.get(`/v2/instances/cache/backups/${b.id}/`)).status).toBe(404);
       expect(filesUnder(backupDir()).some((f) => f.includes(b.id))).toBe(false);
     });

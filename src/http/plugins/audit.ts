@@ -28,6 +28,7 @@ function targetOf(req: FastifyRequest): string | null {
     p.database_name !== undefined ? `database:${p.database_name}` : undefined,
     p.username !== undefined ? `user:${p.username}` : undefined,
     p.key_id !== undefined ? `key:${p.key_id}` : undefined,
+    p.backup_id !== undefined ? `backup:${p.backup_id}` : undefined,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join('/') : null;
 }
