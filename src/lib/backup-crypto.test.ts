@@ -41,5 +41,12 @@ describe('backup objects', () => {
     const sha256 = createHash('sha256').update(plain).digest('hex');
     expect((await collect(chain(Readable.from([plain]), verifyStream({ sha256, sizeBytes: plain.length })))).length).toBe(plain.length);
     await expect(collect(chain(Readable.from([plain]), verifyStream({ sha256: '0'.repeat(64), sizeBytes: plain.length })))).rejects.toThrow(/not the 0{64}/);
+    // what a reader got of a snapshot that fails: never all of it
+    let got = 0;
+    const failing = chain(chunked(plain, 1000), verifyStream({ sha256: '0'.repeat(64), sizeBytes: plain.length }));
+    await expect((async () => {
+      for await (const c of failing) got += (c as Buffer).length;
+    })()).rejects.toThrow();
+    expect(got).toBeLessThan(plain.length);
   });
 });

@@ -114,23 +114,28 @@ export class Digest extends Transform {
 
 /**
  * Passes a snapshot through and fails at its end unless it has the SHA-256 and size recorded for
- * it: what was written from it must then be thrown away.
+ * it: what was written from it must then be thrown away. The last chunk is held back until the
+ * check passes, so a reader of a snapshot that fails it never gets all its bytes (a download is
+ * cut short rather than complete and wrong).
  */
 export function verifyStream(expected: { sha256: string; sizeBytes: number }): Transform {
   const hash = createHash('sha256');
   let bytes = 0;
+  let held: Buffer | undefined;
   return new Transform({
     transform(chunk: Buffer, _enc, done: TransformCallback) {
       hash.update(chunk);
       bytes += chunk.length;
-      done(null, chunk);
+      const previous = held;
+      held = chunk;
+      done(null, previous);
     },
     flush(done: TransformCallback) {
       const sha = hash.digest('hex');
       if (sha !== expected.sha256 || bytes !== expected.sizeBytes) {
         return done(new BackupIntegrityError(`its SHA-256 is ${sha} (${bytes} bytes), not the ${expected.sha256} (${expected.sizeBytes} bytes) recorded when it was taken`));
       }
-      done();
+      done(null, held);
     },
   });
 }

@@ -74,23 +74,24 @@ export class BackupService {
   }
 
   /**
-   * The backups `/v2/instances/<name>/backups/` names: those of the caller's instance of that
-   * name, or, when there is none, those taken of a deleted instance that had it. 404 when neither.
+   * The backups `/v2/instances/<name>/backups/` names, newest first: those of the caller's
+   * instance of that name, and those taken of deleted instances that had the name (kept until
+   * their retention ends). 404 when there is neither.
    */
   async list(caller: Caller, name: string): Promise<Backup[]> {
     const inst = await this.instance(caller, name);
-    if (inst) return listBackupsOfInstance(this.db, this.deps.keyring, inst.id);
+    const own = inst ? await listBackupsOfInstance(this.db, this.deps.keyring, inst.id) : [];
     const orphans = await listBackupsOfDeletedInstance(this.db, this.deps.keyring, caller.accountId, name);
-    if (orphans.length === 0) throw errors.instanceNotFound(name);
-    return orphans;
+    if (!inst && orphans.length === 0) throw errors.instanceNotFound(name);
+    return [...own, ...orphans].sort((a, b) => b.requestedAt - a.requestedAt || b.id.localeCompare(a.id));
   }
 
-  /** One backup of that instance (another account's, or another instance's, is the same 404 as none). */
+  /** One backup of those (another account's, or another instance's, is the same 404 as none). */
   async get(caller: Caller, name: string, id: string): Promise<Backup> {
     const backup = await findBackup(this.db, this.deps.keyring, id);
     if (!backup || backup.accountId !== caller.accountId) throw errors.backupNotFound(id);
     const inst = await this.instance(caller, name);
-    const ofIt = inst ? backup.instanceId === inst.id : backup.instanceName === name && (await this.instanceGone(backup.instanceId));
+    const ofIt = (inst !== undefined && backup.instanceId === inst.id) || (backup.instanceName === name && (await this.instanceGone(backup.instanceId)));
     if (!ofIt) throw errors.backupNotFound(id);
     return backup;
   }

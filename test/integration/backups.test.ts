@@ -118,6 +118,10 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
       // its backups stay, listed under the name it had
       const listed = (await alice.get('/v2/instances/short-lived/backups/')).body.data as Backup[];
       expect(listed.map((x) => x.id)).toEqual([b.id]);
+      // a new instance of that name lists them beside its own
+      await alice.ready(mongoBody('short-lived'));
+      expect(((await alice.get('/v2/instances/short-lived/backups/')).body.data as Backup[]).map((x) => x.id)).toEqual([b.id]);
+      expect((await alice.get(`/v2/instances/short-lived/backups/${b.id}/`)).status).toBe(200);
       const created = await alice.post('/v2/instances/', mongoBody('reborn', 'mongodb_replica_set', { restore_from: b.id }));
       expect(created.status, JSON.stringify(created.body)).toBe(200);
       const rec = await alice.waitFor('reborn', (r) => r?.state === 'ACTIVE');
@@ -320,6 +324,29 @@ describe('backups that fail', () => {
     } finally {
       await th.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a download of a backup that no longer matches is cut short: fewer bytes than Content-Length', async () => {
+    const th = await startTestHangar({ listen: true });
+    try {
+      const alice = await th.signup();
+      await alice.ready(redisBody('cache'));
+      engineOf(th, 'redis').write(await idOf(alice, 'cache'), 'k', 'v'.repeat(100_000));
+      const b = await backUp(alice, 'cache');
+      await th.hangar.store.db.updateTable('backups').set({ sha256: 'f'.repeat(64) }).where('id', '=', b.id).execute();
+      const token = (alice.auth as { token: string }).token;
+      const res = await fetch(`${th.url}/v2/instances/cache/backups/${b.id}/download`, { headers: { 'x-auth-token': token } });
+      expect(res.status).toBe(200);
+      expect(Number(res.headers.get('content-length'))).toBe(b.size_bytes);
+      let received = 0;
+      const read = (async () => {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) received += chunk.length;
+      })();
+      await expect(read).rejects.toThrow();
+      expect(received).toBeLessThan(b.size_bytes!);
+    } finally {
+      await th.close();
     }
   });
 
