@@ -11,11 +11,10 @@ import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js'
 import type { BackupDriver } from '../engines/engine.js';
 import { StorageError, type BackupStorage } from '../storage/index.js';
 import {
-  BackupConflictError, deleteBackupRow, findActiveBackup, findBackup, findPolicy, insertBackup, insertRestore, listBackupsOfDeletedInstance,
+  BackupConflictError, RestoreConflictError, deleteBackupRow, findActiveBackup, findBackup, findPolicy, insertBackup, insertRestore, listBackupsOfDeletedInstance,
   listBackupsOfInstance, listRestores, savePolicy,
 } from '../store/backup-repository.js';
 import type { Db } from '../store/database.js';
-import { isUniqueViolation } from '../store/errors.js';
 import { bumpInstance, findInstanceByName, findInstanceProgress } from '../store/instance-repository.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
 
@@ -268,7 +267,7 @@ export class BackupService {
         return bumped;
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw errors.operationInProgress(name, 'RESTORING');
+      if (err instanceof RestoreConflictError) throw errors.operationInProgress(name, 'RESTORING');
       throw err;
     }
     if (!changed) {

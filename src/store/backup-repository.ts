@@ -258,8 +258,22 @@ export function toRestore(row: RestoreRow): Restore {
   };
 }
 
-/** Records a PENDING restore (in the caller's transaction); a second one of the instance is a unique violation. */
+/** The instance has a restore in the making already: the store keeps one at a time. */
+export class RestoreConflictError extends Error {
+  override name = 'RestoreConflictError';
+}
+
+/** Records a PENDING restore (in the caller's transaction); a second one of the instance is a RestoreConflictError. */
 export async function insertRestore(db: Db, r: Pick<Restore, 'id' | 'accountId' | 'instanceId' | 'instanceName' | 'backupId' | 'kind' | 'requestedAt'>): Promise<void> {
+  try {
+    await insertRestoreRow(db, r);
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new RestoreConflictError(`instance ${r.instanceId} has a restore in the making`, { cause: err });
+    throw err;
+  }
+}
+
+async function insertRestoreRow(db: Db, r: Pick<Restore, 'id' | 'accountId' | 'instanceId' | 'instanceName' | 'backupId' | 'kind' | 'requestedAt'>): Promise<void> {
   await db
     .insertInto('restores')
     .values({
