@@ -201,7 +201,8 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
 /**
  * Runs the restore asked for the instance, if any: the instance is RESTORING meanwhile. A new
  * instance whose restore fails is FAILED (it was made to hold that data); one restored in place
- * keeps its data and serves again, the failure in its `state_reason` and the restore's record.
+ * keeps its data and serves again: the restore's record says why it failed (the instance's
+ * `state_reason` says it too, until the next pass finds the instance serving).
  * Returns the instance as it is then, `again` when a newer request came meanwhile, `failed`
  * when the instance failed, or undefined when there was nothing to restore.
  */

@@ -41,6 +41,15 @@ async function backUp(who: Client, name: string): Promise<Backup> {
 const engineOf = (th: TestHangar, service: string) => th.hangar.zones.targets()[0]!.engines.require(service as 'redis') as EmulatedEngine;
 const idOf = async (who: Client, name: string): Promise<string> => (await who.get(`/v2/instances/${name}/`)).body.data.id;
 
+/** Polls until `condition` holds (10 s at most). */
+async function eventually(condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** Every file under a directory. */
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -290,6 +299,43 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
       for (const f of filesUnder(backupDir()).filter((x) => x.includes(b.id))) rmSync(f);
       const res = await alice.post('/v2/instances/docs/restore/', { backup_id: b.id });
       expect(res.body).toMatchObject({ code: 'BACKUP_CORRUPT', message: expect.stringContaining('missing from the backup storage') });
+    });
+  });
+
+  describe('a restore that fails once recorded', () => {
+    it('in place: the instance serves on with its data, and the restore is FAILED with the reason', async () => {
+      const id = await idOf(alice, 'docs');
+      engineOf(th, 'mongodb').write(id, 'untouched', 'yes');
+      const b = await backUp(alice, 'docs');
+      const release = th.hold();
+      let restoreId: string;
+      try {
+        const res = await alice.post('/v2/instances/docs/restore/', { backup_id: b.id });
+        expect(res.status).toBe(200);
+        restoreId = res.body.data.id;
+        // the object goes after the request checked it, before the restore ran
+        for (const f of filesUnder(backupDir()).filter((x) => x.includes(b.id))) rmSync(f);
+      } finally {
+        release();
+      }
+      await eventually(async () => (await alice.get('/v2/instances/docs/restores/')).body.data[0].state === 'FAILED');
+      expect((await alice.get('/v2/instances/docs/restores/')).body.data[0]).toMatchObject({ id: restoreId!, state: 'FAILED', state_reason: 'its object is missing from the backup storage' });
+      await alice.waitFor('docs', (r) => r?.state === 'ACTIVE');
+      expect(engineOf(th, 'mongodb').dataOf(id)).toMatchObject({ untouched: 'yes' });
+    });
+
+    it('into a new instance: the instance is FAILED with the reason', async () => {
+      const b = await backUp(alice, 'docs');
+      const release = th.hold();
+      try {
+        expect((await alice.post('/v2/instances/', mongoBody('doomed', 'mongodb_replica_set', { restore_from: b.id }))).status).toBe(200);
+        for (const f of filesUnder(backupDir()).filter((x) => x.includes(b.id))) rmSync(f);
+      } finally {
+        release();
+      }
+      const rec = await alice.waitFor('doomed', (r) => r?.state === 'FAILED');
+      expect(rec.state_reason).toBe(`the restore of backup ${b.id} failed: its object is missing from the backup storage`);
+      await alice.delete('/v2/instances/doomed/');
     });
   });
 
