@@ -10,9 +10,9 @@ import type { StepContext } from '../domain/units.js';
 import type { Target, Targets } from '../reconciler/reconcile-instance.js';
 import { StorageError, type BackupStorage } from '../storage/index.js';
 import {
-  claimBackup, failAbandonedBackup, failActiveRestores, findActiveRestore, findBackup, findPolicy, finishBackup, listBackupsOfInstance,
-  listPendingBackupIds, listRunningBackups, renewBackup, updateRestore,
+  claimBackup, failAbandonedBackup, failActiveRestores, findActiveRestore, findBackup, finishBackup, listBackupsOfInstance, listPendingBackupIds, listRunningBackups, renewBackup, updateRestore,
 } from '../store/backup-repository.js';
+import { findPolicy } from '../store/backup-policy-repository.js';
 import type { Db } from '../store/database.js';
 import { findInstanceById } from '../store/instance-repository.js';
 

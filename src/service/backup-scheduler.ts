@@ -3,8 +3,9 @@ import type { Keyring } from '../lib/secrets.js';
 import { nextRunAfter } from '../domain/backups.js';
 import { SERVING_STATES } from '../domain/model.js';
 import {
-  advancePolicy, deleteOrphanPolicies, findActiveBackup, listDuePolicies, listInstanceIdsWithBackups,
+  findActiveBackup, listInstanceIdsWithBackups,
 } from '../store/backup-repository.js';
+import { advancePolicy, deleteOrphanPolicies, listDuePolicies } from '../store/backup-policy-repository.js';
 import type { Db } from '../store/database.js';
 import { findInstanceById } from '../store/instance-repository.js';
 import type { BackupService } from './backups.js';

@@ -11,9 +11,9 @@ import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js'
 import type { BackupDriver } from '../engines/engine.js';
 import { StorageError, type BackupStorage } from '../storage/index.js';
 import {
-  BackupConflictError, RestoreConflictError, deleteBackupRow, findActiveBackup, findBackup, findPolicy, insertBackup, insertRestore, listBackupsOfDeletedInstance,
-  listBackupsOfInstance, listRestores, savePolicy,
+  BackupConflictError, RestoreConflictError, deleteBackupRow, findActiveBackup, findBackup, insertBackup, insertRestore, listBackupsOfDeletedInstance, listBackupsOfInstance, listRestores,
 } from '../store/backup-repository.js';
+import { findPolicy, savePolicy } from '../store/backup-policy-repository.js';
 import type { Db } from '../store/database.js';
 import { bumpInstance, findInstanceByName, findInstanceProgress } from '../store/instance-repository.js';
 import { requestStep, type Caller, type ServiceDeps } from './deps.js';
