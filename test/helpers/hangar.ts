@@ -139,12 +139,18 @@ export interface TestHangarOptions {
   readonly env?: Record<string, string>;
   /** Listen on a free port (tests of sockets, TLS, other processes); otherwise requests are injected into the app. */
   readonly listen?: boolean;
+  /** The clock backup schedules are read with (tests move it). */
+  readonly backupClock?: () => number;
+  /** A data dir to use (and keep); a new temp dir when left out. */
+  readonly dataDir?: string;
+  /** A PostgreSQL database to use (and keep) instead of a fresh one. */
+  readonly databaseUrl?: string;
 }
 
 /** Starts a real hangar with a temp data dir and the emulated runtime; listening on a free port when asked. */
 export async function startTestHangar(opts: TestHangarOptions = {}): Promise<TestHangar> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'hangar-test-'));
-  const pgdb = opts.dialect === 'postgres' ? await freshPostgres() : undefined;
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'));
+  const pgdb = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : opts.dialect === 'postgres' ? await freshPostgres() : undefined;
   const makeConfig = (extra: Record<string, string> = {}) =>
     loadConfig(
       {},
@@ -163,7 +169,8 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
     );
   const listen = opts.listen === true;
   let config = makeConfig();
-  let hangar = await startHangar(config, undefined, { listen });
+  const startOptions = { listen, ...(opts.backupClock ? { backupClock: opts.backupClock } : {}) };
+  let hangar = await startHangar(config, undefined, startOptions);
   let stopped = false;
   const target: Target = listen ? hangar.url : { app: () => hangar.app };
   const th: TestHangar = {
@@ -204,13 +211,13 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
     async restart(env = {}) {
       await th.stop();
       config = makeConfig({ ...env, ...(listen ? { HANGAR_PORT: String(new URL(hangar.url).port) } : {}) });
-      hangar = await startHangar(config, undefined, { listen });
+      hangar = await startHangar(config, undefined, startOptions);
       stopped = false;
     },
     async close() {
       await th.stop();
       await pgdb?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
   return th;
