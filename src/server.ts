@@ -14,6 +14,8 @@ import { AccountService } from './service/accounts.js';
 import { AclService } from './service/acls.js';
 import { AuditService } from './service/audit.js';
 import { BackupRunner } from './service/backup-runner.js';
+import { OperationFlow } from './service/backup-operations.js';
+import { RestoreRunner } from './service/restore-runner.js';
 import { BackupScheduler } from './service/backup-scheduler.js';
 import { BackupService } from './service/backups.js';
 import { openBackupStorage } from './storage/index.js';
@@ -44,7 +46,7 @@ import type { TargetPolicy } from './lib/ssrf-guard.js';
 
 export interface Hangar {
   readonly config: Config;
-  /** Backups: the runner (snapshots, restores, retention) and the scheduler (tests tick it with their clock). */
+  /** Backups: the runner (snapshots, retention) and the scheduler (tests tick it with their clock). */
   readonly backups: { readonly runner: BackupRunner; readonly scheduler: BackupScheduler; readonly service: BackupService };
   readonly app: FastifyInstance;
   readonly store: Store;
@@ -137,6 +139,8 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       prune: [(at) => pruneDeliveries(db, at - config.operationRetentionSeconds * 1000, 2000)],
     });
     const storage = openBackupStorage(config);
+    // Each backup and restore is followed by an operation of the same id.
+    const backupFlow = new OperationFlow(operations);
     let backupService: BackupService | undefined;
     const runner: BackupRunner = new BackupRunner({
       db,
@@ -150,14 +154,15 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       isOwner: (): boolean => reconciler.isOwner,
       ownerIsDead: (owner: string): boolean => reconciler.ownerIsDead(owner),
       remove: (b) => backupService!.remove(b),
-      events: {
-        started: () => {},
-        step: () => {},
-        finished: (kind, _id, o) => metrics.observeBackup(kind, o.service, o.state === 'COMPLETED' ? 'completed' : 'failed', o.seconds),
-      },
+      work: { enqueue: (id) => reconciler.enqueue(id), settle: (id, ms) => reconciler.settle(id, ms) },
+      events: backupFlow,
+      metrics,
     });
+    const restores = new RestoreRunner({ db, keyring, storage, log: log.child({ component: 'backups' }), now, events: backupFlow, metrics });
+    // restores whose pass was cut short between their end and the instance serving again
+    runner.onSweep(() => restores.settleRestores());
     const reconciler: Reconciler = new Reconciler({
-      restores: runner,
+      restores,
       db,
       keyring,
       zones,

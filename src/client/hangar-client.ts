@@ -349,9 +349,12 @@ export class HangarClient {
     return this.call('GET', `/v2/instances/${enc(instance)}/backups/${enc(backupId)}/`);
   }
 
-  /** Starts a backup; it is PENDING at first: see waitForBackup. */
-  createBackup(instance: string): Promise<Backup> {
-    return this.call('POST', `/v2/instances/${enc(instance)}/backups/`, { body: {} });
+  /**
+   * Starts a backup; it is PENDING at first: see waitForBackup, or waitForOperation with the
+   * `backup` operation of the same id (cancelOperation stops it).
+   */
+  createBackup(instance: string, opts: CallOptions = {}): Promise<Backup> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/backups/`, { body: {}, ...opts });
   }
 
   deleteBackup(instance: string, backupId: string): Promise<string> {
@@ -381,9 +384,12 @@ export class HangarClient {
     return { body: res.body, sizeBytes: Number(res.headers.get('content-length')), sha256: res.headers.get('x-backup-sha256') ?? '', fileName: name };
   }
 
-  /** Starts restoring a backup into the instance; it is RESTORING until ACTIVE again: see waitForRestore. */
-  restoreInstance(instance: string, backupId: string): Promise<Restore> {
-    return this.call('POST', `/v2/instances/${enc(instance)}/restore/`, { body: { backup_id: backupId } });
+  /**
+   * Starts restoring a backup into the instance; it is RESTORING until ACTIVE again: see
+   * waitForRestore, or waitForOperation with the `restore` operation of the same id.
+   */
+  restoreInstance(instance: string, backupId: string, opts: CallOptions = {}): Promise<Restore> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/restore/`, { body: { backup_id: backupId }, ...opts });
   }
 
   /** The instance's restores, newest first. */

@@ -66,10 +66,12 @@ export interface RestoreResult {
 
 /** Runs the restores asked for an instance, from within its pass (its engines run, nothing else touches them). */
 export interface Restores {
-  /** Runs the restore asked for the instance, if any; undefined when none was. */
-  runRestore(inst: Instance, target: Target, ctx: StepContext): Promise<RestoreResult | undefined>;
+  /** Runs the restore asked for the instance, if any, with the spec the pass applied; undefined when none was. */
+  runRestore(inst: Instance, target: Target, ctx: StepContext, spec: InstanceSpec): Promise<RestoreResult | undefined>;
   /** Fails the restores still asked for an instance that is being deleted or failed to build. */
-  cancelRestores(instanceId: string, reason: string): Promise<void>;
+  cancelRestores(instanceId: string, reason: string, why: 'deleted' | 'failed'): Promise<void>;
+  /** The instance serves again after a restore: what follows its restores (their operations) is told. */
+  settleRestores(instanceId: string): Promise<void>;
 }
 
 /** States in which a pass looks for a restore to run. */
@@ -186,14 +188,19 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   }
   await purgeDeletedRedisUsers(db, id, users.filter((u) => u.deleting).map((u) => u.id));
 
+  // A pass that restores (or finds the instance RESTORING) tells the restore's operation once the
+  // instance serves again.
+  let restoring = inst.state === 'RESTORING';
   if (deps.restores && RESTORE_STATES.includes(inst.state)) {
-    const restored = await restore(deps, target, inst, ctx, deps.restores);
+    const restored = await restore(deps, target, inst, spec, ctx, deps.restores);
     if (restored === 'again') return { requeueAfterMs: 0 };
     if (restored === 'failed') {
       report.outcome = 'failed';
-      return;
+      // soon looked at again: a restore that failed once its engines were stopped leaves them to restart
+      return { requeueAfterMs: DEGRADED_RETRY_MS };
     }
     if (restored) {
+      restoring = true;
       inst = restored;
       // a snapshot carries no users: hangar's store has them, applied again to the restored data
       fresh = true;
@@ -220,6 +227,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     return { requeueAfterMs: 0 };
   }
   if (inst.state !== done) deps.log.info({ instance: id, name: inst.name, from: inst.state, to: done }, 'instance state');
+  if (restoring) await deps.restores?.settleRestores(id);
   return next;
 }
 
@@ -231,7 +239,9 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
  * Returns the instance as it is then, `again` when a newer request came meanwhile, `failed`
  * when the instance failed, or undefined when there was nothing to restore.
  */
-async function restore(deps: ReconcileDeps, target: Target, inst: Instance, ctx: StepContext, restores: Restores): Promise<Instance | 'again' | 'failed' | undefined> {
+async function restore(
+  deps: ReconcileDeps, target: Target, inst: Instance, spec: InstanceSpec, ctx: StepContext, restores: Restores,
+): Promise<Instance | 'again' | 'failed' | undefined> {
   const where = { specVersion: inst.specVersion };
   const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
   if (inst.state !== 'RESTORING') {
@@ -239,7 +249,7 @@ async function restore(deps: ReconcileDeps, target: Target, inst: Instance, ctx:
     if (!(await findActiveRestore(deps.db, inst.id))) return undefined;
     if (!(await updateInstance(deps.db, inst.id, { state: 'RESTORING', stateReason: null, updatedAt: deps.now() }, where))) return 'again';
   }
-  const result = await restores.runRestore(inst, target, ctx);
+  const result = await restores.runRestore(inst, target, ctx, spec);
   if (!result) return { ...inst, state: 'RESTORING' };
   if (result.ok) {
     deps.log.info({ instance: inst.id, name: inst.name, backup: result.restore.backupId }, 'instance restored');
@@ -276,7 +286,7 @@ async function unplaced(deps: ReconcileDeps, inst: Instance): Promise<PassResult
 }
 
 async function teardown(deps: ReconcileDeps, target: Target, inst: Instance, ctx: StepContext): Promise<PassResult> {
-  await deps.restores?.cancelRestores(inst.id, 'the instance was deleted');
+  await deps.restores?.cancelRestores(inst.id, 'the instance was deleted', 'deleted');
   ctx.step('delete:start');
   await target.runtime.removeInstance(inst.id, ctx);
   target.engines.forget(inst.id);
@@ -339,7 +349,7 @@ async function failedPass(deps: ReconcileDeps, target: Target, inst: Instance, e
     await target.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
     target.engines.forget(inst.id);
     await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
-    await deps.restores?.cancelRestores(inst.id, `the instance failed to build: ${reason}`);
+    await deps.restores?.cancelRestores(inst.id, `the instance failed to build: ${reason}`, 'failed');
     report.outcome = 'failed';
     return;
   }

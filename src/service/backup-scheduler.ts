@@ -7,8 +7,10 @@ import {
 } from '../store/backup-repository.js';
 import { advancePolicy, deleteOrphanPolicies, listDuePolicies } from '../store/backup-policy-repository.js';
 import type { Db } from '../store/database.js';
+import { lockEvents } from '../store/event-repository.js';
 import { findInstanceById } from '../store/instance-repository.js';
 import type { BackupService } from './backups.js';
+import { NO_ORIGIN } from './deps.js';
 import type { BackupRunner } from './backup-runner.js';
 
 export interface BackupSchedulerDeps {
@@ -66,6 +68,8 @@ export class BackupScheduler {
       const next = inst && !inst.deleting ? nextRunAfter(p.schedule, at) : null;
       try {
         const recorded = await db.transaction().execute(async (trx) => {
+          // The backup's operation appends an event: the events lock comes first (PostgreSQL).
+          await lockEvents(trx);
           if (!(await advancePolicy(trx, p.instanceId, p.nextRunAt!, next))) return undefined;
           if (!inst || inst.deleting) return undefined;
           if (!SERVING_STATES.includes(inst.state) || inst.state === 'RESIZING') {
@@ -77,7 +81,7 @@ export class BackupScheduler {
             log.warn({ instance: inst.id, backup: active.id }, 'scheduled backup skipped: a backup is in progress');
             return undefined;
           }
-          return backups.record(inst, true, trx);
+          return (await backups.record(inst, true, NO_ORIGIN, trx)).result;
         });
         if (recorded) log.info({ instance: p.instanceId, backup: recorded.id }, 'scheduled backup recorded');
       } catch (err) {

@@ -16,7 +16,9 @@ import {
 import { findPolicy, savePolicy } from '../store/backup-policy-repository.js';
 import type { Db } from '../store/database.js';
 import { bumpInstance, findInstanceByName, findInstanceProgress } from '../store/instance-repository.js';
-import { requestStep, type Caller, type ServiceDeps } from './deps.js';
+import type { Operation } from '../domain/operations.js';
+import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
+import type { Started } from './instances.js';
 
 /** What `PUT .../backup-policy/` takes (the wire form). */
 export interface PolicyInput {
@@ -39,6 +41,9 @@ export interface BackupContent {
 export interface BackupWork {
   wake(): void;
 }
+
+/** Thrown in a restore's transaction when the instance is no longer ready (the transaction is undone). */
+const NOT_BUMPED = new Error('instance not bumped');
 
 const MB = 1024 * 1024;
 const GB = 1024 * MB;
@@ -114,10 +119,13 @@ export class BackupService {
   }
 
   /**
-   * Records a PENDING backup of the instance (in `db`, a transaction of the caller's when given):
-   * a second one while one is in the making is a BackupConflictError.
+   * Records a PENDING backup of the instance with the `backup` operation that follows it (of the
+   * same id), in `trx` when given (a transaction of the caller's that holds the events lock
+   * already) or in one of its own: a second one while one is in the making is a
+   * BackupConflictError, and nothing is recorded.
    */
-  async record(inst: Instance, scheduled: boolean, db: Db = this.db): Promise<Backup> {
+  async record(inst: Instance, scheduled: boolean, origin: Origin, trx?: Db): Promise<Started<Backup>> {
+    if (!trx) return this.db.transaction().execute((t) => this.record(inst, scheduled, origin, t));
     const driver = this.driverFor(inst);
     const now = this.deps.now();
     const id = newObjectId(now);
@@ -146,27 +154,37 @@ export class BackupService {
       startedAt: null,
       finishedAt: null,
     };
-    await insertBackup(db, this.deps.keyring, backup);
-    return backup;
+    const operation = await this.deps.operations.start(
+      {
+        id, kind: 'backup', instance: { id: inst.id, name: inst.name }, account: inst.accountId, ...origin,
+        detail: { backup_id: id, scheduled }, ...(scheduled ? { message: 'scheduled by the instance\'s backup policy' } : {}),
+      },
+      trx,
+    );
+    await insertBackup(trx, this.deps.keyring, backup);
+    return { result: backup, operation };
   }
 
-  /** Starts a backup now; answers with it PENDING. */
-  async create(caller: Caller, name: string): Promise<Backup> {
+  /** Starts a backup now; answers with it PENDING, and the `backup` operation that follows it. */
+  async create(caller: Caller, name: string, origin: Origin = NO_ORIGIN): Promise<Started<Backup>> {
     const inst = await this.instance(caller, name);
     if (!inst) throw errors.instanceNotFound(name);
     if (inst.deleting) throw errors.instanceDeleting(name);
     this.driverFor(inst);
     if (!SERVING_STATES.includes(inst.state) || inst.state === 'RESIZING') throw errors.instanceNotReady(name, inst.state);
-    let backup: Backup;
+    let started: Started<Backup>;
     try {
-      backup = await this.record(inst, false);
+      started = await this.record(inst, false, origin);
     } catch (err) {
-      if (err instanceof BackupConflictError) throw errors.backupInProgress(name, err.active?.id ?? 'unknown', err.active?.state ?? 'RUNNING');
+      if (err instanceof BackupConflictError) {
+        const active = err.active ?? (await findActiveBackup(this.db, inst.id));
+        throw errors.backupInProgress(name, active?.id ?? 'unknown', active?.state ?? 'RUNNING');
+      }
       throw err;
     }
     this.step('backup:recorded');
     this.work.wake();
-    return backup;
+    return started;
   }
 
   /** Removes a finished backup from the storage and the list. */
@@ -244,8 +262,8 @@ export class BackupService {
     return backup;
   }
 
-  /** Starts restoring a backup into an instance in place: RESTORING until ACTIVE again. */
-  async restore(caller: Caller, name: string, backupId: string): Promise<Restore> {
+  /** Starts restoring a backup into an instance in place: RESTORING until ACTIVE again; the `restore` operation follows it. */
+  async restore(caller: Caller, name: string, backupId: string, origin: Origin = NO_ORIGIN): Promise<Started<Restore>> {
     const inst = await this.instance(caller, name);
     if (!inst) throw errors.instanceNotFound(name);
     if (inst.deleting) throw errors.instanceDeleting(name);
@@ -259,18 +277,24 @@ export class BackupService {
       id: newObjectId(now), accountId: caller.accountId, instanceId: inst.id, instanceName: inst.name, backupId: backup.id, kind: 'in_place',
       state: 'PENDING', stateReason: null, step: null, requestedAt: now, startedAt: null, finishedAt: null,
     };
-    let changed: boolean;
+    let operation: Operation | undefined;
     try {
-      changed = await this.db.transaction().execute(async (trx) => {
+      operation = await this.db.transaction().execute(async (trx) => {
+        const op = await this.deps.operations.start(
+          { id: restore.id, kind: 'restore', instance: { id: inst.id, name: inst.name }, account: caller.accountId, ...origin, detail: { backup_id: backup.id, in_place: true } },
+          trx,
+        );
         const bumped = await bumpInstance(trx, inst.id, { state: 'RESTORING', stateReason: null, transitionAt: now }, now, { states: READY_STATES, notDeleting: true });
-        if (bumped) await insertRestore(trx, restore);
-        return bumped;
+        // nothing is recorded (the operation neither) when the instance moved meanwhile
+        if (!bumped) throw NOT_BUMPED;
+        await insertRestore(trx, restore);
+        return op;
       });
     } catch (err) {
       if (err instanceof RestoreConflictError) throw errors.operationInProgress(name, 'RESTORING');
-      throw err;
+      if (err !== NOT_BUMPED) throw err;
     }
-    if (!changed) {
+    if (!operation) {
       const current = await this.instance(caller, name);
       if (!current) throw errors.instanceNotFound(name);
       if (current.deleting) throw errors.instanceDeleting(name);
@@ -278,7 +302,7 @@ export class BackupService {
     }
     this.step('restore:recorded');
     this.deps.work.enqueue(inst.id);
-    return restore;
+    return { result: restore, operation };
   }
 
   /** The instance's restores, newest first. */

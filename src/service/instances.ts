@@ -168,14 +168,25 @@ export class InstanceService {
     const newAcls: NewAcl[] = acls.map((a) => ({ ...a, id: newObjectId(now), instanceId: id, accountId: caller.accountId, createdAt: now }));
     let created: Instance;
     let operation: Operation | undefined;
+    // A restore asked with the create has its id, and its `restore` operation, from the start.
+    const restoreId = restoreFrom !== undefined ? newObjectId(now) : undefined;
     const recordOperation = async (trx: typeof db) => {
       operation = await this.deps.operations.start(
         {
           kind: 'create', instance: { id, name: input.name }, account: caller.accountId, ...origin, targetVersion: 1,
-          detail: { service, type: input.type, plan: input.plan, version: input.version, zone: input.zone },
+          detail: {
+            service, type: input.type, plan: input.plan, version: input.version, zone: input.zone,
+            ...(restoreId !== undefined ? { restore_from: restoreFrom, restore_id: restoreId } : {}),
+          },
         },
         trx,
       );
+      if (restoreId !== undefined) {
+        await this.deps.operations.start(
+          { id: restoreId, kind: 'restore', instance: { id, name: input.name }, account: caller.accountId, ...origin, detail: { backup_id: restoreFrom, in_place: false } },
+          trx,
+        );
+      }
     };
     for (let attempt = 0; ; attempt++) {
       const ports = await this.pickPorts(zone, roles);
@@ -209,8 +220,8 @@ export class InstanceService {
             guard: async (trx) => {
               await this.zones.assertFits(trx, zone, { service, type, plan: input.plan });
               // recorded with the instance: a restore asked is never lost, and never left without its instance
-              if (restoreFrom !== undefined) {
-                await insertRestore(trx, { id: newObjectId(now), accountId: caller.accountId, instanceId: id, instanceName: input.name, backupId: restoreFrom, kind: 'new_instance', requestedAt: now });
+              if (restoreFrom !== undefined && restoreId !== undefined) {
+                await insertRestore(trx, { id: restoreId, accountId: caller.accountId, instanceId: id, instanceName: input.name, backupId: restoreFrom, kind: 'new_instance', requestedAt: now });
               }
             },
             before: recordOperation,

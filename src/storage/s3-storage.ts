@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { AbortMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { type BackupStorage, StorageError } from './backup-storage.js';
 
@@ -50,7 +50,7 @@ export class S3Storage implements BackupStorage {
     let bytes = 0;
     body.on('data', (c: Buffer) => (bytes += c.length));
     const upload = new Upload({
-      client: this.client,
+      client: signal ? abortable(this.client, signal) : this.client,
       params: { Bucket: this.opts.bucket, Key: this.key(key), Body: body, ContentType: 'application/octet-stream' },
       partSize: 16 * 1024 * 1024,
       queueSize: 2,
@@ -104,4 +104,19 @@ export class S3Storage implements BackupStorage {
     }
     return err;
   }
+}
+
+/**
+ * The client for one upload whose requests end when `signal` aborts: the upload's own abort
+ * stops waiting for them but leaves them running (an object could appear after the backup was
+ * given up). The abort of a multipart upload is sent all the same.
+ */
+function abortable(client: S3Client, signal: AbortSignal): S3Client {
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      return (command: Parameters<S3Client['send']>[0], options?: Record<string, unknown>) =>
+        command instanceof AbortMultipartUploadCommand ? target.send(command, options) : target.send(command, { ...options, abortSignal: signal });
+    },
+  });
 }

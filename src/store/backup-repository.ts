@@ -81,7 +81,9 @@ export async function insertBackup(db: Db, keyring: Keyring, b: NewBackup): Prom
       })
       .execute();
   } catch (err) {
-    if (isUniqueViolation(err)) throw new BackupConflictError(await findActiveBackup(db, b.instanceId));
+    // Within a transaction of PostgreSQL nothing more can be read once a statement failed: the
+    // caller reads the backup in the making then.
+    if (isUniqueViolation(err)) throw new BackupConflictError(await findActiveBackup(db, b.instanceId).catch(() => undefined));
     throw err;
   }
 }

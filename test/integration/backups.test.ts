@@ -352,6 +352,119 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
   });
 });
 
+describe.each(DIALECTS)('backups and restores as operations (%s)', (dialect) => {
+  let th: TestHangar;
+  let alice: Account;
+  const backupDir = () => join(th.config.dataDir, 'backups');
+
+  beforeAll(async () => {
+    ({ th, alice } = await startWithTwoAccounts({ dialect }));
+    await alice.ready(mongoBody('docs'));
+  });
+  afterAll(() => th?.close());
+
+  /** The operation an answer started, from its headers (X-Operation-Id, Location). */
+  function started(res: { status: number; body: any; headers: Headers }): string {
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const id = res.headers.get('x-operation-id');
+    expect(id).toMatch(/^[0-9a-f]{24}$/);
+    expect(res.headers.get('location')).toBe(`/v2/operations/${id}/`);
+    return id!;
+  }
+
+  /** Waits until the operation is finished; returns it, and the instance's state when it was. */
+  async function ended(id: string, instance?: string): Promise<{ op: any; state?: string }> {
+    for (const until = Date.now() + 10_000; ; ) {
+      const op = (await alice.get(`/v2/operations/${id}/`)).body.data;
+      if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state)) {
+        return { op, ...(instance ? { state: (await alice.get(`/v2/instances/${instance}/`)).body.data?.state } : {}) };
+      }
+      if (Date.now() > until) throw new Error(`operation ${id} still ${op.state}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  const names = (op: any) => op.steps.map((s: any) => s.name);
+
+  it('a backup is the `backup` operation of its id: X-Operation-Id and Location, its steps and progress, SUCCEEDED with its size and SHA-256', async () => {
+    const res = await alice.post('/v2/instances/docs/backups/');
+    const id = started(res);
+    expect(id).toBe(res.body.data.id);
+    const { op } = await ended(id);
+    const b = await finished(alice, 'docs', id);
+    expect(op).toMatchObject({
+      kind: 'backup', state: 'SUCCEEDED', progress: 100, instance_name: 'docs', cancellable: true, error: null,
+      requested_by: { login: alice.login, credential: 'token' }, request_id: res.headers.get('x-request-id'),
+      detail: { backup_id: id, scheduled: false, size_bytes: b.size_bytes, sha256: b.sha256 },
+    });
+    expect(b.state).toBe('COMPLETED');
+    expect(names(op)).toEqual(['recorded', 'started', 'snapshot', 'storing', 'succeeded']);
+    expect(op.steps.find((s: any) => s.name === 'succeeded').message).toBe(`${b.size_bytes} bytes stored at ${b.location}`);
+    // a finished backup's operation cannot be cancelled any more
+    expect((await alice.post(`/v2/operations/${id}/cancel`)).body).toMatchObject({ code: 'OPERATION_NOT_CANCELLABLE' });
+  });
+
+  it('a restore in place is the `restore` operation of its id; it SUCCEEDS once the instance serves the restored data', async () => {
+    const b = await backUp(alice, 'docs');
+    const res = await alice.post('/v2/instances/docs/restore/', { backup_id: b.id });
+    const id = started(res);
+    expect(id).toBe(res.body.data.id);
+    const { op, state } = await ended(id, 'docs');
+    expect(state).toBe('ACTIVE');
+    expect(op).toMatchObject({ kind: 'restore', state: 'SUCCEEDED', progress: 100, cancellable: false, detail: { backup_id: b.id, in_place: true } });
+    expect(names(op)).toEqual(['recorded', 'reading', 'emulated:restore-staged', 'restored', 'succeeded']);
+    expect(op.steps.map((s: any) => s.at.$date)).toEqual([...op.steps.map((s: any) => s.at.$date)].sort((x, y) => x - y));
+  });
+
+  it('a create with restore_from is a create operation naming its restore; the `restore` operation SUCCEEDS with it', async () => {
+    const b = await backUp(alice, 'docs');
+    const res = await alice.post('/v2/instances/', mongoBody('from-backup', 'mongodb_replica_set', { restore_from: b.id }));
+    const create = await ended(started(res), 'from-backup');
+    expect(create.op).toMatchObject({ kind: 'create', state: 'SUCCEEDED', detail: { restore_from: b.id, restore_id: expect.stringMatching(/^[0-9a-f]{24}$/) } });
+    const restoreId = create.op.detail.restore_id;
+    const restore = await ended(restoreId, 'from-backup');
+    expect(restore.op).toMatchObject({ kind: 'restore', state: 'SUCCEEDED', instance_name: 'from-backup', detail: { backup_id: b.id, in_place: false } });
+    expect(restore.state).toBe('ACTIVE');
+    expect((await alice.get('/v2/instances/from-backup/restores/')).body.data.map((r: any) => r.id)).toEqual([restoreId]);
+  });
+
+  it('a restore that fails once recorded is a FAILED operation saying why; into a new instance its create fails too', async () => {
+    const b = await backUp(alice, 'docs');
+    const release = th.hold();
+    let inPlace: string;
+    let create: string;
+    try {
+      inPlace = started(await alice.post('/v2/instances/docs/restore/', { backup_id: b.id }));
+      create = started(await alice.post('/v2/instances/', mongoBody('never-restored', 'mongodb_replica_set', { restore_from: b.id })));
+      // the object goes after the requests checked it, before the restores ran
+      for (const f of filesUnder(backupDir()).filter((x) => x.includes(b.id))) rmSync(f);
+    } finally {
+      release();
+    }
+    const failed = { state: 'FAILED', error: { code: 'BACKUP_CORRUPT', message: 'its object is missing from the backup storage' } };
+    expect((await ended(inPlace!)).op).toMatchObject({ kind: 'restore', ...failed });
+    const created = (await ended(create!)).op;
+    expect(created).toMatchObject({ kind: 'create', state: 'FAILED', error: { code: 'INSTANCE_FAILED' } });
+    expect((await ended(created.detail.restore_id)).op).toMatchObject({ kind: 'restore', ...failed });
+    await alice.waitFor('docs', (r) => r?.state === 'ACTIVE');
+  });
+
+  it('a restore of an instance deleted before it ran is CANCELLED', async () => {
+    await alice.ready(mongoBody('going'));
+    const b = await backUp(alice, 'going');
+    const release = th.hold();
+    let id: string;
+    try {
+      id = started(await alice.post('/v2/instances/going/restore/', { backup_id: b.id }));
+      expect((await alice.delete('/v2/instances/going/')).status).toBe(200);
+    } finally {
+      release();
+    }
+    expect((await ended(id!)).op).toMatchObject({ kind: 'restore', state: 'CANCELLED', error: null });
+    expect((await ended(id!)).op.steps.at(-1).message).toBe('the instance was deleted');
+  });
+});
+
 describe('backups that fail', () => {
   it('an unwritable backup directory: the backup is FAILED with the reason, the instance untouched, nothing listed half-written', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hangar-bk-'));
@@ -467,6 +580,8 @@ describe('schedules and retention (a test clock)', () => {
       const fresh = list.filter((b) => !before.includes(b.id));
       expect(fresh.length).toBe(1);
       await finished(alice, 'cache', fresh[0]!.id);
+      // its operation, of its id, was asked by nobody
+      expect((await alice.get(`/v2/operations/${fresh[0]!.id}/`)).body.data).toMatchObject({ kind: 'backup', requested_by: null, detail: { scheduled: true } });
       await th.hangar.backups.scheduler.tick();
       expect((await scheduled()).length).toBe(Math.min(i, 2));
     }

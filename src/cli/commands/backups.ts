@@ -52,7 +52,8 @@ async function create(ctx: ClientContext): Promise<void> {
   const { client } = ctx.connection();
   const started = await client.createBackup(name);
   if (opts['no-wait'] === true) {
-    io.out(opts.json === true ? json(started) : `Backup ${started.id} of "${name}" is ${started.state}; follow it with: hangar backups ls ${name}`);
+    // its operation has its id: followed (or cancelled) with hangar operations
+    io.out(opts.json === true ? json(started) : `Backup ${started.id} of "${name}" is ${started.state}; follow it with: hangar operations wait ${started.id} (stop it with: hangar operations cancel ${started.id})`);
     return;
   }
   const progress = new Progress(io, `${name} backup ${started.id}`);
@@ -116,7 +117,7 @@ async function restore(ctx: ClientContext): Promise<void> {
   const { client } = ctx.connection();
   const started = await client.restoreInstance(name, backupId);
   if (opts['no-wait'] === true) {
-    io.out(opts.json === true ? json(started) : `Restore of "${name}" from backup ${backupId} started; follow it with: hangar instances show ${name}`);
+    io.out(opts.json === true ? json(started) : `Restore of "${name}" from backup ${backupId} started; follow it with: hangar operations wait ${started.id}`);
     return;
   }
   const progress = new Progress(io, name);
@@ -156,7 +157,8 @@ export const backupCommands: readonly ClientCommand[] = [
     remote: true,
     options: { ...REMOTE_OPTIONS, ...WAIT_OPTIONS },
     examples: ['hangar backups create cache', 'hangar backups create cache --no-wait'],
-    details: 'Shows the state (PENDING, RUNNING and its step) on a live line until the backup is COMPLETED, then prints it; a FAILED backup exits 1 with the reason.',
+    details:
+      'Shows the state (PENDING, RUNNING and its step) on a live line until the backup is COMPLETED, then prints it; a FAILED backup exits 1 with the reason. The backup\'s operation has its id: hangar operations cancel BACKUP_ID stops it (it is then FAILED and keeps nothing).',
     run: create,
   },
   {
@@ -189,7 +191,7 @@ export const backupCommands: readonly ClientCommand[] = [
     options: { ...REMOTE_OPTIONS, ...WAIT_OPTIONS },
     examples: ['hangar instances restore cache 6560a1f2c3d4e5f607182950', 'hangar instances restore cache 6560a1f2c3d4e5f607182950 --no-wait'],
     details:
-      'The backup is checked (its SHA-256) first: a corrupt one is refused and the instance untouched. The instance is RESTORING (clients are cut off) until ACTIVE again; the live line shows the step. To restore into a new instance: hangar instances create NAME ... --restore-from BACKUP_ID.',
+      'The backup is checked (its SHA-256) first: a corrupt one is refused and the instance untouched. The instance is RESTORING (clients are cut off) until ACTIVE again, its Redis users and settings kept; the live line shows the step. The operation of the restore has its id (hangar operations show ID). To restore into a new instance: hangar instances create NAME ... --restore-from BACKUP_ID.',
     run: restore,
   },
 ];

@@ -30,7 +30,7 @@ elasticsearch); RESIZING during a resize; RESTORING while a backup replaces its 
 served and stopped (hangar repairs it); FAILED, with \`state_reason\`, when it could not be built.
 
 **Operations.** The answer to every request that starts asynchronous work (create, resize, rename,
-delete, ACL and MongoDB user changes) carries \`X-Operation-Id\` and \`Location:
+delete, ACL and MongoDB user changes, backups and restores) carries \`X-Operation-Id\` and \`Location:
 /v2/operations/{id}/\`, its body unchanged. An operation is PENDING, RUNNING, then SUCCEEDED,
 FAILED (with an \`error\`) or CANCELLED, with the steps it went through. \`GET /v2/events/stream\`
 streams operation progress and instance state changes (Server-Sent Events, resumable with

@@ -2,13 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errors } from '../../domain/errors.js';
-import { type AppDeps, callerOf } from '../context.js';
+import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
 import {
   BACKUP_EXAMPLE, BackupParams, BackupRecord, PENDING_BACKUP_EXAMPLE, POLICY_EXAMPLE, PolicyBody, PolicyRecord, RESTORE_EXAMPLE, RestoreBody, RestoreRecord,
 } from '../schemas/backups.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
+import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { backupRecord, policyRecord, restoreRecord } from '../serializers.js';
 
 /**
@@ -40,22 +41,23 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       config: { audit: 'backup.create' },
       schema: {
         summary: 'Take a backup now',
-        description: 'Answers at once with the backup PENDING; it turns RUNNING, then COMPLETED (with its size and SHA-256) or FAILED with a `state_reason`. Takes no body (or `{}`).',
+        description:
+          'Answers at once with the backup PENDING; it turns RUNNING, then COMPLETED (with its size and SHA-256) or FAILED with a `state_reason`. Takes no body (or `{}`). The `backup` operation of the same id (`X-Operation-Id`) follows it with its steps and progress; cancelling that operation stops the backup, which is then FAILED and keeps nothing.',
         tags,
         params: NameParams,
         headers: IdempotencyHeaders,
         response: {
-          200: Data(BackupRecord, PENDING_BACKUP_EXAMPLE),
+          200: { ...Data(BackupRecord, PENDING_BACKUP_EXAMPLE), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING', 'INSTANCE_NOT_READY', 'BACKUP_IN_PROGRESS', 'BACKUP_UNAVAILABLE']),
         },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const body = req.body as unknown;
       if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)) {
         throw errors.invalidBody('this request takes no body (or {})');
       }
-      return { data: backupRecord(await backups.create(callerOf(req), req.params.instance_name)) };
+      return { data: backupRecord(answerStarted(reply, await backups.create(callerOf(req), req.params.instance_name, originOf(req)))) };
     },
   );
 
@@ -112,6 +114,8 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       const content = await backups.download(callerOf(req), req.params.instance_name, req.params.backup_id);
       return reply
         .type('application/octet-stream')
+        // the instance's data itself: no cache keeps it
+        .header('cache-control', 'no-store')
         .header('content-length', String(content.backup.sizeBytes))
         .header('content-disposition', `attachment; filename="${content.fileName}"`)
         .header('x-backup-sha256', content.backup.sha256!)
@@ -126,13 +130,13 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       schema: {
         summary: "Restore a backup into the instance, replacing its data",
         description:
-          'The backup is read and checked (its SHA-256) before anything changes: a corrupt one is a 422 and the instance is untouched. Then the instance turns RESTORING (clients are cut off while its engines restart on the restored data) and ACTIVE again, its replica resynced. Follow it with `GET .../restores/`.',
+          'The backup is read and checked (its SHA-256) before anything changes: a corrupt one is a 422 and the instance is untouched. Then the instance turns RESTORING (clients are cut off while its engines restart on the restored data) and ACTIVE again, its replica resynced; its Redis users and settings stay. The `restore` operation of the same id (`X-Operation-Id`) follows it with its steps and SUCCEEDS once the instance serves the restored data; `GET .../restores/` lists restores.',
         tags,
         params: NameParams,
         headers: IdempotencyHeaders,
         body: RestoreBody,
         response: {
-          200: Data(RestoreRecord, RESTORE_EXAMPLE),
+          200: { ...Data(RestoreRecord, RESTORE_EXAMPLE), headers: OPERATION_HEADERS },
           ...errorResponses([
             ...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'BACKUP_NOT_FOUND', 'INSTANCE_DELETING', 'OPERATION_IN_PROGRESS',
             'BACKUP_IN_PROGRESS', 'BACKUP_NOT_COMPLETED', 'BACKUP_CORRUPT', 'BACKUP_UNAVAILABLE', 'BACKUP_STORAGE_UNAVAILABLE',
@@ -140,7 +144,7 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         },
       },
     },
-    async (req) => ({ data: restoreRecord(await backups.restore(callerOf(req), req.params.instance_name, req.body.backup_id)) }),
+    async (req, reply) => ({ data: restoreRecord(answerStarted(reply, await backups.restore(callerOf(req), req.params.instance_name, req.body.backup_id, originOf(req)))) }),
   );
 
   app.get(
