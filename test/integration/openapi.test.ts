@@ -252,6 +252,11 @@ describe('the OpenAPI document', () => {
       const created = await call(alice, 'POST', list, { instance_name: 'r' });
       expect(created.status).toBe(200);
       const id = created.body.data.id as string;
+      // the answers that start a backup or a restore name their operation, as documented
+      expect(created.headers.get('x-operation-id')).toBe(id);
+      const started = { 'x-operation-id': { schema: { type: 'string' } }, location: { schema: { type: 'string' } } };
+      expect(doc.paths['/v2/instances/{instance_name}/backups/']!.post.responses['200'].headers).toMatchObject(started);
+      expect(doc.paths['/v2/instances/{instance_name}/restore/']!.post.responses['200'].headers).toMatchObject(started);
       expect((await call(alice, 'POST', list, { instance_name: 'r' })).status).toBe(409);
       expect((await call(alice, 'POST', list, { instance_name: 'nope' })).status).toBe(404);
       for (let i = 0; i < 200 && (await alice.get(`/v2/instances/r/backups/${id}/`)).body.data.state !== 'COMPLETED'; i++) await new Promise((r) => setTimeout(r, 25));
@@ -261,7 +266,9 @@ describe('the OpenAPI document', () => {
       expect((await call(bob, 'GET', one, { instance_name: 'r', backup_id: id })).status).toBe(404);
       expect((await call(alice, 'GET', download, { instance_name: 'r', backup_id: id })).status).toBe(200);
       expect((await call(bob, 'GET', download, { instance_name: 'r', backup_id: id })).status).toBe(404);
-      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'r' }, { backup_id: id })).status).toBe(200);
+      const restored = await call(alice, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'r' }, { backup_id: id });
+      expect(restored.status).toBe(200);
+      expect(restored.headers.get('location')).toBe(`/v2/operations/${restored.body.data.id}/`);
       expect((await call(alice, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'r' }, { backup_id: id })).status).toBe(409);
       expect((await call(alice, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'm' }, { backup_id: id })).status).toBe(400);
       expect((await call(bob, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'r' }, { backup_id: id })).status).toBe(404);
