@@ -138,7 +138,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       operations,
       prune: [(at) => pruneDeliveries(db, at - config.operationRetentionSeconds * 1000, 2000)],
     });
-    const storage = openBackupStorage(config);
+    const storage = await openBackupStorage(config);
     // Each backup and restore is followed by an operation of the same id.
     const backupFlow = new OperationFlow(operations);
     let backupService: BackupService | undefined;

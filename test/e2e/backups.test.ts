@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, HangarProcess, LOGIN, PASSWORD, canMount, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
 import { killAllUnder } from './helpers/processes.js';
-import { connectRedis, enginePid, enginePort, eventually } from './helpers/redis.js';
+import { connectRedis, connectRedisAs, enginePid, enginePort, eventually } from './helpers/redis.js';
 
 /**
  * Backups and restores of real redis-server instances through hangar's HTTP API and CLI: what a
@@ -162,6 +162,48 @@ describe.runIf(enginesAvailable())('backups of redis instances on the local runt
         return false;
       }
     }, 20_000);
+  });
+
+  it("a restore keeps the instance's Redis users and settings (hangar's, not the snapshot's); its operation SUCCEEDS once the instance serves", async () => {
+    // both made after the backup was taken
+    const user = await h.post('/v2/redis/src/users/', { username: 'app', password: 'app-password-1', keys: ['*'], commands: ['+@read', '+@connection'] });
+    expect(user.status, JSON.stringify(user.body)).toBe(200);
+    const set = await h.patch('/v2/redis/src/config/', { 'maxmemory-policy': 'allkeys-lru' });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    const res = await h.post('/v2/instances/src/restore/', { backup_id: backup.id });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const id = res.headers.get('x-operation-id');
+    expect(id).toBe(res.body.data.id);
+    let op: any;
+    await eventually('the restore operation to finish', async () => ['SUCCEEDED', 'FAILED'].includes((op = (await h.get(`/v2/operations/${id}/`)).body.data).state), 60_000);
+    expect(op).toMatchObject({ kind: 'restore', state: 'SUCCEEDED', progress: 100 });
+    for (const step of ['reading', 'restore:staged', 'restore:engines-stopped', 'restore:data-swapped', 'restored']) expect(op.steps.map((s: any) => s.name)).toContain(step);
+    expect((await h.get('/v2/instances/src/')).body.data.state).toBe('ACTIVE');
+    const port = portOf(src.public_connect_string);
+    const app = await connectRedisAs(port, 'app', 'app-password-1');
+    try {
+      expect(await app.get('before:7')).toBe('value 7');
+    } finally {
+      app.destroy();
+    }
+    await eventually('the resynced replica knows the user', async () => {
+      try {
+        const rep = await connectRedisAs(enginePort(h.dataDir, src.id, 'replica'), 'app', 'app-password-1');
+        rep.destroy();
+        return true;
+      } catch {
+        return false;
+      }
+    }, 20_000);
+    expect((await h.get('/v2/redis/src/config/')).body.data).toMatchObject({ 'maxmemory-policy': 'allkeys-lru' });
+    for (const role of ['primary', 'replica'] as const) {
+      const c = await connectRedis(enginePort(h.dataDir, src.id, role), src.password);
+      try {
+        expect((await c.configGet('maxmemory-policy'))['maxmemory-policy'], role).toBe('allkeys-lru');
+      } finally {
+        c.destroy();
+      }
+    }
   });
 
   it('restores into a new instance with restore_from', async () => {

@@ -187,6 +187,10 @@ OPERATIONS.backup = {
     expect(files.filter((f) => f.endsWith('.partial'))).toEqual([]);
     for (const b of list) expect(files.some((f) => f.includes(b.id)), `${b.id} ${b.state} ${b.state_reason}`).toBe(b.state === 'COMPLETED');
     for (const b of list.filter((x) => x.state === 'FAILED')) expect(b.state_reason).toMatch(/hangar stopped while the backup ran/);
+    // each backup's operation (of its id) tells the same story: they are written together
+    for (const b of list) {
+      expect((await h.get(`/v2/operations/${b.id}/`)).body.data, b.id).toMatchObject({ kind: 'backup', state: b.state === 'COMPLETED' ? 'SUCCEEDED' : 'FAILED' });
+    }
     expect(await pingOutcome(portOf(inst!.public_connect_string), inst!.password)).toBe('PONG');
     // and backups work again
     const again = await h.post('/v2/instances/x/backups/');
@@ -211,6 +215,8 @@ OPERATIONS.restore = {
     const rec = await h.waitFor('x', (r) => r?.state === 'ACTIVE', CONVERGE_MS);
     const restores = (await h.get('/v2/instances/x/restores/')).body.data;
     expect(restores.map((r: any) => r.state)).toEqual(['COMPLETED']);
+    // its operation (of its id) SUCCEEDS too, whichever pass finished the restore
+    await eventually('the restore operation to succeed', async () => (await h.get(`/v2/operations/${restores[0].id}/`)).body.data.state === 'SUCCEEDED', CONVERGE_MS);
     await eventually('the instance answers', async () => (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG', 10_000);
     const c = await connectRedis(portOf(rec.public_connect_string), rec.password);
     try {
