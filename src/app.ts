@@ -16,6 +16,7 @@ import { ErrorBody } from './http/schemas/common.js';
 import { EventRecord } from './http/schemas/operations.js';
 import { aclCheckRoutes } from './http/routes/acl-checks.js';
 import { aclRoutes } from './http/routes/acls.js';
+import { backupRoutes } from './http/routes/backups.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
@@ -183,6 +184,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       redisUserRoutes(v2, deps);
       passwordRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
+      backupRoutes(v2, deps);
       eventRoutes(v2, deps);
       operationRoutes(v2, deps);
       webhookRoutes(v2, deps);

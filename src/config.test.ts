@@ -86,8 +86,22 @@ describe('loadConfig', () => {
   it('every setting has a flag and a HANGAR_ variable, each used once', () => {
     const envs = SETTINGS.map((s) => s.env);
     const flags = SETTINGS.map((s) => s.flag);
-    for (const e of envs) expect(e).toMatch(/^HANGAR_[A-Z_]+$/);
+    for (const e of envs) expect(e).toMatch(/^HANGAR_[A-Z][A-Z0-9_]*$/);
     expect(new Set(envs).size).toBe(envs.length);
     expect(new Set(flags).size).toBe(flags.length);
+  });
+});
+
+describe('backup settings', () => {
+  it('reads the default backup policy, and refuses one that is not', () => {
+    expect(loadConfig({}, { HANGAR_BACKUP_POLICY: 'daily=03:00,keep=7' }).backupPolicy).toEqual({ schedule: { kind: 'daily', minuteOfDay: 180 }, retention: { keepLast: 7, keepDays: null } });
+    expect(loadConfig({}, {}).backupPolicy).toEqual({ schedule: { kind: 'off' }, retention: { keepLast: null, keepDays: null } });
+    expect(() => loadConfig({}, { HANGAR_BACKUP_POLICY: 'weekly' })).toThrow(/HANGAR_BACKUP_POLICY: "weekly" is not part of a backup policy/);
+    expect(() => loadConfig({}, { HANGAR_BACKUP_POLICY: 'daily=25:00' })).toThrow(/daily= takes a time HH:MM/);
+  });
+
+  it('wants the S3 access key and its secret together, and an endpoint that is a URL', () => {
+    expect(() => loadConfig({}, { HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'k' })).toThrow(/go together/);
+    expect(() => loadConfig({}, { HANGAR_BACKUP_S3_ENDPOINT: 'minio:9000' })).toThrow(/HANGAR_BACKUP_S3_ENDPOINT must be an http/);
   });
 });

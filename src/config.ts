@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { isIPv4 } from 'node:net';
 import { resolve } from 'node:path';
 import { DEADLINE_FAMILIES, OPERATION_KINDS, type OperationDeadlines } from './domain/operations.js';
+import { parsePolicy, type BackupPolicy } from './domain/backups.js';
 
 /**
  * Every setting of hangar, in one table: its flag, its environment variable, its default and
@@ -87,6 +88,19 @@ export interface Config {
    * before its listener closes; 0: none.
    */
   readonly drainSeconds: number;
+  /** Directory of backup objects (when no S3 bucket is set); unset: `<data dir>/backups`. */
+  readonly backupDir: string | undefined;
+  /** S3 bucket of backup objects; set: backups go to S3-compatible object storage. */
+  readonly backupS3Bucket: string | undefined;
+  /** Key prefix of backup objects in the bucket. */
+  readonly backupS3Prefix: string;
+  /** S3-compatible endpoint URL; unset: AWS. */
+  readonly backupS3Endpoint: string | undefined;
+  readonly backupS3Region: string;
+  readonly backupS3AccessKeyId: string | undefined;
+  readonly backupS3SecretAccessKey: string | undefined;
+  /** Backup policy of new instances (`off`, `every=6h`, `daily=03:00`, `keep=7`, `days=30`). */
+  readonly backupPolicy: BackupPolicy;
   /** Test-only: name of a step at which the process kills itself (fault-injection tests). */
   readonly dieAt: string | undefined;
 }
@@ -98,7 +112,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'string' | 'int' | 'seconds' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy' | 'bool' | 'deadlines';
+type Kind = 'string' | 'int' | 'seconds' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy' | 'bool' | 'deadlines' | 'backup-policy' | 'url';
 
 export interface SettingDoc {
   readonly key: keyof Config;
@@ -162,6 +176,14 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'webhookRetryWindowSeconds', flag: 'webhook-retry-window', env: 'HANGAR_WEBHOOK_RETRY_WINDOW', kind: 'int', default: '86400', description: 'seconds a webhook delivery is retried, with exponential backoff, before it is given up' },
   { key: 'passwordGraceSeconds', flag: 'password-grace', env: 'HANGAR_PASSWORD_GRACE', kind: 'int', default: '3600', description: 'seconds the old password keeps working after a password rotation (instance or Redis user), unless `.../rotate-password/finish` ends it earlier' },
   { key: 'drainSeconds', flag: 'drain-period', env: 'HANGAR_DRAIN_PERIOD', kind: 'seconds', default: '3', description: 'seconds a stopping hangar (SIGTERM, SIGINT) keeps serving, /readyz answering 503 and every answer closing its connection, before its listener closes; 0: none' },
+  { key: 'backupDir', flag: 'backup-dir', env: 'HANGAR_BACKUP_DIR', kind: 'path', default: undefined, description: 'directory of backup objects (default: `backups` in the data dir); not used when a bucket is set' },
+  { key: 'backupS3Bucket', flag: 'backup-s3-bucket', env: 'HANGAR_BACKUP_S3_BUCKET', kind: 'string', default: undefined, description: 'S3 bucket: backups go to S3-compatible object storage instead of the directory' },
+  { key: 'backupS3Prefix', flag: 'backup-s3-prefix', env: 'HANGAR_BACKUP_S3_PREFIX', kind: 'string', default: 'hangar/', description: 'key prefix of backup objects in the bucket' },
+  { key: 'backupS3Endpoint', flag: 'backup-s3-endpoint', env: 'HANGAR_BACKUP_S3_ENDPOINT', kind: 'url', default: undefined, description: 'URL of an S3-compatible endpoint (MinIO, Ceph...; path-style addressing); unset: AWS' },
+  { key: 'backupS3Region', flag: 'backup-s3-region', env: 'HANGAR_BACKUP_S3_REGION', kind: 'string', default: 'us-east-1', description: 'region of the bucket' },
+  { key: 'backupS3AccessKeyId', flag: 'backup-s3-access-key-id', env: 'HANGAR_BACKUP_S3_ACCESS_KEY_ID', kind: 'string', default: undefined, description: 'access key of the object storage; unset: the AWS SDK default chain (environment, profile, instance role)' },
+  { key: 'backupS3SecretAccessKey', flag: 'backup-s3-secret-access-key', env: 'HANGAR_BACKUP_S3_SECRET_ACCESS_KEY', kind: 'string', default: undefined, description: 'secret of that access key' },
+  { key: 'backupPolicy', flag: 'backup-policy', env: 'HANGAR_BACKUP_POLICY', kind: 'backup-policy', default: 'off', description: 'backup policy of new instances: `off`, `every=Nh` or `daily=HH:MM` (UTC), then `keep=K` and/or `days=D` (e.g. `daily=03:00,keep=7`)' },
   { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
 ];
 
@@ -192,6 +214,9 @@ export function loadConfig(flags: ArgValues, env: NodeJS.ProcessEnv): Config {
     throw new ConfigError('HANGAR_DATABASE_URL must start with postgres:// or postgresql://');
   }
   if (config.leaseSeconds < 2) throw new ConfigError('HANGAR_LEASE_TTL must be at least 2 seconds');
+  if ((config.backupS3AccessKeyId === undefined) !== (config.backupS3SecretAccessKey === undefined)) {
+    throw new ConfigError('HANGAR_BACKUP_S3_ACCESS_KEY_ID and HANGAR_BACKUP_S3_SECRET_ACCESS_KEY go together: set both or neither');
+  }
   return Object.freeze(config);
 }
 
@@ -232,6 +257,15 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
       return /^(true|1|yes)$/i.test(raw);
     case 'deadlines':
       return parseDeadlines(raw, source);
+    case 'backup-policy':
+      try {
+        return parsePolicy(raw);
+      } catch (err) {
+        throw new ConfigError(`${source}: ${(err as Error).message}`);
+      }
+    case 'url':
+      if (!/^https?:\/\/[^/\s]+/.test(raw)) throw new ConfigError(`${source} must be an http:// or https:// URL, got "${raw}"`);
+      return raw;
     case 'range': {
       const m = /^(\d+)-(\d+)$/.exec(raw);
       const first = Number(m?.[1]);

@@ -13,6 +13,13 @@ import { loadZonesFile } from './zones/zones-file.js';
 import { AccountService } from './service/accounts.js';
 import { AclService } from './service/acls.js';
 import { AuditService } from './service/audit.js';
+import { BackupRunner } from './service/backup-runner.js';
+import { OperationFlow } from './service/backup-operations.js';
+import { RestoreRunner } from './service/restore-runner.js';
+import { BackupScheduler } from './service/backup-scheduler.js';
+import { BackupService } from './service/backups.js';
+import { openBackupStorage } from './storage/index.js';
+import { lastSuccessfulBackups } from './store/backup-repository.js';
 import { IdempotencyService } from './service/idempotency.js';
 import type { ServiceDeps } from './service/deps.js';
 import { ZoneService } from './service/zones.js';
@@ -39,6 +46,8 @@ import type { TargetPolicy } from './lib/ssrf-guard.js';
 
 export interface Hangar {
   readonly config: Config;
+  /** Backups: the runner (snapshots, retention) and the scheduler (tests tick it with their clock). */
+  readonly backups: { readonly runner: BackupRunner; readonly scheduler: BackupScheduler; readonly service: BackupService };
   readonly app: FastifyInstance;
   readonly store: Store;
   /** The zones served, each with its runtime and engines. */
@@ -101,6 +110,8 @@ export interface StartOptions {
   readonly http?: Partial<HttpLimits>;
   /** Whether to listen on the configured address (default); without it the app only answers `app.inject` (tests). */
   readonly listen?: boolean;
+  /** The clock backup schedules are read with (tests move it); Date.now by default. */
+  readonly backupClock?: () => number;
 }
 
 /** The composition root: store, keyring, runtime, reconciler, services, HTTP. */
@@ -127,7 +138,31 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       operations,
       prune: [(at) => pruneDeliveries(db, at - config.operationRetentionSeconds * 1000, 2000)],
     });
-    const reconciler = new Reconciler({
+    const storage = await openBackupStorage(config);
+    // Each backup and restore is followed by an operation of the same id.
+    const backupFlow = new OperationFlow(operations);
+    let backupService: BackupService | undefined;
+    const runner: BackupRunner = new BackupRunner({
+      db,
+      keyring,
+      zones,
+      storage,
+      config,
+      log: log.child({ component: 'backups' }),
+      now,
+      steps: (signal) => stepContext(signal, config.dieAt),
+      isOwner: (): boolean => reconciler.isOwner,
+      ownerIsDead: (owner: string): boolean => reconciler.ownerIsDead(owner),
+      remove: (b) => backupService!.remove(b),
+      work: { enqueue: (id) => reconciler.enqueue(id), settle: (id, ms) => reconciler.settle(id, ms) },
+      events: backupFlow,
+      metrics,
+    });
+    const restores = new RestoreRunner({ db, keyring, storage, log: log.child({ component: 'backups' }), now, events: backupFlow, metrics });
+    // restores whose pass was cut short between their end and the instance serving again
+    runner.onSweep(() => restores.settleRestores());
+    const reconciler: Reconciler = new Reconciler({
+      restores,
       db,
       keyring,
       zones,
@@ -141,7 +176,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const zoneService = new ZoneService(db, zones);
     metrics.watch({
       queueDepth: () => reconciler.queueDepth,
-      isOwner: () => reconciler.isOwner,
+      isOwner: (): boolean => reconciler.isOwner,
       instanceCounts: () => countInstancesByServiceAndState(db),
       states: INSTANCE_STATES,
       runtimeStats: async () => {
@@ -182,7 +217,10 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       owner: config.replicaId,
     });
     const accounts = new AccountService(db, { tokenTtlSeconds: config.tokenTtlSeconds, now });
-    const instances = new InstanceService(deps, zoneService);
+    backupService = new BackupService(deps, storage, runner);
+    const scheduler = new BackupScheduler({ db, keyring, log: log.child({ component: 'backups' }), now: options.backupClock ?? now, backups: backupService, runner });
+    metrics.watchBackups(() => lastSuccessfulBackups(db), now, (what, err) => log.warn({ err, metric: what }, 'metric not collected'));
+    const instances = new InstanceService(deps, zoneService, backupService);
     const audit = new AuditService(db);
     const services: Services = {
       accounts,
@@ -193,6 +231,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       passwords: new PasswordService(deps, instances),
       zones: zoneService,
       mongodbUsers: new MongoUserService(deps, instances),
+      backups: backupService,
       audit,
       idempotency: new IdempotencyService(db, now),
       loginGuard: new LoginGuard({ perLoginAndSource: config.loginFailureLimit, perSource: config.loginSourceFailureLimit }, now),
@@ -239,6 +278,8 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     await reconciler.start();
     supervisor.start();
     dispatcher.start();
+    runner.start();
+    scheduler.start();
     let url = '';
     if (options.listen !== false) {
       await app.listen({ port: config.port, host: config.host });
@@ -254,6 +295,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     let closing: Promise<void> | undefined;
     return {
       config,
+      backups: { runner, scheduler, service: backupService },
       app,
       store,
       zones,
@@ -282,6 +324,8 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
           } finally {
             clearInterval(idle);
           }
+          await scheduler.stop();
+          await runner.stop();
           await dispatcher.stop();
           await supervisor.stop();
           await reconciler.stop();

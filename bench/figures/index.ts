@@ -1,5 +1,6 @@
 import type { Figure } from '../lib/context.js';
 import { aclFigure } from './acl.js';
+import { backupFigure } from './backup.js';
 import { connectionsFigure } from './connections.js';
 import { createFigure } from './create.js';
 import { deleteFigure } from './delete.js';
@@ -19,6 +20,7 @@ export const FIGURES: readonly Figure[] = [
   deleteFigure,
   aclFigure,
   resizeFigure,
+  backupFigure,
   throughputFigure,
   connectionsFigure,
   storeFigure,

@@ -1,5 +1,6 @@
 import { type ClientCommand } from './client-command.js';
 import { aclCommands } from './commands/acls.js';
+import { backupCommands } from './commands/backups.js';
 import { connectCommand } from './commands/connect.js';
 import { eventCommands } from './commands/events.js';
 import { operationCommands } from './commands/operations.js';
@@ -57,6 +58,7 @@ const completionCommand: ClientCommand = {
 export const CLIENT_COMMANDS: readonly ClientCommand[] = [
   ...loginCommands,
   ...instanceCommands,
+  ...backupCommands,
   ...aclCommands,
   ...redisCommands,
   ...redisConfigCommands,

@@ -2,10 +2,11 @@ import { HangarApiError } from './errors.js';
 import { readSse } from './sse.js';
 import {
   FINISHED_OPERATION_STATES, READY_STATES,
-  type AccountInfo, type Acl, type AclCheck, type AclDetail, type ApiKey, type AuditEvent, type CreatedApiKey, type Whoami, type Zone, type CreateAclRequest,
+  type AccountInfo, type Acl, type AclCheck, type AclDetail, type ApiKey, type AuditEvent, type Backup, type BackupPolicy, type BackupPolicyRequest,
+  type CreatedApiKey, type Whoami, type Zone, type CreateAclRequest,
   type CreateInstanceRequest, type CreateMongoUserRequest, type CreateRedisUserRequest, type CreatedInstance, type CreatedWebhook, type CreateWebhookRequest,
   type DeniedConnection, type EffectiveAccess, type HangarEvent, type Instance, type MongoUser, type Operation, type PasswordRotation, type RedisConfig,
-  type RedisConfigChange, type RedisSlowlogEntry, type RedisStats, type RedisUser, type RedisUserCreated, type SpaceUsage, type UpdateMongoUserRequest,
+  type RedisConfigChange, type RedisSlowlogEntry, type RedisStats, type RedisUser, type RedisUserCreated, type Restore, type SpaceUsage, type UpdateMongoUserRequest,
   type UpdateRedisUserRequest, type Webhook, type WebhookDelivery,
 } from './types.js';
 
@@ -85,6 +86,18 @@ interface RequestOptions {
   readonly onOperation?: (operationId: string) => void;
   /** Extra request headers (If-Match). */
   readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** A backup's snapshot as a download gives it. */
+export interface BackupDownload {
+  /** The snapshot's bytes (an RDB file for redis); the connection closes early when the backup is corrupt. */
+  readonly body: ReadableStream<Uint8Array>;
+  /** Its size (Content-Length): a body that ends before it was cut short. */
+  readonly sizeBytes: number;
+  /** Its SHA-256 as recorded when it was taken: compare it with what was received. */
+  readonly sha256: string;
+  /** The file name hangar suggests (`<instance>-<backup id>.<format>`). */
+  readonly fileName: string;
 }
 
 const enc = encodeURIComponent;
@@ -323,6 +336,114 @@ export class HangarClient {
   /** Starts growing a redis instance to `newPlan` MB; it is RESIZING until ACTIVE again: see waitUntilReady. */
   resizeRedis(instance: string, newPlan: number, opts: CallOptions = {}): Promise<string> {
     return this.call('POST', `/v2/redis/${enc(instance)}/resize/`, { body: { new_plan: newPlan }, ...opts });
+  }
+
+  // --- backups ------------------------------------------------------------------------------
+
+  /** The instance's backups, newest first (also those of a deleted instance, by the name it had). */
+  listBackups(instance: string): Promise<Backup[]> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/backups/`);
+  }
+
+  getBackup(instance: string, backupId: string): Promise<Backup> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/backups/${enc(backupId)}/`);
+  }
+
+  /**
+   * Starts a backup; it is PENDING at first: see waitForBackup, or waitForOperation with the
+   * `backup` operation of the same id (cancelOperation stops it).
+   */
+  createBackup(instance: string, opts: CallOptions = {}): Promise<Backup> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/backups/`, { body: {}, ...opts });
+  }
+
+  deleteBackup(instance: string, backupId: string): Promise<string> {
+    return this.call('DELETE', `/v2/instances/${enc(instance)}/backups/${enc(backupId)}/`);
+  }
+
+  /** A completed backup's snapshot, streamed (decrypted). */
+  async downloadBackup(instance: string, backupId: string): Promise<BackupDownload> {
+    const path = `/v2/instances/${enc(instance)}/backups/${enc(backupId)}/download`;
+    if (this.currentToken === undefined && this.credentials) await this.login();
+    let res = await this.send('GET', path, undefined, 'token', { accept: 'application/octet-stream' }, 0);
+    if (res.status === 401 && this.credentials) {
+      await this.login();
+      res = await this.send('GET', path, undefined, 'token', { accept: 'application/octet-stream' }, 0);
+    }
+    if (!res.ok || !res.body) {
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      throw errorOf(res, parsed, text);
+    }
+    const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `${instance}-${backupId}`;
+    return { body: res.body, sizeBytes: Number(res.headers.get('content-length')), sha256: res.headers.get('x-backup-sha256') ?? '', fileName: name };
+  }
+
+  /**
+   * Starts restoring a backup into the instance; it is RESTORING until ACTIVE again: see
+   * waitForRestore, or waitForOperation with the `restore` operation of the same id.
+   */
+  restoreInstance(instance: string, backupId: string, opts: CallOptions = {}): Promise<Restore> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/restore/`, { body: { backup_id: backupId }, ...opts });
+  }
+
+  /** The instance's restores, newest first. */
+  listRestores(instance: string): Promise<Restore[]> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/restores/`);
+  }
+
+  getBackupPolicy(instance: string): Promise<BackupPolicy> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/backup-policy/`);
+  }
+
+  setBackupPolicy(instance: string, policy: BackupPolicyRequest): Promise<BackupPolicy> {
+    return this.call('PUT', `/v2/instances/${enc(instance)}/backup-policy/`, { body: policy });
+  }
+
+  /**
+   * Polls a backup until it is COMPLETED and returns it; HangarApiError BACKUP_FAILED (with the
+   * reason) when it FAILED, WAIT_TIMEOUT after `timeoutMs`.
+   */
+  waitForBackup(instance: string, backupId: string, opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (b: Backup, elapsedMs: number) => void } = {}): Promise<Backup> {
+    return this.pollFor(() => this.getBackup(instance, backupId), opts, (b) => {
+      if (b.state === 'FAILED') throw new HangarApiError(0, 'BACKUP_FAILED', `backup "${backupId}" of "${instance}" FAILED: ${b.state_reason ?? 'no reason given'}`);
+      return b.state === 'COMPLETED';
+    }, `backup "${backupId}"`);
+  }
+
+  /** Polls a restore until it is COMPLETED and returns it; HangarApiError RESTORE_FAILED (with the reason) when it FAILED. */
+  waitForRestore(instance: string, restoreId: string, opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (r: Restore, elapsedMs: number) => void } = {}): Promise<Restore> {
+    const read = async () => {
+      const r = (await this.listRestores(instance)).find((x) => x.id === restoreId);
+      if (!r) throw new HangarApiError(404, 'RESTORE_NOT_FOUND', `restore "${restoreId}" of "${instance}" not found`);
+      return r;
+    };
+    return this.pollFor(read, opts, (r) => {
+      if (r.state === 'FAILED') throw new HangarApiError(0, 'RESTORE_FAILED', `the restore of "${instance}" FAILED: ${r.state_reason ?? 'no reason given'}`);
+      return r.state === 'COMPLETED';
+    }, `the restore of "${instance}"`);
+  }
+
+  private async pollFor<T extends { state: string }>(
+    read: () => Promise<T>, opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (x: T, elapsedMs: number) => void }, done: (x: T) => boolean, what: string,
+  ): Promise<T> {
+    const started = Date.now();
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    let interval = opts.intervalMs ?? 250;
+    for (;;) {
+      const x = await read();
+      opts.onPoll?.(x, Date.now() - started);
+      if (done(x)) return x;
+      const left = timeoutMs - (Date.now() - started);
+      if (left <= 0) throw new HangarApiError(0, 'WAIT_TIMEOUT', `${what} is still ${x.state} after ${Math.round(timeoutMs / 1000)} s`);
+      await sleep(Math.min(interval, left), opts.signal);
+      interval = Math.min(opts.maxIntervalMs ?? 2_000, Math.round(interval * 1.5));
+    }
   }
 
   // --- MongoDB users ------------------------------------------------------------------------
@@ -664,7 +785,10 @@ export class HangarClient {
     return { data: (parsed as Record<string, T>)[envelope]!, headers: res.headers };
   }
 
-  private async send(method: string, path: string, body: unknown, auth: Auth, extra: Readonly<Record<string, string>> = {}): Promise<Response> {
+  /** One request; `timeout` 0: none (a download takes as long as it takes). */
+  private async send(
+    method: string, path: string, body: unknown, auth: Auth, extra: Readonly<Record<string, string>> = {}, timeout?: number,
+  ): Promise<Response> {
     const headers: Record<string, string> = { accept: 'application/json', ...extra };
     if (auth === 'basic') {
       const creds = this.credentials;
@@ -674,13 +798,13 @@ export class HangarClient {
       headers['x-auth-token'] = this.currentToken;
     }
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const timeoutMs = this.opts.timeoutMs ?? 30_000;
+    const timeoutMs = timeout ?? this.opts.timeoutMs ?? 30_000;
     try {
       return await this.fetchFn(`${this.baseUrl}${path}`, {
         method,
         headers,
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(timeoutMs),
+        ...(timeoutMs > 0 ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
       });
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };

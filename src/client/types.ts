@@ -2,6 +2,7 @@ import type { Static } from 'typebox';
 import type {
   AclCheckRecord, AclCreateBody as AclCreateBodySchema, AclRecord, AclRecordExtended, DeniedConnectionRecord, EffectiveAccessRecord,
 } from '../http/schemas/acls.js';
+import type { BackupRecord, PolicyBody, PolicyRecord, RestoreRecord } from '../http/schemas/backups.js';
 import type { ErrorBody } from '../http/schemas/common.js';
 import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
@@ -70,7 +71,7 @@ export type Zone = Static<typeof ZoneRecord>;
 /** One entry of the account's audit log. */
 export type AuditEvent = Static<typeof AuditEventRecord>;
 
-/** An asynchronous action (create, resize, rename, delete, ACL and user changes, backups) and how it went. */
+/** An asynchronous action (create, resize, rename, delete, ACL and user changes, backups, restores) and how it went. */
 export type Operation = Static<typeof OperationRecord>;
 /** An event of the live stream (and the body of a webhook delivery). */
 export type HangarEvent = Static<typeof EventRecord>;
@@ -82,6 +83,15 @@ export type WebhookDelivery = Static<typeof DeliveryRecord>;
 
 /** States in which an operation is finished. */
 export const FINISHED_OPERATION_STATES: readonly string[] = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
+
+/** A backup of an instance. */
+export type Backup = Static<typeof BackupRecord>;
+/** A restore of a backup into an instance. */
+export type Restore = Static<typeof RestoreRecord>;
+/** An instance's backup policy, as read. */
+export type BackupPolicy = Static<typeof PolicyRecord>;
+/** A backup policy, as set. */
+export type BackupPolicyRequest = Static<typeof PolicyBody>;
 
 /** States in which an instance serves (ACTIVE; COMPLETED for elasticsearch). */
 export const READY_STATES: readonly string[] = ['ACTIVE', 'COMPLETED'];

@@ -80,6 +80,15 @@ export const errors = {
     new HangarError(409, 'IDEMPOTENCY_KEY_CONFLICT', 'this Idempotency-Key was already used for another request; use a new key for a new request'),
   idempotencyInUse: () =>
     new HangarError(409, 'IDEMPOTENCY_KEY_IN_USE', 'the request first sent with this Idempotency-Key is still running; repeat it in a moment to get its answer'),
+  backupNotFound: (id: string) => new HangarError(404, 'BACKUP_NOT_FOUND', `backup "${id}" not found`),
+  backupInProgress: (instance: string, backupId: string, state: string) =>
+    new HangarError(409, 'BACKUP_IN_PROGRESS', `a backup of instance "${instance}" is ${state} already: ${backupId}; wait until it is done`, { backup_id: backupId }),
+  backupNotCompleted: (id: string, state: string) =>
+    new HangarError(409, 'BACKUP_NOT_COMPLETED', `backup "${id}" is ${state}, not COMPLETED: only a completed backup can be restored or downloaded`, { state }),
+  backupCorrupt: (id: string, detail: string) =>
+    new HangarError(422, 'BACKUP_CORRUPT', `backup "${id}" is corrupt and was not restored (the instance is untouched): ${detail}`),
+  backupUnavailable: (service: string, message: string) => new HangarError(422, 'BACKUP_UNAVAILABLE', message, { service }),
+  backupStorageUnavailable: (detail: string) => new HangarError(503, 'BACKUP_STORAGE_UNAVAILABLE', `the backup storage does not answer: ${detail}`),
   serviceUnavailableHere: (service: string, message: string) =>
     new HangarError(422, 'SERVICE_UNAVAILABLE_HERE', message, { service }),
   engineUnreachable: (name: string, detail: string) =>

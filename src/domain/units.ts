@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { InstanceType, Service } from './catalog.js';
 import type { AccessGroup } from './endpoints.js';
 import type { ClusterDriver, ClusterPlace } from './cluster.js';
@@ -189,6 +190,20 @@ export interface UnitHost {
   readFile(unit: UnitDefinition, name: string): string | undefined;
   /** Whether a file or directory exists in the unit's directory. */
   exists(unit: UnitDefinition, name: string): boolean;
+  /** A file of the unit's directory, read as a stream (data files: snapshots to back up). Throws when it does not exist. */
+  readStream(unit: UnitDefinition, name: string): Readable;
+  /**
+   * Writes `source` into a file of the unit's directory (mode 0600) atomically: under a
+   * temporary name, renamed once complete, so that a failed or cut write (`source` erroring, a
+   * full disk, a crash) never leaves a partial file under `name`. Resolves with the bytes written.
+   */
+  writeStream(unit: UnitDefinition, name: string, source: Readable): Promise<number>;
+  /** Renames a file or directory of the unit's directory, replacing what `to` names. */
+  rename(unit: UnitDefinition, from: string, to: string): void;
+  /** Removes a file or directory (with what it holds); nothing when it does not exist. */
+  remove(unit: UnitDefinition, name: string): void;
+  /** Size in bytes of a file of the unit's directory, or undefined when there is none. */
+  size(unit: UnitDefinition, name: string): number | undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
+import type { Readable } from 'node:stream';
 import type { Service } from '../domain/catalog.js';
 import type { MongoRole } from '../domain/model.js';
-import type { InstancePlace, InstanceSpec, UnitDefinition, UnitDriver } from '../domain/units.js';
+import type { InstancePlace, InstanceSpec, StepContext, UnitDefinition, UnitDriver } from '../domain/units.js';
 
 /** One entry of a Redis slow log. */
 export interface SlowlogEntry {
@@ -35,6 +36,36 @@ export interface MongoUserAdmin {
   dropUser(database: string, name: string): Promise<void>;
 }
 
+/** A snapshot an engine took of an instance, to be read once. */
+export interface Snapshot {
+  /** Its bytes: what a restore is given back. */
+  readonly stream: Readable;
+  /** Memory (redis) or data the instance used when it was taken: a new instance restored from it needs a plan at least this large. */
+  readonly usedBytes: number | null;
+  /** The version the engine reports. */
+  readonly engineVersion: string;
+}
+
+/**
+ * How an engine backs up and restores its instances: its own tools and files, through the
+ * runtime's UnitHost (which knows nothing about what the files are).
+ */
+export interface BackupDriver {
+  /** What a snapshot is (`rdb`, `mongodb-archive`, `elasticsearch-snapshot`); also its file extension. */
+  readonly format: string;
+  /** Why backups of this engine cannot be taken or restored here (a tool missing), or undefined when they can. */
+  unavailableReason(): string | undefined;
+  /** Takes a consistent snapshot of the instance without stopping it. */
+  snapshot(spec: InstanceSpec, place: InstancePlace, ctx: StepContext): Promise<Snapshot>;
+  /**
+   * Replaces the instance's data with a snapshot. `source` is checked as it is read and fails at
+   * its end when it is not the snapshot recorded: the engine must not touch the instance's data
+   * before it has read `source` to its end without error. Resolves once the engines serve the
+   * restored data (replicas in sync); the data survives a later restart of the engines.
+   */
+  restore(spec: InstanceSpec, place: InstancePlace, source: Readable, ctx: StepContext): Promise<void>;
+}
+
 /** What an engine can run, beyond its programs being found. */
 export interface EngineSupport {
   /** Why it cannot run instances although its programs exist (a version it cannot drive, running as root). */
@@ -58,6 +89,8 @@ export interface Engine extends UnitDriver {
   redis?(spec: InstanceSpec, place: InstancePlace): RedisInspector;
   /** MongoDB users on the instance itself (mongodb engines only). */
   mongodbUsers?(spec: InstanceSpec, place: InstancePlace): MongoUserAdmin;
+  /** Backups and restores of its instances; absent: this engine cannot back up. */
+  readonly backups?: BackupDriver;
   /** Drops what the engine keeps for an instance (admin connections). */
   forget(instanceId: string): void;
   /** Closes idle administrative connections. */

@@ -35,18 +35,19 @@ export function offeringsWith(binaries: EngineBinaries, engines: Partial<Record<
  * The engines that run as processes on this machine, with the binaries found. MongoDB and
  * Elasticsearch only where their binaries are: without them the offering names what is missing.
  */
-export function localEngines(config: Pick<Config, 'redisServerBin' | 'redisMaxmemoryPolicy'>, binaries: EngineBinaries): EngineRegistry {
+export function localEngines(config: Pick<Config, 'redisServerBin' | 'redisMaxmemoryPolicy'>, binaries: EngineBinaries, searchPath?: string): EngineRegistry {
   const engines: Partial<Record<Service, Engine>> = {};
   const redisServer = 'found' in binaries.redisServer ? binaries.redisServer.found.path : config.redisServerBin;
   engines.redis = new RedisEngine({ bin: redisServer, maxmemoryPolicy: config.redisMaxmemoryPolicy });
   if ('found' in binaries.mongod && 'found' in binaries.mongos) {
-    engines.mongodb = new MongodbEngine({ mongod: binaries.mongod.found, mongos: binaries.mongos.found });
+    engines.mongodb = new MongodbEngine({ mongod: binaries.mongod.found, mongos: binaries.mongos.found, ...(searchPath ? { searchPath } : {}) });
   }
   if ('found' in binaries.elasticsearch) {
     engines.elasticsearch = new ElasticsearchEngine({
       node: binaries.elasticsearch.found,
       ...('found' in binaries.kibana ? { dashboards: binaries.kibana.found } : {}),
       runningAsRoot: process.getuid?.() === 0,
+      ...(searchPath ? { searchPath } : {}),
     });
   }
   return registryOf(engines, offeringsWith(binaries, engines));

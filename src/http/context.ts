@@ -4,6 +4,7 @@ import type { Metrics } from '../lib/metrics.js';
 import type { AccountService, AuthenticatedCaller } from '../service/accounts.js';
 import type { AclService } from '../service/acls.js';
 import type { AuditService } from '../service/audit.js';
+import type { BackupService } from '../service/backups.js';
 import type { IdempotencyService } from '../service/idempotency.js';
 import type { InstanceService, Started } from '../service/instances.js';
 import type { Origin } from '../service/deps.js';
@@ -27,6 +28,7 @@ export interface Services {
   readonly redisUsers: RedisUserService;
   readonly passwords: PasswordService;
   readonly mongodbUsers: MongoUserService;
+  readonly backups: BackupService;
   readonly zones: ZoneService;
   readonly audit: AuditService;
   readonly idempotency: IdempotencyService;

@@ -9,6 +9,8 @@ import type { AclRecord, AclRecordExtended } from './schemas/acls.js';
 import type { CreationRecord, InstanceRecord } from './schemas/instances.js';
 import type { EventRecord as EventRecordSchema, OperationRecord as OperationRecordSchema } from './schemas/operations.js';
 import type { Operation, StreamEvent } from '../domain/operations.js';
+import type { BackupRecord, PolicyRecord, RestoreRecord } from './schemas/backups.js';
+import { formatTimeOfDay, type Backup, type BackupPolicy, type Restore } from '../domain/backups.js';
 
 /**
  * Domain -> wire, in one place. Each function is an allowlist of the fields the spec shows, in
@@ -245,5 +247,57 @@ export function statsRecord(s: RedisStats) {
     replicas: s.replicas.map((r) => ({ state: r.state, offset: r.offset, lag_bytes: r.lagBytes, lag_seconds: r.lagSeconds })),
     uptime_seconds: s.uptimeSeconds,
     version: s.version,
+  };
+}
+
+/** A backup as the API shows it: never its data key. */
+export function backupRecord(b: Backup): BackupRecord {
+  return {
+    id: b.id,
+    instance_id: b.instanceId,
+    instance_name: b.instanceName,
+    service: b.service,
+    engine_version: b.engineVersion,
+    format: b.format,
+    state: b.state,
+    state_reason: b.stateReason,
+    step: b.step,
+    trigger: b.scheduled ? 'scheduled' : 'on_demand',
+    scheduled: b.scheduled,
+    requested: formatCreated(b.requestedAt),
+    started: b.startedAt === null ? null : formatCreated(b.startedAt),
+    finished: b.finishedAt === null ? null : formatCreated(b.finishedAt),
+    size_bytes: b.sizeBytes,
+    sha256: b.sha256,
+    used_memory_bytes: b.usedBytes,
+    location: b.location,
+  };
+}
+
+export function restoreRecord(r: Restore): RestoreRecord {
+  return {
+    id: r.id,
+    instance_id: r.instanceId,
+    instance_name: r.instanceName,
+    backup_id: r.backupId,
+    kind: r.kind,
+    state: r.state,
+    state_reason: r.stateReason,
+    step: r.step,
+    requested: formatCreated(r.requestedAt),
+    started: r.startedAt === null ? null : formatCreated(r.startedAt),
+    finished: r.finishedAt === null ? null : formatCreated(r.finishedAt),
+  };
+}
+
+export function policyRecord(p: BackupPolicy & { nextRunAt: number | null }): PolicyRecord {
+  const s = p.schedule;
+  return {
+    schedule: s.kind,
+    every_hours: s.kind === 'every' ? s.hours : null,
+    daily_at: s.kind === 'daily' ? formatTimeOfDay(s.minuteOfDay) : null,
+    keep_last: p.retention.keepLast,
+    keep_days: p.retention.keepDays,
+    next_run: p.nextRunAt === null ? null : formatCreated(p.nextRunAt),
   };
 }

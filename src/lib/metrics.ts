@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** What a reconcile pass worked on, judged from the instance it found and what it did. */
-export type ReconcileKind = 'create' | 'resize' | 'delete' | 'access' | 'users' | 'heal';
+export type ReconcileKind = 'create' | 'resize' | 'restore' | 'delete' | 'access' | 'users' | 'heal';
 /**
  * How a pass ended: `ok` converged; `retry` asked to run again (not converged yet, or a newer
  * request arrived); `failed` turned the instance FAILED; `error` threw (retried with backoff);
@@ -35,6 +35,7 @@ export interface MetricSources {
 }
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const BACKUP_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 const RECONCILE_BUCKETS = [0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 /**
@@ -202,6 +203,55 @@ export class Metrics {
           for (const z of await zones()) this.set({ zone: z.zone }, z.allocatedMb * MB);
         } catch (err) {
           fail('hangar_zone_allocated_bytes', err);
+        }
+      },
+    });
+  }
+
+  private backupDuration: Histogram<'kind' | 'service' | 'outcome'> | undefined;
+
+  /** Duration of a backup or restore that ended on this replica. */
+  observeBackup(kind: 'backup' | 'restore', service: string, outcome: 'completed' | 'failed', seconds: number): void {
+    this.backupDuration ??= new Histogram({
+      name: 'hangar_backup_duration_seconds',
+      help: 'Duration of backups and restores run by this replica, by kind (backup, restore), service and outcome (completed, failed)',
+      labelNames: ['kind', 'service', 'outcome'],
+      buckets: BACKUP_BUCKETS,
+      registers: [this.registry],
+    });
+    this.backupDuration.observe({ kind, service, outcome }, seconds);
+  }
+
+  /** Adds the series of each instance's last successful backup, read from the store at scrape time. */
+  watchBackups(source: () => Promise<readonly { instanceId: string; instanceName: string; service: string; finishedAt: number; sizeBytes: number }[]>, now: () => number, onError?: (what: string, err: unknown) => void): void {
+    const registers = [this.registry];
+    let read: ReturnType<typeof source> | undefined;
+    const last = () => (read ??= source().finally(() => setImmediate(() => (read = undefined))));
+    new Gauge({
+      name: 'hangar_backup_last_success_age_seconds',
+      help: 'Seconds since the last successful backup of each instance that has one (deleted instances included while their backups are kept)',
+      labelNames: ['instance_id', 'instance_name', 'service'],
+      registers,
+      async collect() {
+        this.reset();
+        try {
+          for (const b of await last()) this.set({ instance_id: b.instanceId, instance_name: b.instanceName, service: b.service }, Math.max(0, (now() - b.finishedAt) / 1000));
+        } catch (err) {
+          onError?.('hangar_backup_last_success_age_seconds', err);
+        }
+      },
+    });
+    new Gauge({
+      name: 'hangar_backup_last_size_bytes',
+      help: 'Size of the snapshot of the last successful backup of each instance that has one',
+      labelNames: ['instance_id', 'instance_name', 'service'],
+      registers,
+      async collect() {
+        this.reset();
+        try {
+          for (const b of await last()) this.set({ instance_id: b.instanceId, instance_name: b.instanceName, service: b.service }, b.sizeBytes);
+        } catch (err) {
+          onError?.('hangar_backup_last_size_bytes', err);
         }
       },
     });

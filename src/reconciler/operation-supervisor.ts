@@ -106,11 +106,14 @@ export class OperationSupervisor {
     }
     const steps: { name: string; at: number }[] = [];
     let written = 0;
+    // The steps of a pass are those of the instance's own operations; a backup or a restore
+    // (driven kinds) records the steps of its own work.
+    const followers = open.filter((o) => isInstanceKind(o.kind));
     const flush = async () => {
       const batch = steps.slice(written);
       if (batch.length === 0) return;
       written = steps.length;
-      for (const op of open) {
+      for (const op of followers) {
         await this.apply(op.id, (o) => batch.reduce((acc, s) => withStep(acc, { name: s.name }, s.at), o));
       }
     };

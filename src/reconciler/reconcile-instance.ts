@@ -28,6 +28,7 @@ import { toSpec } from '../domain/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
 import { listRedisSettings, listRedisUsers, purgeDeletedRedisUsers } from '../store/redis-user-repository.js';
 import { carryOutDue, untilNextDeadline } from './deadlines.js';
+import { findActiveRestore } from '../store/backup-repository.js';
 import type { Db } from '../store/database.js';
 import {
   PortRaceError, deleteInstanceRow, findInstanceById, replacePort, updateInstance,
@@ -52,7 +53,29 @@ export interface ReconcileDeps {
   readonly metrics?: { observeReconcile(kind: ReconcileKind, outcome: ReconcileOutcome, seconds: number): void };
   /** Tells the operations of an instance about each pass of it (steps, outcome); undefined: nobody listens. */
   readonly observer?: { observe(instanceId: string): Promise<PassObserver | undefined> };
+  /** Restores asked for (in place, or into a new instance), run within the instance's pass. */
+  readonly restores?: Restores;
 }
+
+/** A restore as the pass sees it: what ran, and how it ended. */
+export interface RestoreResult {
+  readonly ok: boolean;
+  readonly reason?: string;
+  readonly restore: { readonly id: string; readonly backupId: string; readonly kind: string };
+}
+
+/** Runs the restores asked for an instance, from within its pass (its engines run, nothing else touches them). */
+export interface Restores {
+  /** Runs the restore asked for the instance, if any, with the spec the pass applied; undefined when none was. */
+  runRestore(inst: Instance, target: Target, ctx: StepContext, spec: InstanceSpec): Promise<RestoreResult | undefined>;
+  /** Fails the restores still asked for an instance that is being deleted or failed to build. */
+  cancelRestores(instanceId: string, reason: string, why: 'deleted' | 'failed'): Promise<void>;
+  /** The instance serves again after a restore: what follows its restores (their operations) is told. */
+  settleRestores(instanceId: string): Promise<void>;
+}
+
+/** States in which a pass looks for a restore to run. */
+const RESTORE_STATES: readonly InstanceState[] = ['RESTORING', 'REQUESTED', 'BUILDING', 'DEGRADED'];
 
 /** What a pass worked on and, when the result alone does not say it, how it ended. */
 interface PassReport {
@@ -94,6 +117,7 @@ export async function reconcileInstance(deps: ReconcileDeps, id: string, signal:
 function kindOf(inst: Instance): ReconcileKind {
   if (inst.deleting) return 'delete';
   if (inst.state === 'REQUESTED' || inst.state === 'BUILDING') return 'create';
+  if (inst.state === 'RESTORING') return 'restore';
   if (inst.state === 'RESIZING' || inst.plan !== inst.desiredPlan) return 'resize';
   if (inst.state !== 'FAILED' && inst.observedVersion < inst.specVersion) return 'access';
   return 'heal';
@@ -164,6 +188,25 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   }
   await purgeDeletedRedisUsers(db, id, users.filter((u) => u.deleting).map((u) => u.id));
 
+  // A pass that restores (or finds the instance RESTORING) tells the restore's operation once the
+  // instance serves again.
+  let restoring = inst.state === 'RESTORING';
+  if (deps.restores && RESTORE_STATES.includes(inst.state)) {
+    const restored = await restore(deps, target, inst, spec, ctx, deps.restores);
+    if (restored === 'again') return { requeueAfterMs: 0 };
+    if (restored === 'failed') {
+      report.outcome = 'failed';
+      // soon looked at again: a restore that failed once its engines were stopped leaves them to restart
+      return { requeueAfterMs: DEGRADED_RETRY_MS };
+    }
+    if (restored) {
+      restoring = true;
+      inst = restored;
+      // a snapshot carries no users: hangar's store has them, applied again to the restored data
+      fresh = true;
+    }
+  }
+
   if (inst.service === 'mongodb' && (await syncUsers(deps, target, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
 
   const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
@@ -184,7 +227,44 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     return { requeueAfterMs: 0 };
   }
   if (inst.state !== done) deps.log.info({ instance: id, name: inst.name, from: inst.state, to: done }, 'instance state');
+  if (restoring) await deps.restores?.settleRestores(id);
   return next;
+}
+
+/**
+ * Runs the restore asked for the instance, if any: the instance is RESTORING meanwhile. A new
+ * instance whose restore fails is FAILED (it was made to hold that data); one restored in place
+ * keeps its data and serves again: the restore's record says why it failed (the instance's
+ * `state_reason` says it too, until the next pass finds the instance serving).
+ * Returns the instance as it is then, `again` when a newer request came meanwhile, `failed`
+ * when the instance failed, or undefined when there was nothing to restore.
+ */
+async function restore(
+  deps: ReconcileDeps, target: Target, inst: Instance, spec: InstanceSpec, ctx: StepContext, restores: Restores,
+): Promise<Instance | 'again' | 'failed' | undefined> {
+  const where = { specVersion: inst.specVersion };
+  const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
+  if (inst.state !== 'RESTORING') {
+    // only once there is a restore to run: most passes of these states have none
+    if (!(await findActiveRestore(deps.db, inst.id))) return undefined;
+    if (!(await updateInstance(deps.db, inst.id, { state: 'RESTORING', stateReason: null, updatedAt: deps.now() }, where))) return 'again';
+  }
+  const result = await restores.runRestore(inst, target, ctx, spec);
+  if (!result) return { ...inst, state: 'RESTORING' };
+  if (result.ok) {
+    deps.log.info({ instance: inst.id, name: inst.name, backup: result.restore.backupId }, 'instance restored');
+    return { ...inst, state: 'RESTORING', stateReason: null };
+  }
+  const reason = `the restore of backup ${result.restore.backupId} failed: ${result.reason ?? 'no reason given'}`;
+  if (building || result.restore.kind === 'new_instance') {
+    deps.log.error({ instance: inst.id, name: inst.name, reason }, 'instance failed');
+    await target.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
+    target.engines.forget(inst.id);
+    await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+    return 'failed';
+  }
+  const wrote = await updateInstance(deps.db, inst.id, { state: 'ACTIVE', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+  return wrote ? 'failed' : 'again';
 }
 
 /**
@@ -206,6 +286,7 @@ async function unplaced(deps: ReconcileDeps, inst: Instance): Promise<PassResult
 }
 
 async function teardown(deps: ReconcileDeps, target: Target, inst: Instance, ctx: StepContext): Promise<PassResult> {
+  await deps.restores?.cancelRestores(inst.id, 'the instance was deleted', 'deleted');
   ctx.step('delete:start');
   await target.runtime.removeInstance(inst.id, ctx);
   target.engines.forget(inst.id);
@@ -268,10 +349,12 @@ async function failedPass(deps: ReconcileDeps, target: Target, inst: Instance, e
     await target.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
     target.engines.forget(inst.id);
     await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+    await deps.restores?.cancelRestores(inst.id, `the instance failed to build: ${reason}`, 'failed');
     report.outcome = 'failed';
     return;
   }
-  const state: InstanceState = building || (inst.state === 'RESIZING' && !overdue && !terminal) ? inst.state : 'DEGRADED';
+  const busy = (inst.state === 'RESIZING' || inst.state === 'RESTORING') && !overdue && !terminal;
+  const state: InstanceState = building || busy ? inst.state : 'DEGRADED';
   if (state !== inst.state || message !== inst.stateReason) {
     await updateInstance(deps.db, inst.id, { state, stateReason: message, updatedAt: deps.now() }, where);
   }

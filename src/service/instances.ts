@@ -6,6 +6,7 @@ import {
   getSpecVersion, instanceNameTaken, listInstances, renameInstance,
 } from '../store/instance-repository.js';
 import type { NewAcl } from '../store/acl-repository.js';
+import { insertRestore } from '../store/backup-repository.js';
 import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, isService, type InstanceType, type Service } from '../domain/catalog.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps, type ZoneView } from './deps.js';
 import type { Operation } from '../domain/operations.js';
@@ -41,6 +42,16 @@ export interface CreateInstanceInput {
   readonly encryption?: boolean;
   readonly storage_engine?: string;
   readonly acls?: readonly AclInput[];
+  /** A backup id: the instance is built, then restored from it. */
+  readonly restore_from?: string;
+}
+
+/** What a create with `restore_from` needs of the backups. */
+export interface RestoreSources {
+  /** The caller's backup that an instance of `service` on `plan` can be restored from, or the 4xx saying why not. */
+  restorable(caller: Caller, backupId: string, service: string, plan: number, field: string): Promise<{ readonly id: string }>;
+  /** Gives a new instance the default backup policy. */
+  applyDefaultPolicy(inst: { readonly id: string; readonly accountId: string }): Promise<void>;
 }
 
 /** A change that started an operation: its answer, and the operation. */
@@ -62,6 +73,7 @@ export class InstanceService {
   constructor(
     private readonly deps: ServiceDeps,
     private readonly zones: ZoneService,
+    private readonly backups?: RestoreSources,
   ) {
     this.step = requestStep(deps);
   }
@@ -143,6 +155,11 @@ export class InstanceService {
       throw errors.quotaExceeded('instances per account', config.maxInstancesPerAccount);
     }
     if (await instanceNameTaken(db, caller.accountId, input.name)) throw errors.nameTaken(input.name);
+    let restoreFrom: string | undefined;
+    if (input.restore_from !== undefined) {
+      if (!this.backups) throw errors.invalidValue('restore_from', '"restore_from": backups are not available on this hangar');
+      restoreFrom = (await this.backups.restorable(caller, input.restore_from, service, input.plan, 'restore_from')).id;
+    }
 
     const now = this.deps.now();
     const id = newObjectId(now);
@@ -151,14 +168,25 @@ export class InstanceService {
     const newAcls: NewAcl[] = acls.map((a) => ({ ...a, id: newObjectId(now), instanceId: id, accountId: caller.accountId, createdAt: now }));
     let created: Instance;
     let operation: Operation | undefined;
+    // A restore asked with the create has its id, and its `restore` operation, from the start.
+    const restoreId = restoreFrom !== undefined ? newObjectId(now) : undefined;
     const recordOperation = async (trx: typeof db) => {
       operation = await this.deps.operations.start(
         {
           kind: 'create', instance: { id, name: input.name }, account: caller.accountId, ...origin, targetVersion: 1,
-          detail: { service, type: input.type, plan: input.plan, version: input.version, zone: input.zone },
+          detail: {
+            service, type: input.type, plan: input.plan, version: input.version, zone: input.zone,
+            ...(restoreId !== undefined ? { restore_from: restoreFrom, restore_id: restoreId } : {}),
+          },
         },
         trx,
       );
+      if (restoreId !== undefined) {
+        await this.deps.operations.start(
+          { id: restoreId, kind: 'restore', instance: { id, name: input.name }, account: caller.accountId, ...origin, detail: { backup_id: restoreFrom, in_place: false } },
+          trx,
+        );
+      }
     };
     for (let attempt = 0; ; attempt++) {
       const ports = await this.pickPorts(zone, roles);
@@ -189,7 +217,13 @@ export class InstanceService {
           newAcls,
           {
             maxInstances: config.maxInstancesPerAccount,
-            guard: (trx) => this.zones.assertFits(trx, zone, { service, type, plan: input.plan }),
+            guard: async (trx) => {
+              await this.zones.assertFits(trx, zone, { service, type, plan: input.plan });
+              // recorded with the instance: a restore asked is never lost, and never left without its instance
+              if (restoreFrom !== undefined && restoreId !== undefined) {
+                await insertRestore(trx, { id: restoreId, accountId: caller.accountId, instanceId: id, instanceName: input.name, backupId: restoreFrom, kind: 'new_instance', requestedAt: now });
+              }
+            },
             before: recordOperation,
           },
         );
@@ -203,6 +237,7 @@ export class InstanceService {
         throw err;
       }
     }
+    await this.backups?.applyDefaultPolicy(created);
     this.step('create:recorded');
     // The answer is the instance as recorded (REQUESTED), not as read back: the worker may
     // already have moved it on by then (it polls the store for new work).

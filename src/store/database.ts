@@ -244,6 +244,62 @@ export interface WebhookDeliveryTable {
   lease_expires_at: number | null;
 }
 
+export interface BackupTable {
+  id: string;
+  account_id: string;
+  instance_id: string;
+  instance_name: string;
+  service: string;
+  engine_version: string;
+  zone: string;
+  plan: number;
+  format: string;
+  state: string;
+  state_reason: string | null;
+  step: string | null;
+  scheduled: number;
+  storage_key: string;
+  location: string;
+  size_bytes: number | null;
+  sha256: string | null;
+  used_bytes: number | null;
+  data_key_enc: string;
+  requested_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+}
+
+export interface RestoreTable {
+  id: string;
+  account_id: string;
+  instance_id: string;
+  instance_name: string;
+  backup_id: string;
+  kind: string;
+  state: string;
+  state_reason: string | null;
+  step: string | null;
+  requested_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export interface BackupPolicyTable {
+  instance_id: string;
+  account_id: string;
+  /** off, every, daily */
+  schedule: string;
+  every_hours: number | null;
+  daily_minute: number | null;
+  keep_last: number | null;
+  keep_days: number | null;
+  /** When the schedule fires next (epoch ms); null when off. */
+  next_run_at: number | null;
+  updated_at: number;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -268,6 +324,9 @@ export interface Database {
   events: EventTable;
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
+  backups: BackupTable;
+  restores: RestoreTable;
+  backup_policies: BackupPolicyTable;
 }
 
 export type InstanceRow = Selectable<InstanceTable>;
@@ -280,6 +339,9 @@ export type EventRow = Selectable<EventTable>;
 export type WebhookRow = Selectable<WebhookTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
 export type RedisUserRow = Selectable<RedisUserTable>;
+export type BackupRow = Selectable<BackupTable>;
+export type RestoreRow = Selectable<RestoreTable>;
+export type BackupPolicyRow = Selectable<BackupPolicyTable>;
 
 export type Dialect = 'sqlite' | 'postgres';
 

@@ -123,7 +123,7 @@ export async function insertInstanceRow(
   hostId: string,
   acls: readonly NewAcl[],
   maxInstances?: number,
-  /** Checks run in the transaction before the insert (capacity); what it throws leaves nothing recorded. */
+  /** Checks (capacity) and rows recorded with the instance (a restore), in the transaction before the insert; what it throws leaves nothing recorded. */
   guard?: (trx: Db) => Promise<void>,
   /** The transaction's first write (the operation that follows the create); undone with it. */
   before?: (trx: Db) => Promise<void>,

@@ -50,6 +50,7 @@ export async function sealingKeyIds(db: Db): Promise<Map<string, number>> {
     add(r.password_enc);
     add(r.password_prior_enc);
   }
+  for (const r of await db.selectFrom('backups').select('data_key_enc').execute()) add(r.data_key_enc);
   add((await getMeta(db, 'secret_check')) ?? null);
   return ids;
 }
@@ -103,6 +104,12 @@ export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
     for (const r of await trx.selectFrom('redis_users').select(['id', 'password_enc', 'password_prior_enc']).execute()) {
       await trx.updateTable('redis_users').set({ password_enc: reseal(r.password_enc), password_prior_enc: resealOrNull(r.password_prior_enc) }).where('id', '=', r.id).execute();
       n += r.password_prior_enc === null ? 1 : 2;
+    }
+    // A backup's object is encrypted with a data key of its own, sealed here: resealing the key
+    // keeps the object readable without rewriting it.
+    for (const r of await trx.selectFrom('backups').select(['id', 'data_key_enc']).execute()) {
+      await trx.updateTable('backups').set({ data_key_enc: reseal(r.data_key_enc) }).where('id', '=', r.id).execute();
+      n++;
     }
     await setMeta(trx, 'secret_check', keyring.encrypt('hangar'));
   });

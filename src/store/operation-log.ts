@@ -9,6 +9,8 @@ import { findOperation, insertOperation, listOpenOperations, replaceOperation, s
 
 /** What starts an operation. */
 export interface StartOperation {
+  /** Its id: that of the record it follows (a backup, a restore), so that either names the other; default: a new one. */
+  readonly id?: string;
   readonly kind: OperationKind;
   /** The instance it is about; null for an operation of no instance. */
   readonly instance: { readonly id: string; readonly name: string } | null;
@@ -74,7 +76,7 @@ export class OperationLog {
     const now = this.opts.now();
     const seconds = input.deadlineSeconds ?? deadlineSeconds(this.opts.deadlines, input.kind);
     const op: Operation = {
-      id: newObjectId(now),
+      id: input.id ?? newObjectId(now),
       kind: input.kind,
       accountId: input.account,
       instanceId: input.instance?.id ?? null,

@@ -122,7 +122,7 @@ async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Ta
       const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
       const binaries = await detectBinaries(config, searchPath);
       const runtime = new LocalRuntime({ config, log, binaries, searchPath });
-      return { runtime, engines: localEngines(config, binaries), ports: hostPorts(runtime) };
+      return { runtime, engines: localEngines(config, binaries, searchPath), ports: hostPorts(runtime) };
     }
     case 'kubernetes': {
       const target = zone.kubernetes!;

@@ -589,7 +589,9 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
       writeFileSync(script, res.stdout);
       execFileSync('bash', ['-n', script]);
       expect(await complete(script, ['hangar', ''])).toEqual(expect.arrayContaining(['instances', 'acls', 'redis', 'mongo', 'connect', 'login', 'serve', 'accounts']));
-      expect(await complete(script, ['hangar', 'instances', ''])).toEqual(['ls', 'create', 'show', 'rotate-password', 'rename', 'rm']);
+      expect(await complete(script, ['hangar', 'instances', ''])).toEqual(['ls', 'create', 'show', 'rotate-password', 'rename', 'rm', 'restore']);
+      expect(await complete(script, ['hangar', 'backups', ''])).toEqual(['ls', 'create', 'rm', 'download']);
+      expect(await complete(script, ['hangar', 'backups', 'ls', 'lis'])).toEqual(['listed']);
       expect(await complete(script, ['hangar', 'mongo', 'users', ''])).toEqual(['ls', 'add', 'set', 'rm']);
       expect(await complete(script, ['hangar', 'redis', 'users', ''])).toEqual(['ls', 'add', 'set', 'rm', 'rotate-password']);
       expect(await complete(script, ['hangar', 'acls', ''])).toEqual(['ls', 'add', 'rm', 'check', 'effective', 'denied']);
@@ -607,7 +609,8 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', () => {
       expect(res.code).toBe(0);
       expect(res.stdout.startsWith('#compdef hangar\n')).toBe(true);
       expect(res.stdout).toContain('compdef _hangar hangar');
-      expect(res.stdout).toContain('"instances") cands="ls create show rotate-password rename rm";;');
+      expect(res.stdout).toContain('"instances") cands="ls create show rotate-password rename rm restore";;');
+      expect(res.stdout).toContain('"backups") cands="ls create rm download";;');
       const zsh = onPath('zsh');
       if (zsh) {
         writeFileSync(join(bin, '_hangar'), res.stdout);

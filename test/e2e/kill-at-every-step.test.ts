@@ -1,3 +1,5 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HangarProcess, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
 import { connectRedis, connectRedisAs, enginePid, enginePort, engineSetting, eventually, pingOutcome, tcpAccepts } from './helpers/redis.js';
@@ -150,6 +152,82 @@ const OPERATIONS: Record<string, Operation> = {
   },
 };
 
+/** Every backup of the instance once none is PENDING or RUNNING (each COMPLETED or FAILED, never stuck). */
+async function settledBackups(h: HangarProcess, name: string): Promise<any[]> {
+  let list: any[] = [];
+  await eventually(`the backups of ${name} are COMPLETED or FAILED`, async () => {
+    list = (await h.get(`/v2/instances/${name}/backups/`)).body.data ?? [];
+    return list.every((b) => b.state === 'COMPLETED' || b.state === 'FAILED');
+  }, CONVERGE_MS);
+  return list;
+}
+
+/** Files of the backup directory (the default one, in the data dir). */
+function backupFiles(dataDir: string): string[] {
+  const dir = join(dataDir, 'backups');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+OPERATIONS.backup = {
+  async setup(h) {
+    const inst = await h.createRedis('x', { acls: LOCAL });
+    const c = await connectRedis(portOf(inst.public_connect_string), inst.password);
+    await c.set('kept', 'in the backup');
+    c.destroy();
+    return inst;
+  },
+  act: (h) => survive(h.post('/v2/instances/x/backups/')),
+  async verify(h, inst, answer) {
+    await h.waitFor('x', (r) => r?.state === 'ACTIVE', CONVERGE_MS);
+    const list = await settledBackups(h, 'x');
+    if (answer) expect(list.map((b) => b.id)).toContain(answer.body.data.id);
+    // nothing half-written: an object for each COMPLETED backup, none for a FAILED one, no partial file
+    const files = backupFiles(h.dataDir);
+    expect(files.filter((f) => f.endsWith('.partial'))).toEqual([]);
+    for (const b of list) expect(files.some((f) => f.includes(b.id)), `${b.id} ${b.state} ${b.state_reason}`).toBe(b.state === 'COMPLETED');
+    for (const b of list.filter((x) => x.state === 'FAILED')) expect(b.state_reason).toMatch(/hangar stopped while the backup ran/);
+    // each backup's operation (of its id) tells the same story: they are written together
+    for (const b of list) {
+      expect((await h.get(`/v2/operations/${b.id}/`)).body.data, b.id).toMatchObject({ kind: 'backup', state: b.state === 'COMPLETED' ? 'SUCCEEDED' : 'FAILED' });
+    }
+    expect(await pingOutcome(portOf(inst!.public_connect_string), inst!.password)).toBe('PONG');
+    // and backups work again
+    const again = await h.post('/v2/instances/x/backups/');
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect((await settledBackups(h, 'x')).find((b) => b.id === again.body.data.id).state).toBe('COMPLETED');
+  },
+};
+
+OPERATIONS.restore = {
+  async setup(h) {
+    const inst = await h.createRedis('x', { acls: LOCAL });
+    const c = await connectRedis(portOf(inst.public_connect_string), inst.password);
+    await c.set('kept', 'in the backup');
+    const taken = await h.post('/v2/instances/x/backups/');
+    expect((await settledBackups(h, 'x')).find((b) => b.id === taken.body.data.id).state).toBe('COMPLETED');
+    await c.set('kept', 'written after the backup');
+    c.destroy();
+    return inst;
+  },
+  act: async (h) => survive(h.post('/v2/instances/x/restore/', { backup_id: (await h.get('/v2/instances/x/backups/')).body.data[0].id })),
+  async verify(h, inst) {
+    const rec = await h.waitFor('x', (r) => r?.state === 'ACTIVE', CONVERGE_MS);
+    const restores = (await h.get('/v2/instances/x/restores/')).body.data;
+    expect(restores.map((r: any) => r.state)).toEqual(['COMPLETED']);
+    // its operation (of its id) SUCCEEDS too, whichever pass finished the restore
+    await eventually('the restore operation to succeed', async () => (await h.get(`/v2/operations/${restores[0].id}/`)).body.data.state === 'SUCCEEDED', CONVERGE_MS);
+    await eventually('the instance answers', async () => (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG', 10_000);
+    const c = await connectRedis(portOf(rec.public_connect_string), rec.password);
+    try {
+      expect(await c.get('kept')).toBe('in the backup');
+    } finally {
+      c.destroy();
+    }
+    expect((await h.get('/v2/redis/x/connectedSlaves/')).body.data).toBe(1);
+  },
+};
+
 /** An engine killed: hangar restarts it (and dies at the restart). */
 function healOf(role: 'primary' | 'replica'): Operation {
   return {
@@ -209,6 +287,13 @@ const CASES: { op: string; step: string; cleanSetup?: boolean }[] = [
   { op: 'acl-delete', step: 'ensure:acls-purged' },
   { op: 'redis-user', step: 'access:primary-applied' },
   { op: 'redis-user', step: 'access:replica-applied' },
+  { op: 'backup', step: 'backup:recorded' },
+  { op: 'backup', step: 'backup:snapshot-taken' },
+  { op: 'backup', step: 'backup:stored' },
+  { op: 'restore', step: 'restore:recorded' },
+  { op: 'restore', step: 'restore:staged' },
+  { op: 'restore', step: 'restore:engines-stopped' },
+  { op: 'restore', step: 'restore:data-swapped' },
   { op: 'heal-primary', step: 'ensure:primary-restarted' },
   { op: 'heal-replica', step: 'ensure:replica-restarted' },
 ];

@@ -140,12 +140,18 @@ export interface TestHangarOptions {
   readonly env?: Record<string, string>;
   /** Listen on a free port (tests of sockets, TLS, other processes); otherwise requests are injected into the app. */
   readonly listen?: boolean;
+  /** The clock backup schedules are read with (tests move it). */
+  readonly backupClock?: () => number;
+  /** A data dir to use (and keep); a new temp dir when left out. */
+  readonly dataDir?: string;
+  /** A PostgreSQL database to use (and keep) instead of a fresh one. */
+  readonly databaseUrl?: string;
 }
 
 /** Starts a real hangar with a temp data dir and the emulated runtime; listening on a free port when asked. */
 export async function startTestHangar(opts: TestHangarOptions = {}): Promise<TestHangar> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'hangar-test-'));
-  const pgdb = opts.dialect === 'postgres' ? await freshPostgres() : undefined;
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'));
+  const pgdb = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : opts.dialect === 'postgres' ? await freshPostgres() : undefined;
   const makeConfig = (extra: Record<string, string> = {}) =>
     loadConfig(
       {},
@@ -164,7 +170,8 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
     );
   const listen = opts.listen === true;
   let config = makeConfig();
-  let hangar = await startHangar(config, undefined, { listen });
+  const startOptions = { listen, ...(opts.backupClock ? { backupClock: opts.backupClock } : {}) };
+  let hangar = await startHangar(config, undefined, startOptions);
   let stopped = false;
   const target: Target = listen ? hangar.url : { app: () => hangar.app };
   const th: TestHangar = {
@@ -205,15 +212,17 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
     async restart(env = {}) {
       await th.stop();
       config = makeConfig({ ...env, ...(listen ? { HANGAR_PORT: String(new URL(hangar.url).port) } : {}) });
-      hangar = await startHangar(config, undefined, { listen });
+      hangar = await startHangar(config, undefined, startOptions);
       stopped = false;
     },
     async close() {
       await th.stop();
       await pgdb?.drop();
-      // engines and the edge outlive hangar by design: a test's end takes them with its data dir
-      await killAllUnder(dataDir);
-      rmSync(dataDir, { recursive: true, force: true });
+      // a data dir of the test's own: engines and the edge outlive hangar by design, and go with it
+      if (!opts.dataDir) {
+        await killAllUnder(dataDir);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
   return th;

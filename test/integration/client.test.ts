@@ -296,4 +296,40 @@ describe('HangarClient', () => {
       expect(await failure(hangar.createWebhook({ url: 'https://10.0.0.7/' }))).toMatchObject({ status: 400, code: 'TARGET_NOT_ALLOWED', field: 'url' });
     });
   });
+
+  describe('backups', () => {
+    it('takes, waits for, downloads and restores a backup, and sets a policy', async () => {
+      await hangar.createInstance(mongoBody('bk', 'mongodb_replica_set'));
+      const inst = await hangar.waitUntilReady('bk', { intervalMs: 20 });
+      const engine = th.hangar.zones.targets()[0]!.engines.require('mongodb') as unknown as { write(id: string, k: string, v: string): void; dataOf(id: string): Record<string, string> };
+      engine.write(inst.id, 'k', 'v1');
+      let operation: string | undefined;
+      const started = await hangar.createBackup('bk', { onOperation: (id) => (operation = id) });
+      expect(started.state).toBe('PENDING');
+      // the backup's operation has its id, and follows it to its end
+      expect(operation).toBe(started.id);
+      expect(await hangar.waitForOperation(operation!)).toMatchObject({ kind: 'backup', state: 'SUCCEEDED', detail: { backup_id: started.id } });
+      const states: string[] = [];
+      const done = await hangar.waitForBackup('bk', started.id, { intervalMs: 10, onPoll: (b) => states.push(b.state) });
+      expect(done).toMatchObject({ id: started.id, state: 'COMPLETED', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect((await hangar.listBackups('bk')).map((b) => b.id)).toEqual([started.id]);
+      const dl = await hangar.downloadBackup('bk', started.id);
+      const bytes = Buffer.from(await new Response(dl.body).arrayBuffer());
+      expect(bytes.length).toBe(dl.sizeBytes);
+      expect(dl).toMatchObject({ sha256: done.sha256, fileName: `bk-${started.id}.emulated` });
+      engine.write(inst.id, 'k', 'v2');
+      let restoring: string | undefined;
+      const restore = await hangar.restoreInstance('bk', started.id, { onOperation: (id) => (restoring = id) });
+      expect(restoring).toBe(restore.id);
+      expect((await hangar.waitForRestore('bk', restore.id, { intervalMs: 10 })).state).toBe('COMPLETED');
+      expect(await hangar.waitForOperation(restoring!)).toMatchObject({ kind: 'restore', state: 'SUCCEEDED' });
+      await hangar.waitUntilReady('bk', { intervalMs: 20 });
+      expect(engine.dataOf(inst.id)).toEqual({ k: 'v1' });
+      expect(await hangar.setBackupPolicy('bk', { schedule: 'every', every_hours: 12, keep_last: 3 })).toMatchObject({ schedule: 'every', every_hours: 12, keep_last: 3 });
+      expect((await hangar.getBackupPolicy('bk')).keep_last).toBe(3);
+      const missing = await failure(hangar.downloadBackup('bk', '6560a1f2c3d4e5f607182950'));
+      expect(missing).toMatchObject({ status: 404, code: 'BACKUP_NOT_FOUND' });
+      expect(await hangar.deleteBackup('bk', started.id)).toContain(started.id);
+    });
+  });
 });

@@ -83,6 +83,40 @@ describe.each(DIALECTS)('GET /v2/events/stream (%s)', (dialect) => {
     }
   });
 
+  it('200: a backup and a restore are streamed as their operations, with their steps and progress, and the instance RESTORING', async () => {
+    await alice.ready(redisBody('backed'));
+    const s = await open(th, alice, '?instance=backed');
+    try {
+      const backup = await alice.post('/v2/instances/backed/backups/');
+      const backupId = backup.headers.get('x-operation-id')!;
+      expect(backupId).toBe(backup.body.data.id);
+      await s.until('the backup to succeed', succeeded('backed', 'backup'));
+      const restore = await alice.post('/v2/instances/backed/restore/', { backup_id: backupId });
+      expect(restore.status, JSON.stringify(restore.body)).toBe(200);
+      const restoreId = restore.headers.get('x-operation-id')!;
+      await s.until('the restore to succeed', succeeded('backed', 'restore'));
+      const of = (id: string) => s.events.filter((m) => m.data.operation_id === id);
+      expect(of(backupId).map((m) => [m.event, m.data.data.steps.at(-1).name, m.data.data.progress])).toEqual([
+        ['operation.created', 'recorded', 0],
+        ['operation.progress', 'started', 5],
+        ['operation.progress', 'snapshot', 10],
+        ['operation.progress', 'storing', 50],
+        ['operation.succeeded', 'succeeded', 100],
+      ]);
+      expect(of(backupId).every((m) => m.data.data.kind === 'backup' && m.data.data.detail.backup_id === backupId)).toBe(true);
+      const restoreEvents = of(restoreId).map((m) => m.event);
+      expect(restoreEvents[0]).toBe('operation.created');
+      expect(restoreEvents.at(-1)).toBe('operation.succeeded');
+      const states = s.events.filter((m) => m.event === 'instance.state').map((m) => m.data.data.to);
+      expect(states).toEqual(['RESTORING', 'ACTIVE']);
+      // the restore's operation SUCCEEDS after the instance is ACTIVE again
+      const active = s.events.findIndex((m) => m.event === 'instance.state' && m.data.data.to === 'ACTIVE');
+      expect(s.events.findIndex((m) => m.event === 'operation.succeeded' && m.data.operation_id === restoreId)).toBeGreaterThan(active);
+    } finally {
+      s.close();
+    }
+  });
+
   it('200: reconnecting with Last-Event-ID gets every event missed, once, then the live ones', async () => {
     const reference = await open(th, alice);
     try {

@@ -5,7 +5,7 @@ import { type Account, Client, type TestHangar, startWithTwoAccounts } from '../
 
 /**
  * Every endpoint of one account against every kind of resource of another (an instance by name
- * and by id, an ACL, a user) answers exactly what it answers for a resource that does not
+ * and by id, an ACL, a user, a backup) answers exactly what it answers for a resource that does not
  * exist: 404, the same code, the same message but for the name sent, nothing of the other
  * account. Never a 401 (a client would log in again and replay).
  */
@@ -23,6 +23,19 @@ const INSTANCE: Endpoint[] = [
   { method: 'POST', path: '/v2/instances/{inst}/rename/', body: { name: 'taken-over' } },
   { method: 'GET', path: '/v2/instances/{inst}/acls/' },
   { method: 'POST', path: '/v2/instances/{inst}/acls/', body: { cidr_mask: '198.51.100.1', description: 'intruder' } },
+];
+const BACKUPS: Endpoint[] = [
+  { method: 'GET', path: '/v2/instances/{inst}/backups/' },
+  { method: 'POST', path: '/v2/instances/{inst}/backups/', body: {} },
+  { method: 'GET', path: '/v2/instances/{inst}/restores/' },
+  { method: 'POST', path: '/v2/instances/{inst}/restore/', body: { backup_id: 'ffffffffffffffffffffffff' } },
+  { method: 'GET', path: '/v2/instances/{inst}/backup-policy/' },
+  { method: 'PUT', path: '/v2/instances/{inst}/backup-policy/', body: { schedule: 'off' } },
+];
+const BACKUP: Endpoint[] = [
+  { method: 'GET', path: '/v2/instances/{inst}/backups/{backup}/' },
+  { method: 'DELETE', path: '/v2/instances/{inst}/backups/{backup}/' },
+  { method: 'GET', path: '/v2/instances/{inst}/backups/{backup}/download' },
 ];
 const ACL: Endpoint[] = [
   { method: 'GET', path: '/v2/instances/{inst}/acls/{acl}/' },
@@ -59,6 +72,12 @@ const INVALID_BODIES: Endpoint[] = [
   { method: 'POST', path: '/v2/mongodb/{inst}/databases/app/users', body: { username: 'intruder' } },
   { method: 'PATCH', path: '/v2/mongodb/{inst}/databases/app/users/{user}', body: { roles: 'all' } },
   { method: 'PATCH', path: '/v2/mongodb/{inst}/databases/app/users/{user}', body: {} },
+  { method: 'POST', path: '/v2/instances/{inst}/backups/', body: { now: true } },
+  { method: 'POST', path: '/v2/instances/{inst}/backups/', body: '{"now": ' },
+  { method: 'POST', path: '/v2/instances/{inst}/restore/', body: { backup_id: 5 } },
+  { method: 'POST', path: '/v2/instances/{inst}/restore/', body: {} },
+  { method: 'PUT', path: '/v2/instances/{inst}/backup-policy/', body: { schedule: 'weekly' } },
+  { method: 'PUT', path: '/v2/instances/{inst}/backup-policy/', body: { schedule: 'every' } },
 ];
 
 const GHOST_ID = 'ffffffffffffffffffffffff';
@@ -69,6 +88,7 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
   let bob: Account;
   const a: Record<string, any> = {};
   let aclId: string;
+  let backupId: string;
   let before: unknown;
 
   /** Everything alice can see, to check that nothing of bob's requests changed it. */
@@ -76,6 +96,8 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
     instances: (await alice.get('/v2/instances/')).body,
     acls: await Promise.all(['a-redis', 'a-mongo', 'a-es'].map(async (n) => (await alice.get(`/v2/instances/${n}/acls/`)).body)),
     users: (await alice.get(`/v2/mongodb/${a.mongo.id}/databases/app/users`)).body,
+    backups: (await alice.get('/v2/instances/a-redis/backups/')).body,
+    policy: (await alice.get('/v2/instances/a-redis/backup-policy/')).body,
   });
 
   beforeAll(async () => {
@@ -88,6 +110,11 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
     await alice.post(`/v2/mongodb/${a.mongo.id}/databases/app/users`, { username: 'a-user', password: 'alice-password', roles: [{ role: 'read', db: 'app' }] });
     await bob.ready(redisBody('b-redis'));
     await bob.ready(mongoBody('b-mongo'));
+    backupId = (await alice.post('/v2/instances/a-redis/backups/')).body.data.id;
+    for (let i = 0; (await alice.get(`/v2/instances/a-redis/backups/${backupId}/`)).body.data.state !== 'COMPLETED'; i++) {
+      if (i > 500) throw new Error(`alice's backup ${backupId} did not complete`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
     before = await snapshot();
   });
   afterAll(() => th.close());
@@ -101,6 +128,7 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
     Object.fromEntries(
       Object.entries(values).map(([k, v]) => {
         if (v === '@acl') return [k, aclId];
+        if (v === '@backup') return [k, backupId];
         const m = /^@(\w+)\.(name|id)$/.exec(v);
         return [k, m ? a[m[1]!][m[2]!] : v];
       }),
@@ -116,6 +144,11 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
     const es = refs('es', 'a-es');
     for (const e of INSTANCE) for (const [l, v, g] of [...redis, ...mongo, ...es]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
     for (const e of REDIS) for (const [l, v, g] of [...redis, ...mongo]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
+    for (const e of BACKUPS) for (const [l, v, g] of [...redis, ...mongo]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
+    for (const e of BACKUP) {
+      for (const [l, v, g] of redis) out.push([`${e.method} ${e.path}: alice's backup on ${l}`, e, { inst: v!, backup: '@backup' }, { inst: g!, backup: GHOST_ID }]);
+      out.push([`${e.method} ${e.path}: alice's backup through bob's own instance`, e, { inst: 'b-redis', backup: '@backup' }, { inst: 'b-redis', backup: GHOST_ID }]);
+    }
     for (const e of INVALID_BODIES) {
       const targets = e.path.startsWith('/v2/redis/') ? redis : e.path.startsWith('/v2/mongodb/') ? mongo : [...redis, ...mongo];
       for (const [l, v, g] of targets) out.push([`${e.method} ${e.path} with the body ${JSON.stringify(e.body)} on ${l}`, e, { inst: v!, user: 'a-user' }, { inst: g!, user: 'a-user' }]);
@@ -141,7 +174,7 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
 
   /** Whatever of alice's a body must not show (names sent by bob himself excepted). */
   const secretsOf = (sent: Record<string, string>) =>
-    [alice.login, a.redis.id, a.mongo.id, a.es.id, a.redis.password, a.redis.api_key, a.mongo.api_key, a.es.api_key, aclId, '203.0.113.7', 'alice office', 'a-user', String(Number(/:(\d+)$/.exec(a.redis.connect_string)![1]))]
+    [alice.login, a.redis.id, a.mongo.id, a.es.id, backupId, a.redis.password, a.redis.api_key, a.mongo.api_key, a.es.api_key, aclId, '203.0.113.7', 'alice office', 'a-user', String(Number(/:(\d+)$/.exec(a.redis.connect_string)![1]))]
       .filter((s) => !Object.values(sent).includes(s));
 
   for (const auth of ['token', 'basic'] as const) {

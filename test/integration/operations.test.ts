@@ -1,3 +1,4 @@
+import { type AddressInfo, type Socket, createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
@@ -298,7 +299,7 @@ describe.each(DIALECTS)('operation deadlines (%s)', (dialect) => {
   const holds: (() => void)[] = [];
 
   beforeAll(async () => {
-    th = await startTestHangar({ dialect, env: { HANGAR_OPERATION_DEADLINES: 'create=1,resize=1,acl=1,backup=1' } });
+    th = await startTestHangar({ dialect, env: { HANGAR_OPERATION_DEADLINES: 'create=1,resize=1,acl=1' } });
     alice = await th.signup();
   });
   afterEach(() => holds.splice(0).forEach((r) => r()));
@@ -344,14 +345,116 @@ describe.each(DIALECTS)('operation deadlines (%s)', (dialect) => {
     await alice.waitFor('acl-slow', (r) => r?.state === 'ACTIVE');
   });
 
-  it('a backup whose runner never finishes is FAILED at its deadline, and its runner is told', async () => {
-    const inst = await alice.ready(redisBody('never-backed-up'));
-    const account = (await alice.get('/v2/whoami/')).body.data.account_id;
-    const op = await th.hangar.operations.start({ kind: 'backup', instance: { id: inst.id, name: inst.name }, account });
-    expect(await th.hangar.operations.step(op.id, 'dumping')).toBe(true);
-    expect(await finished(alice, op.id)).toMatchObject({ state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED', message: 'backup not finished within its deadline of 1 s' } });
-    expect(await th.hangar.operations.step(op.id, 'uploading')).toBe(false);
-    expect((await alice.get('/v2/instances/never-backed-up/')).body.data.state).toBe('ACTIVE');
+});
+
+/**
+ * A stand-in for an object storage that never answers: it takes requests and says nothing, so
+ * that a backup's upload to it hangs until the backup is stopped. It tells how many uploads
+ * (PUT requests) it was sent, and how many of their connections are still open: a stopped
+ * upload closes its own.
+ */
+async function silentStorage(): Promise<{ env: Record<string, string>; uploads: () => number; open: () => number; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const puts = new Set<Socket>();
+  let uploads = 0;
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    let head = '';
+    socket.on('data', (chunk) => {
+      if (head.includes('\n')) return;
+      head += chunk.toString('latin1');
+      if (head.startsWith('PUT ')) {
+        uploads++;
+        puts.add(socket);
+      }
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      sockets.delete(socket);
+      puts.delete(socket);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    env: {
+      HANGAR_BACKUP_S3_BUCKET: 'silent', HANGAR_BACKUP_S3_ENDPOINT: `http://127.0.0.1:${port}`,
+      HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'key', HANGAR_BACKUP_S3_SECRET_ACCESS_KEY: 'secret',
+    },
+    uploads: () => uploads,
+    open: () => puts.size,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe.each(DIALECTS)('backups as operations, on a storage that never answers (%s)', (dialect) => {
+  let th: TestHangar;
+  let alice: Account;
+  let storage: Awaited<ReturnType<typeof silentStorage>>;
+
+  beforeAll(async () => {
+    storage = await silentStorage();
+    th = await startTestHangar({ dialect, env: storage.env });
+    alice = await th.signup();
+  });
+  afterAll(async () => {
+    await th?.close();
+    await storage?.close();
+  });
+
+  /** Takes a backup of `name` and waits until its upload hangs on the storage; returns its operation (of its id). */
+  async function hangingBackup(name: string): Promise<string> {
+    const before = storage.uploads();
+    const res = await alice.post(`/v2/instances/${name}/backups/`);
+    const id = operationOf(res);
+    expect(id).toBe(res.body.data.id);
+    await expect.poll(() => storage.uploads(), WAIT).toBeGreaterThan(before);
+    await expect.poll(async () => (await operation(alice, id)).steps.at(-1).name, WAIT).toBe('storing');
+    return id;
+  }
+
+  async function backupOf(name: string, id: string): Promise<any> {
+    let b: any;
+    await expect.poll(async () => (b = (await alice.get(`/v2/instances/${name}/backups/${id}/`)).body.data).state, WAIT).toMatch(/^(COMPLETED|FAILED)$/);
+    return b;
+  }
+
+  it('a backup cancelled while its upload hangs stops at once: FAILED saying who cancelled it, its upload cut, nothing kept', async () => {
+    await alice.ready(redisBody('cancelled'));
+    const id = await hangingBackup('cancelled');
+    expect(await operation(alice, id)).toMatchObject({ kind: 'backup', state: 'RUNNING', progress: 50, cancellable: true, detail: { backup_id: id, scheduled: false } });
+    const res = await alice.post(`/v2/operations/${id}/cancel`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.state).toBe('CANCELLED');
+    const b = await backupOf('cancelled', id);
+    expect(b).toMatchObject({ state: 'FAILED', state_reason: `cancelled by ${alice.login}; nothing of it was kept`, size_bytes: null, sha256: null });
+    // the runner stopped: its upload to the storage is cut, long before the storage's own timeout
+    await expect.poll(() => storage.open(), WAIT).toBe(0);
+    const op = await operation(alice, id);
+    expect(op).toMatchObject({ state: 'CANCELLED', error: null });
+    expect(op.steps.map((s: any) => s.name)).toEqual(['recorded', 'started', 'snapshot', 'storing', 'cancelled']);
+    // nothing of it holds the instance: another backup may be taken
+    const next = await hangingBackup('cancelled');
+    expect((await alice.post(`/v2/operations/${next}/cancel`)).status).toBe(200);
+    expect((await backupOf('cancelled', next)).state).toBe('FAILED');
+    expect((await alice.get('/v2/instances/cancelled/')).body.data.state).toBe('ACTIVE');
+  });
+
+  it('a backup whose upload never ends is FAILED at its deadline, and its runner stops', async () => {
+    await alice.ready(redisBody('never-stored'));
+    const id = await hangingBackup('never-stored');
+    // its deadline comes while the upload hangs
+    await th.hangar.store.db.updateTable('operations').set({ deadline_at: Date.now() }).where('id', '=', id).execute();
+    const op = await finished(alice, id);
+    expect(op).toMatchObject({ kind: 'backup', state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED', message: 'backup not finished within its deadline of 3600 s' } });
+    const b = await backupOf('never-stored', id);
+    expect(b).toMatchObject({ state: 'FAILED', state_reason: 'backup not finished within its deadline of 3600 s; nothing of it was kept' });
+    await expect.poll(() => storage.open(), WAIT).toBe(0);
+    expect((await operation(alice, id)).state).toBe('FAILED');
+    expect((await alice.get('/v2/instances/never-stored/')).body.data.state).toBe('ACTIVE');
   });
 });
 

@@ -31,6 +31,8 @@ const ROUTES: readonly BodyRoute[] = [
   { method: 'POST', path: () => '/v2/redis/fz-redis/users/', valid: () => ({ username: 'fz-user', password: 'fz-user-password', keys: ['app:*'], channels: ['news'], commands: ['+@read', '-keys'] }), runs: 200 },
   { method: 'POST', path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users`, valid: () => ({ username: 'seed-user', password: 'another-password', roles: [{ role: 'readWrite', db: 'app' }] }), runs: 300 },
   { method: 'PATCH', path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users/seed-user`, valid: () => ({ password: 'seed-user-password', roles: [{ role: 'read', db: 'app' }] }), runs: 250 },
+  { method: 'POST', path: () => '/v2/instances/fz-redis/restore/', valid: () => ({ backup_id: 'f'.repeat(24) }), runs: 150 },
+  { method: 'PUT', path: () => '/v2/instances/fz-redis/backup-policy/', valid: () => ({ schedule: 'off', keep_last: null }), runs: 150 },
   { method: 'POST', path: () => '/v2/tokens/verify/', valid: (_s, token) => ({ token }), runs: 200 },
   { method: 'DELETE', path: () => '/v2/tokens/', valid: () => ({}), runs: 100, spendsToken: true },
   { method: 'DELETE', path: () => '/v2/instances/ghost/', valid: () => ({}), runs: 50 },

@@ -18,6 +18,8 @@ const TEMPLATES = [
   '/v2/instances/{}/', '/v2/instances/{}', '/v2/instances/{}/rename/', '/v2/instances/{}/acls/', '/v2/instances/{}/acls/{}/', '/v2/redis/{}/connectedSlaves/',
   '/v2/redis/{}/spaceUsage/', '/v2/redis/{}/maxMemoryPolicy/', '/v2/redis/{}/maxClients/', '/v2/redis/{}/resize/', '/v2/mongodb/{}/databases/{}/users',
   '/v2/mongodb/{}/databases/{}/users/{}', '/v2/tokens/{}', '/v2/events/{}', '/v2/{}', '/{}', '/{}/{}/{}', '/docs/{}', '/docs/static/{}/{}',
+  '/v2/instances/{}/backups/', '/v2/instances/{}/backups/{}/', '/v2/instances/{}/backups/{}/download', '/v2/instances/{}/restore/', '/v2/instances/{}/restores/',
+  '/v2/instances/{}/backup-policy/',
   '/v2/instances/', '/v2/events/', '/v2/tokens/', '/v2/tokens/verify/', '/v2/openapi.json', '/healthz', '/readyz', '/metrics', '/docs',
 ] as const;
 

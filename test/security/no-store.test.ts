@@ -119,6 +119,17 @@ describe('Cache-Control: no-store on every answer carrying a secret', () => {
     expect((await alice.get('/v2/instances/ghost/')).headers.get('cache-control')).toBe('no-store');
   });
 
+  it("a backup's download, the instance's data itself, answers no-store too", async () => {
+    const id = (await alice.post('/v2/instances/r/backups/')).body.data.id;
+    await expect.poll(async () => (await alice.get(`/v2/instances/r/backups/${id}/`)).body.data.state, { timeout: 10_000 }).toBe('COMPLETED');
+    const res = await alice.get(`/v2/instances/r/backups/${id}/download`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    // its record, which carries no secret, is left alone
+    expect((await alice.get(`/v2/instances/r/backups/${id}/`)).headers.get('cache-control')).toBeNull();
+  });
+
   it('answers without a secret are left to the usual caching rules', async () => {
     const acls = await alice.get('/v2/instances/r/acls/');
     expect(acls.status).toBe(200);

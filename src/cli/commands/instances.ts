@@ -83,6 +83,7 @@ async function create(ctx: ClientContext): Promise<void> {
     ...(opts.encryption === true ? { encryption: true } : {}),
     ...(str(opts['storage-engine']) ? { storage_engine: str(opts['storage-engine'])! } : {}),
     ...(cidrs.length > 0 ? { acls: cidrs.map((cidr_mask) => ({ cidr_mask, description: `hangar instances create on ${hostname()}` })) } : {}),
+    ...(str(opts['restore-from']) ? { restore_from: str(opts['restore-from'])! } : {}),
   };
   let operation: string | undefined;
   const created = await client.createInstance(body, { onOperation: (id) => (operation = id) });
@@ -173,6 +174,7 @@ export const instanceCommands: readonly ClientCommand[] = [
       'storage-engine': { type: 'string', value: 'ENGINE', description: `mongodb: ${STORAGE_ENGINES.join(' or ')}`, choices: STORAGE_ENGINES },
       acl: { type: 'string', multiple: true, value: 'CIDR', description: 'admit this address or range from the start' },
       'my-ip': { type: 'boolean', description: 'admit the address this machine reaches hangar from (see hangar acls add --help)' },
+      'restore-from': { type: 'string', value: 'BACKUP_ID', description: 'build it from a backup (hangar backups ls): RESTORING, then ACTIVE' },
     },
     examples: [
       'hangar instances create cache --service redis --version 7.0.15 --zone US-Dallas',

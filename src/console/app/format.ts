@@ -8,6 +8,7 @@ export const BUSY_STATES: Readonly<Record<string, string>> = {
   REQUESTED: 'Requested: waiting for the builder',
   BUILDING: 'Building: starting the engines and the edge',
   RESIZING: 'Resizing: the engines take the new plan, data kept',
+  RESTORING: 'Restoring: a backup replaces the data; clients are cut off until it is done',
   DELETING: 'Deleting: stopping the engines and closing the ports',
   DEGRADED: 'Degraded: hangar is repairing it',
 };

@@ -112,6 +112,20 @@ class SpawningUnitHost implements UnitHost {
   exists(unit: UnitDefinition, name: string) {
     return existsSync(join(unit.dir, name));
   }
+  // Data files (backups) are not part of these tests.
+  readStream(): never {
+    throw new Error('not used by these tests');
+  }
+  async writeStream(): Promise<number> {
+    throw new Error('not used by these tests');
+  }
+  rename(): void {
+    throw new Error('not used by these tests');
+  }
+  remove(): void {}
+  size(): undefined {
+    return undefined;
+  }
 }
 
 const hosts: SpawningUnitHost[] = [];
@@ -152,7 +166,7 @@ describe('ElasticsearchEngine', () => {
       role: 'node',
       dir: '/data/instances/i1/node',
       bin: '/usr/bin/env',
-      args: ['ES_PATH_CONF=/data/instances/i1/node', standIn, '-Epath.data=/data/instances/i1/node/data'],
+      args: ['ES_PATH_CONF=/data/instances/i1/node', standIn, '-Epath.data=/data/instances/i1/node/data', '-Epath.repo=/data/instances/i1/node/snapshots'],
     });
     const os = new ElasticsearchEngine({ node: { name: 'opensearch', path: '/usr/share/opensearch/bin/opensearch', version: '2.11.0' }, runningAsRoot: false });
     expect(os.units({ id: 'i1' } as InstanceSpec, '/d')[0]?.args[0]).toBe('OPENSEARCH_PATH_CONF=/d/node');

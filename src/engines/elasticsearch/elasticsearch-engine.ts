@@ -6,6 +6,7 @@ import {
 } from '../../domain/units.js';
 import { TerminalError } from '../../domain/errors.js';
 import type { Engine } from '../engine.js';
+import { ElasticsearchBackupDriver, SNAPSHOT_DIR } from './elasticsearch-backup.js';
 import {
   ES_ADMIN_USER, confDirVariable, dashboardsConfigFile, heapMb, nodeConfigFile, renderDashboardsConfig, renderFileRealm, renderJvmOptions,
   renderLog4j2, renderNodeConfig, renderRoles,
@@ -30,6 +31,8 @@ export interface ElasticsearchEngineOptions {
   readonly dashboards?: EngineBinary;
   /** Both products refuse to start as root. */
   readonly runningAsRoot: boolean;
+  /** PATH for the tools of backups (tar). */
+  readonly searchPath?: string;
 }
 
 /**
@@ -43,8 +46,15 @@ export class ElasticsearchEngine implements Engine {
   private readonly dashboards: DashboardsUse;
   private readonly securityPlugin: boolean;
   private readonly dashboardsSecurityPlugin: boolean;
+  /** Snapshots through the node's snapshot API, to an fs repository in its directory. */
+  readonly backups: ElasticsearchBackupDriver;
 
   constructor(private readonly opts: ElasticsearchEngineOptions) {
+    this.backups = new ElasticsearchBackupDriver({
+      searchPath: opts.searchPath ?? process.env.PATH ?? '/usr/bin:/bin',
+      units: (s, d) => this.units(s, d),
+      credentials: (s) => this.credentials(s),
+    });
     this.product = productOf(opts.node);
     this.dashboards = dashboardsUse(opts.node, opts.dashboards);
     this.securityPlugin = this.product === 'opensearch' && pluginInstalled(opts.node.path, 'opensearch-security');
@@ -81,7 +91,7 @@ export class ElasticsearchEngine implements Engine {
       dir,
       bin: ENV,
       // path.data names the unit directory on the command line, which is how the runtime recognises the process
-      args: [`${confDirVariable(this.product)}=${dir}`, this.opts.node.path, `-Epath.data=${join(dir, DATA_DIR)}`],
+      args: [`${confDirVariable(this.product)}=${dir}`, this.opts.node.path, `-Epath.data=${join(dir, DATA_DIR)}`, `-Epath.repo=${join(dir, SNAPSHOT_DIR)}`],
     };
     if (!this.dashboards.use) return [node];
     const kdir = join(instanceDir, 'kibana');

@@ -1,9 +1,10 @@
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { SPEC_VERSIONS, type Service } from '../../domain/catalog.js';
 import type { MongoRole } from '../../domain/model.js';
 import type { EngineUser, EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition } from '../../domain/units.js';
 import { bytesToHuman } from '../../lib/redis-format.js';
-import type { Engine, MongoUserAdmin, RedisInspector } from '../engine.js';
+import type { BackupDriver, Engine, MongoUserAdmin, RedisInspector } from '../engine.js';
 import { registryOf, type EngineRegistry } from '../registry.js';
 
 /** Redis versions the emulated engines pretend to run. */
@@ -34,6 +35,8 @@ interface Model {
   maxmemoryPolicy: string;
   /** database -> user name -> user */
   users: Map<string, Map<string, { password: string; roles: MongoRole[] }>>;
+  /** What clients stored (keys of redis, documents of mongodb...), as key -> value: what backups hold. */
+  data: Map<string, string>;
 }
 
 /**
@@ -44,11 +47,33 @@ interface Model {
  * unit runs on the (emulated) runtime: a unit started again starts an empty model.
  */
 export class EmulatedEngine implements Engine {
+  /** Snapshots of the model: what the instance holds (its MongoDB users), as JSON. */
+  readonly backups: BackupDriver;
+
   constructor(
     readonly service: Service,
     private readonly models: Map<string, Model>,
     private readonly maxmemoryPolicy: string,
-  ) {}
+  ) {
+    this.backups = {
+      format: 'emulated',
+      unavailableReason: () => undefined,
+      // The data, not the users: users are hangar's (the store's), applied again after a restore.
+      snapshot: async (spec, place) => {
+        const m = this.model(spec, place);
+        const json = JSON.stringify({ service: this.service, data: [...m.data] });
+        return { stream: Readable.from([Buffer.from(json)]), usedBytes: BASE_USED_MEMORY, engineVersion: spec.version };
+      },
+      restore: async (spec, place, source, ctx) => {
+        // read (and so checked) whole before the model changes
+        const chunks: Buffer[] = [];
+        for await (const c of source) chunks.push(Buffer.from(c as Buffer));
+        const snapshot = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data: [string, string][] };
+        ctx.step('emulated:restore-staged');
+        this.model(spec, place).data = new Map(snapshot.data);
+      },
+    };
+  }
 
   units(spec: InstanceSpec, instanceDir: string): UnitDefinition[] {
     return [{ instanceId: spec.id, role: 'engine', dir: join(instanceDir, 'engine'), bin: `emulated-${this.service}`, args: [] }];
@@ -59,7 +84,7 @@ export class EmulatedEngine implements Engine {
     const { started } = await place.host.ensureUnit(unit);
     const model = this.models.get(spec.id);
     if (started || !model) {
-      this.models.set(spec.id, { spec, maxmemoryPolicy: spec.settings?.['maxmemory-policy'] ?? this.maxmemoryPolicy, users: new Map() });
+      this.models.set(spec.id, { spec, maxmemoryPolicy: spec.settings?.['maxmemory-policy'] ?? this.maxmemoryPolicy, users: new Map(), data: new Map() });
       ctx.step('create:engine-started');
       return { fresh: true };
     }
@@ -146,6 +171,18 @@ export class EmulatedEngine implements Engine {
         db(database).delete(name);
       },
     };
+  }
+
+  /** Stores a value in an instance, as a client would (tests of backups). */
+  write(id: string, key: string, value: string): void {
+    const m = this.models.get(id);
+    if (!m) throw new Error(`instance ${id} is not running`);
+    m.data.set(key, value);
+  }
+
+  /** What an instance holds, as key -> value (tests of backups). */
+  dataOf(id: string): Record<string, string> {
+    return Object.fromEntries(this.models.get(id)?.data ?? []);
   }
 
   /** Whether a MongoDB user of the instance would log in with this password (as `db.auth` would). */

@@ -58,6 +58,20 @@ class SpawningUnitHost implements UnitHost {
   exists(unit: UnitDefinition, name: string) {
     return existsSync(join(unit.dir, name));
   }
+  // Data files (backups) are not part of these tests.
+  readStream(): never {
+    throw new Error('not used by these tests');
+  }
+  async writeStream(): Promise<number> {
+    throw new Error('not used by these tests');
+  }
+  rename(): void {
+    throw new Error('not used by these tests');
+  }
+  remove(): void {}
+  size(): undefined {
+    return undefined;
+  }
 }
 
 const bin = (path: string, version = '7.0.2') => ({ name: 'mongod', path, version });

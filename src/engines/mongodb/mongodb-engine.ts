@@ -6,6 +6,7 @@ import {
 } from '../../domain/units.js';
 import { TerminalError } from '../../domain/errors.js';
 import type { Engine, MongoUserAdmin } from '../engine.js';
+import { MongodbBackupDriver } from './mongodb-backup.js';
 import { MongoAdmin } from './mongodb-admin.js';
 import {
   ensureAdminUser, ensureInitiated, ensureMembers, ensureShard, memberState, primaryPort, replicaSetProblem, shardProblem,
@@ -26,6 +27,8 @@ const POLL_MS = 100;
 export interface MongodbEngineOptions {
   readonly mongod: EngineBinary;
   readonly mongos: EngineBinary;
+  /** PATH for the tools of backups (mongodump, mongorestore). */
+  readonly searchPath?: string;
 }
 
 /**
@@ -56,8 +59,12 @@ interface InstanceReplicaSet extends ReplicaSetSpec {
 export class MongodbEngine implements Engine {
   readonly service = 'mongodb' as const;
   private readonly admin = new MongoAdmin();
+  /** mongodump / mongorestore, where the MongoDB Database Tools are installed. */
+  readonly backups: MongodbBackupDriver;
 
-  constructor(private readonly opts: MongodbEngineOptions) {}
+  constructor(private readonly opts: MongodbEngineOptions) {
+    this.backups = new MongodbBackupDriver({ searchPath: opts.searchPath ?? process.env.PATH ?? '/usr/bin:/bin', units: (s, d) => this.units(s, d) });
+  }
 
   /** Whether the binaries found can run instances, and the storage engines they can honour. */
   support(): { readonly unavailableReason?: string; readonly storageEngines: readonly string[] } {

@@ -7,6 +7,7 @@ import {
 import { TerminalError } from '../../domain/errors.js';
 import type { Engine, RedisInspector, SlowlogEntry } from '../engine.js';
 import { RedisAdmin, type RedisEndpoint } from './redis-admin.js';
+import { RedisBackupDriver } from './redis-backup.js';
 import { readMaxmemoryPolicy, renderRedisConfig, type RedisRole } from './redis-config.js';
 import { applyAccessAndSettings } from './redis-live.js';
 import { REDIS_PORT, RedisClusterDriver } from './redis-kubernetes.js';
@@ -49,9 +50,12 @@ export class RedisEngine implements Engine {
   private readonly admin = new RedisAdmin();
   /** The instance on Kubernetes: engines in a StatefulSet, Sentinel failing over between them. */
   readonly cluster: RedisClusterDriver;
+  /** Snapshots on the replica, restores through the append-only directory. */
+  readonly backups: RedisBackupDriver;
 
   constructor(private readonly opts: RedisEngineOptions) {
     this.cluster = new RedisClusterDriver(this.admin, opts.maxmemoryPolicy);
+    this.backups = new RedisBackupDriver({ admin: this.admin, units: (s, d) => this.units(s, d), endpoint: (s, r) => this.endpoint(s, r) });
   }
 
   units(spec: InstanceSpec, instanceDir: string): UnitDefinition[] {

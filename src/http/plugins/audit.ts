@@ -30,6 +30,7 @@ function targetOf(req: FastifyRequest): string | null {
     p.key_id !== undefined ? `key:${p.key_id}` : undefined,
     p.operation_id !== undefined ? `operation:${p.operation_id}` : undefined,
     p.webhook_id !== undefined ? `webhook:${p.webhook_id}` : undefined,
+    p.backup_id !== undefined ? `backup:${p.backup_id}` : undefined,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join('/') : null;
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Service } from '../../domain/catalog.js';
 import type { InstanceService } from '../../service/instances.js';
 
@@ -10,10 +10,10 @@ declare module 'fastify' {
 }
 
 /**
- * The owner check of every route about one instance that takes a body or a query string (a
- * path with `:instance_name`, or `:instance_id` which takes a name too), before the body is
- * read, parsed or validated: a request about another account's instance gets the 404 of a
- * missing one whatever its body (an unknown field, a wrong type, a role that does not exist),
+ * The owner check of every route about one instance that takes a body or a query string, or is
+ * sent a body (a path with `:instance_name`, or `:instance_id` which takes a name too), before
+ * the body is read, parsed or validated: a request about another account's instance gets the
+ * 404 of a missing one whatever its body (an unknown field, a wrong type, a role that does not exist),
  * so that no answer tells the two apart. Runs after authentication (onRequest); the service
  * checks the instance again.
  */
@@ -22,8 +22,10 @@ export function registerInstanceOwner(app: FastifyInstance, deps: { services: { 
   app.addHook('preParsing', async (req) => {
     // A route that takes no body and no query string has nothing to answer before its handler,
     // whose own lookup gives the same 404: the store is asked once, not twice (reads stay fast).
+    // A body sent to a route that takes none (or only `{}`: taking a backup) is judged by it, so
+    // the owner check comes first there too.
     const schema = req.routeOptions.schema;
-    if (!schema?.body && !schema?.querystring) return;
+    if (!schema?.body && !schema?.querystring && !carriesBody(req)) return;
     const params = req.params as Record<string, string | undefined>;
     const byName = params.instance_name;
     const byId = params.instance_id;
@@ -32,4 +34,10 @@ export function registerInstanceOwner(app: FastifyInstance, deps: { services: { 
     const service = req.routeOptions.config.instanceService;
     await instances.assertOwned(req.caller, given, { byId: byName === undefined, ...(service ? { service } : {}) });
   });
+}
+
+/** Whether the request comes with a body (a length above 0, or chunks). */
+function carriesBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }

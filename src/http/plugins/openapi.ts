@@ -26,11 +26,11 @@ and \`X-RateLimit-Reset\`; a 429 carries \`Retry-After\`.
 
 **Lifecycle.** Creating, resizing and deleting take a while: the answer comes at once and the
 instance's \`state\` tells the progress: REQUESTED, BUILDING, then ACTIVE (COMPLETED for
-elasticsearch); RESIZING during a resize; DELETING until it is gone (then 404); DEGRADED when it
+elasticsearch); RESIZING during a resize; RESTORING while a backup replaces its data; DELETING until it is gone (then 404); DEGRADED when it
 served and stopped (hangar repairs it); FAILED, with \`state_reason\`, when it could not be built.
 
 **Operations.** The answer to every request that starts asynchronous work (create, resize, rename,
-delete, ACL and MongoDB user changes) carries \`X-Operation-Id\` and \`Location:
+delete, ACL and MongoDB user changes, backups and restores) carries \`X-Operation-Id\` and \`Location:
 /v2/operations/{id}/\`, its body unchanged. An operation is PENDING, RUNNING, then SUCCEEDED,
 FAILED (with an \`error\`) or CANCELLED, with the steps it went through. \`GET /v2/events/stream\`
 streams operation progress and instance state changes (Server-Sent Events, resumable with
@@ -44,8 +44,9 @@ const TAGS = [
   { name: 'redis', description: 'Redis inspection, settings and resizing' },
   { name: 'redis users', description: 'Application users of Redis instances (Redis ACLs) and their passwords' },
   { name: 'mongodb users', description: 'MongoDB database users and their roles' },
+  { name: 'backups', description: 'Backups, restores and backup policies of an instance' },
   { name: 'events', description: 'The audit log of the account, and its events as they happen (Server-Sent Events)' },
-  { name: 'operations', description: 'Every asynchronous action (create, resize, rename, delete, ACL and user changes, backups): state, steps, outcome' },
+  { name: 'operations', description: 'Every asynchronous action (create, resize, rename, delete, ACL and user changes, backups and restores): state, steps, outcome' },
   { name: 'webhooks', description: 'URLs sent the account\'s events, signed' },
   { name: 'keys', description: 'The API key pairs of the account' },
   { name: 'docs', description: 'This document' },

@@ -19,6 +19,7 @@ export const CreateInstanceBody = Type.Object(
     encryption: Type.Optional(Type.Boolean({ description: 'Encryption at rest; elasticsearch and mongodb only' })),
     storage_engine: Type.Optional(Type.String({ description: `mongodb only: ${STORAGE_ENGINES.join(' or ')}` })),
     acls: Type.Optional(Type.Array(AclCreateBody, { maxItems: 1000, description: 'ACLs to create with the instance' })),
+    restore_from: Type.Optional(Type.String({ description: "A completed backup of the account, of the same service: the instance is built, then restored from it (RESTORING, then ACTIVE). The plan must hold what the backed-up instance used." })),
   },
   { additionalProperties: false, examples: [CREATE_REDIS_BODY, CREATE_MONGODB_BODY] },
 );
@@ -57,7 +58,7 @@ const detailFields = {
   created: Type.String({ description: 'Creation time, YYYY-MM-DD HH:MM:SS, UTC' }),
   api_key: Type.String({ description: 'Key attached to the instance' }),
   caster: Type.Null({ description: 'Always null' }),
-  state: Type.String({ description: 'REQUESTED, BUILDING, ACTIVE, COMPLETED, RESIZING, DEGRADED, DELETING or FAILED' }),
+  state: Type.String({ description: 'REQUESTED, BUILDING, ACTIVE, COMPLETED, RESIZING, RESTORING, DEGRADED, DELETING or FAILED' }),
   state_reason: Type.Optional(Type.String({ description: 'Why the instance is DEGRADED or FAILED, or what a build or resize is waiting for' })),
   connect_string: Type.Optional(Type.String({ description: 'mongodb: host:port entries, comma-separated; redis: redis://host:port' })),
   ssl_connect_string: Type.Optional(Type.String({ description: 'mongodb_sharded: host:port of the TLS listener' })),

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type {
   AccessRule, EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition, UnitDriver, UnitHost,
 } from '../../domain/units.js';
@@ -12,7 +13,8 @@ const DENIED_KEPT = 100;
 /** What runs of one instance: its units (by role), their files, and the rules its edge admits. */
 interface Placed {
   readonly units: Set<string>;
-  readonly files: Map<string, string>;
+  /** Files by path: text (configuration) or bytes (data). */
+  readonly files: Map<string, string | Buffer>;
   rules: readonly AccessRule[];
   /** Refused connections, oldest first (recorded by `refuse`). */
   denied: DeniedConnection[];
@@ -56,8 +58,43 @@ export class EmulatedRuntime implements Runtime {
         files.set(key, content);
         return true;
       },
-      readFile: (u, name) => this.placed.get(u.instanceId)?.files.get(join(u.dir, name)),
+      readFile: (u, name) => {
+        const f = this.placed.get(u.instanceId)?.files.get(join(u.dir, name));
+        return f === undefined ? undefined : f.toString();
+      },
       exists: (u, name) => this.placed.get(u.instanceId)?.files.has(join(u.dir, name)) ?? false,
+      readStream: (u, name) => {
+        const f = this.placed.get(u.instanceId)?.files.get(join(u.dir, name));
+        if (f === undefined) throw Object.assign(new Error(`ENOENT: ${join(u.dir, name)}`), { code: 'ENOENT' });
+        return Readable.from([Buffer.from(f)]);
+      },
+      writeStream: async (u, name, source) => {
+        const chunks: Buffer[] = [];
+        for await (const c of source) chunks.push(Buffer.from(c as Buffer));
+        const data = Buffer.concat(chunks);
+        of(u).files.set(join(u.dir, name), data);
+        return data.length;
+      },
+      rename: (u, from, to) => {
+        const files = of(u).files;
+        const src = join(u.dir, from);
+        const dst = join(u.dir, to);
+        for (const key of [...files.keys()]) if (key === dst || key.startsWith(`${dst}/`)) files.delete(key);
+        for (const [key, value] of [...files]) {
+          if (key !== src && !key.startsWith(`${src}/`)) continue;
+          files.delete(key);
+          files.set(dst + key.slice(src.length), value);
+        }
+      },
+      remove: (u, name) => {
+        const files = this.placed.get(u.instanceId)?.files;
+        const path = join(u.dir, name);
+        for (const key of [...(files?.keys() ?? [])]) if (key === path || key.startsWith(`${path}/`)) files!.delete(key);
+      },
+      size: (u, name) => {
+        const f = this.placed.get(u.instanceId)?.files.get(join(u.dir, name));
+        return f === undefined ? undefined : Buffer.byteLength(f);
+      },
     };
   }
 

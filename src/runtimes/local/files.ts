@@ -1,4 +1,6 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { TerminalError } from '../../domain/errors.js';
 
 /** A full disk does not heal by retrying: the instance must fail with the reason instead. */
@@ -42,4 +44,24 @@ export function writeFileIfChanged(path: string, content: string): boolean {
     terminalIfFull(err, path);
   }
   return true;
+}
+
+/**
+ * Writes a stream into `path` atomically: into `<path>.partial` first (fsynced), renamed once
+ * complete. When `source` fails (a decryption or checksum error), the disk fills or the process
+ * dies, no file appears under `path`; a leftover `.partial` is replaced by the next write.
+ * Resolves with the bytes written.
+ */
+export async function writeStreamAtomically(path: string, source: Readable): Promise<number> {
+  const tmp = `${path}.partial`;
+  const out = createWriteStream(tmp, { mode: 0o600, flush: true });
+  try {
+    await pipeline(source, out);
+    renameSync(tmp, path);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new Error(`no space left on the device holding ${path}`, { cause: err });
+    throw err;
+  }
+  return out.bytesWritten;
 }

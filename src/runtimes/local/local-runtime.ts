@@ -1,5 +1,5 @@
-import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, createReadStream, existsSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { accessGroups, edgeRoutes, type EdgeRoute } from '../../domain/endpoints.js';
@@ -12,7 +12,7 @@ import type { EngineBinaries } from '../../lib/binaries.js';
 import { sleep } from '../../lib/time.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 import { DeniedLog } from './denied-log.js';
-import { ensureDir, readText, writeFileIfChanged } from './files.js';
+import { ensureDir, readText, writeFileIfChanged, writeStreamAtomically } from './files.js';
 import { HaproxyEdge } from './haproxy-edge.js';
 import { portIsFree } from './ports.js';
 import { ProcessSupervisor, logTail, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
@@ -135,11 +135,34 @@ export class LocalRuntime implements Runtime {
       isRunning: (u) => this.supervisor.isRunning(supervised(u)),
       logTail: (u) => logTail(u.dir),
       writeFile: (u, name, content) => {
-        ensureDir(u.dir);
+        ensureDir(dirname(join(u.dir, name)));
         return writeFileIfChanged(join(u.dir, name), content);
       },
       readFile: (u, name) => readText(join(u.dir, name)),
       exists: (u, name) => existsSync(join(u.dir, name)),
+      readStream: (u, name) => {
+        // opened now, so that a missing file throws here rather than on the stream
+        statSync(join(u.dir, name));
+        return createReadStream(join(u.dir, name));
+      },
+      writeStream: async (u, name, source) => {
+        ensureDir(dirname(join(u.dir, name)));
+        return writeStreamAtomically(join(u.dir, name), source);
+      },
+      rename: (u, from, to) => {
+        const target = join(u.dir, to);
+        // a file is replaced atomically by the rename itself; a directory must be gone first
+        if (statSync(target, { throwIfNoEntry: false })?.isDirectory()) rmSync(target, { recursive: true, force: true });
+        renameSync(join(u.dir, from), target);
+      },
+      remove: (u, name) => rmSync(join(u.dir, name), { recursive: true, force: true }),
+      size: (u, name) => {
+        try {
+          return statSync(join(u.dir, name)).size;
+        } catch {
+          return undefined;
+        }
+      },
     };
   }
 

@@ -4,6 +4,7 @@ import * as auditAppendOnly from './2026-11-21T1100-audit-append-only.js';
 import * as instanceListVersions from './2026-11-21T1500-instance-list-versions.js';
 import * as instanceAddress from './2026-11-25T1700-instance-address.js';
 import * as operationsEventsWebhooks from './2026-11-26T0900-operations-events-webhooks.js';
+import * as backups from './2026-11-26T1000-backups.js';
 import * as accessDayTwo from './2026-11-26T1100-access-day-two.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
@@ -13,6 +14,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-21T1500-instance-list-versions': instanceListVersions,
   '2026-11-25T1700-instance-address': instanceAddress,
   '2026-11-26T0900-operations-events-webhooks': operationsEventsWebhooks,
+  '2026-11-26T1000-backups': backups,
   '2026-11-26T1100-access-day-two': accessDayTwo,
 };
 
