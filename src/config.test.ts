@@ -72,7 +72,7 @@ describe('loadConfig', () => {
 
   it('operation deadlines: every kind family has one; a value changes only the kinds it names', () => {
     const d = loadConfig({}, {}).operationDeadlines;
-    expect(d).toEqual({ create: 300, resize: 600, rename: 120, delete: 600, acl: 120, user: 120, backup: 3600, restore: 3600, default: 3600 });
+    expect(d).toEqual({ create: 300, resize: 600, rename: 120, delete: 600, acl: 120, user: 120, password: 120, config: 120, backup: 3600, restore: 3600, default: 3600 });
     const changed = loadConfig({ 'operation-deadlines': 'create=600, acl.add=5' }, { HANGAR_OPERATION_DEADLINES: 'create=1' }).operationDeadlines;
     expect(changed).toMatchObject({ create: 600, 'acl.add': 5, acl: 120, resize: 600 });
   });

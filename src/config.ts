@@ -125,7 +125,7 @@ export interface SettingDoc {
 }
 
 /** Deadlines of operations, in seconds, by kind family. */
-const DEFAULT_DEADLINES = 'create=300,resize=600,rename=120,delete=600,acl=120,user=120,backup=3600,restore=3600,default=3600';
+const DEFAULT_DEADLINES = 'create=300,resize=600,rename=120,delete=600,acl=120,user=120,password=120,config=120,backup=3600,restore=3600,default=3600';
 
 const REDIS_POLICIES = [
   'noeviction', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random',
@@ -168,7 +168,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { key: 'zonesFile', flag: 'zones', env: 'HANGAR_ZONES', kind: 'path', default: undefined, description: 'JSON or YAML file mapping each zone to its placement target (`local`, `emulated`, `kubernetes`) and capacity (see [zones](#zones-and-capacity)); unset: every zone of the spec on `--runtime`' },
   { key: 'memoryReserveMb', flag: 'memory-reserve', env: 'HANGAR_MEMORY_RESERVE_MB', kind: 'int', default: '1024', description: "MB of this host's memory that local zones may not promise (left to hangar, the edge and the system)" },
   { key: 'buildTimeoutSeconds', flag: 'build-timeout', env: 'HANGAR_BUILD_TIMEOUT', kind: 'int', default: '120', description: 'seconds an instance may take to become ready before it is FAILED' },
-  { key: 'operationDeadlines', flag: 'operation-deadlines', env: 'HANGAR_OPERATION_DEADLINES', kind: 'deadlines', default: DEFAULT_DEADLINES, description: 'seconds an operation may run before it is FAILED, per kind (`acl` and `user` cover their kinds; `default` the kinds not named); a value names only the kinds it changes, e.g. `create=600`' },
+  { key: 'operationDeadlines', flag: 'operation-deadlines', env: 'HANGAR_OPERATION_DEADLINES', kind: 'deadlines', default: DEFAULT_DEADLINES, description: 'seconds an operation may run before it is FAILED, per kind (`acl`, `user`, `password` and `config` cover their kinds; `default` the kinds not named); a value names only the kinds it changes, e.g. `create=600`' },
   { key: 'operationRetentionSeconds', flag: 'operation-retention', env: 'HANGAR_OPERATION_RETENTION', kind: 'int', default: '2592000', description: 'seconds finished operations and webhook delivery records are kept' },
   { key: 'eventRetentionSeconds', flag: 'event-retention', env: 'HANGAR_EVENT_RETENTION', kind: 'int', default: '86400', description: 'seconds events are kept for `GET /v2/events/stream` to resume from (`Last-Event-ID`)' },
   { key: 'webhookAllowHttp', flag: 'webhook-allow-http', env: 'HANGAR_WEBHOOK_ALLOW_HTTP', kind: 'bool', default: 'false', description: '`true`: webhooks may use plain `http://` URLs (otherwise https only)' },

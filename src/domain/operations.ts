@@ -7,6 +7,7 @@
 /** Kinds hangar records itself, each tracked through the instance's progress in the store. */
 export const INSTANCE_OPERATION_KINDS = [
   'create', 'resize', 'rename', 'delete', 'acl.add', 'acl.delete', 'acl.replace', 'user.create', 'user.update', 'user.delete',
+  'password.rotate', 'password.finish', 'config.update',
 ] as const;
 
 /** Kinds started and finished by the service that does the work (`OperationLog.start`, `succeed`, `fail`). */
@@ -121,7 +122,7 @@ export interface StreamEvent {
 /** Seconds an operation of each kind family may run (`acl` covers acl.add and acl.delete); `default` for kinds not named. */
 export type OperationDeadlines = Readonly<Record<string, number>>;
 
-export const DEADLINE_FAMILIES = ['create', 'resize', 'rename', 'delete', 'acl', 'user', 'backup', 'restore', 'default'] as const;
+export const DEADLINE_FAMILIES = ['create', 'resize', 'rename', 'delete', 'acl', 'user', 'password', 'config', 'backup', 'restore', 'default'] as const;
 
 /** Seconds an operation of `kind` may run before it is failed. */
 export function deadlineSeconds(deadlines: OperationDeadlines, kind: string): number {

@@ -1,6 +1,6 @@
 import { newObjectId, randomHex } from '../lib/ids.js';
 import type { Db } from '../store/database.js';
-import { bumpInstance } from '../store/instance-repository.js';
+import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import {
   findRedisUser, insertRedisUser, listRedisUsers, markRedisUserDeleting, updateRedisUser,
 } from '../store/redis-user-repository.js';
@@ -10,8 +10,9 @@ import { patternProblem, ruleProblem, usernameProblem } from '../engines/redis/r
 export { GRANTABLE_CATEGORIES } from '../engines/redis/redis-users.js';
 import { errors } from '../domain/errors.js';
 import type { Instance, RedisUser } from '../domain/model.js';
-import type { Caller, ServiceDeps } from './deps.js';
-import type { InstanceService } from './instances.js';
+import type { OperationKind } from '../domain/operations.js';
+import { NO_ORIGIN, type Caller, type Origin, type ServiceDeps } from './deps.js';
+import type { InstanceService, Started } from './instances.js';
 
 /** How long a user change waits for the engines before answering (it is durable either way). */
 export const USER_SETTLE_MS = 5000;
@@ -38,16 +39,33 @@ export async function redisInstanceOf(instances: InstanceService, caller: Caller
   return inst;
 }
 
+/** The operation a change of an instance is recorded as. */
+export interface ChangeOperation {
+  readonly kind: OperationKind;
+  readonly caller: Caller;
+  readonly origin: Origin;
+  readonly detail?: Readonly<Record<string, unknown>>;
+}
+
 /**
- * Records a change of an instance in one transaction that first bumps its spec version (in
- * PostgreSQL that locks the row: changes to one instance and its deletion run one after the
- * other), then has the reconciler apply it and waits for that (bounded; durable either way).
+ * Records a change of an instance, and its operation, in one transaction that first bumps its
+ * spec version (in PostgreSQL that locks the row: changes to one instance and its deletion run
+ * one after the other), then has the reconciler apply it and waits for that (bounded; durable
+ * either way). The operation succeeds with the pass that carries the change out.
  */
-export async function recordAndApply<T>(deps: ServiceDeps, inst: Instance, change: (trx: Db) => Promise<T>, settleMs = USER_SETTLE_MS): Promise<T> {
+export async function recordAndApply<T>(
+  deps: ServiceDeps, inst: Instance, op: ChangeOperation, change: (trx: Db) => Promise<T>, settleMs = USER_SETTLE_MS,
+): Promise<Started<T>> {
   const now = deps.now();
   const out = await deps.db.transaction().execute(async (trx) => {
+    const operation = await deps.operations.start(
+      { kind: op.kind, instance: { id: inst.id, name: inst.name }, account: op.caller.accountId, ...op.origin, detail: { ...op.detail } },
+      trx,
+    );
     if (!(await bumpInstance(trx, inst.id, {}, now, { notDeleting: true }))) throw errors.instanceDeleting(inst.name);
-    return change(trx);
+    const result = await change(trx);
+    await deps.operations.setTarget(trx, operation.id, await getSpecVersion(trx, inst.id));
+    return { result, operation };
   });
   const settled = deps.work.settle(inst.id, settleMs);
   deps.work.enqueue(inst.id);
@@ -79,7 +97,7 @@ export class RedisUserService {
   }
 
   /** Creates a user; its password is the one given, or one hangar makes. Returns the user and its password. */
-  async create(caller: Caller, name: string, input: RedisUserInput): Promise<{ user: RedisUser; password: string }> {
+  async create(caller: Caller, name: string, input: RedisUserInput, origin: Origin = NO_ORIGIN): Promise<Started<{ user: RedisUser; password: string }>> {
     const problem = usernameProblem(input.username);
     if (problem) throw errors.invalidValue('username', `"username" ${problem}`);
     const password = input.password ?? randomHex(16);
@@ -90,14 +108,14 @@ export class RedisUserService {
     const inst = await redisInstanceOf(this.instances, caller, name);
     if (inst.deleting) throw errors.instanceDeleting(name);
     const now = this.deps.now();
-    await recordAndApply(this.deps, inst, async (trx) => {
+    const { operation } = await recordAndApply(this.deps, inst, { kind: 'user.create', caller, origin, detail: { service: 'redis', username: input.username } }, async (trx) => {
       const inserted = await insertRedisUser(trx, this.deps.keyring, { id: newObjectId(now), instanceId: inst.id, username: input.username, password, keys, channels, commands, now });
       if (!inserted) throw errors.redisUserExists(input.username, name);
     });
-    return { user: await this.get(caller, name, input.username), password };
+    return { result: { user: await this.get(caller, name, input.username), password }, operation };
   }
 
-  async update(caller: Caller, name: string, username: string, change: RedisUserChange): Promise<RedisUser> {
+  async update(caller: Caller, name: string, username: string, change: RedisUserChange, origin: Origin = NO_ORIGIN): Promise<Started<RedisUser>> {
     if (change.password === undefined && change.keys === undefined && change.channels === undefined && change.commands === undefined) {
       throw errors.invalidBody('send at least one of "password", "keys", "channels", "commands"');
     }
@@ -111,18 +129,19 @@ export class RedisUserService {
     const inst = await redisInstanceOf(this.instances, caller, name);
     if (inst.deleting) throw errors.instanceDeleting(name);
     const now = this.deps.now();
-    await recordAndApply(this.deps, inst, async (trx) => {
+    const detail = { service: 'redis', username, changed: Object.keys(patch).sort() };
+    const { operation } = await recordAndApply(this.deps, inst, { kind: 'user.update', caller, origin, detail }, async (trx) => {
       const user = await findRedisUser(trx, this.deps.keyring, inst.id, username);
       if (!user || !(await updateRedisUser(trx, this.deps.keyring, user.id, patch, now))) throw errors.redisUserNotFound(username, name);
     });
-    return this.get(caller, name, username);
+    return { result: await this.get(caller, name, username), operation };
   }
 
   /** Deletes the user: the engines drop it, which closes its connections. */
-  async delete(caller: Caller, name: string, username: string): Promise<void> {
+  async delete(caller: Caller, name: string, username: string, origin: Origin = NO_ORIGIN): Promise<Started<void>> {
     const inst = await redisInstanceOf(this.instances, caller, name);
     const now = this.deps.now();
-    await recordAndApply(this.deps, inst, async (trx) => {
+    return recordAndApply(this.deps, inst, { kind: 'user.delete', caller, origin, detail: { service: 'redis', username } }, async (trx) => {
       const user = await findRedisUser(trx, this.deps.keyring, inst.id, username);
       if (!user || !(await markRedisUserDeleting(trx, user.id, now))) throw errors.redisUserNotFound(username, name);
     });

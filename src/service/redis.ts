@@ -155,7 +155,7 @@ export class RedisService {
    * values), has the reconciler apply them live to the primary and the replica and write them
    * into their configuration files, and returns every setting hangar holds for the instance.
    */
-  async setConfig(caller: Caller, name: string, values: Readonly<Record<string, string | number>>): Promise<Record<string, string>> {
+  async setConfig(caller: Caller, name: string, values: Readonly<Record<string, string | number>>, origin: Origin = NO_ORIGIN): Promise<Started<Record<string, string>>> {
     const checked: Record<string, string> = {};
     for (const [setting, raw] of Object.entries(values)) {
       const result = checkRedisSetting(setting, raw);
@@ -166,8 +166,9 @@ export class RedisService {
     const inst = await this.redisInstance(caller, name);
     if (inst.deleting) throw errors.instanceDeleting(name);
     const now = this.deps.now();
-    await recordAndApply(this.deps, inst, (trx) => putRedisSettings(trx, inst.id, checked, now), CONFIG_SETTLE_MS);
-    return listRedisSettings(this.deps.db, inst.id);
+    const change = { kind: 'config.update', caller, origin, detail: { service: 'redis', settings: checked } };
+    const { operation } = await recordAndApply(this.deps, inst, change, (trx) => putRedisSettings(trx, inst.id, checked, now), CONFIG_SETTLE_MS);
+    return { result: await listRedisSettings(this.deps.db, inst.id), operation };
   }
 
   /** The primary's slow log, newest first. */

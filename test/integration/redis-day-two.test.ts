@@ -189,6 +189,37 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
     });
   });
 
+  it('every change is an operation (X-Operation-Id, Location) that SUCCEEDS once the engines run it: users, rotations, settings', async () => {
+    // an instance of its own: the restart case below counts on r's settings and password
+    await alice.ready(redisBody('o'));
+    const oUsers = '/v2/redis/o/users/';
+    const succeeded = async (res: { status: number; headers: Headers }, kind: string, detail: Record<string, unknown>) => {
+      expect(res.status).toBe(200);
+      const id = res.headers.get('x-operation-id');
+      expect(id, kind).toMatch(/^[0-9a-f]{24}$/);
+      expect(res.headers.get('location')).toBe(`/v2/operations/${id}/`);
+      await until(`${kind} to succeed`, async () => (await alice.get(`/v2/operations/${id}/`)).body.data.state === 'SUCCEEDED');
+      const op = (await alice.get(`/v2/operations/${id}/`)).body.data;
+      expect(op).toMatchObject({ kind, instance_name: 'o', progress: 100, detail });
+    };
+    await succeeded(await alice.post(oUsers, { username: 'ops' }), 'user.create', { service: 'redis', username: 'ops' });
+    await succeeded(await alice.patch(`${oUsers}ops/`, { keys: ['ops:*'] }), 'user.update', { service: 'redis', username: 'ops', changed: ['keys'] });
+    await succeeded(await alice.post(`${oUsers}ops/rotate-password`), 'password.rotate', { service: 'redis', username: 'ops' });
+    await succeeded(await alice.post(`${oUsers}ops/rotate-password/finish`), 'password.finish', { service: 'redis', username: 'ops' });
+    // nothing left to finish: no operation
+    const again = await alice.post(`${oUsers}ops/rotate-password/finish`);
+    expect([again.status, again.body.data.retired, again.headers.get('x-operation-id')]).toEqual([200, false, null]);
+    await succeeded(await alice.delete(`${oUsers}ops/`), 'user.delete', { service: 'redis', username: 'ops' });
+    await succeeded(await alice.post('/v2/instances/o/rotate-password'), 'password.rotate', { service: 'redis' });
+    await succeeded(await alice.post('/v2/instances/o/rotate-password/finish'), 'password.finish', { service: 'redis' });
+    await succeeded(await alice.patch('/v2/redis/o/config/', { timeout: 120 }), 'config.update', { service: 'redis', settings: { timeout: '120' } });
+    // a refused change leaves no operation behind
+    const before = (await alice.get('/v2/operations/?instance=o&limit=100')).body.data.length;
+    expect((await alice.patch('/v2/redis/o/config/', { 'maxmemory-policy': 'sometimes' })).status).toBe(400);
+    expect((await alice.post(oUsers, { username: 'default' })).status).toBe(400);
+    expect((await alice.get('/v2/operations/?instance=o&limit=100')).body.data.length).toBe(before);
+  });
+
   it('users, settings and passwords come back after a restart (the emulated engines rebuild from the store)', async () => {
     const password = (await alice.get('/v2/instances/r/')).body.data.password;
     await th.restart({ HANGAR_PASSWORD_GRACE: '2' });

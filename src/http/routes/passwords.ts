@@ -1,6 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { type AppDeps, callerOf } from '../context.js';
+import type { Operation } from '../../domain/operations.js';
+import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
+import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
@@ -8,6 +10,12 @@ import { FinishRecord, RedisUserParams, RotationRecord } from '../schemas/redis-
 
 const ROTATION = { password: '9f8e7d6c5b4a39281706f5e4d3c2b1a0', previous_valid_until: '2026-11-21T10:00:00.000Z' };
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A finish answers whether a password was retired; when one was, the operation that does it is in the headers. */
+function finished(reply: FastifyReply, out: { retired: boolean; operation?: Operation }): { data: { retired: boolean } } {
+  if (out.operation) answerStarted(reply, { result: undefined, operation: out.operation });
+  return { data: { retired: out.retired } };
+}
 
 /** Password rotation without downtime: the instance password and each Redis user's (an addition to the ObjectRocket API). */
 export function passwordRoutes(fastify: FastifyInstance, deps: AppDeps): void {
@@ -26,11 +34,11 @@ export function passwordRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags: ['instances'],
         params: NameParams,
         headers: IdempotencyHeaders,
-        response: { 200: Data(RotationRecord, ROTATION), ...rotateErrors },
+        response: { 200: { ...Data(RotationRecord, ROTATION), headers: OPERATION_HEADERS }, ...rotateErrors },
       },
     },
-    async (req) => {
-      const r = await passwords.rotateInstance(callerOf(req), req.params.instance_name);
+    async (req, reply) => {
+      const r = answerStarted(reply, await passwords.rotateInstance(callerOf(req), req.params.instance_name, originOf(req)));
       return { data: { password: r.password, previous_valid_until: iso(r.previousValidUntil) } };
     },
   );
@@ -43,10 +51,10 @@ export function passwordRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags: ['instances'],
         params: NameParams,
         headers: IdempotencyHeaders,
-        response: { 200: Data(FinishRecord, { retired: true }), ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND']) },
+        response: { 200: { ...Data(FinishRecord, { retired: true }), headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND']) },
       },
     },
-    async (req) => ({ data: { retired: await passwords.finishInstance(callerOf(req), req.params.instance_name) } }),
+    async (req, reply) => finished(reply, await passwords.finishInstance(callerOf(req), req.params.instance_name, originOf(req))),
   );
   app.post(
     '/redis/:instance_name/users/:username/rotate-password',
@@ -57,11 +65,11 @@ export function passwordRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags: ['redis users'],
         params: RedisUserParams,
         headers: IdempotencyHeaders,
-        response: { 200: Data(RotationRecord, ROTATION), ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'ROTATION_IN_PROGRESS', 'INSTANCE_DELETING']) },
+        response: { 200: { ...Data(RotationRecord, ROTATION), headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'ROTATION_IN_PROGRESS', 'INSTANCE_DELETING']) },
       },
     },
-    async (req) => {
-      const r = await passwords.rotateUser(callerOf(req), req.params.instance_name, req.params.username);
+    async (req, reply) => {
+      const r = answerStarted(reply, await passwords.rotateUser(callerOf(req), req.params.instance_name, req.params.username, originOf(req)));
       return { data: { password: r.password, previous_valid_until: iso(r.previousValidUntil) } };
     },
   );
@@ -74,9 +82,9 @@ export function passwordRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags: ['redis users'],
         params: RedisUserParams,
         headers: IdempotencyHeaders,
-        response: { 200: Data(FinishRecord, { retired: true }), ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND']) },
+        response: { 200: { ...Data(FinishRecord, { retired: true }), headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND']) },
       },
     },
-    async (req) => ({ data: { retired: await passwords.finishUser(callerOf(req), req.params.instance_name, req.params.username) } }),
+    async (req, reply) => finished(reply, await passwords.finishUser(callerOf(req), req.params.instance_name, req.params.username, originOf(req))),
   );
 }

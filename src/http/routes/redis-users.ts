@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { type AppDeps, callerOf } from '../context.js';
+import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
+import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
@@ -40,13 +41,13 @@ export function redisUserRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: RedisUserCreateBody,
         response: {
-          200: Data(RedisUserCreated, { user: REDIS_USER, password: '8c1d0e9f2a3b4c5d6e7f8091a2b3c4d5' }),
+          200: { ...Data(RedisUserCreated, { user: REDIS_USER, password: '8c1d0e9f2a3b4c5d6e7f8091a2b3c4d5' }), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_EXISTS', 'INSTANCE_DELETING']),
         },
       },
     },
-    async (req) => {
-      const { user, password } = await redisUsers.create(callerOf(req), req.params.instance_name, req.body);
+    async (req, reply) => {
+      const { user, password } = answerStarted(reply, await redisUsers.create(callerOf(req), req.params.instance_name, req.body, originOf(req)));
       return { data: { user: redisUserRecord(user), password } };
     },
   );
@@ -73,12 +74,14 @@ export function redisUserRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: RedisUserPatchBody,
         response: {
-          200: Data(RedisUserRecord, REDIS_USER),
+          200: { ...Data(RedisUserRecord, REDIS_USER), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'INSTANCE_DELETING']),
         },
       },
     },
-    async (req) => ({ data: redisUserRecord(await redisUsers.update(callerOf(req), req.params.instance_name, req.params.username, req.body)) }),
+    async (req, reply) => ({
+      data: redisUserRecord(answerStarted(reply, await redisUsers.update(callerOf(req), req.params.instance_name, req.params.username, req.body, originOf(req)))),
+    }),
   );
   app.delete(
     `${base}:username/`,
@@ -88,11 +91,14 @@ export function redisUserRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         summary: 'Delete a user: its open connections are closed',
         tags,
         params: RedisUserParams,
-        response: { 200: Data(Type.Object({}, { description: 'Empty' }), {}), ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'INSTANCE_DELETING']) },
+        response: {
+          200: { ...Data(Type.Object({}, { description: 'Empty' }), {}), headers: OPERATION_HEADERS },
+          ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'INSTANCE_DELETING']),
+        },
       },
     },
-    async (req) => {
-      await redisUsers.delete(callerOf(req), req.params.instance_name, req.params.username);
+    async (req, reply) => {
+      answerStarted(reply, await redisUsers.delete(callerOf(req), req.params.instance_name, req.params.username, originOf(req)));
       return { data: {} };
     },
   );

@@ -101,12 +101,12 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: RedisConfigPatchBody,
         response: {
-          200: Data(RedisConfigRecord, { 'maxmemory-policy': 'allkeys-lru', timeout: '300' }),
+          200: { ...Data(RedisConfigRecord, { 'maxmemory-policy': 'allkeys-lru', timeout: '300' }), headers: OPERATION_HEADERS },
           ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING']),
         },
       },
     },
-    async (req) => ({ data: await redis.setConfig(callerOf(req), req.params.instance_name, req.body) }),
+    async (req, reply) => ({ data: answerStarted(reply, await redis.setConfig(callerOf(req), req.params.instance_name, req.body, originOf(req))) }),
   );
   app.get(
     '/redis/:instance_name/slowlog/',
