@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
 import { EmulatedEngine } from '../../src/engines/emulated/emulated-engines.js';
 import { EmulatedRuntime } from '../../src/runtimes/emulated/emulated-runtime.js';
-import { startHangar, type Hangar } from '../../src/server.js';
+import { createLogger, startHangar, type Hangar } from '../../src/server.js';
 import { accounts } from './accounts.js';
 import { type Dialect, freshPostgres } from './database.js';
 import { killAllUnder } from '../e2e/helpers/processes.js';
@@ -24,6 +24,19 @@ export type Auth = { token: string } | { basic: [string, string] } | undefined;
  * looked up at each request, so that clients keep working across a restart of the test hangar.
  */
 export type Target = string | { readonly app: () => FastifyInstance };
+
+/**
+ * What the test hangars of this process logged at level error (the last lines): a test that gets
+ * an unexpected 500 prints them, so that a failure seen once (in CI) says what broke.
+ */
+const serverErrors: string[] = [];
+const SERVER_ERRORS_KEPT = 20;
+const errorLog = {
+  write(line: string) {
+    serverErrors.push(line.trimEnd());
+    if (serverErrors.length > SERVER_ERRORS_KEPT) serverErrors.shift();
+  },
+};
 
 /** A minimal HTTP client of the API, as a real client would talk to it. */
 export class Client {
@@ -57,6 +70,7 @@ export class Client {
     }
     const res = await this.send(method, path, headers, body);
     const text = res.text;
+    if (res.status === 500) console.error(`${method} ${path} answered 500; hangar logged:\n${serverErrors.join('\n')}`);
     let parsed: unknown = text;
     try {
       parsed = text ? JSON.parse(text) : undefined;
@@ -159,7 +173,8 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
         HANGAR_PORT: '0',
         HANGAR_DATA_DIR: dataDir,
         HANGAR_RUNTIME: 'emulated',
-        HANGAR_LOG_LEVEL: 'silent',
+        // errors are kept in memory and printed when a request answers 500 (errorLog above)
+        HANGAR_LOG_LEVEL: 'error',
         HANGAR_HOST_ID: `test-${process.pid}-${++counter}`,
         // tests stop their hangars at once (the drain has a test of its own)
         HANGAR_DRAIN_PERIOD: '0',
@@ -171,7 +186,7 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
   const listen = opts.listen === true;
   let config = makeConfig();
   const startOptions = { listen, ...(opts.backupClock ? { backupClock: opts.backupClock } : {}) };
-  let hangar = await startHangar(config, undefined, startOptions);
+  let hangar = await startHangar(config, createLogger(config, errorLog), startOptions);
   let stopped = false;
   const target: Target = listen ? hangar.url : { app: () => hangar.app };
   const th: TestHangar = {
@@ -212,7 +227,7 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
     async restart(env = {}) {
       await th.stop();
       config = makeConfig({ ...env, ...(listen ? { HANGAR_PORT: String(new URL(hangar.url).port) } : {}) });
-      hangar = await startHangar(config, undefined, startOptions);
+      hangar = await startHangar(config, createLogger(config, errorLog), startOptions);
       stopped = false;
     },
     async close() {

@@ -331,5 +331,6 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
     const rbac = bad.report.zones[0].checks.find((c: any) => c.check === 'rbac');
     expect(rbac.ok).toBe(false);
     expect(rbac.detail).toMatch(/missing: get pods, list pods, watch pods, .*patch networkpolicies\.networking\.k8s\.io/);
-  });
+    // two runs of the CLI, each asking the API server one access review per verb
+  }, 120_000);
 });

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimPortRange } from '../../helpers/ports.js';
@@ -17,6 +17,28 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
   return { ...env, ...extra };
+}
+
+/** Each thread of a process with its state and where the kernel has it wait (a diagnosis of a hang). */
+function threadsOf(pid: number): string {
+  const read = (f: string) => {
+    try {
+      return readFileSync(f, 'utf8').trim();
+    } catch {
+      return '?';
+    }
+  };
+  try {
+    return readdirSync(`/proc/${pid}/task`)
+      .map((tid) => {
+        const state = /^State:\s*(.*)$/m.exec(read(`/proc/${pid}/task/${tid}/status`))?.[1] ?? '?';
+        const stack = read(`/proc/${pid}/task/${tid}/stack`).split('\n').slice(0, 6).join(' < ');
+        return `thread ${tid} (${read(`/proc/${pid}/task/${tid}/comm`)}): ${state}, waits in ${read(`/proc/${pid}/task/${tid}/wchan`)}; ${stack}`;
+      })
+      .join('\n');
+  } catch {
+    return `process ${pid} is gone`;
+  }
 }
 
 /** What the local runtime needs here, or the packages to install. */
@@ -139,9 +161,11 @@ export class HangarProcess {
     this.exited = exited;
     this.url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
+        // what each of its threads waits on, read before it is killed: a start that hangs says where
+        const where = child.pid === undefined ? '' : threadsOf(child.pid);
         // not left running: the caller has no process to stop when the start fails
         child.kill('SIGKILL');
-        reject(new Error(`hangar serve did not start within 30 s:\n${output.text}`));
+        reject(new Error(`hangar serve did not start within 30 s:\n${output.text}\n${where}`));
       }, 30_000);
       child.stderr!.on('data', (c: Buffer) => {
         output.text += c.toString('utf8');
