@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -8,5 +9,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Tests start real servers and engines on free ports; two cores are shared between files.
     maxWorkers: 2,
+    // the longest files first (test/sequencer.ts), so that none of them ends the run alone
+    sequence: { sequencer: SlowFirstSequencer },
   },
 });
