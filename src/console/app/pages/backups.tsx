@@ -341,7 +341,7 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
                       {b.started ?? `${b.requested} (asked)`}
                     </th>
                     <td data-label="Finished">{b.finished ?? '—'}</td>
-                    <td data-label="State" class="wrap">
+                    <td data-label="State" class="state">
                       <StateBadge state={b.state} />
                       {b.step && !done ? <span class="hint"> {stepLabel(b.step)}</span> : null}
                       {b.state_reason ? <span class="hint"> {b.state_reason}</span> : null}
@@ -351,27 +351,29 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
                       {b.size_bytes !== null ? formatBytes(b.size_bytes) : '—'}
                     </td>
                     <td data-label="SHA-256">{b.sha256 ? <code title={b.sha256}>{shortSha(b.sha256)}</code> : '—'}</td>
-                    <td class="row-actions">
-                      {done ? (
-                        <button type="button" class="small" onClick={() => void download(b)} disabled={actionsOff}>
-                          Download <span class="visually-hidden">{label}</span>
-                        </button>
-                      ) : null}
-                      {done && instance ? (
-                        <button type="button" class="small" onClick={() => setToRestore(b)} disabled={actionsOff || !ready || open !== undefined}>
-                          Restore <span class="visually-hidden">{label} into {name}</span>
-                        </button>
-                      ) : null}
-                      {done ? (
-                        <a class="button small" href={`${href('instances', 'new')}?restore_from=${encodeURIComponent(b.id)}&from=${encodeURIComponent(name)}`}>
-                          New instance <span class="visually-hidden">from {label}</span>
-                        </a>
-                      ) : null}
-                      {b.state === 'COMPLETED' || b.state === 'FAILED' ? (
-                        <button type="button" class="small danger" onClick={() => setToDelete(b)} disabled={actionsOff}>
-                          Delete <span class="visually-hidden">{label}</span>
-                        </button>
-                      ) : null}
+                    <td>
+                      <div class="row-buttons">
+                        {done ? (
+                          <button type="button" class="small" onClick={() => void download(b)} disabled={actionsOff}>
+                            Download <span class="visually-hidden">{label}</span>
+                          </button>
+                        ) : null}
+                        {done && instance ? (
+                          <button type="button" class="small" onClick={() => setToRestore(b)} disabled={actionsOff || !ready || open !== undefined}>
+                            Restore <span class="visually-hidden">{label} into {name}</span>
+                          </button>
+                        ) : null}
+                        {done ? (
+                          <a class="button small" href={`${href('instances', 'new')}?restore_from=${encodeURIComponent(b.id)}&from=${encodeURIComponent(name)}`}>
+                            New instance <span class="visually-hidden">from {label}</span>
+                          </a>
+                        ) : null}
+                        {b.state === 'COMPLETED' || b.state === 'FAILED' ? (
+                          <button type="button" class="small danger" onClick={() => setToDelete(b)} disabled={actionsOff}>
+                            Delete <span class="visually-hidden">{label}</span>
+                          </button>
+                        ) : null}
+                      </div>
                     </td>
                   </tr>
                 );
