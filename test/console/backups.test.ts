@@ -185,8 +185,8 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     await heading('copy').waitFor();
     await page.locator('.title-row .badge', { hasText: 'ACTIVE' }).waitFor({ timeout: 60_000 });
     const copy = await hangar.waitFor('copy', (rec) => rec?.state === 'ACTIVE');
-    const restores = (await hangar.get('/v2/instances/copy/restores/')).body.data;
-    expect(restores).toMatchObject([{ backup_id: backupId, kind: 'new_instance', state: 'COMPLETED' }]);
+    // the restore is settled just after the instance is ACTIVE
+    await expect.poll(async () => (await hangar.get('/v2/instances/copy/restores/')).body.data, { timeout: 10_000 }).toMatchObject([{ backup_id: backupId, kind: 'new_instance', state: 'COMPLETED' }]);
     expect(await readKey(portOf(copy.public_connect_string), copy.password, 'restored-key')).toBe('before');
   });
 
@@ -214,15 +214,20 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     expect(await confirm.isDisabled()).toBe(true);
     await dialog.getByLabel('Type store to confirm').fill('store');
     // the engines' restart is held at the gate: the instance stays RESTORING until it opens
-    closeGate();
-    await confirm.click();
     const badge = page.locator('.title-row .badge');
-    await badge.filter({ hasText: 'RESTORING' }).waitFor({ timeout: 30_000 });
-    await page.locator('.progress-line').filter({ hasText: 'Restoring: a backup replaces the data' }).waitFor();
     const card = page.locator('.instance-operations [data-operation]').filter({ hasText: 'restore of store' });
-    expect(await card.getAttribute('data-state')).toBe('RUNNING');
-    expect((await hangar.get('/v2/instances/store/')).body.data.state).toBe('RESTORING');
-    openGate();
+    closeGate();
+    try {
+      await confirm.click();
+      await badge.filter({ hasText: 'RESTORING' }).waitFor({ timeout: 30_000 });
+      await page.locator('.progress-line').filter({ hasText: 'Restoring: a backup replaces the data' }).waitFor();
+      // its operation, PENDING until a worker takes it, runs up to the engines' restart and holds there
+      await expect.poll(() => card.getAttribute('data-state'), { timeout: 30_000 }).toBe('RUNNING');
+      expect((await hangar.get('/v2/instances/store/')).body.data.state).toBe('RESTORING');
+    } finally {
+      // whatever happened above, the engines may start (the tests after this one need them)
+      openGate();
+    }
     await badge.filter({ hasText: 'ACTIVE' }).waitFor({ timeout: 60_000 });
     await page.getByRole('status').filter({ hasText: /^store is restored from the backup of .* and ACTIVE again\.$/ }).waitFor({ timeout: 30_000 });
     await expect.poll(() => card.getAttribute('data-state')).toBe('SUCCEEDED');
@@ -290,6 +295,8 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     await heading('Backups of store').waitFor();
     expect(await page.evaluate(() => window.location.hash)).toBe('#/backups/store');
 
+    // the list read (the heading comes first)
+    await row(backupId).waitFor();
     const before = await rows().count();
     await tabTo(async () => (await focused()) === 'Back up now', 'Back up now');
     expect(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).not.toBe('none');
