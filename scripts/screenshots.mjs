@@ -2,7 +2,7 @@
 // Screenshots of the web console's main pages into docs/ (for the README), taken in Debian's
 // chromium against a hangar started here on the local runtime (redis-server and HAProxy must be
 // installed): login, instances, create, an instance with its chart, ACLs, API keys, operations,
-// webhooks and their deliveries, a phone width and dark mode. Run after `npm run build` (or `npm run screenshots`, which builds first).
+// webhooks and their deliveries, backups, a phone width and dark mode. Run after `npm run build` (or `npm run screenshots`, which builds first).
 // Everything it starts is stopped at the end, by PID; its temp dirs are removed.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -166,6 +166,17 @@ try {
   await page.evaluate((id) => (window.location.hash = `/webhooks/${id}`), hook.id);
   await page.locator('tr[data-delivery]').first().waitFor();
   await shoot(page, 'deliveries');
+
+  // backups: two taken now (one after the other: one at a time per instance), and a daily policy
+  for (let i = 0; i < 2; i++) {
+    const b = await api('POST', '/v2/instances/sessions/backups/');
+    for (let j = 0; j < 300 && (await api('GET', `/v2/instances/sessions/backups/${b.id}/`)).state !== 'COMPLETED'; j++) await sleep(200);
+  }
+  await api('PUT', '/v2/instances/sessions/backup-policy/', { schedule: 'daily', daily_at: '03:00', keep_last: 7, keep_days: 30 });
+  await page.evaluate(() => (window.location.hash = '/backups/sessions'));
+  await page.locator('tr[data-backup][data-state="COMPLETED"]').nth(1).waitFor({ timeout: 30_000 });
+  await page.locator('form.policy select[name="schedule"]').waitFor();
+  await shoot(page, 'backups');
 
   const phone = await open({ width: 360, height: 740 });
   await phone.goto(`${url}/#/instances`);

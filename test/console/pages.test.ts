@@ -99,6 +99,8 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
         [`/operations/${operationId}`, '.op-steps li'],
         ['/webhooks', `tr[data-webhook="${axeWebhook}"]`],
         [`/webhooks/${axeWebhook}`, 'tr[data-delivery]'],
+        ['/backups', 'select[name="instance"] option:text-is("cache")'],
+        ['/backups/cache', 'form.policy select[name="schedule"]'],
       ];
       for (const [path, ready] of pages) {
         await page.evaluate((p) => (window.location.hash = p), path);
@@ -110,7 +112,7 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
       expect(problems.foreignRequests).toEqual([]);
       await context.close();
     }
-    // twenty-six pages checked, in two colour schemes: more than the default 30 s on a loaded machine
+    // thirty pages checked, in two colour schemes: more than the default 30 s on a loaded machine
   }, 120_000);
 
   it('follows the system colour scheme', async () => {

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ComingPage } from './pages/coming.js';
+import { BackupsPage } from './pages/backups.js';
 import { CreatePage } from './pages/create.js';
 import { EventsPage } from './pages/events.js';
 import { InstancePage } from './pages/instance.js';
@@ -24,10 +24,11 @@ const NAV = [
 function titleOf(route: Route): string {
   const [first, second] = route.parts;
   if (first === 'login') return 'Log in';
-  if (first === 'instances' && second === 'new') return 'Create an instance';
+  if (first === 'instances' && second === 'new') return route.query.get('restore_from') ? 'Restore a backup into a new instance' : 'Create an instance';
   if (first === 'instances' && second) return `Instance ${second}`;
   if (first === 'operations' && second) return `Operation ${second}`;
   if (first === 'webhooks' && second) return 'Webhook deliveries';
+  if (first === 'backups' && second) return `Backups of ${second}`;
   return NAV.find((n) => n.id === first)?.label ?? 'Instances';
 }
 
@@ -36,7 +37,7 @@ function Page({ route }: { route: Route }) {
   const [first, second, third] = route.parts;
   switch (first) {
     case 'instances':
-      if (second === 'new') return <CreatePage />;
+      if (second === 'new') return <CreatePage query={route.query} />;
       if (second) return <InstancePage name={second} tab={third ?? 'overview'} operation={route.query.get('operation')} />;
       return <InstancesPage notice={route.query.get('deleted') ? `Instance ${route.query.get('deleted')} is deleted.` : null} />;
     case 'keys':
@@ -48,7 +49,7 @@ function Page({ route }: { route: Route }) {
     case 'webhooks':
       return second ? <WebhookPage id={second} /> : <WebhooksPage />;
     case 'backups':
-      return <ComingPage what="backups" />;
+      return <BackupsPage name={second} />;
     default:
       return <InstancesPage />;
   }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { HangarApiError, type Instance, type Operation } from '../../client/index.js';
 import {
-  describeError, filterInstances, formatDuration, formatUtc, hostPort, mongoshCommand, newerOperation, offersCancel, operationFilterOf, operationFilterQuery, operationMatches,
-  operationSummary, parseHumanBytes, redisCliCommand, sortInstances, stepLabel, upsertOperation,
+  describeError, describePolicy, filterInstances, formatBytes, formatDuration, formatUtc, hostPort, mongoshCommand, newerOperation, offersCancel, operationFilterOf, operationFilterQuery, operationMatches,
+  operationSummary, parseHumanBytes, plansHolding, policyBody, redisCliCommand, shortSha, sortInstances, stepLabel, upsertOperation,
 } from './format.js';
 
 const inst = (name: string, extra: Partial<Instance> = {}): Instance =>
@@ -111,6 +111,36 @@ describe('console operations', () => {
     expect(operationSummary(op('a', { kind: 'resize', detail: { from_plan: 500, to_plan: 1000 } }))).toBe('500 MB → 1,000 MB');
     expect(operationSummary(op('a', { kind: 'rename', detail: { from: 'cache', to: 'sessions' } }))).toBe('cache → sessions');
     expect(operationSummary(op('a', { kind: 'user.update', detail: { username: 'app', database: 'shop' } }))).toBe('app on shop');
-    expect(operationSummary(op('a', { kind: 'backup', detail: {} }))).toBe('');
+    expect(operationSummary(op('a', { kind: 'backup', detail: { backup_id: 'b1', scheduled: false } }))).toBe('on demand');
+    expect(operationSummary(op('a', { kind: 'backup', detail: { backup_id: 'b1', scheduled: true } }))).toBe('scheduled');
+    expect(operationSummary(op('a', { kind: 'restore', detail: { backup_id: 'b1', in_place: true } }))).toBe('backup b1 in place');
+    expect(operationSummary(op('a', { kind: 'restore', detail: { backup_id: 'b1', in_place: false } }))).toBe('backup b1 into a new instance');
+    expect(operationSummary(op('a', { kind: 'acl.add', detail: {} }))).toBe('');
+  });
+
+  it('says sizes, hashes and the plans a backup fits in', () => {
+    expect(formatBytes(900)).toBe('900 B');
+    expect(formatBytes(1536)).toBe('1.5 KB');
+    expect(formatBytes(104_857_600)).toBe('100 MB');
+    expect(formatBytes(5 * 1024 ** 4)).toBe('5.0 TB');
+    expect(shortSha('2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae')).toBe('2c26b46b68ff');
+    expect(shortSha(null)).toBe('—');
+    // 600 MB used: the 500 MB plan cannot hold it
+    expect(plansHolding('redis', [500, 1000, 2500], 600 * 1024 ** 2)).toEqual([1000, 2500]);
+    expect(plansHolding('redis', [500, 1000], null)).toEqual([500, 1000]);
+    expect(plansHolding('mongodb', [5, 10], 6 * 1024 ** 3)).toEqual([10]);
+  });
+
+  it('describes a backup policy and builds its body from the form, what was typed left for the API to judge', () => {
+    expect(describePolicy({ schedule: 'daily', daily_at: '03:00', every_hours: null, keep_last: 7, keep_days: 30 })).toBe('Daily at 03:00 UTC; keeping the last 7 and those of the last 30 days');
+    expect(describePolicy({ schedule: 'every', daily_at: null, every_hours: 1, keep_last: null, keep_days: null })).toBe('Every 1 hour; every backup kept');
+    expect(describePolicy({ schedule: 'off', daily_at: null, every_hours: null, keep_last: null, keep_days: 1 })).toBe('No scheduled backups; keeping those of the last 1 day');
+    const form = { schedule: 'every', every_hours: ' 6 ', daily_at: '03:00', keep_last: '', keep_days: '2' };
+    expect(policyBody(form)).toEqual({ schedule: 'every', every_hours: 6, keep_last: null, keep_days: 2 });
+    expect(policyBody({ ...form, schedule: 'daily' })).toEqual({ schedule: 'daily', daily_at: '03:00', keep_last: null, keep_days: 2 });
+    expect(policyBody({ ...form, schedule: 'off', keep_last: 'x' })).toEqual({ schedule: 'off', keep_last: 'x', keep_days: 2 });
+    // an empty interval is left out: the API's 400 names it
+    expect(policyBody({ ...form, every_hours: '' })).toEqual({ schedule: 'every', keep_last: null, keep_days: 2 });
+    expect(policyBody({ ...form, every_hours: '1.5' }).every_hours).toBe(1.5);
   });
 });

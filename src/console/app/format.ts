@@ -225,7 +225,67 @@ export function operationSummary(op: Pick<Operation, 'kind' | 'detail'>): string
     case 'user.update':
     case 'user.delete':
       return str('username') ? `${str('username')} on ${str('database')}` : '';
+    case 'backup':
+      return d.scheduled === true ? 'scheduled' : 'on demand';
+    case 'restore':
+      return str('backup_id') ? `backup ${str('backup_id')}${d.in_place === false ? ' into a new instance' : d.in_place === true ? ' in place' : ''}` : '';
     default:
       return '';
   }
+}
+
+// --- backups -------------------------------------------------------------------------------
+
+/** A size in bytes as people read it (binary units, as the plans): "900 B", "1.5 KB", "12.3 MB". */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[u]}`;
+}
+
+/** The first characters of a SHA-256, enough to tell backups apart and to compare with `sha256sum`. */
+export function shortSha(sha: string | null): string {
+  return sha ? sha.slice(0, 12) : '—';
+}
+
+/** The plans (MB for redis, GB otherwise) that hold what a backed-up instance used; every plan when it is not known. */
+export function plansHolding(service: string, plans: readonly number[], usedBytes: number | null): number[] {
+  const unit = service === 'redis' ? 1024 ** 2 : 1024 ** 3;
+  return plans.filter((p) => usedBytes === null || p * unit >= usedBytes);
+}
+
+/** A backup policy as a sentence: "Daily at 03:00 UTC, keeping the last 7 and those of the last 30 days". */
+export function describePolicy(p: { schedule: string; every_hours: number | null; daily_at: string | null; keep_last: number | null; keep_days: number | null }): string {
+  const when = p.schedule === 'every' ? `Every ${p.every_hours} hour${p.every_hours === 1 ? '' : 's'}` : p.schedule === 'daily' ? `Daily at ${p.daily_at} UTC` : 'No scheduled backups';
+  const keep = [
+    p.keep_last !== null ? `the last ${p.keep_last}` : '',
+    p.keep_days !== null ? `those of the last ${p.keep_days} day${p.keep_days === 1 ? '' : 's'}` : '',
+  ].filter(Boolean);
+  return `${when}; ${keep.length > 0 ? `keeping ${keep.join(' and ')}` : 'every backup kept'}`;
+}
+
+/** The body of `PUT .../backup-policy/` from the form's text fields: only the fields of its schedule, empty retention is null. */
+export function policyBody(form: { schedule: string; every_hours: string; daily_at: string; keep_last: string; keep_days: string }): {
+  schedule: string;
+  every_hours?: number | string;
+  daily_at?: string;
+  keep_last: number | string | null;
+  keep_days: number | string | null;
+} {
+  // what was typed goes to the API as it is ("1.5", "-2" and "x" come back as its 400 naming the field), never read as "no limit"
+  const num = (s: string): number | string => (/^-?\d+(\.\d+)?$/.test(s.trim()) ? Number(s.trim()) : s.trim());
+  const opt = (s: string): number | string | null => (s.trim() === '' ? null : num(s));
+  return {
+    schedule: form.schedule,
+    ...(form.schedule === 'every' && form.every_hours.trim() !== '' ? { every_hours: num(form.every_hours) } : {}),
+    ...(form.schedule === 'daily' ? { daily_at: form.daily_at.trim() } : {}),
+    keep_last: opt(form.keep_last),
+    keep_days: opt(form.keep_days),
+  };
 }

@@ -135,12 +135,14 @@ interface ConfirmProps {
   readonly title: string;
   readonly children: ComponentChildren;
   readonly confirmLabel: string;
+  /** The confirm button stays disabled while this is true (a name not typed yet). */
+  readonly confirmDisabled?: boolean;
   readonly onConfirm: () => void;
   readonly onCancel: () => void;
 }
 
 /** A modal question (the native dialog: focus kept inside, Escape cancels). */
-export function Confirm({ title, children, confirmLabel, onConfirm, onCancel }: ConfirmProps) {
+export function Confirm({ title, children, confirmLabel, confirmDisabled = false, onConfirm, onCancel }: ConfirmProps) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   useEffect(() => {
@@ -156,7 +158,7 @@ export function Confirm({ title, children, confirmLabel, onConfirm, onCancel }: 
         <button type="button" onClick={onCancel}>
           Cancel
         </button>
-        <button type="button" class="danger" onClick={onConfirm}>
+        <button type="button" class="danger" onClick={onConfirm} disabled={confirmDisabled}>
           {confirmLabel}
         </button>
       </div>

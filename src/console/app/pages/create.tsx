@@ -1,17 +1,26 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
-import { HangarApiError, type CreateInstanceRequest, type Zone } from '../../../client/index.js';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { HangarApiError, type Backup, type CreateInstanceRequest, type Zone } from '../../../client/index.js';
 import { Busy, ErrorBox, Field } from '../components/ui.js';
-import { formatPlan } from '../format.js';
+import { formatBytes, formatPlan, plansHolding, shortSha } from '../format.js';
 import { href, navigate } from '../router.js';
 import { api } from '../session.js';
 
-type FieldName = 'name' | 'zone' | 'service' | 'type' | 'plan' | 'version';
+type FieldName = 'name' | 'zone' | 'service' | 'type' | 'plan' | 'version' | 'restore_from';
+const FIELDS: readonly string[] = ['name', 'zone', 'service', 'type', 'plan', 'version', 'restore_from'];
 
 /**
  * Create an instance. Every choice comes from `GET /v2/zones/`: the services each zone can run
- * now, with their types, plans and versions. A 400 naming a field is shown next to it.
+ * now, with their types, plans and versions. A 400 naming a field is shown next to it. With
+ * `?restore_from=<backup id>&from=<instance>` (a backup's "New instance" on the Backups page) the
+ * instance is restored from that backup once built: its service and version are chosen, and the
+ * plans too small for what the backed-up instance used are not offered.
  */
-export function CreatePage() {
+export function CreatePage({ query }: { query?: URLSearchParams }) {
+  const restoreFrom = query?.get('restore_from') ?? '';
+  const from = query?.get('from') ?? '';
+  const [backup, setBackup] = useState<Backup | undefined>();
+  const [backupError, setBackupError] = useState<unknown>();
+  const applied = useRef<string | undefined>(undefined);
   const [zones, setZones] = useState<Zone[] | undefined>();
   const [loadError, setLoadError] = useState<unknown>();
   const [myIp, setMyIp] = useState<string | undefined>();
@@ -24,31 +33,40 @@ export function CreatePage() {
     void api((c) => c.whoami()).then((w) => setMyIp(w.source_ip), () => undefined);
   }, []);
 
+  useEffect(() => {
+    setBackup(undefined);
+    setBackupError(undefined);
+    if (restoreFrom && from) void api((c) => c.getBackup(from, restoreFrom)).then(setBackup, setBackupError);
+  }, [restoreFrom, from]);
+
   const zone = zones?.find((z) => z.name === form.zone);
   const offer = zone?.services.find((s) => s.service === form.service);
 
-  // Keep every choice valid as the ones before it change: the first offered value by default.
+  // Keep every choice valid as the ones before it change: the first offered value by default
+  // (the backup's service and version, and the smallest plan that holds its data, once it is read).
   useEffect(() => {
     if (!zones || zones.length === 0) return;
-    const z = zones.find((x) => x.name === form.zone) ?? zones.find((x) => x.services.some((s) => s.available)) ?? zones[0]!;
-    const s = z.services.find((x) => x.service === form.service && x.available) ?? z.services.find((x) => x.available);
+    const fresh = backup !== undefined && applied.current !== backup.id;
+    const want = fresh ? { ...form, service: backup.service, version: backup.engine_version, plan: '' } : form;
+    const offers = (x: Zone) => x.services.some((s) => s.available && (!fresh || s.service === want.service));
+    const z = zones.find((x) => x.name === form.zone && offers(x)) ?? zones.find((x) => x.name === form.zone) ?? zones.find(offers) ?? zones.find((x) => x.services.some((s) => s.available)) ?? zones[0]!;
+    const s = z.services.find((x) => x.service === want.service && x.available) ?? z.services.find((x) => x.available);
+    const fitting = s && backup ? plansHolding(s.service, s.plans, backup.used_memory_bytes) : (s?.plans ?? []);
     const next = {
       ...form,
       zone: z.name,
       service: s?.service ?? '',
-      type: s?.types.includes(form.type) ? form.type : (s?.types[0] ?? ''),
-      plan: s?.plans.map(String).includes(form.plan) ? form.plan : String(s?.plans[0] ?? ''),
-      version: s?.versions.includes(form.version) ? form.version : (s?.versions[0] ?? ''),
+      type: s?.types.includes(want.type) ? want.type : (s?.types[0] ?? ''),
+      plan: fitting.map(String).includes(want.plan) ? want.plan : String(fitting[0] ?? s?.plans[0] ?? ''),
+      version: s?.versions.includes(want.version) ? want.version : (s?.versions[0] ?? ''),
     };
+    if (fresh) applied.current = backup.id;
     if (JSON.stringify(next) !== JSON.stringify(form)) setForm(next);
-  }, [zones, form]);
+  }, [zones, form, backup]);
 
   const fieldError = (f: FieldName): string | undefined =>
     error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
-  const generalError = useMemo(
-    () => (error instanceof HangarApiError && error.status === 400 && ['name', 'zone', 'service', 'type', 'plan', 'version'].includes(error.field ?? '') ? undefined : error),
-    [error],
-  );
+  const generalError = useMemo(() => (error instanceof HangarApiError && error.status === 400 && FIELDS.includes(error.field ?? '') ? undefined : error), [error]);
 
   const set = (k: keyof typeof form) => (e: Event) => {
     const t = e.currentTarget as HTMLInputElement;
@@ -67,6 +85,7 @@ export function CreatePage() {
       plan: Number(form.plan),
       version: form.version,
       ...(form.admitMe && myIp ? { acls: [{ cidr_mask: myIp, description: 'added by the console at creation' }] } : {}),
+      ...(restoreFrom ? { restore_from: restoreFrom } : {}),
     } as CreateInstanceRequest;
     try {
       let operation: string | undefined;
@@ -85,12 +104,31 @@ export function CreatePage() {
         <a href={href('instances')}>Instances</a> /
       </p>
       <h1 id="page-title" tabIndex={-1}>
-        Create an instance
+        {restoreFrom ? 'Restore a backup into a new instance' : 'Create an instance'}
       </h1>
+      {restoreFrom ? (
+        <p class="hint">
+          The instance is built, then restored from the backup (RESTORING, then ACTIVE) with a password of its own. <a href={href('instances', 'new')}>Create an empty instance instead</a>.
+        </p>
+      ) : null}
+      <ErrorBox error={backupError} title="The backup could not be read" />
       {loadError ? <ErrorBox error={loadError} title="The offer of this hangar could not be read" /> : null}
       {zones === undefined && !loadError ? <Busy>Reading what this hangar offers…</Busy> : null}
       {zones !== undefined ? (
         <form class="create" onSubmit={(e) => void submit(e)} noValidate>
+          {restoreFrom ? (
+            <Field
+              label="Restore from backup"
+              error={fieldError('restore_from')}
+              hint={
+                backup
+                  ? `Taken of ${backup.instance_name} at ${backup.finished ?? backup.requested} UTC: ${backup.service} ${backup.engine_version}, ${backup.size_bytes !== null ? formatBytes(backup.size_bytes) : 'size unknown'}, SHA-256 ${shortSha(backup.sha256)}${backup.used_memory_bytes !== null ? `; the instance used ${formatBytes(backup.used_memory_bytes)}, so smaller plans are not offered` : ''}.`
+                  : undefined
+              }
+            >
+              {({ id, describedBy, invalid }) => <input id={id} name="restore_from" value={restoreFrom} readOnly aria-describedby={describedBy} aria-invalid={invalid} />}
+            </Field>
+          ) : null}
           <Field label="Name" error={fieldError('name')} hint="1 to 64 letters, digits, - and _; unique in your account.">
             {({ id, describedBy, invalid }) => (
               <input id={id} name="name" required maxLength={64} pattern="[A-Za-z0-9_-]{1,64}" value={form.name} onInput={set('name')} aria-describedby={describedBy} aria-invalid={invalid} />
@@ -136,10 +174,12 @@ export function CreatePage() {
                 {(offer?.plans ?? []).map((p) => {
                   // redis plans are MB of memory: one larger than the zone's free memory cannot be promised
                   const tooBig = form.service === 'redis' && zone?.free_mb != null && p > zone.free_mb;
+                  // a backup's data must fit: the API refuses smaller plans
+                  const tooSmall = backup !== undefined && backup.service === form.service && !plansHolding(form.service, [p], backup.used_memory_bytes).includes(p);
                   return (
-                    <option key={p} value={String(p)} disabled={tooBig}>
+                    <option key={p} value={String(p)} disabled={tooBig || tooSmall}>
                       {formatPlan(form.service, p)}
-                      {tooBig ? ' (more than the zone has free)' : ''}
+                      {tooBig ? ' (more than the zone has free)' : tooSmall ? " (smaller than the backup's data)" : ''}
                     </option>
                   );
                 })}

@@ -7,6 +7,7 @@ import { BUSY_STATES, READY, formatPlan, mongoshCommand, operationFilterQuery, r
 import { watchInstance } from '../live.js';
 import { href, navigate } from '../router.js';
 import { AclsTab } from './acls.js';
+import { BackupsSummary } from './backups.js';
 import { MongoUsersTab } from './mongo-users.js';
 import { SettingsTab } from './settings.js';
 
@@ -88,7 +89,7 @@ export function InstancePage({ name, tab, operation }: { name: string; tab: stri
       </div>
       <p class="facts">
         {instance.service} · {instance.type} · {formatPlan(instance.service, instance.plan)} · {instance.zone} · version {instance.version} · created {instance.created} UTC ·{' '}
-        <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>operations</a>
+        <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>operations</a> · <a href={href('backups', instance.name)}>backups</a>
       </p>
       <InstanceOperations instance={instance} pinned={pinned} />
       {busy ? (
@@ -131,6 +132,7 @@ function Overview({ instance }: { instance: Instance }) {
       </section>
       {instance.service === 'redis' && ready ? <RedisMetrics instance={instance} /> : null}
       {instance.service === 'redis' && !ready ? <p class="hint">Live metrics appear once the instance is ACTIVE.</p> : null}
+      <BackupsSummary instance={instance} />
     </>
   );
 }
