@@ -203,7 +203,11 @@ export function running(op: Operation, now: number): Operation {
 /** The operation with one more step (the oldest ones after the first are dropped past MAX_STEPS). */
 export function withStep(op: Operation, s: StepInput, now: number): Operation {
   const step = { name: s.name.slice(0, 200), at: now, ...(s.message !== undefined ? { message: s.message.slice(0, 1000) } : {}) };
-  let steps = [...op.steps, step];
+  // In time order: a pass's steps are written in batches, and another writer's step (a later
+  // one) may land between a batch's taking and its writing.
+  let at = op.steps.length;
+  while (at > 0 && op.steps[at - 1]!.at > now) at--;
+  let steps = [...op.steps.slice(0, at), step, ...op.steps.slice(at)];
   if (steps.length > MAX_STEPS) steps = [steps[0]!, ...steps.slice(steps.length - MAX_STEPS + 1)];
   const progress = s.progress === undefined ? op.progress : Math.max(0, Math.min(100, Math.round(s.progress)));
   return { ...op, steps, progress };
