@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import Fastify, { LogController, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Logger } from 'pino';
 import type { AppDeps } from './http/context.js';
@@ -36,6 +37,23 @@ import { zoneRoutes } from './http/routes/zones.js';
 /** The logger of the one line per request: the same destination, level and bindings, no redaction paths. */
 function requestLogger(logger: Logger): Logger {
   return logger.child({}, { redact: [] });
+}
+
+/**
+ * Fastify's serializer compiler, each response serializer compiled when its first answer is
+ * sent rather than when hangar starts: some 400 serializers (every route, status and content
+ * type), most of which a given hangar never uses, would otherwise be compiled and held from the
+ * start. The compiled serializer is the same, so answers are too.
+ */
+function lazySerializers(): (externalSchemas: unknown, options: unknown) => (route: { schema: unknown }) => (data: unknown) => string {
+  const selector = SerializerSelector();
+  return (externalSchemas, options) => {
+    const compile = selector(externalSchemas as never, options as never) as (route: unknown) => (data: unknown) => string;
+    return (route) => {
+      let serialize: ((data: unknown) => string) | undefined;
+      return (data) => (serialize ??= compile(route))(data);
+    };
+  };
 }
 
 /** Request bodies above this are refused with 413. */
@@ -129,6 +147,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     // Malformed HTTP, oversized headers, timeouts: a JSON error, then the connection is closed.
     clientErrorHandler,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers() as never } },
   }) as unknown as FastifyInstance;
 
   app.server.headersTimeout = limits.headersTimeoutMs;

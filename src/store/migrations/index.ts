@@ -6,6 +6,7 @@ import * as instanceAddress from './2026-11-25T1700-instance-address.js';
 import * as operationsEventsWebhooks from './2026-11-26T0900-operations-events-webhooks.js';
 import * as backups from './2026-11-26T1000-backups.js';
 import * as accessDayTwo from './2026-11-26T1100-access-day-two.js';
+import * as placementIndex from './2026-11-26T1500-placement-index.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26T0900-operations-events-webhooks': operationsEventsWebhooks,
   '2026-11-26T1000-backups': backups,
   '2026-11-26T1100-access-day-two': accessDayTwo,
+  '2026-11-26T1500-placement-index': placementIndex,
 };
 
 /** The names of every migration, in order. */
