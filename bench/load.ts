@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { writeZonesFile } from './lib/zones.js';
 
 export interface LoadOptions {
   /** A shorter, smaller run (checks that it works). */
@@ -143,6 +144,7 @@ async function startHangar(bin: string, runtime: 'local' | 'emulated', dataDir: 
     bin, 'serve', '--runtime', runtime, '--port', '0', '--data-dir', dataDir, '--port-range', portRange, '--log-level', 'warn',
     // one account makes all the requests: no rate limit in the way of the measure
     '--rate-limit', '1000000000', '--max-instances', String(maxInstances),
+    '--zones', writeZonesFile(dataDir, runtime),
   ];
   const child = spawn(process.execPath, args, {
     env: { ...env, HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD, HANGAR_DRAIN_PERIOD: '0' },

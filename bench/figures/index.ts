@@ -6,6 +6,7 @@ import { createFigure } from './create.js';
 import { deleteFigure } from './delete.js';
 import { densityFigure } from './density.js';
 import { getFigure } from './get.js';
+import { idleFigure } from './idle.js';
 import { listFigure } from './list.js';
 import { loadFigure } from './load.js';
 import { resizeFigure } from './resize.js';
@@ -24,6 +25,7 @@ export const FIGURES: readonly Figure[] = [
   throughputFigure,
   connectionsFigure,
   storeFigure,
+  idleFigure,
   densityFigure,
   loadFigure,
 ];

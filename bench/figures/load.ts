@@ -16,13 +16,13 @@ function rowsOf(r: LoadResult): Row[] {
       note: `${r.requests} requests (${Math.round(r.requestsPerSecond)}/s), ${r.transportErrors} without an answer; writes answered 200: ${writes || 'none'}` }),
     row({ figure: f, metric: `${label}: lost writes`, unit: 'requests', hangar: [r.lostWrites], target: { kind: 'equals', value: 0 },
       ...(r.lost.length > 0 ? { note: `first lost: ${r.lost.slice(0, 3).join('; ')}` } : {}) }),
-    row({ figure: f, metric: 'requests per second', unit: 'req/s', hangar: [r.requestsPerSecond] }),
+    row({ figure: f, metric: 'requests per second', unit: 'req/s', hangar: [r.requestsPerSecond], target: { kind: 'at-least', value: 3000 } }),
     ms('latency p50', r.latencyMs.p50),
     ms('latency p90', r.latencyMs.p90),
     ms('latency p99', r.latencyMs.p99),
     ms('latency max', r.latencyMs.max),
-    ms('reads p99', r.byKind.read.p99),
-    ms('writes p99', r.byKind.write.p99),
+    row({ figure: f, metric: 'reads p99', unit: 'ms', hangar: [r.byKind.read.p99], target: { kind: 'below', value: 20 } }),
+    row({ figure: f, metric: 'writes p99', unit: 'ms', hangar: [r.byKind.write.p99], target: { kind: 'below', value: 100 } }),
   ];
 }
 
@@ -30,7 +30,7 @@ export const loadFigure: Figure = {
   name: 'load',
   title: '200 concurrent clients for 60 s, reads and writes over 100 instances (bench/load.ts)',
   ceiling: 'none',
-  target: '0 5xx, 0 lost writes; latency percentiles reported',
+  target: '0 5xx, 0 lost writes; >= 3,000 req/s; reads p99 < 20 ms; writes p99 < 100 ms',
   async run(ctx) {
     await ctx.release();
     // runLoad stops its hangar and engines itself; should the run be cut short (Ctrl-C), the

@@ -9,7 +9,7 @@ import { now } from './time.js';
 export const LIST_SIZE = 100;
 
 /** Ports of the hangars the figures start: private ranges below the kernel's ephemeral ports. */
-export const PORT_RANGES = { list: '30000-30999', ops: '31000-31999', density: '24000-26999' } as const;
+export const PORT_RANGES = { list: '30000-30999', ops: '31000-31999', density: '22000-27999' } as const;
 
 /** A hangar with its logged-in accounts. */
 export interface Deployment {

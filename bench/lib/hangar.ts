@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Processes } from './processes.js';
+import { writeZonesFile } from './zones.js';
 import { now, sleep } from './time.js';
 
 /** The built binary of this checkout; `--bin` points the benchmark at another build. */
@@ -104,6 +105,7 @@ export class BenchHangar {
     });
     const args = [
       ...(opts.nodeArgs ?? []), opts.bin, 'serve', '--runtime', opts.runtime, '--port', '0', '--data-dir', dataDir,
+      '--zones', writeZonesFile(dataDir, opts.runtime),
       ...(opts.portRange ? ['--port-range', opts.portRange] : []),
       ...(opts.databaseUrl ? ['--database-url', opts.databaseUrl] : []),
     ];

@@ -5,6 +5,7 @@ export type Target =
   | { readonly kind: 'ratio-at-least'; readonly value: number }
   | { readonly kind: 'ratio-at-most'; readonly value: number }
   | { readonly kind: 'at-most'; readonly value: number }
+  | { readonly kind: 'at-least'; readonly value: number }
   | { readonly kind: 'below'; readonly value: number }
   | { readonly kind: 'equals'; readonly value: number };
 
@@ -18,6 +19,8 @@ export function targetText(t: Target | readonly Target[] | undefined, unit: stri
       return `<= ${t.value}x ceiling`;
     case 'at-most':
       return `<= ${t.value} ${unit}`;
+    case 'at-least':
+      return `>= ${t.value.toLocaleString('en-US')} ${unit}`;
     case 'below':
       return `< ${t.value} ${unit}`;
     case 'equals':
@@ -92,6 +95,8 @@ function meets(t: Target, hangar: Summary, ratio: number | undefined): boolean |
       return ratio === undefined ? undefined : ratio <= t.value;
     case 'at-most':
       return hangar.median <= t.value;
+    case 'at-least':
+      return hangar.median >= t.value;
     case 'below':
       return hangar.median < t.value;
     case 'equals':

@@ -13,6 +13,9 @@ import { reconcileInstance, type ReconcileDeps } from './reconcile-instance.js';
 
 /** How often the owner looks in the store for requests other replicas recorded. */
 const POLL_MS = 250;
+/** A periodic sweep queues a slice of the instances this often, over SPREAD_SHARE of its period. */
+const SLICE_MS = 250;
+const SPREAD_SHARE = 0.8;
 /** How often a replica that does not run the passes looks whether a change was carried out. */
 const SETTLE_POLL_MS = 50;
 /** Administrative connections of the engines unused this long are closed. */
@@ -38,6 +41,8 @@ export class Reconciler {
   private leaseTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  /** The next slice of a periodic sweep spread over its period. */
+  private sliceTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private polling = false;
   private transition: Promise<void> = Promise.resolve();
@@ -173,7 +178,10 @@ export class Reconciler {
     void this.sweep();
     this.pollTimer = setInterval(() => void this.poll(), POLL_MS);
     this.pollTimer.unref();
-    this.sweepTimer = setInterval(() => void this.sweep(), this.deps.config.resyncSeconds * 1000);
+    // Spread over most of the period: the instances are queued a slice at a time, not all at
+    // once, so that a sweep of many instances does not hold requests behind it.
+    const periodMs = this.deps.config.resyncSeconds * 1000;
+    this.sweepTimer = setInterval(() => void this.sweep({ spreadMs: Math.floor(periodMs * SPREAD_SHARE) }), periodMs);
     this.sweepTimer.unref();
     this.idleTimer = setInterval(() => this.deps.zones.targets().forEach((t) => t.engines.closeIdle(ADMIN_IDLE_MS)), ADMIN_IDLE_MS);
     this.idleTimer.unref();
@@ -184,6 +192,7 @@ export class Reconciler {
     this.owner = false;
     clearInterval(this.pollTimer);
     clearInterval(this.sweepTimer);
+    clearTimeout(this.sliceTimer);
     clearInterval(this.idleTimer);
     await this.controller.stop(8000);
     for (const t of this.deps.zones.targets()) {
@@ -193,14 +202,29 @@ export class Reconciler {
     this.log.info({ lease: this.leaseName }, 'this replica no longer owns the runtime');
   }
 
-  /** Queues every instance the store or the runtime knows of, so that a restart heals all. */
-  async sweep(opts: { runtimes?: boolean } = {}): Promise<void> {
+  /**
+   * Queues every instance the store or the runtime knows of, so that a restart heals all: at
+   * once, or (`spreadMs`) a slice every SLICE_MS over that time.
+   */
+  async sweep(opts: { runtimes?: boolean; spreadMs?: number } = {}): Promise<void> {
     try {
       const ids = new Set(await listAllInstanceIds(this.deps.db));
       if (opts.runtimes !== false) {
         for (const t of this.deps.zones.targets()) for (const id of await t.runtime.listInstanceIds()) ids.add(id);
       }
-      for (const id of ids) this.controller.enqueue(id);
+      const all = [...ids];
+      const slices = Math.max(1, Math.min(all.length, Math.floor((opts.spreadMs ?? 0) / SLICE_MS)));
+      const perSlice = Math.ceil(all.length / slices);
+      clearTimeout(this.sliceTimer);
+      const queueSlice = (from: number) => {
+        for (const id of all.slice(from, from + perSlice)) this.controller.enqueue(id);
+        if (from + perSlice < all.length) {
+          // a replica that lost the runtime since queues nothing more
+          this.sliceTimer = setTimeout(() => this.owner && queueSlice(from + perSlice), SLICE_MS);
+          this.sliceTimer.unref();
+        }
+      };
+      queueSlice(0);
     } catch (err) {
       this.log.warn({ err }, 'sweep failed');
     }

@@ -176,6 +176,15 @@ export class AccountService {
   }
 
   /** The caller a token belongs to, or undefined when it is unknown, expired or revoked. */
+  /**
+   * The caller of a token verified within the cache period (and not revoked here since), without
+   * the store; undefined when it must be verified (verifyToken).
+   */
+  cachedTokenCaller(token: string): AuthenticatedCaller | undefined {
+    if (token.length === 0 || token.length > 512) return undefined;
+    return this.cached(`t:${hashToken(token)}`);
+  }
+
   async verifyToken(token: string): Promise<AuthenticatedCaller | undefined> {
     if (token.length === 0 || token.length > 512) return undefined;
     const tokenHash = hashToken(token);

@@ -2,7 +2,7 @@ import { INSTANCE_TYPES, PLANS, SERVICES, ZONES, type InstanceType, type Service
 import { errors } from '../domain/errors.js';
 import { memoryRule, promisedMemoryMb } from '../engines/memory.js';
 import type { Db } from '../store/database.js';
-import { listPlacements, lockPlacements, type Placement } from '../store/instance-repository.js';
+import { countPlacements, lockPlacements, type PlacementGroup } from '../store/instance-repository.js';
 import type { CapacityLimit, ZoneView, Zones } from './deps.js';
 
 /** What a zone offers and how full it is, for `GET /v2/zones/`. */
@@ -33,7 +33,7 @@ export interface Need {
 }
 
 /** Memory an instance promises: at its asked plan, which a resize makes the larger one. */
-const promiseOf = (p: Placement): number => promisedMemoryMb(p.service, p.type, Math.max(p.plan, p.desiredPlan));
+const promiseOf = (p: PlacementGroup): number => promisedMemoryMb(p.service, p.type, Math.max(p.plan, p.desiredPlan));
 
 /**
  * Zones as placement targets: which zone serves a create, and whether a plan fits there before
@@ -67,11 +67,11 @@ export class ZoneService {
   async assertFits(trx: Db, zone: ZoneView, need: Need, instanceId?: string): Promise<void> {
     if (zone.limits.length === 0) return;
     await lockPlacements(trx);
-    const placements = await listPlacements(trx, [...new Set(zone.limits.flatMap((l) => l.zones))]);
+    const groups = await countPlacements(trx, [...new Set(zone.limits.flatMap((l) => l.zones))], instanceId);
     const wanted = promisedMemoryMb(need.service, need.type, need.plan);
     for (const limit of zone.limits) {
       const counted = new Set(limit.zones);
-      const allocated = placements.filter((p) => counted.has(p.zone) && p.id !== instanceId).reduce((sum, p) => sum + promiseOf(p), 0);
+      const allocated = groups.filter((g) => counted.has(g.zone)).reduce((sum, g) => sum + g.count * promiseOf(g), 0);
       const free = limit.capacityMb - allocated;
       if (wanted > free) {
         throw errors.capacityExceeded(limit.label, Math.max(0, free), limit.capacityMb, `a ${need.type} on plan ${need.plan} needs ${wanted} MB (${memoryRule(need.service, need.type, need.plan)})`);
@@ -111,7 +111,7 @@ export class ZoneService {
   /** What the instances of each zone promise now, in MB. */
   async allocation(): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    for (const p of await listPlacements(this.db)) out.set(p.zone, (out.get(p.zone) ?? 0) + promiseOf(p));
+    for (const g of await countPlacements(this.db)) out.set(g.zone, (out.get(g.zone) ?? 0) + g.count * promiseOf(g));
     return out;
   }
 }

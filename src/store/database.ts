@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, sql, SqliteDialect, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
-import pg from 'pg';
+import type SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
+import type pg from 'pg';
 import { migrateToLatest } from './migrations/index.js';
 import { StoreMissingError } from './errors.js';
 
@@ -345,6 +345,24 @@ export type BackupPolicyRow = Selectable<BackupPolicyTable>;
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/**
+ * A query of a fixed shape built and compiled once per store, then run with new parameters: for
+ * the reads every request makes, where building the query cost more than running it. `build`
+ * makes the query with placeholder values, which `run` replaces in order.
+ */
+export function reusableQuery<R>(build: (db: Db) => Compilable<R>): (db: Db, parameters: readonly unknown[]) => Promise<R[]> {
+  const compiled = new WeakMap<Db, CompiledQuery<R>>();
+  return async (db, parameters) => {
+    let q = compiled.get(db);
+    if (!q) {
+      q = build(db).compile();
+      compiled.set(db, q);
+    }
+    if (parameters.length !== q.parameters.length) throw new Error(`reusable query takes ${q.parameters.length} parameters, got ${parameters.length}`);
+    return (await db.executeQuery<R>({ ...q, parameters })).rows;
+  };
+}
+
 /** One round trip to the store: resolves when it answers (readiness). */
 export async function pingStore(db: Db): Promise<void> {
   await sql`select 1`.execute(db);
@@ -366,13 +384,25 @@ export interface StoreOptions {
   readonly poolSize?: number;
 }
 
-// int8 (count(*), bigint columns) arrives as a string by default; every such value here fits a
-// JS number (epoch milliseconds, counters).
-pg.types.setTypeParser(20, (v) => Number(v));
+/**
+ * The driver of the store's dialect, loaded when a store of that dialect is opened: a hangar on
+ * SQLite never holds the PostgreSQL driver, nor one on PostgreSQL the SQLite library.
+ */
+async function loadPg(): Promise<typeof pg> {
+  const driver = (await import('pg')).default;
+  // int8 (count(*), bigint columns) arrives as a string by default; every such value here fits a
+  // JS number (epoch milliseconds, counters).
+  driver.types.setTypeParser(20, (v) => Number(v));
+  return driver;
+}
+
+async function loadSqlite(): Promise<typeof SQLite> {
+  return (await import('better-sqlite3')).default;
+}
 
 /** Opens the store (SQLite file in the data dir, or PostgreSQL) and runs the migrations. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
-  const store = opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openSqlite(opts.dataDir);
+  const store = opts.databaseUrl ? openPostgres(await loadPg(), opts.databaseUrl, opts.poolSize ?? 10) : openSqlite(await loadSqlite(), opts.dataDir);
   try {
     await migrateToLatest(store.db);
   } catch (err) {
@@ -388,7 +418,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
  */
 export async function storeExists(opts: StoreOptions): Promise<boolean> {
   if (!opts.databaseUrl) return existsSync(join(opts.dataDir, 'hangar.sqlite'));
-  const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 1, connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS });
+  const pool = new (await loadPg()).Pool({ connectionString: opts.databaseUrl, max: 1, connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS });
   pool.on('error', () => {});
   try {
     const r = await pool.query<{ ok: boolean }>("select to_regclass('accounts') is not null as ok");
@@ -430,7 +460,7 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
   };
 }
 
-function openSqlite(dataDir: string): Store {
+function openSqlite(SQLite: Awaited<ReturnType<typeof loadSqlite>>, dataDir: string): Store {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = join(dataDir, 'hangar.sqlite');
   const sqlite = new SQLite(file);
@@ -450,7 +480,7 @@ function openSqlite(dataDir: string): Store {
 const PG_CONNECT_TIMEOUT_MS = 5000;
 const PG_QUERY_TIMEOUT_MS = 5000;
 
-function openPostgres(url: string, max: number): Store {
+function openPostgres(pg: Awaited<ReturnType<typeof loadPg>>, url: string, max: number): Store {
   const pool = new pg.Pool({
     connectionString: url,
     max,

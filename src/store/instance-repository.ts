@@ -4,7 +4,7 @@ import type { InstanceType, Service } from '../domain/catalog.js';
 import { errors } from '../domain/errors.js';
 import type { Instance, InstancePatch, InstanceProgress, InstanceState, NewInstance, PortMap } from '../domain/model.js';
 import { aclValues, type NewAcl } from './acl-repository.js';
-import type { Db, InstanceRow, InstanceRowUpdate, NewInstanceRow } from './database.js';
+import { reusableQuery, type Db, type InstanceRow, type InstanceRowUpdate, type NewInstanceRow } from './database.js';
 import { isUniqueViolation } from './errors.js';
 
 /** The one row -> domain mapping of instances; secrets are decrypted here. */
@@ -272,8 +272,11 @@ export async function getSpecVersion(db: Db, id: string): Promise<number> {
  * The account's instance-records version: it moves whenever one of its instances is created,
  * deleted, or changes a field its record shows. 0 for an account that never had an instance.
  */
+/** Read on every GET of instance records: built once (see reusableQuery). */
+const listVersionQuery = reusableQuery((db) => db.selectFrom('instance_list_versions').select('version').where('account_id', '=', '?'));
+
 export async function getInstanceListVersion(db: Db, accountId: string): Promise<number> {
-  const r = await db.selectFrom('instance_list_versions').select('version').where('account_id', '=', accountId).executeTakeFirst();
+  const [r] = await listVersionQuery(db, [accountId]);
   return r ? Number(r.version) : 0;
 }
 
@@ -417,6 +420,12 @@ export async function releaseInstance(db: Db, id: string, owner: string): Promis
 }
 
 /** Every port in use on a host. */
+/** The ports of `hostId` held in the store from `from` to `to` (both included). */
+export async function listUsedPortsBetween(db: Db, hostId: string, from: number, to: number): Promise<Set<number>> {
+  const rows = await db.selectFrom('ports').select('port').where('host_id', '=', hostId).where('port', '>=', from).where('port', '<=', to).execute();
+  return new Set(rows.map((r) => r.port));
+}
+
 export async function listUsedPorts(db: Db, hostId: string): Promise<Set<number>> {
   const rows = await db.selectFrom('ports').select('port').where('host_id', '=', hostId).execute();
   return new Set(rows.map((r) => r.port));
@@ -456,23 +465,31 @@ export async function countInstancesByServiceAndState(db: Db): Promise<{ service
   return rows.map((r) => ({ service: r.service, state: r.state, count: Number(r.n) }));
 }
 
-/** An instance as capacity sees it: where it is and on which plans. */
-export interface Placement {
-  readonly id: string;
+/** Instances of `zones` alike in what they promise, counted: a zone's allocation read as a few grouped rows. */
+export interface PlacementGroup {
   readonly zone: string;
   readonly service: Service;
   readonly type: InstanceType;
   readonly plan: number;
   readonly desiredPlan: number;
+  readonly count: number;
 }
 
-/** Every instance (of `zones`, when given) with its zone and plans, deleting ones too: they hold their memory until gone. */
-export async function listPlacements(db: Db, zones?: readonly string[]): Promise<Placement[]> {
+/**
+ * The instances (of `zones`, when given; deleting ones too: they hold their memory until gone), grouped by zone, service, type and plans and
+ * counted (an aggregate in the store: a few rows whatever the number of instances); `except`
+ * leaves one instance out (a resize counts only what it adds).
+ */
+export async function countPlacements(db: Db, zones?: readonly string[], except?: string): Promise<PlacementGroup[]> {
   if (zones !== undefined && zones.length === 0) return [];
-  let q = db.selectFrom('instances').select(['id', 'zone', 'service', 'type', 'plan', 'desired_plan']);
+  let q = db
+    .selectFrom('instances')
+    .select((eb) => ['zone', 'service', 'type', 'plan', 'desired_plan', eb.fn.countAll<number>().as('n')])
+    .groupBy(['zone', 'service', 'type', 'plan', 'desired_plan']);
   if (zones !== undefined) q = q.where('zone', 'in', zones);
+  if (except !== undefined) q = q.where('id', '!=', except);
   const rows = await q.execute();
-  return rows.map((r) => ({ id: r.id, zone: r.zone, service: r.service as Service, type: r.type as InstanceType, plan: r.plan, desiredPlan: r.desired_plan }));
+  return rows.map((r) => ({ zone: r.zone, service: r.service as Service, type: r.type as InstanceType, plan: r.plan, desiredPlan: r.desired_plan, count: Number(r.n) }));
 }
 
 /**

@@ -8,8 +8,6 @@ import { emulatedEngines, kubernetesEngines, localEngines } from '../engines/ind
 import { detectBinaries } from '../lib/binaries.js';
 import { EmulatedRuntime } from '../runtimes/emulated/emulated-runtime.js';
 import { LocalRuntime } from '../runtimes/local/local-runtime.js';
-import { kubeApi, loadKubeConfig } from '../runtimes/kubernetes/kube-api.js';
-import { KubernetesRuntime } from '../runtimes/kubernetes/kubernetes-runtime.js';
 import type { Runtime } from '../runtimes/runtime.js';
 import type { PortPool } from '../store/ports.js';
 import type { Target, Targets } from '../reconciler/reconcile-instance.js';
@@ -125,6 +123,11 @@ async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Ta
       return { runtime, engines: localEngines(config, binaries, searchPath), ports: hostPorts(runtime) };
     }
     case 'kubernetes': {
+      // The Kubernetes client (the largest of hangar's modules) is loaded only by a hangar with a Kubernetes zone.
+      const [{ kubeApi, loadKubeConfig }, { KubernetesRuntime }] = await Promise.all([
+        import('../runtimes/kubernetes/kube-api.js'),
+        import('../runtimes/kubernetes/kubernetes-runtime.js'),
+      ]);
       const target = zone.kubernetes!;
       let kc;
       try {

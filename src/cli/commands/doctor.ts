@@ -5,7 +5,7 @@ import { detectBinaries, findExecutable, type BinaryKey, type EngineBinaries } f
 import { localEngines } from '../../engines/index.js';
 import type { Offerings } from '../../domain/units.js';
 import type { Service } from '../../domain/catalog.js';
-import { checkKubernetesZone, type ZoneCheck } from '../../runtimes/kubernetes/kube-doctor.js';
+import type { ZoneCheck } from '../../runtimes/kubernetes/kube-doctor.js';
 import { loadZonesFile } from '../../zones/zones-file.js';
 import { json, type Io } from '../io.js';
 
@@ -185,7 +185,7 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
 
   const zones = config.zonesFile ? loadZonesFile(config.zonesFile) : [];
   const zoneReports = await Promise.all(
-    zones.map(async (z) => ({ zone: z.name, runtime: z.runtime, checks: z.kubernetes ? await checkKubernetesZone(z.kubernetes) : [] })),
+    zones.map(async (z) => ({ zone: z.name, runtime: z.runtime, checks: z.kubernetes ? await (await import('../../runtimes/kubernetes/kube-doctor.js')).checkKubernetesZone(z.kubernetes) : [] })),
   );
   const report: DoctorReport = { ...doctorReport(binaries, offerings, notes), ...(zones.length > 0 ? { zones: zoneReports } : {}) };
   io.out(opts.json === true ? json(report) : renderDoctor(report));

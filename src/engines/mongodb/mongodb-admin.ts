@@ -1,4 +1,4 @@
-import { MongoClient, MongoServerError, type MongoClientOptions } from 'mongodb';
+import type { MongoClient, MongoClientOptions } from 'mongodb';
 import { MONGODB_ADMIN_DB, MONGODB_ADMIN_USER } from './mongodb-config.js';
 import type { MongoCommands, MongoDocument } from './mongodb-commands.js';
 import type { MongoConnector } from './mongodb-cluster.js';
@@ -88,6 +88,8 @@ export class MongoAdmin {
   }
 
   private async connect(t: MongoTarget): Promise<MongoClient> {
+    // The driver is loaded with the first MongoDB instance, not by every hangar.
+    const { MongoClient } = await import('mongodb');
     const client = new MongoClient(targetUri(t), clientOptions(t));
     try {
       // connect() authenticates: a wrong password fails here, with the server's code (18)
@@ -109,7 +111,7 @@ export class MongoAdmin {
           return (await withTimeout(client.db(database).command(command), COMMAND_TIMEOUT_MS, what)) as MongoDocument;
         } catch (err) {
           // a server's answer leaves the connection sound; anything else (network, timeout) drops it
-          if (!(err instanceof MongoServerError)) this.drop(this.key(target));
+          if (!(err instanceof (await import('mongodb')).MongoServerError)) this.drop(this.key(target));
           throw err;
         }
       },

@@ -1,4 +1,3 @@
-import { MongoClient } from 'mongodb';
 import type { ProbeTarget } from '../../domain/units.js';
 import { MONGODB_ADMIN_DB, MONGODB_ADMIN_USER } from './mongodb-config.js';
 
@@ -8,6 +7,8 @@ import { MONGODB_ADMIN_DB, MONGODB_ADMIN_USER } from './mongodb-config.js';
  * or closed by the edge, authentication refused, no answer).
  */
 export async function probeMongo(target: ProbeTarget, adminSecret: string, timeoutMs = 1000): Promise<void> {
+  // The driver is loaded with the first MongoDB instance, not by every hangar.
+  const { MongoClient } = await import('mongodb');
   const client = new MongoClient(`mongodb://${target.host}:${target.port}/`, {
     // one listener is one process behind the edge: no discovery of the others from here
     directConnection: true,

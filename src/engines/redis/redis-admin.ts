@@ -1,4 +1,4 @@
-import { createClient } from 'redis';
+import type { createClient } from 'redis';
 import { parseInfo } from '../../lib/redis-format.js';
 import { REDIS_ADMIN_USER } from './redis-config.js';
 
@@ -98,7 +98,8 @@ export class RedisAdmin {
   }
 
   private async connect(ep: RedisEndpoint): Promise<Client> {
-    template ??= createClient({ disableClientInfo: true });
+    // The client is loaded with the first Redis instance hangar talks to, not by every hangar.
+    template ??= (await import('redis')).createClient({ disableClientInfo: true });
     const client = template.duplicate({
       socket: { host: ep.host ?? LOOPBACK, port: ep.port, connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false },
       username: ep.user ?? REDIS_ADMIN_USER,

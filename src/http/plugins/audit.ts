@@ -44,13 +44,20 @@ function targetOf(req: FastifyRequest): string | null {
  * on it in its own log.
  */
 export function registerAudit(app: FastifyInstance, deps: { now: () => number; services: { accounts: AccountService; audit: AuditService } }): void {
-  app.addHook('onSend', async (req, reply, payload) => {
+  // A callback hook: answers that record nothing (reads) go on without a promise of their own.
+  app.addHook('onSend', (req, reply, payload, done) => {
     const attempt = req.loginAttempt;
     const action = req.routeOptions.config.audit ?? (attempt?.failed ? LOGIN_FAILED_ACTION : undefined);
     // A 503 changed nothing, and when the store is what is unavailable, writing to it would only
     // hold the answer for another timeout. A replayed Idempotency-Key answer changed nothing either.
-    if (action && reply.statusCode !== 503 && !reply.getHeader('idempotent-replayed')) await record(req, reply, action, attempt).catch((err: unknown) => req.log.error({ err }, 'audit event not recorded'));
-    return payload;
+    if (!action || reply.statusCode === 503 || reply.getHeader('idempotent-replayed')) {
+      done(null, payload);
+      return;
+    }
+    // The answer leaves once the event is recorded (or failed to be).
+    record(req, reply, action, attempt)
+      .catch((err: unknown) => req.log.error({ err }, 'audit event not recorded'))
+      .then(() => done(null, payload), () => done(null, payload));
   });
 
   async function record(req: FastifyRequest, reply: FastifyReply, action: string, attempt: FastifyRequest['loginAttempt']): Promise<void> {

@@ -35,19 +35,42 @@ export function registerIdempotency(app: FastifyInstance, deps: { services: { id
   const { idempotency } = deps.services;
   app.decorateRequest('idempotency', undefined);
 
-  app.addHook('preHandler', async (req, reply) => {
-    if (req.method !== 'POST' && req.method !== 'PATCH') return;
+  // Callback hooks: a request without a key (every read) goes on without a promise of its own.
+  app.addHook('preHandler', (req, reply, done) => {
+    if (req.method !== 'POST' && req.method !== 'PATCH') {
+      done();
+      return;
+    }
     const key = req.headers['idempotency-key'];
-    if (typeof key !== 'string' || !req.caller) return;
+    if (typeof key !== 'string' || !req.caller) {
+      done();
+      return;
+    }
     const accountId = req.caller.accountId;
-    const reservation = await idempotency.reserve(accountId, key, requestHash(req));
-    if (reservation.kind === 'replay') return replay(reply, reservation.statusCode, reservation.body, reservation.operationId);
-    req.idempotency = { accountId, key };
+    idempotency.reserve(accountId, key, requestHash(req)).then(
+      (reservation) => {
+        if (reservation.kind === 'replay') {
+          // The answer is sent here; the handler does not run.
+          replay(reply, reservation.statusCode, reservation.body, reservation.operationId);
+          return;
+        }
+        req.idempotency = { accountId, key };
+        done();
+      },
+      (err: unknown) => done(err as Error),
+    );
   });
 
-  app.addHook('onSend', async (req, reply, payload) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     const held = req.idempotency;
-    if (!held || reply.getHeader(REPLAYED)) return payload;
+    if (!held || reply.getHeader(REPLAYED)) {
+      done(null, payload);
+      return;
+    }
+    settle(req, reply, held, payload).then(() => done(null, payload), (err: unknown) => done(err as Error));
+  });
+
+  async function settle(req: FastifyRequest, reply: FastifyReply, held: { accountId: string; key: string }, payload: unknown): Promise<void> {
     req.idempotency = undefined;
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
       await idempotency.release(held.accountId, held.key).catch((err: unknown) => req.log.warn({ err }, 'idempotency key not released'));
@@ -57,8 +80,7 @@ export function registerIdempotency(app: FastifyInstance, deps: { services: { id
         req.log.warn({ err }, 'idempotent answer not recorded'),
       );
     }
-    return payload;
-  });
+  }
 }
 
 function replay(reply: FastifyReply, status: number, body: string, operationId: string | undefined): FastifyReply {

@@ -19,20 +19,25 @@ declare module 'fastify' {
  */
 export function registerInstanceOwner(app: FastifyInstance, deps: { services: { instances: InstanceService } }): void {
   const { instances } = deps.services;
-  app.addHook('preParsing', async (req) => {
+  // A callback hook: requests with nothing to check go on without a promise of their own.
+  app.addHook('preParsing', (req, _reply, payload, done) => {
     // A route that takes no body and no query string has nothing to answer before its handler,
     // whose own lookup gives the same 404: the store is asked once, not twice (reads stay fast).
     // A body sent to a route that takes none (or only `{}`: taking a backup) is judged by it, so
     // the owner check comes first there too.
     const schema = req.routeOptions.schema;
-    if (!schema?.body && !schema?.querystring && !carriesBody(req)) return;
     const params = req.params as Record<string, string | undefined>;
     const byName = params.instance_name;
-    const byId = params.instance_id;
-    const given = byName ?? byId;
-    if (given === undefined || !req.caller) return;
+    const given = byName ?? params.instance_id;
+    if ((!schema?.body && !schema?.querystring && !carriesBody(req)) || given === undefined || !req.caller) {
+      done(null, payload);
+      return;
+    }
     const service = req.routeOptions.config.instanceService;
-    await instances.assertOwned(req.caller, given, { byId: byName === undefined, ...(service ? { service } : {}) });
+    instances.assertOwned(req.caller, given, { byId: byName === undefined, ...(service ? { service } : {}) }).then(
+      () => done(null, payload),
+      (err: unknown) => done(err as Error, payload),
+    );
   });
 }
 

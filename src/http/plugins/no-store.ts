@@ -16,9 +16,9 @@ export function carriesSecret(schema: unknown): boolean {
   return ['anyOf', 'oneOf', 'allOf'].some((k) => Array.isArray(s[k]) && (s[k] as unknown[]).some(carriesSecret));
 }
 
-const noStore: onSendHookHandler = async (_req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+const noStore: onSendHookHandler = (_req: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
   void reply.header('cache-control', 'no-store');
-  return payload;
+  done(null, payload);
 };
 
 /**

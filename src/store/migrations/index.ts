@@ -7,6 +7,7 @@ import * as operationsEventsWebhooks from './2026-11-26T0900-operations-events-w
 import * as backups from './2026-11-26T1000-backups.js';
 import * as accessDayTwo from './2026-11-26T1100-access-day-two.js';
 import * as eventsLockFirst from './2026-11-26T1200-events-lock-first.js';
+import * as placementIndex from './2026-11-26T1500-placement-index.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26T1000-backups': backups,
   '2026-11-26T1100-access-day-two': accessDayTwo,
   '2026-11-26T1200-events-lock-first': eventsLockFirst,
+  '2026-11-26T1500-placement-index': placementIndex,
 };
 
 /** The names of every migration, in order. */
