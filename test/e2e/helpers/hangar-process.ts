@@ -2,8 +2,19 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { claimPortRange } from '../../helpers/ports.js';
 import { killAllUnder } from './processes.js';
+
+/**
+ * Every hangar process of this test file not destroyed yet. A test that times out never reaches
+ * its `finally`: what it started is killed when the file ends, rather than left running (with its
+ * engines and edge) to load the machine for the files after it.
+ */
+const undestroyed = new Set<HangarProcess>();
+afterAll(async () => {
+  for (const h of [...undestroyed]) await h.destroy({ kill: true });
+});
 
 /** The built binary (`npm run build`; `npm test` builds first). */
 export const BIN = join(import.meta.dirname, '..', '..', '..', 'dist', 'src', 'cli', 'bin.js');
@@ -119,6 +130,7 @@ export class HangarProcess {
     this.ownsDataDir = opts.dataDir === undefined;
     this.dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-e2e-'));
     this.portRange = portRange;
+    undestroyed.add(this);
   }
 
   /**
@@ -242,8 +254,9 @@ export class HangarProcess {
   }
 
   /** Stops hangar, kills every process it started under the data dir, removes the data dir (if it made it). */
-  async destroy(): Promise<void> {
-    await this.stop();
+  async destroy(opts: { kill?: boolean } = {}): Promise<void> {
+    undestroyed.delete(this);
+    await (opts.kill ? this.kill() : this.stop());
     if (!this.ownsDataDir) return;
     await killAllUnder(this.dataDir);
     rmSync(this.dataDir, { recursive: true, force: true });
