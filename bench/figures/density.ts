@@ -115,6 +115,11 @@ export const densityFigure: Figure = {
         row({ figure: f, metric: `${count} instances: created, ${WAVE} at a time`, unit: 's', hangar: [allActiveS],
           ...(failed.length ? { note: `${failed.length} instance(s) FAILED while created: ${failed.slice(0, 5).join(', ')}` } : {}) }),
       ];
+    } catch (err) {
+      // The data dir goes with the hangar: what it logged last is kept in the benchmark's output.
+      const alive = (() => { try { process.kill(hangar.pid, 0); return true; } catch { return false; } })();
+      ctx.log(`density: hangar ${alive ? 'still runs' : 'is gone'}; the end of its log:\n${hangar.log.slice(-4000)}`);
+      throw err;
     } finally {
       ctx.log('density: stopping hangar and its engines');
       await hangar.stop();

@@ -50,7 +50,17 @@ export class Api {
     const headers: Record<string, string> = { 'x-auth-token': this.token };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const t0 = now();
-    const res = await fetch(`${this.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const send = () => fetch(`${this.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    let res: Response;
+    try {
+      res = await send();
+    } catch (err) {
+      // A GET whose connection failed before any answer (a kept-alive socket the server closed
+      // as it was reused, which a machine under heavy load makes likely) is sent once more; a
+      // change is never repeated, and an answer, whatever its status, is never retried.
+      if (method !== 'GET') throw err;
+      res = await send();
+    }
     const text = await res.text();
     const ms = now() - t0;
     return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, ms };

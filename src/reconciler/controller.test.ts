@@ -95,6 +95,25 @@ describe('Controller', () => {
     expect(h.maxPerKey()).toBe(1);
   });
 
+  it('passes background requests (periodic sweeps) only after every requested one, and moves one ahead when it is requested', async () => {
+    const h = harness(1);
+    h.controller.start();
+    h.controller.enqueue('busy');
+    for (const id of ['s1', 's2', 's3']) h.controller.enqueueBackground(id);
+    h.controller.enqueue('create');
+    h.controller.enqueue('s3');
+    h.controller.enqueueBackground('create');
+    await settleDown();
+    expect(h.controller.depth).toBe(4);
+    for (const id of ['busy', 'create', 's3', 's1', 's2']) {
+      expect(h.started.at(-1)!.id).toBe(id);
+      h.last(id).end();
+      await settleDown();
+    }
+    expect(h.started.map((g) => g.id)).toEqual(['busy', 'create', 's3', 's1', 's2']);
+    expect(h.controller.depth).toBe(0);
+  });
+
   it('runs different keys at once, up to the number of workers', async () => {
     const h = harness(2);
     h.controller.start();

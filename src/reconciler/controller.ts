@@ -27,6 +27,12 @@ const BACKOFF_MAX_MS = 30_000;
 export class Controller {
   private readonly ready: string[] = [];
   private readonly queued = new Set<string>();
+  /**
+   * The background lane (periodic resyncs): taken only when `ready` is empty, so that a sweep of
+   * many instances never holds a change that was asked for behind it.
+   */
+  private readonly later: string[] = [];
+  private readonly queuedLater = new Set<string>();
   private readonly running = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly delayed = new Map<string, NodeJS.Timeout>();
@@ -48,7 +54,7 @@ export class Controller {
 
   /** Instances waiting for a pass. */
   get depth(): number {
-    return this.queued.size + this.delayed.size;
+    return this.queued.size + this.queuedLater.size + this.delayed.size;
   }
 
   start(): void {
@@ -67,6 +73,8 @@ export class Controller {
     this.delayed.clear();
     this.ready.length = 0;
     this.queued.clear();
+    this.later.length = 0;
+    this.queuedLater.clear();
     for (const list of this.waiters.values()) for (const w of list) w.resolve();
     this.waiters.clear();
     this.failures.clear();
@@ -106,9 +114,39 @@ export class Controller {
       return;
     }
     if (this.queued.has(id)) return;
+    // queued in the background lane: moved ahead (its entry there is skipped)
+    this.queuedLater.delete(id);
     this.queued.add(id);
     this.ready.push(id);
     this.pump();
+  }
+
+  /**
+   * Queues a pass in the background lane: after every pass asked with `enqueue`. Nothing is
+   * added for an instance whose pass is queued, delayed or running already.
+   */
+  enqueueBackground(id: string): void {
+    if (!this.started) return;
+    if (this.running.has(id) || this.queued.has(id) || this.queuedLater.has(id) || this.delayed.has(id)) return;
+    this.queuedLater.add(id);
+    this.later.push(id);
+    this.pump();
+  }
+
+  /** The next instance to pass: the ready lane first, then the background lane. */
+  private next(): string | undefined {
+    const id = this.ready.shift();
+    if (id !== undefined) {
+      this.queued.delete(id);
+      return id;
+    }
+    while (this.later.length > 0) {
+      const bg = this.later.shift()!;
+      // skipped: moved to the ready lane since
+      if (!this.queuedLater.delete(bg)) continue;
+      return bg;
+    }
+    return undefined;
   }
 
   /** Resolves after the next pass of `id` that starts from now on ends, or after `timeoutMs`. */
@@ -128,9 +166,9 @@ export class Controller {
   }
 
   private pump(): void {
-    while (this.started && this.active < this.opts.workers && this.ready.length > 0) {
-      const id = this.ready.shift()!;
-      this.queued.delete(id);
+    while (this.started && this.active < this.opts.workers) {
+      const id = this.next();
+      if (id === undefined) return;
       this.running.add(id);
       this.active++;
       for (const w of this.waiters.get(id) ?? []) w.armed = true;

@@ -217,7 +217,11 @@ export class Reconciler {
       const perSlice = Math.ceil(all.length / slices);
       clearTimeout(this.sliceTimer);
       const queueSlice = (from: number) => {
-        for (const id of all.slice(from, from + perSlice)) this.controller.enqueue(id);
+        // periodic sweeps go to the background lane: requested changes pass first
+        for (const id of all.slice(from, from + perSlice)) {
+          if (opts.spreadMs === undefined) this.controller.enqueue(id);
+          else this.controller.enqueueBackground(id);
+        }
         if (from + perSlice < all.length) {
           // a replica that lost the runtime since queues nothing more
           this.sliceTimer = setTimeout(() => this.owner && queueSlice(from + perSlice), SLICE_MS);
