@@ -44,6 +44,16 @@ const START_ENGINE = [
   // CONFIG REWRITE quotes the address: compare it bare
   'self=$(awk \'/^replica-announce-ip/{gsub(/"/, "", $2); print $2}\' /data/redis.conf)',
   `primary=$(redis-cli -h "$(cat /etc/hangar/sentinel-address)" -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning sentinel get-master-addr-by-name ${SENTINEL_MASTER} 2>/dev/null | head -n 1)`,
+  // Sentinel may not have seen this engine die yet (a pod made again at once) and still name it
+  // primary while the other engine was promoted meanwhile: an engine serving as primary is followed
+  // rather than a second primary started beside it (whose writes would be lost when it is demoted).
+  'if [ -z "$primary" ] || [ "$primary" = "$self" ]; then',
+  '  for f in /etc/hangar/redis-*.conf; do',
+  '    peer=$(awk \'/^replica-announce-ip/{gsub(/"/, "", $2); print $2}\' "$f")',
+  '    [ -n "$peer" ] && [ "$peer" != "$self" ] || continue',
+  `    timeout 3 redis-cli -h "$peer" -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning info replication 2>/dev/null | grep -q '^role:master' && primary=$peer`,
+  '  done',
+  'fi',
   `case "$primary" in "") exec redis-server /data/redis.conf ;; "$self") exec redis-server /data/redis.conf --replicaof no one ;; *) exec redis-server /data/redis.conf --replicaof "$primary" ${REDIS_PORT} ;; esac`,
 ].join('\n');
 
