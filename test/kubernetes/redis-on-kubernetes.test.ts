@@ -181,7 +181,17 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
       await writer.quit().catch(() => {});
     }
     await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000);
-  }, 150_000);
+    // Left settled for the tests after it: the killed engine is back as the replica, and one
+    // engine alone says it is primary, seen three times in a row a second apart.
+    let steady = 0;
+    const settleUntil = Date.now() + 90_000;
+    while (steady < 3 && Date.now() < settleUntil) {
+      const now = await Promise.all(members.map((m) => roleOf(m.address)));
+      steady = now.filter((r) => r === 'master').length === 1 && now.filter((r) => r === 'slave').length === 1 ? steady + 1 : 0;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    expect(steady, 'one primary and one replica after the failover').toBe(3);
+  }, 240_000);
 
   it('resize sets maxmemory live, then rolls the pods to their new memory limit one by one; the data stays', async () => {
     const writer = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string) }, password: inst.password });
