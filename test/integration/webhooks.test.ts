@@ -249,7 +249,8 @@ describe('webhook targets without the settings', () => {
     } finally {
       await r.close();
     }
-  });
+    // two restarts of hangar, then a wait of up to WAIT for the verdict
+  }, 90_000);
 });
 
 describe.runIf(DIALECTS.includes('postgres'))('webhooks with two replicas on one PostgreSQL', () => {
