@@ -66,7 +66,11 @@ describe.runIf(testbedAvailable())('access and Redis day two on Kubernetes', () 
     const res = await hangar.post('/v2/instances/', { ...hangar.redisBody('cache'), zone: 'Kube', version: '7.0.15', acls: [{ cidr_mask: admitted.address, description: 'client host' }] });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     inst = await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 240_000);
-    const eff = (await hangar.get('/v2/instances/cache/acls/effective')).body.data;
+    // an edge pod still starting shows as not in sync ("the edge pod is not ready"): read once both run
+    let eff: any;
+    await expect
+      .poll(async () => (eff = (await hangar.get('/v2/instances/cache/acls/effective')).body.data).in_sync, { timeout: 60_000, interval: 500 })
+      .toBe(true);
     expect(eff.in_sync, JSON.stringify(eff)).toBe(true);
     expect(eff.enforcers.map((e: any) => e.name.split('/')[0]).sort()).toEqual(['networkpolicy', 'pod', 'pod']);
     for (const e of eff.enforcers) expect(e.sources.main, e.name).toEqual([admitted.address]);
