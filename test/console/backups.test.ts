@@ -1,14 +1,12 @@
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser)
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, LOGIN, PASSWORD, enginesAvailable, portOf } from '../e2e/helpers/hangar-process.js';
 import { connectRedis, eventually } from '../e2e/helpers/redis.js';
+import { type GatedRedisServer, gatedRedisServer } from './helpers/gated-redis.js';
 import { type Problems, type TestBrowser, chromiumAvailable, logIn, seriousViolations, startBrowser } from './helpers/browser.js';
 
 /**
@@ -25,34 +23,17 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
   let tb: TestBrowser;
   let page: Page;
   let problems: Problems;
-  let dir = '';
-  let gate = '';
+  let gate: GatedRedisServer | undefined;
   let password = '';
   let port = 0;
   let backupId = '';
 
-  const closeGate = () => rmSync(gate, { force: true });
-  const openGate = () => writeFileSync(gate, '');
+  const closeGate = () => gate!.close();
+  const openGate = () => gate!.open();
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'hangar-console-backups-'));
-    gate = join(dir, 'open');
-    openGate();
-    const redisServer = spawnSync('sh', ['-c', 'PATH="$PATH:/usr/sbin:/sbin" command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
-    const script = join(dir, 'gated-redis-server');
-    writeFileSync(
-      script,
-      [
-        '#!/bin/sh',
-        '# the real redis-server, started once the gate file exists (its version at once)',
-        `case "$1" in --version|-v) exec ${redisServer} "$@";; esac`,
-        `while [ ! -e '${gate}' ]; do sleep 0.05; done`,
-        `exec ${redisServer} "$@"`,
-        '',
-      ].join('\n'),
-    );
-    chmodSync(script, 0o755);
-    hangar = await HangarProcess.start({ env: { HANGAR_REDIS_SERVER_BIN: script } });
+    gate = gatedRedisServer('hangar-console-backups-');
+    hangar = await HangarProcess.start({ env: { HANGAR_REDIS_SERVER_BIN: gate.bin } });
     const rec = await hangar.createRedis('store', { acls: [{ cidr_mask: '127.0.0.1', description: 'this machine' }] });
     password = rec.password;
     port = portOf(rec.public_connect_string);
@@ -65,10 +46,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
   }, 90_000);
 
   afterAll(async () => {
-    if (gate) openGate();
+    gate?.open();
     await tb?.close();
     await hangar?.destroy();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    gate?.remove();
   });
 
   const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });

@@ -1,12 +1,9 @@
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser)
-import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, LOGIN, PASSWORD, enginesAvailable } from '../e2e/helpers/hangar-process.js';
+import { type GatedRedisServer, gatedRedisServer } from './helpers/gated-redis.js';
 import { type TestBrowser, chromiumAvailable, logIn, startBrowser } from './helpers/browser.js';
 
 /**
@@ -19,39 +16,22 @@ import { type TestBrowser, chromiumAvailable, logIn, startBrowser } from './help
 describe.runIf(enginesAvailable() && chromiumAvailable())('operations and live state in the console (local runtime)', () => {
   let hangar: HangarProcess;
   let tb: TestBrowser;
-  let dir = '';
-  let gate = '';
+  let gate: GatedRedisServer | undefined;
 
-  const closeGate = () => rmSync(gate, { force: true });
-  const openGate = () => writeFileSync(gate, '');
+  const closeGate = () => gate!.close();
+  const openGate = () => gate!.open();
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'hangar-console-gate-'));
-    gate = join(dir, 'open');
-    openGate();
-    const redisServer = spawnSync('sh', ['-c', 'PATH="$PATH:/usr/sbin:/sbin" command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
-    const script = join(dir, 'gated-redis-server');
-    writeFileSync(
-      script,
-      [
-        '#!/bin/sh',
-        '# the real redis-server, started once the gate file exists (its version at once)',
-        `case "$1" in --version|-v) exec ${redisServer} "$@";; esac`,
-        `while [ ! -e '${gate}' ]; do sleep 0.05; done`,
-        `exec ${redisServer} "$@"`,
-        '',
-      ].join('\n'),
-    );
-    chmodSync(script, 0o755);
-    hangar = await HangarProcess.start({ env: { HANGAR_REDIS_SERVER_BIN: script } });
+    gate = gatedRedisServer('hangar-console-gate-');
+    hangar = await HangarProcess.start({ env: { HANGAR_REDIS_SERVER_BIN: gate.bin } });
     tb = await startBrowser(hangar.url);
   }, 60_000);
 
   afterAll(async () => {
-    openGate();
+    gate?.open();
     await tb?.close();
     await hangar?.destroy();
-    rmSync(dir, { recursive: true, force: true });
+    gate?.remove();
   });
 
   /** A new page (its own session), logged in, at `path`; the requests it makes are kept. */
