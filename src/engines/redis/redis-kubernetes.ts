@@ -35,27 +35,58 @@ export function redisVolumeMb(plan: number): number {
 
 /**
  * How an engine's container starts: with the configuration of its ordinal, copied once (after that
- * Sentinel and hangar change it with CONFIG REWRITE); and as a replica of whatever Sentinel says
- * is the primary now, unless that is itself. A primary that failed and comes back must not serve
- * writes as a second primary until Sentinel turns it: those writes would be lost.
+ * Sentinel and hangar change it with CONFIG REWRITE), and as a replica of the engine that is
+ * primary now. An engine must never serve writes as a second primary: the writes it acknowledged
+ * would be lost when Sentinel turns it into a replica. So, when Sentinel still names this engine
+ * primary (a pod made again before Sentinel saw its engine die, or a restart after one):
+ * - the other engine serving as primary is followed (Sentinel promoted it meanwhile);
+ * - while the other engine is still linked to this engine's former process (a deleted pod whose
+ *   container has not stopped yet), the script waits for that process to end;
+ * - when the other engine is a replica that was in sync less than a minute ago, Sentinel is asked
+ *   to promote it (SENTINEL FAILOVER; an automatic failover may be under way already) and this
+ *   engine follows it once it serves as primary: the replica holds every write acknowledged
+ *   before the primary went (a stopping Redis waits for its replica), this engine's files may not;
+ * - otherwise (no other engine answers, or a replica never in sync, as at first start) this engine
+ *   starts as primary, and after ATTEMPTS seconds of waiting in any case.
+ * `paths` are the pod's; tests run the script elsewhere.
  */
-const START_ENGINE = [
-  '[ -f /data/redis.conf ] || cp "/etc/hangar/redis-${HOSTNAME##*-}.conf" /data/redis.conf',
-  // CONFIG REWRITE quotes the address: compare it bare
-  'self=$(awk \'/^replica-announce-ip/{gsub(/"/, "", $2); print $2}\' /data/redis.conf)',
-  `primary=$(redis-cli -h "$(cat /etc/hangar/sentinel-address)" -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning sentinel get-master-addr-by-name ${SENTINEL_MASTER} 2>/dev/null | head -n 1)`,
-  // Sentinel may not have seen this engine die yet (a pod made again at once) and still name it
-  // primary while the other engine was promoted meanwhile: an engine serving as primary is followed
-  // rather than a second primary started beside it (whose writes would be lost when it is demoted).
-  'if [ -z "$primary" ] || [ "$primary" = "$self" ]; then',
-  '  for f in /etc/hangar/redis-*.conf; do',
-  '    peer=$(awk \'/^replica-announce-ip/{gsub(/"/, "", $2); print $2}\' "$f")',
-  '    [ -n "$peer" ] && [ "$peer" != "$self" ] || continue',
-  `    timeout 3 redis-cli -h "$peer" -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning info replication 2>/dev/null | grep -q '^role:master' && primary=$peer`,
-  '  done',
-  'fi',
-  `case "$primary" in "") exec redis-server /data/redis.conf ;; "$self") exec redis-server /data/redis.conf --replicaof no one ;; *) exec redis-server /data/redis.conf --replicaof "$primary" ${REDIS_PORT} ;; esac`,
-].join('\n');
+export function startEngineScript(paths: { data: string; conf: string } = { data: '/data', conf: '/etc/hangar' }): string {
+  const { data, conf } = paths;
+  const ATTEMPTS = 30;
+  return [
+    `[ -f ${data}/redis.conf ] || cp "${conf}/redis-\${HOSTNAME##*-}.conf" ${data}/redis.conf`,
+    // CONFIG REWRITE quotes the address: compare it bare
+    'address() { awk \'/^replica-announce-ip/{gsub(/"/, "", $2); print $2}\' "$1"; }',
+    `sentinel() { timeout 3 redis-cli -h "$(cat ${conf}/sentinel-address)" -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning sentinel "$@" 2>/dev/null; }`,
+    `replication() { timeout 3 redis-cli -h "$1" -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning info replication 2>/dev/null | tr -d '\\r'; }`,
+    `self=$(address ${data}/redis.conf)`,
+    'peer=',
+    `for f in ${conf}/redis-*.conf; do a=$(address "$f"); [ -n "$a" ] && [ "$a" != "$self" ] && peer=$a; done`,
+    'primary=',
+    'asked=0',
+    `for attempt in $(seq 1 ${ATTEMPTS}); do`,
+    `  primary=$(sentinel get-master-addr-by-name ${SENTINEL_MASTER} | head -n 1)`,
+    '  if [ -z "$peer" ] || { [ -n "$primary" ] && [ "$primary" != "$self" ]; }; then break; fi',
+    '  info=$(replication "$peer")',
+    '  case "$info" in',
+    '    *role:master*) primary=$peer; break ;;',
+    '    *master_link_status:up*) echo "hangar: $peer still replicates from the former process of this engine: waiting for it to end" ;;',
+    '    *role:slave*)',
+    `      down=$(echo "$info" | awk -F: '/^master_link_down_since_seconds:/{print $2}')`,
+    '      [ -n "$down" ] && [ "$down" -ge 0 ] && [ "$down" -le 60 ] || break',
+    '      if [ $((asked % 5)) -eq 0 ]; then',
+    `        echo "hangar: $peer was in sync $down s ago: asking Sentinel to promote it; this engine will follow it"`,
+    `        sentinel failover ${SENTINEL_MASTER}`,
+    '      fi',
+    '      asked=$((asked + 1)) ;;',
+    '    *) break ;;',
+    '  esac',
+    '  primary=$self # after the last attempt, this engine serves',
+    '  sleep 1',
+    'done',
+    `case "$primary" in "") exec redis-server ${data}/redis.conf ;; "$self") exec redis-server ${data}/redis.conf --replicaof no one ;; *) exec redis-server ${data}/redis.conf --replicaof "$primary" ${REDIS_PORT} ;; esac`,
+  ].join('\n');
+}
 
 /** Names of an instance's objects: one prefix, derived from the instance id. */
 export function redisNames(id: string) {
@@ -180,7 +211,7 @@ export class RedisClusterDriver implements ClusterDriver {
                   name: 'redis',
                   image,
                   imagePullPolicy: 'IfNotPresent',
-                  command: ['sh', '-c', START_ENGINE],
+                  command: ['sh', '-c', startEngineScript()],
                   ports: [{ name: 'redis', containerPort: REDIS_PORT }],
                   env: [adminEnv],
                   readinessProbe: {

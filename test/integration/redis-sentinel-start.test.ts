@@ -1,0 +1,150 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REDIS_ADMIN_USER, renderRedisConfig, renderSentinelConfig } from '../../src/engines/redis/redis-config.js';
+import { REDIS_PORT, SENTINEL_MASTER, SENTINEL_PORT, startEngineScript } from '../../src/engines/redis/redis-kubernetes.js';
+import { enginesAvailable } from '../e2e/helpers/hangar-process.js';
+
+/**
+ * How a Redis engine of a Kubernetes instance starts (the script its container runs), on real
+ * redis-server and real Redis Sentinels on this machine: each engine and sentinel on its own
+ * loopback address with the ports the pods use, as the pods have their own addresses. The case
+ * that matters: the primary's engine dies and starts again before Sentinel has seen it die (a pod
+ * made again at once). It must not serve as a second primary beside the replica Sentinel
+ * promotes (writes acknowledged there would be lost): the replica is promoted and the engine
+ * follows it, and no moment shows two primaries.
+ */
+describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (real redis-server and Sentinel)', () => {
+  const secret = 'admin-secret-for-the-start-test';
+  const password = 'client-password';
+  const engines = ['127.0.0.2', '127.0.0.3'] as const;
+  const sentinels = ['127.0.0.4', '127.0.0.5', '127.0.0.6'] as const;
+  let dir = '';
+  const conf = () => join(dir, 'conf');
+  const running = new Map<string, ChildProcess>();
+  const logs = new Map<string, string[]>();
+
+  const cli = (host: string, port: number, ...args: string[]) =>
+    spawnSync('redis-cli', ['-h', host, '-p', String(port), ...(port === REDIS_PORT ? ['--user', REDIS_ADMIN_USER] : []), '--pass', secret, '--no-auth-warning', ...args], {
+      encoding: 'utf8',
+      timeout: 3000,
+    }).stdout ?? '';
+  const roleOf = (i: number) => /role:(\w+)/.exec(cli(engines[i]!, REDIS_PORT, 'info', 'replication'))?.[1];
+  const masterHostOf = (i: number) => /master_host:([\d.]+)/.exec(cli(engines[i]!, REDIS_PORT, 'info', 'replication'))?.[1];
+
+  function run(name: string, command: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+    const child = spawn(command, args, { env: { ...process.env, HANGAR_ADMIN_SECRET: secret, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines = logs.get(name) ?? [];
+    logs.set(name, lines);
+    for (const s of [child.stdout!, child.stderr!]) s.on('data', (b: Buffer) => lines.push(...b.toString().split('\n').filter(Boolean)));
+    running.set(name, child);
+    return child;
+  }
+  /** An engine's container: the start script with its pod's name, data and configuration. */
+  const startEngine = (i: number) =>
+    run(`engine-${i}`, 'sh', ['-c', startEngineScript({ data: join(dir, `data-${i}`), conf: conf() })], { HOSTNAME: `h-test-redis-${i}` });
+
+  async function until(what: string, check: () => boolean, ms: number): Promise<number> {
+    const start = Date.now();
+    while (!check()) {
+      if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms\n${[...logs].map(([k, v]) => `${k}:\n  ${v.slice(-12).join('\n  ')}`).join('\n')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return Date.now() - start;
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hangar-sentinel-start-'));
+    mkdirSync(conf());
+    engines.forEach((address, i) => {
+      mkdirSync(join(dir, `data-${i}`));
+      writeFileSync(
+        join(conf(), `redis-${i}.conf`),
+        renderRedisConfig({
+          instanceId: 'start-test',
+          role: i === 0 ? 'primary' : 'replica',
+          port: REDIS_PORT,
+          dir: join(dir, `data-${i}`),
+          password,
+          adminSecret: secret,
+          maxmemoryMb: 64,
+          maxmemoryPolicy: 'noeviction',
+          primaryPort: REDIS_PORT,
+          network: { bind: address, announceIp: address, primaryHost: engines[0] },
+        }),
+      );
+    });
+    writeFileSync(join(conf(), 'sentinel-address'), sentinels[0]);
+    startEngine(0);
+    startEngine(1);
+    await until('the replica in sync', () => cli(engines[1], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
+    // Sentinel only notices a dead primary after down-after (5 s here): long enough for the
+    // engine to be started again before it does, which is the case under test.
+    sentinels.forEach((address, i) => {
+      const file = join(dir, `sentinel-${i}.conf`);
+      writeFileSync(
+        file,
+        renderSentinelConfig({
+          instanceId: 'start-test', masterName: SENTINEL_MASTER, primaryHost: engines[0], primaryPort: REDIS_PORT, port: SENTINEL_PORT,
+          dir, adminSecret: secret, quorum: 2, downAfterMs: 5000, failoverTimeoutMs: 10_000,
+        }),
+      );
+      appendFileSync(file, `bind ${address}\nsentinel announce-ip ${address}\n`);
+      run(`sentinel-${i}`, 'redis-server', [file, '--sentinel']);
+    });
+    // every sentinel knows the replica and the other sentinels before the primary dies
+    await until('the sentinels ready', () => sentinels.every((s) => /num-slaves\n1\n[\s\S]*num-other-sentinels\n2\n/.test(cli(s, SENTINEL_PORT, 'sentinel', 'master', SENTINEL_MASTER))), 30_000);
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const child of running.values()) if (child.exitCode === null) child.kill('SIGKILL');
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the primary killed and started again at once: the replica is promoted, the engine follows it, never two primaries', async () => {
+    expect([roleOf(0), roleOf(1)]).toEqual(['master', 'slave']);
+    for (let k = 0; k < 100; k++) cli(engines[0], REDIS_PORT, 'set', `k:${k}`, String(k));
+    await until('the writes replicated', () => cli(engines[1], REDIS_PORT, 'get', 'k:99').trim() === '99', 10_000);
+
+    const old = running.get('engine-0')!;
+    const gone = new Promise((r) => old.once('exit', r));
+    old.kill('SIGKILL');
+    await gone;
+    const restartedAt = Date.now();
+    startEngine(0);
+    let twoPrimaries = 0;
+    const watch = setInterval(() => {
+      if (roleOf(0) === 'master' && roleOf(1) === 'master') twoPrimaries++;
+    }, 100);
+    try {
+      await until('the replica promoted', () => roleOf(1) === 'master', 20_000);
+      const promotedAfter = Date.now() - restartedAt;
+      await until('the engine started again follows the promoted one', () => roleOf(0) === 'slave' && masterHostOf(0) === engines[1], 20_000);
+      await until('in sync', () => cli(engines[0], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
+      expect(promotedAfter, 'promoted before Sentinel alone would have acted (down-after 5 s)').toBeLessThan(10_000);
+    } finally {
+      clearInterval(watch);
+    }
+    expect(twoPrimaries, 'moments with two primaries').toBe(0);
+    expect(logs.get('engine-0')!.join('\n')).toMatch(/asking Sentinel to promote it/);
+    // what the primary had acknowledged is on both engines
+    for (const i of [0, 1]) expect(cli(engines[i]!, REDIS_PORT, 'get', 'k:99').trim()).toBe('99');
+    // and every sentinel names the promoted engine
+    await until('the sentinels agree', () => sentinels.every((s) => cli(s, SENTINEL_PORT, 'sentinel', 'get-master-addr-by-name', SENTINEL_MASTER).startsWith(engines[1])), 15_000);
+  }, 90_000);
+
+  it('the replica killed and started again: it follows the primary Sentinel names, at once', async () => {
+    // engine 1 is the primary now; engine 0 its replica
+    const old = running.get('engine-0')!;
+    const gone = new Promise((r) => old.once('exit', r));
+    old.kill('SIGKILL');
+    await gone;
+    startEngine(0);
+    const took = await until('the replica back in sync', () => cli(engines[0], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
+    expect(masterHostOf(0)).toBe(engines[1]);
+    expect(roleOf(1)).toBe('master');
+    expect(took, 'no wait for Sentinel when it names another engine').toBeLessThan(10_000);
+  }, 60_000);
+});
