@@ -191,6 +191,9 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
       await new Promise((r) => setTimeout(r, 1000));
     }
     expect(steady, 'one primary and one replica after the failover').toBe(3);
+    // how the killed engine came back (its start script says when it waited or asked for the failover)
+    const said = tb.kubectl(['-n', ns, 'logs', primary.pod]).stdout.split('\n').filter((l) => l.startsWith('hangar:'));
+    console.log(`the killed engine started again: ${said.length ? said.join(' / ') : 'Sentinel had promoted the replica already; it followed'}`);
   }, 240_000);
 
   it('resize sets maxmemory live, then rolls the pods to their new memory limit one by one; the data stays', async () => {
