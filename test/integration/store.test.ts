@@ -259,6 +259,30 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       await moved();
       expect(await other()).toBe(before);
     });
+
+    it('the records version read while a transaction is open is the committed one, and moves once it commits (never a version rolled back)', async () => {
+      const row = instanceRow('acc-1', 'pending', { public: 20011 });
+      await insertInstanceRow(store.db, row, HOST, []);
+      const committed = await getInstanceListVersion(store.db, 'acc-1');
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let changed!: () => void;
+      const inside = new Promise<void>((r) => (changed = r));
+      const trx = store.db.transaction().execute(async (t) => {
+        await t.updateTable('instances').set({ state: 'BUILDING' }).where('id', '=', row.id).execute();
+        changed();
+        await held;
+        throw new Error('rolled back');
+      });
+      await inside;
+      const during = getInstanceListVersion(store.db, 'acc-1');
+      release();
+      await expect(trx).rejects.toThrow('rolled back');
+      expect(await during).toBe(committed);
+      expect(await getInstanceListVersion(store.db, 'acc-1')).toBe(committed);
+      await updateInstance(store.db, row.id, { state: 'BUILDING', updatedAt: NOW + 1 });
+      expect(await getInstanceListVersion(store.db, 'acc-1')).toBeGreaterThan(committed);
+    });
   });
 
   describe('ACLs', () => {
