@@ -357,6 +357,32 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     });
   });
 
+  it('a token revoked by another replica (or an operator command) is refused within 5 s; revoked through this one, at once', async () => {
+    let now = NOW;
+    const here = new AccountService(store.db, { tokenTtlSeconds: 3600, now: () => now });
+    const elsewhere = new AccountService(store.db, { tokenTtlSeconds: 3600, now: () => now });
+    await here.createAccount('revoke@example.com', 'long-enough-password');
+    const caller = (await here.verifyBasic('revoke@example.com', 'long-enough-password'))!;
+    const a = (await here.issueToken(caller)).token;
+    const b = (await here.issueToken(caller)).token;
+    expect(await here.verifyToken(a)).toBeDefined();
+    expect(await here.verifyToken(b)).toBeDefined();
+    expect(here.cachedTokenCaller(a)).toBeDefined();
+    // elsewhere: this replica's cache still takes it until its 5 s are up, then never again
+    await elsewhere.revokeAllTokens('revoke@example.com');
+    now += 4999;
+    expect(here.cachedTokenCaller(a)).toBeDefined();
+    now += 2;
+    expect(here.cachedTokenCaller(a)).toBeUndefined();
+    expect(await here.verifyToken(a)).toBeUndefined();
+    // here: at once
+    const c = (await here.issueToken(caller)).token;
+    const cVerified = (await here.verifyToken(c))!;
+    await here.revokeToken(cVerified.tokenHash!);
+    expect(here.cachedTokenCaller(c)).toBeUndefined();
+    expect(await here.verifyToken(c)).toBeUndefined();
+  });
+
   it('logins drop tokens dead for more than a day (at most once an hour), and record when a key pair was used', async () => {
     let now = NOW;
     const svc = new AccountService(store.db, { tokenTtlSeconds: 60, now: () => now });
