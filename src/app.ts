@@ -4,6 +4,7 @@ import { AjvCompiler } from '@fastify/ajv-compiler';
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import Fastify, { LogController, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Logger } from 'pino';
+import { RequestLogger } from './http/request-logger.js';
 import type { AppDeps } from './http/context.js';
 import { Metrics } from './lib/metrics.js';
 import { registerAudit } from './http/plugins/audit.js';
@@ -146,6 +147,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    childLoggerFactory: (parent, bindings, options) => new RequestLogger(parent, bindings, options),
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

@@ -359,9 +359,23 @@ export function reusableQuery<R>(build: (db: Db) => Compilable<R>): (db: Db, par
       compiled.set(db, q);
     }
     if (parameters.length !== q.parameters.length) throw new Error(`reusable query takes ${q.parameters.length} parameters, got ${parameters.length}`);
+    const direct = directReads.get(db);
+    if (direct && q.query.kind === 'SelectQueryNode') {
+      const rows = direct(q.sql, parameters) as R[] | undefined;
+      if (rows) return rows;
+    }
     return (await db.executeQuery<R>({ ...q, parameters })).rows;
   };
 }
+
+/**
+ * Reads run on SQLite's connection at once, without Kysely's connection mutex and its promises,
+ * for the reads every request makes (reusableQuery). Only while no transaction is open on the
+ * connection (undefined otherwise, and the read waits its turn through Kysely): a statement
+ * outside a transaction sees committed rows only, and better-sqlite3 runs it to its end before
+ * anything else can run, so the answer is the one the queued read would give.
+ */
+const directReads = new WeakMap<Db, (sql: string, parameters: readonly unknown[]) => unknown[] | undefined>();
 
 /** One round trip to the store: resolves when it answers (readiness). */
 export async function pingStore(db: Db): Promise<void> {
@@ -468,7 +482,9 @@ function openSqlite(SQLite: Awaited<ReturnType<typeof loadSqlite>>, dataDir: str
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const cached = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  directReads.set(db, (text, parameters) => (sqlite.inTransaction ? undefined : (cached.prepare(text) as unknown as SQLite.Statement).all(parameters as unknown[])));
   return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
 }
 

@@ -259,6 +259,30 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       await moved();
       expect(await other()).toBe(before);
     });
+
+    it('the records version read while a transaction is open is the committed one, and moves once it commits (never a version rolled back)', async () => {
+      const row = instanceRow('acc-1', 'pending', { public: 20011 });
+      await insertInstanceRow(store.db, row, HOST, []);
+      const committed = await getInstanceListVersion(store.db, 'acc-1');
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let changed!: () => void;
+      const inside = new Promise<void>((r) => (changed = r));
+      const trx = store.db.transaction().execute(async (t) => {
+        await t.updateTable('instances').set({ state: 'BUILDING' }).where('id', '=', row.id).execute();
+        changed();
+        await held;
+        throw new Error('rolled back');
+      });
+      await inside;
+      const during = getInstanceListVersion(store.db, 'acc-1');
+      release();
+      await expect(trx).rejects.toThrow('rolled back');
+      expect(await during).toBe(committed);
+      expect(await getInstanceListVersion(store.db, 'acc-1')).toBe(committed);
+      await updateInstance(store.db, row.id, { state: 'BUILDING', updatedAt: NOW + 1 });
+      expect(await getInstanceListVersion(store.db, 'acc-1')).toBeGreaterThan(committed);
+    });
   });
 
   describe('ACLs', () => {
@@ -331,6 +355,32 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       await purgeDeadTokens(store.db, NOW + 1001 + 86_400_000);
       expect(await store.db.selectFrom('tokens').select('id').execute()).toEqual([]);
     });
+  });
+
+  it('a token revoked by another replica (or an operator command) is refused within 5 s; revoked through this one, at once', async () => {
+    let now = NOW;
+    const here = new AccountService(store.db, { tokenTtlSeconds: 3600, now: () => now });
+    const elsewhere = new AccountService(store.db, { tokenTtlSeconds: 3600, now: () => now });
+    await here.createAccount('revoke@example.com', 'long-enough-password');
+    const caller = (await here.verifyBasic('revoke@example.com', 'long-enough-password'))!;
+    const a = (await here.issueToken(caller)).token;
+    const b = (await here.issueToken(caller)).token;
+    expect(await here.verifyToken(a)).toBeDefined();
+    expect(await here.verifyToken(b)).toBeDefined();
+    expect(here.cachedTokenCaller(a)).toBeDefined();
+    // elsewhere: this replica's cache still takes it until its 5 s are up, then never again
+    await elsewhere.revokeAllTokens('revoke@example.com');
+    now += 4999;
+    expect(here.cachedTokenCaller(a)).toBeDefined();
+    now += 2;
+    expect(here.cachedTokenCaller(a)).toBeUndefined();
+    expect(await here.verifyToken(a)).toBeUndefined();
+    // here: at once
+    const c = (await here.issueToken(caller)).token;
+    const cVerified = (await here.verifyToken(c))!;
+    await here.revokeToken(cVerified.tokenHash!);
+    expect(here.cachedTokenCaller(c)).toBeUndefined();
+    expect(await here.verifyToken(c)).toBeUndefined();
   });
 
   it('logins drop tokens dead for more than a day (at most once an hour), and record when a key pair was used', async () => {

@@ -1,4 +1,4 @@
-import type { createClient } from 'redis';
+import type { createClient } from '@redis/client';
 import { parseInfo } from '../../lib/redis-format.js';
 import { REDIS_ADMIN_USER } from './redis-config.js';
 
@@ -22,9 +22,10 @@ const LOOPBACK = '127.0.0.1';
 type Client = ReturnType<typeof createClient>;
 
 /**
- * The client every administrative connection is duplicated from. createClient builds a client
- * class with every command of Redis and its modules attached, and caches it only for options
- * equal to the last ones: with a port and a password per engine, each connection paid for a new
+ * The client every administrative connection is duplicated from: @redis/client alone, without
+ * the modules' commands (search, JSON, time series, bloom) that the `redis` package loads and
+ * attaches and hangar never sends. createClient builds a client class with every command
+ * attached, and caches it only for options equal to the last ones: with a port and a password per engine, each connection paid for a new
  * class (some 30 ms of CPU and garbage enough to grow hangar's heap by hundreds of MB while
  * instances start). `duplicate` makes a connection of the same class with other options.
  * Never connected itself; made on first use.
@@ -99,7 +100,7 @@ export class RedisAdmin {
 
   private async connect(ep: RedisEndpoint): Promise<Client> {
     // The client is loaded with the first Redis instance hangar talks to, not by every hangar.
-    template ??= (await import('redis')).createClient({ disableClientInfo: true });
+    template ??= (await import('@redis/client')).createClient({ disableClientInfo: true });
     const client = template.duplicate({
       socket: { host: ep.host ?? LOOPBACK, port: ep.port, connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false },
       username: ep.user ?? REDIS_ADMIN_USER,
