@@ -799,13 +799,21 @@ export class HangarClient {
     }
     if (body !== undefined) headers['content-type'] = 'application/json';
     const timeoutMs = timeout ?? this.opts.timeoutMs ?? 30_000;
+    const signal = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+    const attempt = () =>
+      this.fetchFn(`${this.baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), ...(signal ? { signal } : {}) });
     try {
-      return await this.fetchFn(`${this.baseUrl}${path}`, {
-        method,
-        headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        ...(timeoutMs > 0 ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
-      });
+      // A read whose connection failed before any answer is sent again (RFC 9112, 9.3.1.1): that
+      // is how a kept-alive connection ends when the server closes it, idle, just as it is reused,
+      // which a busy machine makes likely; each such failure takes one stale connection out of the
+      // pool. A change is never sent twice.
+      for (let retries = method === 'GET' || method === 'HEAD' ? READ_RETRIES : 0; ; retries--) {
+        try {
+          return await attempt();
+        } catch (err) {
+          if (retries === 0 || (err as Error).name === 'TimeoutError' || signal?.aborted) throw err;
+        }
+      }
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };
       if (e.name === 'TimeoutError') throw new HangarApiError(0, 'TIMEOUT', `${method} ${path}: no answer from ${this.baseUrl} within ${timeoutMs} ms`, { cause: err });
@@ -814,6 +822,9 @@ export class HangarClient {
     }
   }
 }
+
+/** How often a read whose connection failed before any answer is sent again. */
+const READ_RETRIES = 3;
 
 function errorOf(res: Response, body: unknown, text: string): HangarApiError {
   const b = (typeof body === 'object' && body !== null ? body : {}) as { message?: unknown; code?: unknown; field?: unknown; allowed?: unknown };

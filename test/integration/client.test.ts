@@ -215,6 +215,54 @@ describe('HangarClient', () => {
       expect(err).toMatchObject({ status: 0, code: 'NETWORK_ERROR', message: expect.stringContaining('cannot reach hangar') });
     });
 
+    it('a kept-alive connection closed as it is reused: a read is sent once more, a change is not', async () => {
+      // A stand-in server, since the race cannot be timed against a real one: it answers the first
+      // request of each connection (keeping it alive) and closes the connection, unanswered, when a
+      // second request arrives on it, as a server whose idle timeout ends just then does.
+      const seen: string[] = [];
+      let closedUnanswered = 0;
+      const server = createServer((socket) => {
+        let requests = 0;
+        let buffered = '';
+        socket.on('data', (chunk) => {
+          buffered += chunk.toString();
+          while (buffered.includes('\r\n\r\n')) {
+            const head = buffered.slice(0, buffered.indexOf('\r\n\r\n'));
+            const length = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+            if (buffered.length < head.length + 4 + length) return;
+            buffered = buffered.slice(head.length + 4 + length);
+            seen.push(head.split(' ').slice(0, 2).join(' '));
+            if (++requests > 1) {
+              closedUnanswered++;
+              socket.destroy();
+              return;
+            }
+            const answer = head.startsWith('GET') ? '{"data":[]}' : '{"data":{"id":"x"}}';
+            socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\nconnection: keep-alive\r\n\r\n${answer}`);
+          }
+        });
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      try {
+        const client = new HangarClient({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, token: 'a-token' });
+        // every read answered, though kept-alive connections were closed under some of them
+        for (let i = 0; i < 6; i++) expect(await client.listInstances()).toEqual([]);
+        expect(closedUnanswered, 'reads sent on a reused connection').toBeGreaterThan(0);
+        expect(seen.length).toBe(6 + closedUnanswered);
+        // a change on a connection closed under it fails, and is never sent twice
+        seen.length = 0;
+        closedUnanswered = 0;
+        const outcomes: string[] = [];
+        for (let i = 0; i < 6 && closedUnanswered === 0; i++) {
+          outcomes.push(await client.createAcl('cache', { cidr_mask: '10.0.0.1', description: 'x' }).then(() => 'ok', (e: HangarApiError) => e.code));
+        }
+        expect(outcomes.at(-1)).toBe('NETWORK_ERROR');
+        expect(seen).toEqual(outcomes.map(() => 'POST /v2/instances/cache/acls/'));
+      } finally {
+        server.close();
+      }
+    });
+
     it('waiting for an instance that turns FAILED fails with the reason', async () => {
       const restore = th.runtime.failWith(new TerminalError('the engine cannot start: disk full'));
       try {
