@@ -66,6 +66,11 @@ export async function insertWebhook(db: Db, keyring: Keyring, w: NewWebhook, max
     await lockEvents(trx);
     const n = await trx.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', w.accountId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
     if (Number(n.n) >= max) return false;
+    const after = await latestEventId(trx);
+    // The store's first webhook starts the fan-out here, so that the events after it are sent
+    // whenever the dispatcher first looks (a hangar that has not fanned out yet would otherwise
+    // take every event up to its first look for history).
+    await trx.insertInto('meta').values({ key: FANNED_OUT, value: String(after) }).onConflict((oc) => oc.column('key').doNothing()).execute();
     await trx
       .insertInto('webhooks')
       .values({
@@ -77,7 +82,7 @@ export async function insertWebhook(db: Db, keyring: Keyring, w: NewWebhook, max
         secret_enc: keyring.encrypt(w.secret),
         previous_secret_enc: null,
         previous_secret_until: null,
-        after_event_id: await latestEventId(trx),
+        after_event_id: after,
         created_at: w.createdAt,
         updated_at: w.createdAt,
         deleted_at: null,
@@ -162,7 +167,8 @@ export async function fanOutEvents(db: Db, render: (e: StreamEvent) => string, n
       await lockEvents(trx);
       const mark = await getMeta(trx, FANNED_OUT);
       if (mark === undefined) {
-        // First start with webhooks: history before it is not sent.
+        // No webhook was ever registered in this store (the first one sets the mark): the events
+        // so far are history, sent to no one.
         await trx.insertInto('meta').values({ key: FANNED_OUT, value: String(await latestEventId(trx)) }).onConflict((oc) => oc.column('key').doNothing()).execute();
         return 0;
       }

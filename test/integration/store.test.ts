@@ -16,6 +16,8 @@ import {
   listPendingInstanceIds, listUsedPorts, releaseInstance, renameInstance, replacePort, updateInstance,
 } from '../../src/store/instance-repository.js';
 import { acquireLease, findLease } from '../../src/store/lease-repository.js';
+import { appendEvent } from '../../src/store/event-repository.js';
+import { fanOutEvents, insertWebhook, listDeliveries } from '../../src/store/webhook-repository.js';
 import { deleteMongoUserRow, findMongoUserId, insertMongoUser, markMongoUserDeleting } from '../../src/store/mongodb-user-repository.js';
 import { MIGRATION_NAMES, migrateToLatest } from '../../src/store/migrations/index.js';
 import { DIALECTS, freshPostgres } from '../helpers/database.js';
@@ -112,6 +114,27 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
   beforeEach(async () => {
     for (const t of ['mongodb_users', 'acls', 'ports', 'instances', 'tokens', 'api_keys', 'accounts', 'leases'] as const) await store.db.deleteFrom(t).execute();
     for (const id of ['acc-1', 'acc-2']) await insertAccount(store.db, { id, login: `${id}@example.com`, passwordHash: 'h', createdAt: NOW });
+  });
+
+  it("webhooks: the events after a store's first webhook are all fanned out, however late the dispatcher first looks", async () => {
+    const fresh = await location(dialect);
+    const s = await openStore(fresh);
+    try {
+      await insertAccount(s.db, { id: 'acc-1', login: 'acc-1@example.com', passwordHash: 'h', createdAt: NOW });
+      const hook = { id: newObjectId(), accountId: 'acc-1', url: 'https://hooks.example.com/h', kinds: ['*'], description: '', secret: 'whsec_x', createdAt: NOW };
+      expect(await insertWebhook(s.db, keyring, hook, 20)).toBe(true);
+      const event = { accountId: 'acc-1', instanceId: null, instanceName: null, operationId: null, data: {}, createdAt: NOW };
+      await s.db.transaction().execute(async (trx) => {
+        await appendEvent(trx, { ...event, kind: 'operation.created' });
+        await appendEvent(trx, { ...event, kind: 'operation.succeeded' });
+      });
+      // the dispatcher's first look at this store comes only now, after both events
+      expect(await fanOutEvents(s.db, (e) => JSON.stringify(e), NOW, 200)).toBe(2);
+      expect((await listDeliveries(s.db, hook.id, { limit: 10 })).map((d) => d.eventKind)).toEqual(['operation.succeeded', 'operation.created']);
+    } finally {
+      await s.close();
+      await fresh.drop();
+    }
   });
 
   describe('migrations', () => {

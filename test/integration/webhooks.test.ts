@@ -240,9 +240,14 @@ describe('webhook targets without the settings', () => {
       await th.restart({ HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true', HANGAR_WEBHOOK_RETRY_WINDOW: '2' });
       const w = (await alice.post('/v2/webhooks/', { url: r.url, kinds: ['operation.created'] })).body.data;
       await th.restart({ HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_RETRY_WINDOW: '2' });
-      await alice.post('/v2/instances/', redisBody('refused-target'));
+      const created = await alice.post('/v2/instances/', redisBody('refused-target'));
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
       // the whole delivery is polled, so that a miss shows its attempts and last error
-      await expect.poll(async () => (await alice.get(`/v2/webhooks/${w.id}/deliveries`)).body.data[0], WAIT).toMatchObject({ state: 'FAILED' });
+      const newest = async () => {
+        const res = await alice.get(`/v2/webhooks/${w.id}/deliveries`);
+        return res.status === 200 ? res.body.data[0] : { status: res.status, body: res.body };
+      };
+      await expect.poll(newest, WAIT).toMatchObject({ state: 'FAILED' });
       const [d] = (await alice.get(`/v2/webhooks/${w.id}/deliveries`)).body.data;
       expect(d.last_error).toMatch(/^gave up after \d+ attempt\(s\) in \d+ s: 127\.0\.0\.1 is a loopback address/);
       expect(d.last_status).toBeNull();
