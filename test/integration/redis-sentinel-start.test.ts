@@ -14,7 +14,8 @@ import { enginesAvailable } from '../e2e/helpers/hangar-process.js';
  * that matters: the primary's engine dies and starts again before Sentinel has seen it die (a pod
  * made again at once). It must not serve as a second primary beside the replica Sentinel
  * promotes (writes acknowledged there would be lost): the replica is promoted and the engine
- * follows it, and no moment shows two primaries.
+ * follows it, and no moment shows two primaries. Sentinel is set as on the pods (three, quorum 2,
+ * down-after 1 s).
  */
 describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (real redis-server and Sentinel)', () => {
   const secret = 'admin-secret-for-the-start-test';
@@ -80,15 +81,13 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
     startEngine(0);
     startEngine(1);
     await until('the replica in sync', () => cli(engines[1], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
-    // Sentinel only notices a dead primary after down-after (5 s here): long enough for the
-    // engine to be started again before it does, which is the case under test.
     sentinels.forEach((address, i) => {
       const file = join(dir, `sentinel-${i}.conf`);
       writeFileSync(
         file,
         renderSentinelConfig({
           instanceId: 'start-test', masterName: SENTINEL_MASTER, primaryHost: engines[0], primaryPort: REDIS_PORT, port: SENTINEL_PORT,
-          dir, adminSecret: secret, quorum: 2, downAfterMs: 5000, failoverTimeoutMs: 10_000,
+          dir, adminSecret: secret, quorum: 2, downAfterMs: 1000, failoverTimeoutMs: 10_000,
         }),
       );
       appendFileSync(file, `bind ${address}\nsentinel announce-ip ${address}\n`);
@@ -103,48 +102,76 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the primary killed and started again at once: the replica is promoted, the engine follows it, never two primaries', async () => {
-    expect([roleOf(0), roleOf(1)]).toEqual(['master', 'slave']);
-    for (let k = 0; k < 100; k++) cli(engines[0], REDIS_PORT, 'set', `k:${k}`, String(k));
-    await until('the writes replicated', () => cli(engines[1], REDIS_PORT, 'get', 'k:99').trim() === '99', 10_000);
-
-    const old = running.get('engine-0')!;
+  /** Kills engine `i` and starts it again at once; watches both engines' roles every 100 ms until `done`. */
+  async function restartAtOnce(i: number, done: () => Promise<unknown>): Promise<{ twoPrimaries: number; startedAt: number }> {
+    const old = running.get(`engine-${i}`)!;
     const gone = new Promise((r) => old.once('exit', r));
     old.kill('SIGKILL');
     await gone;
-    const restartedAt = Date.now();
-    startEngine(0);
+    const startedAt = Date.now();
+    startEngine(i);
     let twoPrimaries = 0;
     const watch = setInterval(() => {
       if (roleOf(0) === 'master' && roleOf(1) === 'master') twoPrimaries++;
     }, 100);
     try {
-      await until('the replica promoted', () => roleOf(1) === 'master', 20_000);
-      const promotedAfter = Date.now() - restartedAt;
-      await until('the engine started again follows the promoted one', () => roleOf(0) === 'slave' && masterHostOf(0) === engines[1], 20_000);
-      await until('in sync', () => cli(engines[0], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
-      expect(promotedAfter, 'promoted before Sentinel alone would have acted (down-after 5 s)').toBeLessThan(10_000);
+      await done();
     } finally {
       clearInterval(watch);
     }
+    return { twoPrimaries, startedAt };
+  }
+
+  async function writeKeys(primary: number, prefix: string): Promise<void> {
+    for (let k = 0; k < 100; k++) cli(engines[primary]!, REDIS_PORT, 'set', `${prefix}:${k}`, String(k));
+    await until('the writes replicated', () => cli(engines[1 - primary]!, REDIS_PORT, 'get', `${prefix}:99`).trim() === '99', 10_000);
+  }
+
+  it('the primary killed and started again at once: the engine waits, Sentinel promotes the replica, the engine follows it; never two primaries', async () => {
+    expect([roleOf(0), roleOf(1)]).toEqual(['master', 'slave']);
+    await writeKeys(0, 'a');
+    let promotedAfter = 0;
+    const { twoPrimaries } = await restartAtOnce(0, async () => {
+      const t0 = Date.now();
+      await until('the replica promoted', () => roleOf(1) === 'master', 20_000);
+      promotedAfter = Date.now() - t0;
+      await until('the engine started again follows the promoted one', () => roleOf(0) === 'slave' && masterHostOf(0) === engines[1], 20_000);
+      await until('in sync', () => cli(engines[0], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
+    });
     expect(twoPrimaries, 'moments with two primaries').toBe(0);
-    expect(logs.get('engine-0')!.join('\n')).toMatch(/asking Sentinel to promote it/);
-    // what the primary had acknowledged is on both engines
-    for (const i of [0, 1]) expect(cli(engines[i]!, REDIS_PORT, 'get', 'k:99').trim()).toBe('99');
-    // and every sentinel names the promoted engine
+    expect(promotedAfter, 'Sentinel promoted the replica by itself (down-after 1 s)').toBeLessThan(10_000);
+    const said = logs.get('engine-0')!.join('\n');
+    expect(said).toMatch(/waiting for Sentinel to promote it/);
+    expect(said).not.toMatch(/SENTINEL FAILOVER/);
+    for (const i of [0, 1]) expect(cli(engines[i]!, REDIS_PORT, 'get', 'a:99').trim()).toBe('99');
     await until('the sentinels agree', () => sentinels.every((s) => cli(s, SENTINEL_PORT, 'sentinel', 'get-master-addr-by-name', SENTINEL_MASTER).startsWith(engines[1])), 15_000);
   }, 90_000);
 
+  it('the new primary killed and started again while Sentinel cannot fail over by itself (two sentinels of three gone): the engine asks for it, then follows; never two primaries', async () => {
+    await writeKeys(1, 'b');
+    // one sentinel left: no quorum, so no failover of its own; it still takes SENTINEL FAILOVER
+    for (const name of ['sentinel-1', 'sentinel-2']) running.get(name)!.kill('SIGKILL');
+    const { twoPrimaries, startedAt } = await restartAtOnce(1, async () => {
+      await until('the replica promoted', () => roleOf(0) === 'master', 30_000);
+      await until('the engine started again follows the promoted one', () => roleOf(1) === 'slave' && masterHostOf(1) === engines[0], 20_000);
+      await until('in sync', () => cli(engines[1], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
+    });
+    expect(twoPrimaries, 'moments with two primaries').toBe(0);
+    expect(Date.now() - startedAt, 'asked after 10 s of a broken link, promoted soon after').toBeLessThan(30_000);
+    expect(logs.get('engine-1')!.join('\n')).toMatch(/Sentinel has not promoted 127\.0\.0\.2 after \d+ s: asking it to \(SENTINEL FAILOVER\)/);
+    for (const i of [0, 1]) expect(cli(engines[i]!, REDIS_PORT, 'get', 'b:99').trim()).toBe('99');
+  }, 90_000);
+
   it('the replica killed and started again: it follows the primary Sentinel names, at once', async () => {
-    // engine 1 is the primary now; engine 0 its replica
-    const old = running.get('engine-0')!;
+    // engine 0 is the primary again; engine 1 its replica
+    const old = running.get('engine-1')!;
     const gone = new Promise((r) => old.once('exit', r));
     old.kill('SIGKILL');
     await gone;
-    startEngine(0);
-    const took = await until('the replica back in sync', () => cli(engines[0], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
-    expect(masterHostOf(0)).toBe(engines[1]);
-    expect(roleOf(1)).toBe('master');
+    startEngine(1);
+    const took = await until('the replica back in sync', () => cli(engines[1], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
+    expect(masterHostOf(1)).toBe(engines[0]);
+    expect(roleOf(0)).toBe('master');
     expect(took, 'no wait for Sentinel when it names another engine').toBeLessThan(10_000);
   }, 60_000);
 });

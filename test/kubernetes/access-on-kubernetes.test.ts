@@ -110,8 +110,10 @@ describe.runIf(testbedAvailable())('access and Redis day two on Kubernetes', () 
     const asApp = async () => {
       const c = admitted.redis(nodeIp, port);
       try {
-        expect((await c.send('AUTH', 'app', 'app-password-1')).reply).toBe('OK');
-        expect((await c.send('SET', 'app:1', 'mine')).reply).toBe('OK');
+        const auth = await c.send('AUTH', 'app', 'app-password-1');
+        expect(auth.reply, JSON.stringify(auth)).toBe('OK');
+        const set = await c.send('SET', 'app:1', 'mine');
+        expect(set.reply, JSON.stringify(set)).toBe('OK');
         expect((await c.send('GET', 'other:1')).error).toMatch(/^NOPERM/);
       } finally {
         c.end();

@@ -42,10 +42,13 @@ export function redisVolumeMb(plan: number): number {
  * - the other engine serving as primary is followed (Sentinel promoted it meanwhile);
  * - while the other engine is still linked to this engine's former process (a deleted pod whose
  *   container has not stopped yet), the script waits for that process to end;
- * - when the other engine is a replica that was in sync less than a minute ago, Sentinel is asked
- *   to promote it (SENTINEL FAILOVER; an automatic failover may be under way already) and this
- *   engine follows it once it serves as primary: the replica holds every write acknowledged
- *   before the primary went (a stopping Redis waits for its replica), this engine's files may not;
+ * - when the other engine is a replica that was in sync less than a minute ago, this engine waits
+ *   for Sentinel to promote it, which Sentinel does by itself once it sees this engine gone, and
+ *   follows it: the replica holds every write acknowledged before the primary went (a stopping
+ *   Redis waits for its replica), this engine's files may not. Only when Sentinel has not done so
+ *   after FORCE_AFTER seconds of a broken link (it holds back a second failover of one primary for
+ *   twice its failover-timeout) is it asked to (SENTINEL FAILOVER): asked earlier, its own failover
+ *   could follow the asked one, and each failover cuts the clients of the new primary;
  * - otherwise (no other engine answers, or a replica never in sync, as at first start) this engine
  *   starts as primary, and after ATTEMPTS seconds of waiting in any case.
  * `paths` are the pod's; tests run the script elsewhere.
@@ -53,6 +56,7 @@ export function redisVolumeMb(plan: number): number {
 export function startEngineScript(paths: { data: string; conf: string } = { data: '/data', conf: '/etc/hangar' }): string {
   const { data, conf } = paths;
   const ATTEMPTS = 30;
+  const FORCE_AFTER = 10;
   return [
     `[ -f ${data}/redis.conf ] || cp "${conf}/redis-\${HOSTNAME##*-}.conf" ${data}/redis.conf`,
     // CONFIG REWRITE quotes the address: compare it bare
@@ -63,22 +67,27 @@ export function startEngineScript(paths: { data: string; conf: string } = { data
     'peer=',
     `for f in ${conf}/redis-*.conf; do a=$(address "$f"); [ -n "$a" ] && [ "$a" != "$self" ] && peer=$a; done`,
     'primary=',
-    'asked=0',
+    'said=',
+    `ask=${FORCE_AFTER}`,
     `for attempt in $(seq 1 ${ATTEMPTS}); do`,
     `  primary=$(sentinel get-master-addr-by-name ${SENTINEL_MASTER} | head -n 1)`,
     '  if [ -z "$peer" ] || { [ -n "$primary" ] && [ "$primary" != "$self" ]; }; then break; fi',
     '  info=$(replication "$peer")',
     '  case "$info" in',
     '    *role:master*) primary=$peer; break ;;',
-    '    *master_link_status:up*) echo "hangar: $peer still replicates from the former process of this engine: waiting for it to end" ;;',
+    '    *master_link_status:up*)',
+    '      [ "$said" = linked ] || echo "hangar: $peer still replicates from the former process of this engine: waiting for it to end"',
+    '      said=linked ;;',
     '    *role:slave*)',
     `      down=$(echo "$info" | awk -F: '/^master_link_down_since_seconds:/{print $2}')`,
     '      [ -n "$down" ] && [ "$down" -ge 0 ] && [ "$down" -le 60 ] || break',
-    '      if [ $((asked % 5)) -eq 0 ]; then',
-    `        echo "hangar: $peer was in sync $down s ago: asking Sentinel to promote it; this engine will follow it"`,
+    '      [ "$said" = waiting ] || echo "hangar: $peer was in sync $down s ago: waiting for Sentinel to promote it; this engine will follow it"',
+    '      said=waiting',
+    '      if [ "$down" -ge "$ask" ]; then',
+    `        echo "hangar: Sentinel has not promoted $peer after $down s: asking it to (SENTINEL FAILOVER)"`,
     `        sentinel failover ${SENTINEL_MASTER}`,
-    '      fi',
-    '      asked=$((asked + 1)) ;;',
+    '        ask=$((down + 5))',
+    '      fi ;;',
     '    *) break ;;',
     '  esac',
     '  primary=$self # after the last attempt, this engine serves',
