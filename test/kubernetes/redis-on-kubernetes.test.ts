@@ -222,15 +222,23 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
 
   it('an object deleted by hand is re-created (the edge Deployment: clients are served again)', async () => {
     const edge = `h-${inst.id}-edge`;
+    const uidOf = () => {
+      const r = tb.kubectl(['-n', ns, 'get', 'deployment', edge, '-o', 'jsonpath={.metadata.uid}']);
+      return r.status === 0 ? r.stdout.trim() : '';
+    };
+    const deleted = uidOf();
     tb.k(['-n', ns, 'delete', 'deployment', edge]);
+    // back: a Deployment of that name that is not the one deleted
     const until = Date.now() + 60_000;
     let back = false;
     while (!back && Date.now() < until) {
-      back = tb.kubectl(['-n', ns, 'get', 'deployment', edge]).status === 0;
+      const uid = uidOf();
+      back = uid !== '' && uid !== deleted;
       if (!back) await new Promise((r) => setTimeout(r, 500));
     }
     expect(back).toBe(true);
-    expect(hangar.log).toMatch(/object deleted; the instance is reconciled/);
+    // hangar's own output reaches the test through a pipe: the line may follow the object
+    await expect.poll(() => hangar.log, { timeout: 30_000 }).toMatch(/object deleted; the instance is reconciled/);
     // served again once the new edge pods run: a client's attempts are refused until then
     const c = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string), reconnectStrategy: (n) => (n > 120 ? new Error('no edge') : 500) }, password: inst.password });
     c.on('error', () => {});
