@@ -70,7 +70,7 @@ export async function insertWebhook(db: Db, keyring: Keyring, w: NewWebhook, max
     // The store's first webhook starts the fan-out here, so that the events after it are sent
     // whenever the dispatcher first looks (a hangar that has not fanned out yet would otherwise
     // take every event up to its first look for history).
-    await trx.insertInto('meta').values({ key: FANNED_OUT, value: String(after) }).onConflict((oc) => oc.column('key').doNothing()).execute();
+    await startFanOut(trx, after);
     await trx
       .insertInto('webhooks')
       .values({
@@ -169,7 +169,7 @@ export async function fanOutEvents(db: Db, render: (e: StreamEvent) => string, n
       if (mark === undefined) {
         // No webhook was ever registered in this store (the first one sets the mark): the events
         // so far are history, sent to no one.
-        await trx.insertInto('meta').values({ key: FANNED_OUT, value: String(await latestEventId(trx)) }).onConflict((oc) => oc.column('key').doNothing()).execute();
+        await startFanOut(trx, await latestEventId(trx));
         return 0;
       }
       const events = await listEventsAfter(trx, { afterId: Number(mark), limit: batch });
@@ -214,6 +214,11 @@ export async function fanOutEvents(db: Db, render: (e: StreamEvent) => string, n
 }
 
 class FanOutRace extends Error {}
+
+/** Sets where the fan-out starts (the events up to `eventId` are not sent), unless it has started. */
+async function startFanOut(trx: Db, eventId: number): Promise<void> {
+  await trx.insertInto('meta').values({ key: FANNED_OUT, value: String(eventId) }).onConflict((oc) => oc.column('key').doNothing()).execute();
+}
 
 /** Claims up to `limit` deliveries due now (of live webhooks) for `owner` until `now + leaseMs`; returns their ids. */
 export async function claimDueDeliveries(db: Db, owner: string, now: number, leaseMs: number, limit: number): Promise<string[]> {

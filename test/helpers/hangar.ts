@@ -7,6 +7,7 @@ import { EmulatedEngine } from '../../src/engines/emulated/emulated-engines.js';
 import { EmulatedRuntime } from '../../src/runtimes/emulated/emulated-runtime.js';
 import { createLogger, startHangar, type Hangar } from '../../src/server.js';
 import { accounts } from './accounts.js';
+import { fetchRetryingReads } from './fetch.js';
 import { type Dialect, freshPostgres } from './database.js';
 import { killAllUnder } from '../e2e/helpers/processes.js';
 
@@ -48,15 +49,8 @@ export class Client {
   /** One request through the target: over the network, or injected into the app. */
   private async send(method: string, path: string, headers: Record<string, string>, body: string | undefined): Promise<{ status: number; text: string; headers: Headers }> {
     if (typeof this.target === 'string') {
-      // a GET whose connection failed before any answer is sent again, as hangar's own client
-      // does (a kept-alive connection closed by the server just as it was reused); a change never is
-      for (let retries = method === 'GET' ? 3 : 0; ; retries--) {
-        const res = await fetch(`${this.target}${path}`, { method, headers, body }).catch((err: unknown) => {
-          if (retries === 0) throw err;
-          return undefined;
-        });
-        if (res) return { status: res.status, text: await res.text(), headers: res.headers };
-      }
+      const res = await fetchRetryingReads(`${this.target}${path}`, { method, headers, body });
+      return { status: res.status, text: await res.text(), headers: res.headers };
     }
     const res = await this.target.app().inject({ method: method as 'GET', url: path, headers, ...(body !== undefined ? { payload: body } : {}) });
     const out = new Headers();

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
+import { fetchRetryingReads } from '../../helpers/fetch.js';
 import { claimPortRange } from '../../helpers/ports.js';
 import { killAllUnder } from './processes.js';
 
@@ -265,16 +266,7 @@ export class HangarProcess {
   async request<T = any>(method: string, path: string, body?: unknown): Promise<Reply<T>> {
     const headers: Record<string, string> = { 'x-auth-token': this.token };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const send = () => fetch(`${this.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    // a GET whose connection failed before any answer is sent once more, as hangar's own client
-    // does (a kept-alive connection closed by the server just as it was reused); a change never is
-    let res: Response | undefined;
-    for (let retries = method === 'GET' ? 3 : 0; !res; retries--) {
-      res = await send().catch((err: unknown) => {
-        if (retries === 0) throw err;
-        return undefined;
-      });
-    }
+    const res = await fetchRetryingReads(`${this.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await res.text();
     let parsed: unknown = text;
     try {
