@@ -103,11 +103,16 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
   });
 
   /** Kills engine `i` and starts it again at once; watches both engines' roles every 100 ms until `done`. */
-  async function restartAtOnce(i: number, done: () => Promise<unknown>): Promise<{ twoPrimaries: number; startedAt: number }> {
+  /** Kills engine `i` (SIGKILL, as a lost container) and waits until it is gone. */
+  async function killEngine(i: number): Promise<void> {
     const old = running.get(`engine-${i}`)!;
     const gone = new Promise((r) => old.once('exit', r));
     old.kill('SIGKILL');
     await gone;
+  }
+
+  async function restartAtOnce(i: number, done: () => Promise<unknown>): Promise<{ twoPrimaries: number; startedAt: number }> {
+    await killEngine(i);
     const startedAt = Date.now();
     startEngine(i);
     let twoPrimaries = 0;
@@ -164,10 +169,7 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
 
   it('the replica killed and started again: it follows the primary Sentinel names, at once', async () => {
     // engine 0 is the primary again; engine 1 its replica
-    const old = running.get('engine-1')!;
-    const gone = new Promise((r) => old.once('exit', r));
-    old.kill('SIGKILL');
-    await gone;
+    await killEngine(1);
     startEngine(1);
     const took = await until('the replica back in sync', () => cli(engines[1], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
     expect(masterHostOf(1)).toBe(engines[0]);
