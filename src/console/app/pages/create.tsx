@@ -5,8 +5,8 @@ import { formatBytes, formatPlan, plansHolding, shortSha } from '../format.js';
 import { href, navigate } from '../router.js';
 import { api } from '../session.js';
 
-type FieldName = 'name' | 'zone' | 'service' | 'type' | 'plan' | 'version' | 'restore_from';
-const FIELDS: readonly string[] = ['name', 'zone', 'service', 'type', 'plan', 'version', 'restore_from'];
+const FIELDS = ['name', 'zone', 'service', 'type', 'plan', 'version', 'restore_from'] as const;
+type FieldName = (typeof FIELDS)[number];
 
 /**
  * Create an instance. Every choice comes from `GET /v2/zones/`: the services each zone can run
@@ -66,7 +66,7 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
 
   const fieldError = (f: FieldName): string | undefined =>
     error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
-  const generalError = useMemo(() => (error instanceof HangarApiError && error.status === 400 && FIELDS.includes(error.field ?? '') ? undefined : error), [error]);
+  const generalError = useMemo(() => (error instanceof HangarApiError && error.status === 400 && (FIELDS as readonly string[]).includes(error.field ?? '') ? undefined : error), [error]);
 
   const set = (k: keyof typeof form) => (e: Event) => {
     const t = e.currentTarget as HTMLInputElement;
