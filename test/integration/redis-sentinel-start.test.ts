@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_ADMIN_USER, renderRedisConfig, renderSentinelConfig } from '../../src/engines/redis/redis-config.js';
-import { REDIS_PORT, SENTINEL_MASTER, SENTINEL_PORT, startEngineScript } from '../../src/engines/redis/redis-kubernetes.js';
+import { RedisAdmin } from '../../src/engines/redis/redis-admin.js';
+import { REDIS_PORT, RedisClusterDriver, SENTINEL_MASTER, SENTINEL_PORT, redisNames, startEngineScript } from '../../src/engines/redis/redis-kubernetes.js';
+import type { ClusterPlace } from '../../src/domain/cluster.js';
+import type { InstanceSpec } from '../../src/domain/units.js';
 import { enginesAvailable } from '../e2e/helpers/hangar-process.js';
 
 /**
@@ -176,4 +179,34 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
     expect(roleOf(0)).toBe('master');
     expect(took, 'no wait for Sentinel when it names another engine').toBeLessThan(10_000);
   }, 60_000);
+
+  it("hangar's inspections find the primary that says so, when the sentinel asked still names an engine that is gone", async () => {
+    // A sentinel that has not heard of the failover yet: it names an address where no engine runs.
+    const stale = '127.0.0.7';
+    const file = join(dir, 'sentinel-stale.conf');
+    writeFileSync(
+      file,
+      renderSentinelConfig({
+        instanceId: 'start-test', masterName: SENTINEL_MASTER, primaryHost: '127.0.0.9', primaryPort: REDIS_PORT, port: SENTINEL_PORT,
+        dir, adminSecret: secret, quorum: 2, downAfterMs: 60_000, failoverTimeoutMs: 10_000,
+      }),
+    );
+    appendFileSync(file, `bind ${stale}\nsentinel announce-ip ${stale}\n`);
+    run('sentinel-stale', 'redis-server', [file, '--sentinel']);
+    await until('the stale sentinel answers', () => cli(stale, SENTINEL_PORT, 'sentinel', 'get-master-addr-by-name', SENTINEL_MASTER).startsWith('127.0.0.9'), 10_000);
+    // The instance's Services as the cluster gives them (a stand-in for the Kubernetes API: the
+    // driver reads only their addresses here); the sentinels' Service lands on the stale one.
+    const n = redisNames('start-test');
+    const addresses: Record<string, string> = { [n.member(0)]: engines[0], [n.member(1)]: engines[1], [n.sentinel]: stale };
+    const place = { serviceAddress: async (name: string) => addresses[name]! } as unknown as ClusterPlace;
+    const admin = new RedisAdmin();
+    try {
+      const driver = new RedisClusterDriver(admin, 'noeviction');
+      const primary = engines.find((_, i) => roleOf(i) === 'master');
+      expect(primary).toBeDefined();
+      expect(await driver.primaryAddress({ id: 'start-test', adminSecret: secret } as InstanceSpec, place)).toBe(primary);
+    } finally {
+      await admin.close();
+    }
+  }, 30_000);
 });

@@ -323,21 +323,30 @@ export class RedisClusterDriver implements ClusterDriver {
     return out;
   }
 
-  /** The address of the engine that is primary now: as Sentinel says, else whichever engine says `role:master`. */
+  /**
+   * The address of the engine that is primary now: the one Sentinel names once that engine
+   * confirms it (`role:master`), else whichever engine says `role:master`. Sentinel's word alone
+   * is not enough: the sentinels' Service sends each question to any of the three, and right
+   * after a failover one of them can still name the engine that died.
+   */
   async primaryAddress(spec: InstanceSpec, place: ClusterPlace): Promise<string> {
     const a = await this.addresses(spec, place);
     const n = redisNames(spec.id);
+    let named: string | undefined;
     try {
       const reply = (await this.admin.command(this.sentinelEndpoint(spec, a[n.sentinel]!), ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER])) as string[] | null;
-      if (Array.isArray(reply) && typeof reply[0] === 'string') return reply[0];
+      if (Array.isArray(reply) && typeof reply[0] === 'string') named = reply[0];
     } catch {
       /* no sentinel answers yet: ask the engines */
     }
+    const saysPrimary = async (host: string, role: string) =>
+      (await this.admin.info(this.endpoint(spec, host, role), 'replication').catch(() => undefined))?.role === 'master';
+    if (named !== undefined && (await saysPrimary(named, 'primary'))) return named;
     for (const i of MEMBERS) {
-      const info = await this.admin.info(this.endpoint(spec, a[n.member(i)]!, `redis-${i}`), 'replication').catch(() => undefined);
-      if (info?.role === 'master') return a[n.member(i)]!;
+      const host = a[n.member(i)]!;
+      if (host !== named && (await saysPrimary(host, `redis-${i}`))) return host;
     }
-    return a[n.member(0)]!;
+    return named ?? a[n.member(0)]!;
   }
 
   async ensure(spec: InstanceSpec, place: ClusterPlace, ctx: StepContext): Promise<ClusterResult> {
