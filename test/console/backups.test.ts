@@ -334,6 +334,32 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     expect(found).toEqual({});
   });
 
+  it('shows the instance chosen while the list of instances is still being read', async () => {
+    const { page: p, context } = await tb.newPage();
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    // the list (GET /v2/instances/) is held back; the instance's own record is not
+    await p.route((url) => url.pathname === '/v2/instances/', async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      await p.goto(`${hangar.url}/#/backups/store`);
+      await logIn(p, LOGIN, PASSWORD);
+      await p.getByRole('heading', { level: 1, name: 'Backups of store', exact: true }).waitFor();
+      expect(await p.getByLabel('Instance').inputValue()).toBe('store');
+      const listed = p.waitForResponse((r) => new URL(r.url()).pathname === '/v2/instances/');
+      release();
+      expect((await listed).status()).toBe(200);
+      // once read, the list's own option is the chosen one (no second "store")
+      await expect.poll(() => p.getByLabel('Instance').locator('option', { hasText: /^store$/ }).count()).toBe(1);
+      expect(await p.getByLabel('Instance').inputValue()).toBe('store');
+    } finally {
+      release();
+      await context.close();
+    }
+  });
+
   it('broke no Content-Security-Policy rule, threw nothing, and asked no other host', () => {
     // the refusals the story provokes (the invalid policy values, the 404 of a deleted backup) are logged by the browser itself
     const errors = problems.consoleErrors.filter((e) => !/^Failed to load resource: the server responded with a status of (400|404) /.test(e));

@@ -43,6 +43,8 @@ export function BackupsPage({ name }: { name: string | undefined }) {
               {n}
             </option>
           ))}
+          {/* the page's instance is shown chosen while the list is still being read */}
+          {name && !instances ? <option value={name}>{name}</option> : null}
           {name && instances && !names.includes(name) ? <option value={name}>{name} (no instance has this name now)</option> : null}
         </select>
       </label>
