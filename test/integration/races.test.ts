@@ -133,8 +133,9 @@ describe.each(cases)('races on $dialect, $runtime runtime', ({ dialect, runtime 
     const listed = (await alice.get('/v2/instances/acl20/acls/')).body.data.map((a: any) => a.cidr_mask).sort();
     expect(listed).toEqual(Array.from({ length: 20 }, (_, i) => `192.0.2.${i + 1}`).sort());
     await alice.waitFor('acl20', (r) => r?.state === 'ACTIVE');
-    if (local) await expect.poll(() => edgeAllowList(th.config.dataDir, inst.id), { timeout: 5000 }).toEqual(listed);
-    else await expect.poll(() => th.runtime.rulesOf(inst.id)?.map((r) => r.cidr).sort()).toEqual(listed);
+    if (local) await expect.poll(() => edgeAllowList(th.config.dataDir, inst.id), { timeout: 15_000 }).toEqual(listed);
+    // ACTIVE does not wait for the pass that applies the ACLs (the instance stays ACTIVE meanwhile)
+    else await expect.poll(() => th.runtime.rulesOf(inst.id)?.map((r) => r.cidr).sort(), { timeout: 15_000 }).toEqual(listed);
   });
 
   it('twenty adds of one ACL at once: one is recorded, the others are 409 ACL_EXISTS', async () => {
