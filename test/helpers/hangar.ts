@@ -7,7 +7,7 @@ import { EmulatedEngine } from '../../src/engines/emulated/emulated-engines.js';
 import { EmulatedRuntime } from '../../src/runtimes/emulated/emulated-runtime.js';
 import { createLogger, startHangar, type Hangar } from '../../src/server.js';
 import { accounts } from './accounts.js';
-import { fetchRetryingReads } from './fetch.js';
+import { fetchClearOfStaleConnections, toHeaders } from './fetch.js';
 import { type Dialect, freshPostgres } from './database.js';
 import { killAllUnder } from '../e2e/helpers/processes.js';
 
@@ -49,15 +49,11 @@ export class Client {
   /** One request through the target: over the network, or injected into the app. */
   private async send(method: string, path: string, headers: Record<string, string>, body: string | undefined): Promise<{ status: number; text: string; headers: Headers }> {
     if (typeof this.target === 'string') {
-      const res = await fetchRetryingReads(`${this.target}${path}`, { method, headers, body });
+      const res = await fetchClearOfStaleConnections(`${this.target}${path}`, { method, headers, body });
       return { status: res.status, text: await res.text(), headers: res.headers };
     }
     const res = await this.target.app().inject({ method: method as 'GET', url: path, headers, ...(body !== undefined ? { payload: body } : {}) });
-    const out = new Headers();
-    for (const [name, value] of Object.entries(res.headers)) {
-      if (value !== undefined) for (const v of [value].flat()) out.append(name, String(v));
-    }
-    return { status: res.statusCode, text: res.body, headers: out };
+    return { status: res.statusCode, text: res.body, headers: toHeaders(res.headers) };
   }
 
   async request<T = any>(method: string, path: string, opts: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {

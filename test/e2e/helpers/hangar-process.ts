@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { fetchRetryingReads } from '../../helpers/fetch.js';
+import { fetchClearOfStaleConnections } from '../../helpers/fetch.js';
 import { claimPortRange } from '../../helpers/ports.js';
 import { killAllUnder } from './processes.js';
 
@@ -266,7 +266,7 @@ export class HangarProcess {
   async request<T = any>(method: string, path: string, body?: unknown): Promise<Reply<T>> {
     const headers: Record<string, string> = { 'x-auth-token': this.token };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetchRetryingReads(`${this.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetchClearOfStaleConnections(`${this.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await res.text();
     let parsed: unknown = text;
     try {
