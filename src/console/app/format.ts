@@ -74,7 +74,7 @@ export interface Problem {
   /** What happened. */
   readonly what: string;
   /** What to do about it. */
-  readonly todo: string;
+  readonly remedy: string;
   readonly requestId?: string;
   readonly field?: string;
 }
@@ -82,31 +82,31 @@ export interface Problem {
 /** Every failure as the page says it: what happened and what to do. */
 export function describeError(err: unknown): Problem {
   if (!(err instanceof HangarApiError)) {
-    return { what: err instanceof Error ? err.message : String(err), todo: 'Reload the page; if it happens again, tell your hangar operator.' };
+    return { what: err instanceof Error ? err.message : String(err), remedy: 'Reload the page; if it happens again, tell your hangar operator.' };
   }
   const base = { what: err.message, ...(err.requestId ? { requestId: err.requestId } : {}), ...(err.field ? { field: err.field } : {}) };
   switch (err.code) {
     case 'NETWORK_ERROR':
-      return { ...base, what: 'hangar does not answer.', todo: 'Check your connection and that hangar is running, then try again.' };
+      return { ...base, what: 'hangar does not answer.', remedy: 'Check your connection and that hangar is running, then try again.' };
     case 'TIMEOUT':
-      return { ...base, what: 'hangar did not answer in time.', todo: 'Try again; the change may have been made, so check the list first.' };
+      return { ...base, what: 'hangar did not answer in time.', remedy: 'Try again; the change may have been made, so check the list first.' };
     case 'ROUTE_NOT_FOUND':
-      return { ...base, todo: 'This hangar is older than the console expects: ask your operator to update it.' };
+      return { ...base, remedy: 'This hangar is older than the console expects: ask your operator to update it.' };
     default:
   }
-  if (err.status === 400) return { ...base, todo: err.allowed ? `Choose one of: ${err.allowed.join(', ')}.` : 'Correct the value and try again.' };
-  if (err.status === 401) return { ...base, todo: 'Log in again.' };
-  if (err.status === 404) return { ...base, todo: 'It may have been deleted or renamed: go back to the list.' };
+  if (err.status === 400) return { ...base, remedy: err.allowed ? `Choose one of: ${err.allowed.join(', ')}.` : 'Correct the value and try again.' };
+  if (err.status === 401) return { ...base, remedy: 'Log in again.' };
+  if (err.status === 404) return { ...base, remedy: 'It may have been deleted or renamed: go back to the list.' };
   if (err.status === 409) {
-    if (err.code === 'OPERATION_IN_PROGRESS' || err.code === 'INSTANCE_NOT_READY') return { ...base, todo: 'Wait until the instance is ACTIVE, then try again.' };
-    if (err.code === 'OPERATION_NOT_CANCELLABLE') return { ...base, todo: 'The operation carries on: follow it here until it finishes.' };
-    if (err.code === 'QUOTA_EXCEEDED') return { ...base, todo: 'Delete something you no longer need, or ask your operator for a higher limit.' };
-    return { ...base, todo: 'Choose another value, or refresh to see the current state.' };
+    if (err.code === 'OPERATION_IN_PROGRESS' || err.code === 'INSTANCE_NOT_READY') return { ...base, remedy: 'Wait until the instance is ACTIVE, then try again.' };
+    if (err.code === 'OPERATION_NOT_CANCELLABLE') return { ...base, remedy: 'The operation carries on: follow it here until it finishes.' };
+    if (err.code === 'QUOTA_EXCEEDED') return { ...base, remedy: 'Delete something you no longer need, or ask your operator for a higher limit.' };
+    return { ...base, remedy: 'Choose another value, or refresh to see the current state.' };
   }
-  if (err.status === 422) return { ...base, todo: 'Choose another service, or ask your operator to install its engine.' };
-  if (err.status === 429) return { ...base, todo: `Wait ${err.retryAfterSeconds ?? 'a few'} seconds and try again.` };
-  if (err.status === 503) return { ...base, todo: 'Try again in a moment.' };
-  return { ...base, todo: `Try again; if it fails again, give your operator the request id${err.requestId ? ` ${err.requestId}` : ''}.` };
+  if (err.status === 422) return { ...base, remedy: 'Choose another service, or ask your operator to install its engine.' };
+  if (err.status === 429) return { ...base, remedy: `Wait ${err.retryAfterSeconds ?? 'a few'} seconds and try again.` };
+  if (err.status === 503) return { ...base, remedy: 'Try again in a moment.' };
+  return { ...base, remedy: `Try again; if it fails again, give your operator the request id${err.requestId ? ` ${err.requestId}` : ''}.` };
 }
 
 // --- operations ----------------------------------------------------------------------------

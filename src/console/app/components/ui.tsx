@@ -9,7 +9,7 @@ export function ErrorBox({ error, title }: { error: unknown; title?: string }) {
   return (
     <div class="error-box" role="alert">
       {title ? <strong>{title}: </strong> : null}
-      <span class="what">{p.what}</span> <span class="todo">{p.todo}</span>
+      <span class="what">{p.what}</span> <span class="remedy">{p.remedy}</span>
       {p.requestId ? <small class="request-id"> (request id {p.requestId})</small> : null}
     </div>
   );

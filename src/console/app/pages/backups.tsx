@@ -293,7 +293,7 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
       {taken && backupOp?.state === 'SUCCEEDED' ? <Notice>The backup is COMPLETED{typeof backupOp.detail.size_bytes === 'number' ? ` (${formatBytes(backupOp.detail.size_bytes)})` : ''}.</Notice> : null}
       {taken && backupOp && (backupOp.state === 'FAILED' || backupOp.state === 'CANCELLED') ? (
         <div class="error-box" role="alert">
-          The backup {backupOp.state === 'FAILED' ? 'failed' : 'was cancelled'}: {backupOp.error?.message ?? 'no reason given'}. <span class="todo">The instance is untouched; try again, and if it fails again tell your operator.</span>
+          The backup {backupOp.state === 'FAILED' ? 'failed' : 'was cancelled'}: {backupOp.error?.message ?? 'no reason given'}. <span class="remedy">The instance is untouched; try again, and if it fails again tell your operator.</span>
         </div>
       ) : null}
       {restoring && restoreOp && isOpen(restoreOp) ? (
@@ -309,7 +309,7 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
       ) : null}
       {restoring && restoreOp?.state === 'FAILED' ? (
         <div class="error-box" role="alert">
-          The restore failed: {restoreOp.error?.message ?? 'no reason given'}. <span class="todo">Its operation above says at which step; a restore refused before the data was replaced leaves the instance as it was.</span>
+          The restore failed: {restoreOp.error?.message ?? 'no reason given'}. <span class="remedy">Its operation above says at which step; a restore refused before the data was replaced leaves the instance as it was.</span>
         </div>
       ) : null}
 

@@ -57,7 +57,7 @@ export function LoginPage({ route }: { route: Route }) {
         </Field>
         {refused ? (
           <div class="error-box" role="alert">
-            <span class="what">Wrong login or password.</span> <span class="todo">Check both and try again; after several failures hangar makes you wait.</span>
+            <span class="what">Wrong login or password.</span> <span class="remedy">Check both and try again; after several failures hangar makes you wait.</span>
           </div>
         ) : (
           <ErrorBox error={error} />

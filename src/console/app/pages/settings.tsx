@@ -103,7 +103,7 @@ function Resize({ instance, onOperation }: { instance: Instance; onOperation: (i
       {started && op && (op.state === 'FAILED' || op.state === 'CANCELLED') ? (
         <div class="error-box" role="alert">
           The resize {op.state === 'FAILED' ? 'failed' : 'was cancelled'}: {op.error?.message ?? op.steps.at(-1)?.message ?? 'no reason given'}.{' '}
-          <span class="todo">hangar keeps converging the instance to the plan it records; if it stays DEGRADED, tell your operator.</span>
+          <span class="remedy">hangar keeps converging the instance to the plan it records; if it stays DEGRADED, tell your operator.</span>
         </div>
       ) : null}
     </section>
