@@ -11,13 +11,13 @@ import { ClientHost, Testbed, readTestbedEnv, testbedAvailable } from './helpers
 // pods running redis-server, Redis Sentinel and HAProxy, driven through hangar's HTTP API only
 // (and checked with kubectl and a Redis client).
 describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
-  const tb = new Testbed(readTestbedEnv()!);
+  const tb = new Testbed(readTestbedEnv() ?? {});
   const run = `t${process.pid}`;
   const ns = `hangar-e2e-${run}`;
   const storageClass = `hangar-e2e-${run}`;
   const dir = mkdtempSync(join(tmpdir(), 'hangar-k8s-'));
   const nodeIp = tb.env.HANGAR_K8S_NODE_IP!;
-  const [portFirst, portLast] = tb.env.HANGAR_K8S_NODEPORT_RANGE!.split('-').map(Number) as [number, number];
+  const [portFirst, portLast] = (tb.env.HANGAR_K8S_NODEPORT_RANGE ?? '0-0').split('-').map(Number) as [number, number];
   let client: ClientHost;
   let hangar: HangarProcess;
   let inst: any;
