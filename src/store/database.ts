@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
+import { Kysely, PostgresDialect, sql, SqliteDialect, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult, type Compilable, type CompiledQuery, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
 import type pg from 'pg';
 import { migrateToLatest } from './migrations/index.js';
-import { StoreMissingError } from './errors.js';
+import { isStoreUnavailable, StoreMissingError } from './errors.js';
 
 // Booleans are integers (0/1) and times are epoch milliseconds in both dialects, so one set of
 // queries serves SQLite and PostgreSQL alike.
@@ -489,18 +489,34 @@ function openSqlite(SQLite: Awaited<ReturnType<typeof loadSqlite>>, dataDir: str
 }
 
 /**
- * How long a PostgreSQL connection may take to open (or a request may wait for one of the
- * pool), and a query to answer. Every query of hangar is small: past these the server is
- * unreachable or hung, and the request gets a 503 rather than waiting on.
+ * How long a PostgreSQL connection may take to open, and a query to answer. Every query of
+ * hangar is small: past these the server is unreachable or hung, and the request gets a 503
+ * rather than waiting on.
  */
 const PG_CONNECT_TIMEOUT_MS = 5000;
 const PG_QUERY_TIMEOUT_MS = 5000;
+/**
+ * How long a request may wait for one of the pool's connections while the store answers (every
+ * connection taken by work that goes on, as when many writes to one row queue for its lock on a
+ * busy machine). While the store does not answer, the wait ends after PG_CONNECT_TIMEOUT_MS.
+ */
+const PG_POOL_WAIT_MAX_MS = 30_000;
+/** How often a waiting request looks whether the store still answers. */
+const PG_POOL_WAIT_CHECK_MS = 250;
 
 function openPostgres(pg: Awaited<ReturnType<typeof loadPg>>, url: string, max: number): Store {
+  // a new connection gets PG_CONNECT_TIMEOUT_MS (the client's own timeout); the pool's, which also
+  // bounds the wait for a connection, is the outer limit only
+  class Client extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS });
+    }
+  }
   const pool = new pg.Pool({
     connectionString: url,
     max,
-    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    Client,
+    connectionTimeoutMillis: PG_POOL_WAIT_MAX_MS,
     query_timeout: PG_QUERY_TIMEOUT_MS,
     // a server that vanished without closing its connections is found out by TCP keepalives
     keepAlive: true,
@@ -511,7 +527,88 @@ function openPostgres(pg: Awaited<ReturnType<typeof loadPg>>, url: string, max: 
   // work that holds the connection as a failed query, and the pool drops the connection.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new AnsweringPool(pool) }) });
   const u = new URL(url);
   return { db, dialect: 'postgres', location: `postgres://${u.host}${u.pathname}`, close: () => db.destroy() };
+}
+
+/**
+ * The pool as Kysely uses it, telling a busy hangar from a store that does not answer. pg's own
+ * wait for a pooled connection cannot: with every connection taken by work the store answers
+ * (forty ACL adds to one instance queue for its row on a saturated machine), the last waiter
+ * passed it and got a 503 though the store was fine. Here a waiter gives up after
+ * PG_CONNECT_TIMEOUT_MS only if no query was answered in that time either; while queries are
+ * answered it waits on, up to the pool's own limit (PG_POOL_WAIT_MAX_MS).
+ */
+export class AnsweringPool implements PostgresPool {
+  /** When a query last got an answer from the store (a result, or an error the store sent). */
+  private lastAnswer = Date.now();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly giveUpAfterMs = PG_CONNECT_TIMEOUT_MS,
+  ) {}
+
+  connect(): Promise<AnsweringClient> {
+    return new Promise<AnsweringClient>((resolve, reject) => {
+      const started = Date.now();
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (f: () => void) => {
+        settled = true;
+        clearTimeout(timer);
+        f();
+      };
+      this.pool.connect().then(
+        (client) => {
+          // a connection that comes after this waiter gave up goes back at once
+          if (settled) client.release();
+          else settle(() => resolve(new AnsweringClient(client, () => (this.lastAnswer = Date.now()))));
+        },
+        (err: unknown) => {
+          if (!settled) settle(() => reject(err));
+        },
+      );
+      const look = () => {
+        if (settled) return;
+        const now = Date.now();
+        if (now - started >= this.giveUpAfterMs && now - this.lastAnswer >= this.giveUpAfterMs) {
+          settle(() => reject(new Error('timeout exceeded when trying to connect (the store answered no query meanwhile)')));
+        } else {
+          timer = setTimeout(look, PG_POOL_WAIT_CHECK_MS);
+          timer.unref();
+        }
+      };
+      timer = setTimeout(look, this.giveUpAfterMs);
+      timer.unref();
+    });
+  }
+
+  end(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+/** A pooled connection that records each answer of the store (see AnsweringPool). */
+class AnsweringClient implements PostgresPoolClient {
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly answered: () => void,
+  ) {}
+
+  query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query(...args: unknown[]): unknown {
+    const r = (this.client.query as (...a: unknown[]) => unknown)(...args);
+    if (r instanceof Promise) {
+      r.then(this.answered, (err: unknown) => {
+        if (!isStoreUnavailable(err)) this.answered();
+      });
+    }
+    return r;
+  }
+
+  release(): void {
+    this.client.release();
+  }
 }

@@ -11,6 +11,7 @@ import { HangarError } from '../../src/domain/errors.js';
 import { findLiveToken, insertAccount, insertToken, purgeDeadTokens, revokeToken } from '../../src/store/account-repository.js';
 import { insertAcl, listAcls, markAclDeleting, purgeDeletedAcls } from '../../src/store/acl-repository.js';
 import { openStore, type InstanceRow, type Store } from '../../src/store/database.js';
+import { isStoreUnavailable } from '../../src/store/errors.js';
 import {
   PortRaceError, bumpInstance, claimInstance, deleteInstanceRow, findInstanceRowById, getInstanceListVersion, insertInstanceRow,
   listPendingInstanceIds, listUsedPorts, releaseInstance, renameInstance, replacePort, updateInstance,
@@ -474,4 +475,65 @@ describe.runIf(DIALECTS.includes('postgres'))('store on postgres: a connection t
       await loc.drop();
     }
   });
+});
+
+describe.runIf(DIALECTS.includes('postgres'))('store on postgres: waiting for a pooled connection', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('a request waits past 5 s for a connection while the store answers the work that holds them (a busy hangar is not a store down)', async () => {
+    const loc = await location('postgres');
+    const store = await openStore({ ...loc, poolSize: 1 });
+    try {
+      // the one connection is taken by a transaction that the store keeps answering, for 6.5 s
+      const holding = store.db.transaction().execute(async (trx) => {
+        const until = Date.now() + 6500;
+        while (Date.now() < until) {
+          await sql`select 1`.execute(trx);
+          await sleep(200);
+        }
+      });
+      await sleep(50);
+      const t0 = Date.now();
+      const { rows } = await sql<{ two: number }>`select 2 as two`.execute(store.db);
+      const waited = Date.now() - t0;
+      expect(rows[0]!.two).toBe(2);
+      expect(waited).toBeGreaterThan(5000);
+      await holding;
+    } finally {
+      await store.close();
+      await loc.drop();
+    }
+  }, 20_000);
+
+  it('a request waiting for a connection gives up after 5 s when no query was answered meanwhile, as "store unavailable"', async () => {
+    const loc = await location('postgres');
+    const store = await openStore({ ...loc, poolSize: 1 });
+    try {
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      // the one connection is held, and nothing is asked of the store, for longer than 5 s
+      const holding = store.db.transaction().execute(async (trx) => {
+        await sql`select 1`.execute(trx);
+        await released;
+      });
+      await sleep(50);
+      const t0 = Date.now();
+      const failure = await sql`select 2`.execute(store.db).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      const waited = Date.now() - t0;
+      release();
+      await holding;
+      expect(isStoreUnavailable(failure), String(failure)).toBe(true);
+      expect(waited).toBeGreaterThanOrEqual(4900);
+      expect(waited).toBeLessThan(7000);
+      // and the pool serves again once the connection is back
+      const { rows } = await sql<{ three: number }>`select 3 as three`.execute(store.db);
+      expect(rows[0]!.three).toBe(3);
+    } finally {
+      await store.close();
+      await loc.drop();
+    }
+  }, 20_000);
 });
