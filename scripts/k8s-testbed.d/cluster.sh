@@ -40,7 +40,16 @@ start_daemon() {
   log "starting $name"
   # fd 9 is the lock of this script: the daemons must not keep it.
   setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
-  echo $! >"$PIDS/$name.pid"
+  local pid=$! exe i
+  echo "$pid" >"$PIDS/$name.pid"
+  # Until the forked shell has exec'd setsid and setsid the program, /proc/<pid>/exe names bash
+  # or setsid, and daemon_pid would take the daemon for exited (an empty log, on a busy machine):
+  # wait for the exec, or for the process to end.
+  for ((i = 0; i < 200; i++)); do
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || break
+    [[ ${exe##*/} == "$name" || ${exe##*/} == "$name (deleted)" ]] && break
+    sleep 0.05
+  done
 }
 
 stop_daemon() {
