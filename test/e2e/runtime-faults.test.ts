@@ -249,11 +249,13 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
       let taken: LogEntry | undefined;
       await eventually('the /readyz request in the log', () => (taken = logEntries().find((e) => e.request_id === READYZ_ID)) !== undefined);
       const servingAgain = logEntries().find((e) => e.msg === 'edge started' && e.time >= killedAt);
+      // what hangar logged from the kill on, shown when the answer is not the one expected
+      const since = `hangar's log since the kill (at ${killedAt}):\n${logEntries().filter((e) => e.time >= killedAt - 50).map((e) => JSON.stringify(e)).join('\n')}`;
       if (servingAgain && servingAgain.time <= taken!.time) {
-        expect(answer.status).toBe(200);
+        expect(answer.status, since).toBe(200);
       } else {
-        expect(answer.status).toBe(503);
-        expect(answer.problems).toContain('the edge (haproxy) is not running');
+        expect(answer.status, since).toBe(503);
+        expect(answer.problems, since).toContain('the edge (haproxy) is not running');
       }
       // said in the instance's state too (a client polling closely may miss so short a while:
       // hangar's log of state changes has it)

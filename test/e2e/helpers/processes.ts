@@ -9,6 +9,19 @@ export interface Proc {
   readonly cmdline: string;
 }
 
+/**
+ * The program a process runs; '' once a killed process has released its memory on the way out
+ * (it still exits: state R, its files and sockets not yet closed). That is not "gone" yet, as
+ * hangar does not take it for gone either: only a zombie or a reaped process is.
+ */
+function programOf(pid: number): string {
+  try {
+    return readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, '');
+  } catch {
+    return '';
+  }
+}
+
 function read(pid: number): Proc | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -17,7 +30,7 @@ function read(pid: number): Proc | undefined {
     // the process's sockets) has not exited yet
     if (rest[0] === 'X' || (rest[0] === 'Z' && readdirSync(`/proc/${pid}/task`).length <= 1)) return undefined;
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-    return { pid, ppid: Number(rest[1]), program: readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, ''), cmdline };
+    return { pid, ppid: Number(rest[1]), program: programOf(pid), cmdline };
   } catch {
     return undefined;
   }
