@@ -242,6 +242,9 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
       const r = tb.kubectl(['-n', ns, 'get', 'deployment', edge, '-o', 'jsonpath={.metadata.uid}']);
       return r.status === 0 ? r.stdout.trim() : '';
     };
+    // each step says when it was done: a run that fails says which step took the time
+    const t0 = Date.now();
+    const step = (what: string) => console.log(`object deleted by hand: ${what} after ${Date.now() - t0} ms`);
     const deleted = uidOf();
     tb.k(['-n', ns, 'delete', 'deployment', edge]);
     // back: a Deployment of that name that is not the one deleted
@@ -253,16 +256,24 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
       if (!back) await new Promise((r) => setTimeout(r, 500));
     }
     expect(back).toBe(true);
+    step('the Deployment made again');
     // hangar's own output reaches the test through a pipe: the line may follow the object
     await expect.poll(() => hangar.log, { timeout: 30_000 }).toMatch(/object deleted; the instance is reconciled/);
     // served again once the new edge pods run: a client's attempts are refused until then
     const c = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string), reconnectStrategy: (n) => (n > 120 ? new Error('no edge') : 500) }, password: inst.password });
     c.on('error', () => {});
     await c.connect();
+    step('a client connected through the new edge');
     expect(await c.get('before-resize')).toBe('kept');
     await c.quit();
-    await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000);
-  }, 150_000);
+    // the pods the resize rolled may still be coming back: the instance is ACTIVE once both answer
+    const rec = await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000).catch((err: Error) => {
+      throw new Error(`${err.message}; pods:\n${tb.kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).stdout}`);
+    });
+    expect(rec.state).toBe('ACTIVE');
+    step('the instance ACTIVE');
+    // the test's own bound is the sum of its steps' (60 + 30 + 60 + 120 s), each of which fails with its reason
+  }, 300_000);
 
   it('a plan the node cannot fit shows the scheduler\'s reason in the record; a plan over the zone\'s capacity is refused', async () => {
     const over = await create('over-capacity', { plan: 10000 });
