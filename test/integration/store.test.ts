@@ -527,7 +527,8 @@ describe.runIf(DIALECTS.includes('postgres'))('store on postgres: waiting for a 
       await holding;
       expect(isStoreUnavailable(failure), String(failure)).toBe(true);
       expect(waited).toBeGreaterThanOrEqual(4900);
-      expect(waited).toBeLessThan(7000);
+      // not the 30 s a store that answers gets (the margin is for a busy machine)
+      expect(waited).toBeLessThan(10_000);
       // and the pool serves again once the connection is back
       const { rows } = await sql<{ three: number }>`select 3 as three`.execute(store.db);
       expect(rows[0]!.three).toBe(3);
