@@ -134,7 +134,14 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
         }
       }
     };
-    const roles = await Promise.all(members.map((m) => roleOf(m.address)));
+    // asked until both answer (one try can time out on a busy node): one primary, one replica
+    let roles: (string | undefined)[] = [];
+    const rolesUntil = Date.now() + 30_000;
+    for (;;) {
+      roles = await Promise.all(members.map((m) => roleOf(m.address)));
+      if ((roles.includes('master') && roles.includes('slave')) || Date.now() > rolesUntil) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
     const primary = members[roles.indexOf('master')]!;
     const replica = members.find((m) => m !== primary)!;
     expect(roles.filter((r) => r === 'master'), `roles before the kill: ${roles.join(', ')}`).toHaveLength(1);
