@@ -540,14 +540,11 @@ function openPostgres(pg: Awaited<ReturnType<typeof loadPg>>, url: string, max: 
  * PG_CONNECT_TIMEOUT_MS only if no query was answered in that time either; while queries are
  * answered it waits on, up to the pool's own limit (PG_POOL_WAIT_MAX_MS).
  */
-export class AnsweringPool implements PostgresPool {
+class AnsweringPool implements PostgresPool {
   /** When a query last got an answer from the store (a result, or an error the store sent). */
   private lastAnswer = Date.now();
 
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly giveUpAfterMs = PG_CONNECT_TIMEOUT_MS,
-  ) {}
+  constructor(private readonly pool: pg.Pool) {}
 
   connect(): Promise<AnsweringClient> {
     return new Promise<AnsweringClient>((resolve, reject) => {
@@ -572,14 +569,14 @@ export class AnsweringPool implements PostgresPool {
       const look = () => {
         if (settled) return;
         const now = Date.now();
-        if (now - started >= this.giveUpAfterMs && now - this.lastAnswer >= this.giveUpAfterMs) {
+        if (now - started >= PG_CONNECT_TIMEOUT_MS && now - this.lastAnswer >= PG_CONNECT_TIMEOUT_MS) {
           settle(() => reject(new Error('timeout exceeded when trying to connect (the store answered no query meanwhile)')));
         } else {
           timer = setTimeout(look, PG_POOL_WAIT_CHECK_MS);
           timer.unref();
         }
       };
-      timer = setTimeout(look, this.giveUpAfterMs);
+      timer = setTimeout(look, PG_CONNECT_TIMEOUT_MS);
       timer.unref();
     });
   }
