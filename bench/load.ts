@@ -13,7 +13,7 @@
  *   `maxmemory`, is not the new plan.
  *
  * Run alone: `node dist/bench/load.js [--clients 200] [--duration 60] [--instances 100]
- * [--runtime local|emulated] [--quick]`; it prints the result as JSON.
+ * [--runtime local|emulated] [--quick] [--profile DIR]`; it prints the result as JSON.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -40,6 +40,8 @@ export interface LoadOptions {
   readonly runtime?: 'local' | 'emulated';
   /** Ports the hangar hands out (FIRST-LAST); below the kernel's ephemeral ports. */
   readonly portRange?: string;
+  /** Directory for a CPU profile of the hangar under load (node --cpu-prof), written when it stops. */
+  readonly profileDir?: string;
   readonly log?: (message: string) => void;
 }
 
@@ -73,6 +75,8 @@ export interface LoadResult extends Latency {
   readonly latencyMs: Latency;
   /** Latency of reads and of writes apart. */
   readonly byKind: { readonly read: Latency; readonly write: Latency };
+  /** Latency of each kind of write (acl add, acl delete, rename, resize), whatever its answer. */
+  readonly byWrite: Readonly<Record<string, Latency>>;
   /** The first lost writes, described, to find them. */
   readonly lost: readonly string[];
 }
@@ -137,10 +141,13 @@ class Client {
 }
 
 /** `hangar serve` of the binary under test, in a temp data dir. */
-async function startHangar(bin: string, runtime: 'local' | 'emulated', dataDir: string, portRange: string, maxInstances: number): Promise<{ child: ChildProcess; url: string }> {
+async function startHangar(
+  bin: string, runtime: 'local' | 'emulated', dataDir: string, portRange: string, maxInstances: number, profileDir: string | undefined,
+): Promise<{ child: ChildProcess; url: string }> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
   const args = [
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=load-${Date.now()}.cpuprofile`] : []),
     bin, 'serve', '--runtime', runtime, '--port', '0', '--data-dir', dataDir, '--port-range', portRange, '--log-level', 'warn',
     // one account makes all the requests: no rate limit in the way of the measure
     '--rate-limit', '1000000000', '--max-instances', String(maxInstances),
@@ -271,7 +278,7 @@ export async function runLoad(opts: LoadOptions = {}): Promise<LoadResult> {
   let child: ChildProcess | undefined;
   let api: Client | undefined;
   try {
-    const started = await startHangar(bin, runtime, dataDir, opts.portRange ?? '27000-28999', count + 10);
+    const started = await startHangar(bin, runtime, dataDir, opts.portRange ?? '27000-28999', count + 10, opts.profileDir);
     child = started.child;
     api = new Client(started.url, clients + 8);
     const login = await api.call('GET', '/v2/tokens/', undefined, `Basic ${Buffer.from(`${LOGIN}:${PASSWORD}`).toString('base64')}`);
@@ -281,14 +288,18 @@ export async function runLoad(opts: LoadOptions = {}): Promise<LoadResult> {
     const tracked = await createInstances(api, count, version, log);
     log(`${count} instances ACTIVE; ${clients} clients for ${durationS} s`);
 
-    const stats = { all: [] as number[], read: [] as number[], write: [] as number[], statuses: {} as Record<string, number>, fiveXx: 0, transport: 0, writes: {} as Record<string, number> };
-    const note = (kind: 'read' | 'write', r: Reply | undefined) => {
+    const stats = {
+      all: [] as number[], read: [] as number[], write: [] as number[], statuses: {} as Record<string, number>, fiveXx: 0, transport: 0,
+      writes: {} as Record<string, number>, byWrite: {} as Record<string, number[]>,
+    };
+    const note = (kind: 'read' | 'write', r: Reply | undefined, what?: string) => {
       if (!r) {
         stats.transport++;
         return;
       }
       stats.all.push(r.ms);
       stats[kind].push(r.ms);
+      if (what !== undefined) (stats.byWrite[what] ??= []).push(r.ms);
       stats.statuses[r.status] = (stats.statuses[r.status] ?? 0) + 1;
       if (r.status >= 500) stats.fiveXx++;
     };
@@ -318,7 +329,7 @@ export async function runLoad(opts: LoadOptions = {}): Promise<LoadResult> {
           if (mine.length < ACLS_PER_CLIENT && (roll < 80 || mine.length === 0)) {
             const cidr = `10.${c}.${(seq >> 8) & 255}.${seq & 255}`;
             const r = await call('POST', `/v2/instances/${inst.name}/acls/`, { cidr_mask: cidr, description: `load ${c}` });
-            note('write', r);
+            note('write', r, 'acl add');
             if (r?.status === 200) {
               inst.acls.set(cidr, r.body.data);
               mine.push(cidr);
@@ -327,7 +338,7 @@ export async function runLoad(opts: LoadOptions = {}): Promise<LoadResult> {
           } else {
             const cidr = mine.shift()!;
             const r = await call('DELETE', `/v2/instances/${inst.name}/acls/${inst.acls.get(cidr)}/`);
-            note('write', r);
+            note('write', r, 'acl delete');
             if (r?.status === 200) {
               inst.acls.delete(cidr);
               inst.deleted.add(cidr);
@@ -340,14 +351,14 @@ export async function runLoad(opts: LoadOptions = {}): Promise<LoadResult> {
           // the owner renames its instance back and forth
           const to = inst.name.endsWith('-r') ? inst.name.slice(0, -2) : `${inst.name}-r`;
           const r = await call('POST', `/v2/instances/${inst.name}/rename/`, { name: to });
-          note('write', r);
+          note('write', r, 'rename');
           if (r?.status === 200) {
             inst.name = to;
             wrote('rename');
           }
         } else {
           const r = await call('POST', `/v2/redis/${inst.name}/resize/`, { new_plan: 1000 });
-          note('write', r);
+          note('write', r, 'resize');
           if (r?.status === 200) {
             inst.plan = 1000;
             inst.resized = true;
@@ -376,6 +387,7 @@ export async function runLoad(opts: LoadOptions = {}): Promise<LoadResult> {
       ...all,
       latencyMs: all,
       byKind: { read: percentiles(stats.read), write: percentiles(stats.write) },
+      byWrite: Object.fromEntries(Object.entries(stats.byWrite).map(([k, ms]) => [k, percentiles(ms)])),
       lost: lost.slice(0, 20),
     };
   } finally {
@@ -464,6 +476,7 @@ async function main(): Promise<void> {
       runtime: { type: 'string' },
       bin: { type: 'string' },
       'port-range': { type: 'string' },
+      profile: { type: 'string' },
       quick: { type: 'boolean' },
     },
   });
@@ -476,6 +489,7 @@ async function main(): Promise<void> {
     ...(values.instances ? { instances: num(values.instances)! } : {}),
     ...(values.bin ? { bin: values.bin } : {}),
     ...(values['port-range'] ? { portRange: values['port-range'] } : {}),
+    ...(values.profile ? { profileDir: values.profile } : {}),
     runtime,
   });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

@@ -22,7 +22,8 @@ function rowsOf(r: LoadResult): Row[] {
     ms('latency p99', r.latencyMs.p99),
     ms('latency max', r.latencyMs.max),
     row({ figure: f, metric: 'reads p99', unit: 'ms', hangar: [r.byKind.read.p99], target: { kind: 'below', value: 20 } }),
-    row({ figure: f, metric: 'writes p99', unit: 'ms', hangar: [r.byKind.write.p99], target: { kind: 'below', value: 100 } }),
+    row({ figure: f, metric: 'writes p99', unit: 'ms', hangar: [r.byKind.write.p99], target: { kind: 'below', value: 100 },
+      note: `p50 / p99 by kind: ${Object.entries(r.byWrite).map(([k, l]) => `${k} ${l.p50} / ${l.p99}`).join(', ')}` }),
   ];
 }
 
@@ -54,6 +55,7 @@ export const loadFigure: Figure = {
         durationS: ctx.opts.quick ? 10 : 60,
         instances: ctx.opts.quick ? 20 : 100,
         bin: ctx.opts.bin,
+        ...(ctx.opts.profileDir ? { profileDir: ctx.opts.profileDir } : {}),
         log: (m) => ctx.log(`load: ${m}`),
       });
       return rowsOf(result);
