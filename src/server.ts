@@ -122,6 +122,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
   let store: Store | undefined;
   try {
     store = await openStore(config);
+    const openedStore = store;
     const db = store.db;
     const keyring = await openKeyring(config, db);
     await assertKeysOpenStore(db, keyring);
@@ -192,6 +193,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         return summaries.map((z) => ({ zone: z.name, capacityMb: z.capacityMb, allocatedMb: z.allocatedMb }));
       },
       eventStreams: () => streams?.size ?? 0,
+      storeStatements: () => openedStore.statements(),
       onError: (what, err) => log.warn({ err, metric: what }, 'metric not collected'),
     });
     const deps: ServiceDeps = { db, keyring, zones, config, work: reconciler, operations, now };
@@ -250,7 +252,6 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         });
       }
     }
-    const openedStore = store;
     let stopping = false;
     const readiness = {
       async check() {

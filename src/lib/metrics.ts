@@ -30,6 +30,8 @@ export interface MetricSources {
   zones(): Promise<readonly { zone: string; capacityMb: number | null; allocatedMb: number }[]>;
   /** Event streams (GET /v2/events/stream) open on this replica. */
   eventStreams?(): number;
+  /** Statements this replica sent to its store since it started. */
+  storeStatements?(): number;
   /** Called when a source fails during a scrape; its series are left out of that scrape. */
   onError?(what: string, err: unknown): void;
 }
@@ -105,6 +107,18 @@ export class Metrics {
         registers,
         collect() {
           this.set(streams());
+        },
+      });
+    }
+    if (sources.storeStatements) {
+      const statements = sources.storeStatements;
+      new Counter({
+        name: 'hangar_store_statements_total',
+        help: 'Statements this replica sent to its store (SQLite or PostgreSQL), BEGIN and COMMIT included',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(statements());
         },
       });
     }

@@ -388,6 +388,8 @@ export interface Store {
   readonly dialect: Dialect;
   /** Where the state lives, for logs and errors (no credentials). */
   readonly location: string;
+  /** Statements sent to the database since it was opened (BEGIN and COMMIT included). */
+  statements(): number;
   close(): Promise<void>;
 }
 
@@ -458,10 +460,12 @@ const STATEMENT_CACHE_SIZE = 500;
  * again, and preparing cost more than running a one-row read. Statements run one at a time on
  * SQLite's single connection (Kysely holds a mutex), so sharing one is safe; hangar never streams.
  */
-function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+function withStatementCache(sqlite: SQLite.Database, count: () => void): SqliteDatabase {
   const statements = new Map<string, SQLite.Statement>();
   return {
+    // called once per statement run (Kysely prepares each query it executes)
     prepare(sql) {
+      count();
       let stmt = statements.get(sql);
       if (!stmt) {
         if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
@@ -482,10 +486,11 @@ function openSqlite(SQLite: Awaited<ReturnType<typeof loadSqlite>>, dataDir: str
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const cached = withStatementCache(sqlite);
+  let statements = 0;
+  const cached = withStatementCache(sqlite, () => statements++);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
   directReads.set(db, (text, parameters) => (sqlite.inTransaction ? undefined : (cached.prepare(text) as unknown as SQLite.Statement).all(parameters as unknown[])));
-  return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+  return { db, dialect: 'sqlite', location: file, statements: () => statements, close: () => db.destroy() };
 }
 
 /**
@@ -527,9 +532,10 @@ function openPostgres(pg: Awaited<ReturnType<typeof loadPg>>, url: string, max: 
   // work that holds the connection as a failed query, and the pool drops the connection.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new AnsweringPool(pool) }) });
+  const answering = new AnsweringPool(pool);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: answering }) });
   const u = new URL(url);
-  return { db, dialect: 'postgres', location: `postgres://${u.host}${u.pathname}`, close: () => db.destroy() };
+  return { db, dialect: 'postgres', location: `postgres://${u.host}${u.pathname}`, statements: () => answering.statements, close: () => db.destroy() };
 }
 
 /**
@@ -543,6 +549,8 @@ function openPostgres(pg: Awaited<ReturnType<typeof loadPg>>, url: string, max: 
 class AnsweringPool implements PostgresPool {
   /** When a query last got an answer from the store (a result, or an error the store sent). */
   private lastAnswer = Date.now();
+  /** Queries sent through the pool's connections. */
+  statements = 0;
 
   constructor(private readonly pool: pg.Pool) {}
 
@@ -560,7 +568,7 @@ class AnsweringPool implements PostgresPool {
         (client) => {
           // a connection that comes after this waiter gave up goes back at once
           if (settled) client.release();
-          else settle(() => resolve(new AnsweringClient(client, () => (this.lastAnswer = Date.now()))));
+          else settle(() => resolve(new AnsweringClient(client, () => (this.lastAnswer = Date.now()), () => this.statements++)));
         },
         (err: unknown) => {
           if (!settled) settle(() => reject(err));
@@ -591,11 +599,13 @@ class AnsweringClient implements PostgresPoolClient {
   constructor(
     private readonly client: pg.PoolClient,
     private readonly answered: () => void,
+    private readonly sent: () => void,
   ) {}
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
   query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
   query(...args: unknown[]): unknown {
+    this.sent();
     const r = (this.client.query as (...a: unknown[]) => unknown)(...args);
     if (r instanceof Promise) {
       r.then(this.answered, (err: unknown) => {

@@ -114,6 +114,18 @@ describe('/metrics', () => {
     expect(instances(m, 'FAILED')).toBe(1);
   });
 
+  it('counts the statements sent to the store, requests and its own reads alike', async () => {
+    const statements = async () => value(await scrape(), 'hangar_store_statements_total');
+    const a = await statements();
+    const b = await statements();
+    // a scrape reads the store itself (instances by state, zones): the counter moves with it
+    expect(b).toBeGreaterThan(a);
+    for (let i = 0; i < 5; i++) expect((await alice.get('/v2/instances/')).status).toBe(200);
+    const c = await statements();
+    // each list reads the store at least once (more statements come from the reconciler meanwhile)
+    expect(c - b - (b - a)).toBeGreaterThanOrEqual(5);
+  });
+
   it('has a registry per hangar: two hangars in one process count apart', async () => {
     const other = await startTestHangar({ listen: true });
     try {

@@ -165,6 +165,17 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     });
   });
 
+  it('counts the statements it sends: a read is one, a transaction its statements and BEGIN and COMMIT', async () => {
+    const before = store.statements();
+    await store.db.selectFrom('accounts').select('id').execute();
+    expect(store.statements() - before).toBe(1);
+    await store.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('accounts').select('id').execute();
+      await trx.selectFrom('instances').select('id').execute();
+    });
+    expect(store.statements() - before).toBe(1 + 4);
+  });
+
   it('times are epoch milliseconds and come back as the same numbers', async () => {
     const row = instanceRow('acc-1', 'times', { public: 20001 });
     await insertInstanceRow(store.db, row, HOST, []);
