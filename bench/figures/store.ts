@@ -17,21 +17,27 @@ async function statementsSent(url: string): Promise<number> {
   return Number(m[1]);
 }
 
-/** Until the reconciler has no pass queued or running (hangar_reconcile_queue_depth 0, twice in a row). */
-async function settled(url: string): Promise<void> {
+/**
+ * Until the reconciler has no pass queued or running (hangar_reconcile_queue_depth 0, twice in a
+ * row); says how many scrapes that took.
+ */
+async function settled(url: string): Promise<number> {
   let zero = 0;
-  for (let i = 0; i < 600 && zero < 2; i++) {
+  let scrapes = 0;
+  while (scrapes < 600 && zero < 2) {
     const text = await (await fetch(`${url}/metrics`)).text();
+    scrapes++;
     zero = /^hangar_reconcile_queue_depth 0$/m.test(text) ? zero + 1 : 0;
     await new Promise((r) => setTimeout(r, 50));
   }
+  return scrapes;
 }
 
 /**
  * Statements per request, read from hangar's counter around each kind of request made one at a
  * time (an ACL change answers once its pass has enforced it, so that pass is counted with it;
  * creates are counted until their passes are over). A scrape's own statements are measured and
- * taken off; the background work of the seconds this takes (lease renewals, polls, the periodic
+ * taken off for each scrape made; the background work of the seconds this takes (lease renewals, polls, the periodic
  * sweep's passes over every instance) is not, which makes the figures of a store holding many
  * instances (the rounds above leave them) a little higher.
  */
@@ -40,11 +46,11 @@ async function statementsPerRequest(url: string, api: { request: (m: string, p: 
   await settled(url);
   const a = await statementsSent(url);
   const scrape = (await statementsSent(url)) - a;
-  const per = async (n: number, fn: (i: number) => Promise<void>, after?: () => Promise<void>) => {
+  const per = async (n: number, fn: (i: number) => Promise<void>, after?: () => Promise<number>) => {
     const before = await statementsSent(url);
     for (let i = 0; i < n; i++) await fn(i);
-    if (after) await after();
-    return ((await statementsSent(url)) - before - scrape) / n;
+    const scrapes = 1 + (after ? await after() : 0);
+    return ((await statementsSent(url)) - before - scrapes * scrape) / n;
   };
   const ok = (r: { status: number; body: any }, what: string) => {
     if (r.status !== 200) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
