@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { cpuProfileArgs } from './lib/hangar.js';
 import { writeZonesFile } from './lib/zones.js';
 
 export interface LoadOptions {
@@ -147,7 +148,7 @@ async function startHangar(
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
   const args = [
-    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=load-${Date.now()}.cpuprofile`] : []),
+    ...(profileDir ? cpuProfileArgs(profileDir, 'load') : []),
     bin, 'serve', '--runtime', runtime, '--port', '0', '--data-dir', dataDir, '--port-range', portRange, '--log-level', 'warn',
     // one account makes all the requests: no rate limit in the way of the measure
     '--rate-limit', '1000000000', '--max-instances', String(maxInstances),

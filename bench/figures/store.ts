@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { runCeiling } from '../lib/ceiling.js';
 import type { BenchContext, Figure } from '../lib/context.js';
-import { BenchHangar } from '../lib/hangar.js';
+import { BenchHangar, type Api } from '../lib/hangar.js';
 import { httpLoad } from '../lib/http-load.js';
 import { createBody } from '../lib/instances.js';
 import { freshDatabase, reachable } from '../lib/postgres.js';
@@ -41,7 +41,8 @@ async function settled(url: string): Promise<number> {
  * polls, the periodic sweep's passes over every instance) is not: this runs before the rounds
  * fill the store with instances.
  */
-async function statementsPerRequest(url: string, api: { request: (m: string, p: string, b?: unknown) => Promise<{ status: number; body: any }> }, serial: () => number): Promise<Record<string, number>> {
+async function statementsPerRequest(api: Api, serial: () => number): Promise<Record<string, number>> {
+  const { url } = api;
   // nothing of what ran before (the start, the login) is still to pass
   await settled(url);
   const a = await statementsSent(url);
@@ -52,24 +53,20 @@ async function statementsPerRequest(url: string, api: { request: (m: string, p: 
     const scrapes = 1 + (after ? await after() : 0);
     return ((await statementsSent(url)) - before - scrapes * scrape) / n;
   };
-  const ok = (r: { status: number; body: any }, what: string) => {
-    if (r.status !== 200) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r;
-  };
   const name = `stmt-${serial()}`;
   const out: Record<string, number> = {};
   out['create (request and its passes, until ACTIVE)'] = await per(20, async (i) => {
-    ok(await api.request('POST', '/v2/instances/', createBody(i === 0 ? name : `stmt-${serial()}`)), 'create');
+    await api.ok('POST', '/v2/instances/', createBody(i === 0 ? name : `stmt-${serial()}`));
   }, () => settled(url));
   out['GET one instance'] = await per(200, async () => {
-    ok(await api.request('GET', `/v2/instances/${name}/`), 'get');
+    await api.ok('GET', `/v2/instances/${name}/`);
   });
   out['GET the list'] = await per(100, async () => {
-    ok(await api.request('GET', '/v2/instances/'), 'list');
+    await api.ok('GET', '/v2/instances/');
   });
   out['ACL add or delete (request and its pass)'] = await per(100, async (i) => {
-    const add = ok(await api.request('POST', `/v2/instances/${name}/acls/`, { cidr_mask: `10.9.${i >> 8}.${i & 255}`, description: 'statements' }), 'acl add');
-    ok(await api.request('DELETE', `/v2/instances/${name}/acls/${add.body.data}/`), 'acl delete');
+    const add = await api.ok('POST', `/v2/instances/${name}/acls/`, { cidr_mask: `10.9.${i >> 8}.${i & 255}`, description: 'statements' });
+    await api.ok('DELETE', `/v2/instances/${name}/acls/${add.body.data}/`);
   }) / 2;
   return out;
 }
@@ -93,7 +90,7 @@ async function measure(ctx: BenchContext, dialect: 'sqlite' | 'postgres'): Promi
     let serial = 0;
     // first, on a store that holds only these few instances: the periodic sweep's passes over the
     // rounds' hundreds of instances would be counted with the requests
-    const counted = await statementsPerRequest(api.url, api, () => serial++);
+    const counted = await statementsPerRequest(api, () => serial++);
     ctx.log(`store ${dialect}: statements per request: ${Object.entries(counted).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`);
     for (let round = 1; round <= ctx.opts.rounds; round++) {
       const raw = await runCeiling<{ insertsPerSecond: number }>(ctx.procs, 'raw-inserts',

@@ -1,5 +1,5 @@
 import type { BenchOptions } from './args.js';
-import { BenchHangar, type Api, type HangarStart } from './hangar.js';
+import { BenchHangar, cpuProfileArgs, type Api, type HangarStart } from './hangar.js';
 import { createActive, type RedisRecord } from './instances.js';
 import type { Processes } from './processes.js';
 import type { Row } from './result.js';
@@ -42,7 +42,7 @@ export class BenchContext {
 
   /** Start options of every hangar: the binary under test, and profiling when asked. */
   hangarStart(o: Omit<HangarStart, 'bin' | 'nodeArgs'>): HangarStart {
-    const nodeArgs = this.opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${this.opts.profileDir}`, `--cpu-prof-name=${o.label}-${Date.now()}.cpuprofile`] : [];
+    const nodeArgs = this.opts.profileDir ? cpuProfileArgs(this.opts.profileDir, o.label) : [];
     return { ...o, bin: this.opts.bin, nodeArgs };
   }
 

@@ -35,6 +35,11 @@ export interface ApiReply<T = any> {
   readonly ms: number;
 }
 
+/** Arguments of node that profile a hangar (node --cpu-prof), its profile named after `label`, written to `dir` when it stops. */
+export function cpuProfileArgs(dir: string, label: string): string[] {
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`];
+}
+
 /** The API as one account sees it. */
 export class Api {
   constructor(
