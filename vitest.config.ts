@@ -9,6 +9,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Tests start real servers and engines on free ports; two cores are shared between files.
     maxWorkers: 2,
+    // Cases of a `concurrent` file (the kill-at-every-step ones start a hangar and engines each)
+    // run three at a time: five at once beside the Kubernetes file on a busy 2-core machine left
+    // a hangar's start waiting its turn for the CPU past the start bound.
+    maxConcurrency: 3,
     // the longest files first (test/sequencer.ts), so that none of them ends the run alone
     sequence: { sequencer: SlowFirstSequencer },
   },

@@ -339,5 +339,5 @@ describe.runIf(enginesAvailable()).concurrent('hangar killed at every step, on t
     } finally {
       await h.destroy();
     }
-  }, 90_000);
+  }, 150_000);
 });

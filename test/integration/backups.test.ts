@@ -50,6 +50,23 @@ async function eventually(condition: () => Promise<boolean>, ms = 10_000): Promi
   }
 }
 
+/**
+ * Holds the runtime's work, and resolves once a pass of the instance waits at the hold: passes of
+ * an instance run one at a time, so none is past the hold then, able to run what is asked next.
+ */
+async function holdPasses(th: TestHangar, who: Client, name: string): Promise<() => void> {
+  const release = th.hold();
+  try {
+    const id = await idOf(who, name);
+    th.hangar.reconciler.enqueue(id);
+    await eventually(async () => th.runtime.held.has(id));
+    return release;
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
 /** Every file under a directory. */
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -251,7 +268,7 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
 
     it('a restore of an instance that is not ACTIVE', async () => {
       const b = await backUp(alice, 'cache');
-      const release = th.hold();
+      const release = await holdPasses(th, alice, 'cache');
       try {
         expect((await alice.post('/v2/instances/cache/restore/', { backup_id: b.id })).status).toBe(200);
         expect((await alice.get('/v2/instances/cache/')).body.data.state).toBe('RESTORING');
@@ -307,7 +324,7 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
       const id = await idOf(alice, 'docs');
       engineOf(th, 'mongodb').write(id, 'untouched', 'yes');
       const b = await backUp(alice, 'docs');
-      const release = th.hold();
+      const release = await holdPasses(th, alice, 'docs');
       let restoreId: string;
       try {
         const res = await alice.post('/v2/instances/docs/restore/', { backup_id: b.id });
@@ -430,7 +447,7 @@ describe.each(DIALECTS)('backups and restores as operations (%s)', (dialect) => 
 
   it('a restore that fails once recorded is a FAILED operation saying why; into a new instance its create fails too', async () => {
     const b = await backUp(alice, 'docs');
-    const release = th.hold();
+    const release = await holdPasses(th, alice, 'docs');
     let inPlace: string;
     let create: string;
     try {
@@ -452,7 +469,7 @@ describe.each(DIALECTS)('backups and restores as operations (%s)', (dialect) => 
   it('a restore of an instance deleted before it ran is CANCELLED', async () => {
     await alice.ready(mongoBody('going'));
     const b = await backUp(alice, 'going');
-    const release = th.hold();
+    const release = await holdPasses(th, alice, 'going');
     let id: string;
     try {
       id = started(await alice.post('/v2/instances/going/restore/', { backup_id: b.id }));

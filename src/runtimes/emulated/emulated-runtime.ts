@@ -123,10 +123,19 @@ export class EmulatedRuntime implements Runtime {
     };
   }
 
-  private async whileHeld(ctx: StepContext): Promise<void> {
-    while (this.holds > 0) {
-      await new Promise((r) => setTimeout(r, 10));
-      ctx.step('emulated:held');
+  /** The instances whose pass waits at the hold now (a pass of an instance runs alone: one at most each). */
+  readonly held = new Set<string>();
+
+  private async whileHeld(id: string, ctx: StepContext): Promise<void> {
+    if (this.holds === 0) return;
+    this.held.add(id);
+    try {
+      while (this.holds > 0) {
+        await new Promise((r) => setTimeout(r, 10));
+        ctx.step('emulated:held');
+      }
+    } finally {
+      this.held.delete(id);
     }
   }
 
@@ -144,7 +153,7 @@ export class EmulatedRuntime implements Runtime {
   }
 
   async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
-    await this.whileHeld(ctx);
+    await this.whileHeld(spec.id, ctx);
     if (this.failure) throw this.failure;
     const result = await driver.ensureUnits(spec, this.place(spec), ctx);
     const placed = this.placed.get(spec.id);
@@ -159,7 +168,7 @@ export class EmulatedRuntime implements Runtime {
   }
 
   async removeInstance(id: string, ctx: StepContext): Promise<void> {
-    await this.whileHeld(ctx);
+    await this.whileHeld(id, ctx);
     ctx.step('delete:engine-stopping');
     this.placed.delete(id);
   }

@@ -23,6 +23,11 @@ export const BIN = join(import.meta.dirname, '..', '..', '..', 'dist', 'src', 'c
 /** The account every hangar process of these tests creates at its first start. */
 export const LOGIN = 'e2e@example.com';
 export const PASSWORD = 'correct-horse-battery-staple';
+/**
+ * How long a start may take before it counts as hung (its threads are dumped): a start takes
+ * about a second of CPU, and on a busy 2-core machine it waits its turn for the CPU many times.
+ */
+const START_MS = 45_000;
 
 /** The environment of the spawned commands: ours without HANGAR_* settings, which flags replace. */
 function childEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -178,8 +183,8 @@ export class HangarProcess {
         const where = child.pid === undefined ? '' : threadsOf(child.pid);
         // not left running: the caller has no process to stop when the start fails
         child.kill('SIGKILL');
-        reject(new Error(`hangar serve did not start within 30 s:\n${output.text}\n${where}`));
-      }, 30_000);
+        reject(new Error(`hangar serve did not start within ${START_MS / 1000} s:\n${output.text}\n${where}`));
+      }, START_MS);
       child.stderr!.on('data', (c: Buffer) => {
         output.text += c.toString('utf8');
         const m = /hangar serving on (https?:\/\/[^/\s]+)/.exec(output.text);
