@@ -53,7 +53,7 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
