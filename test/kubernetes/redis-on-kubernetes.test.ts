@@ -1,7 +1,8 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, HangarProcess, portOf } from '../e2e/helpers/hangar-process.js';
@@ -10,6 +11,8 @@ import { ClientHost, Testbed, readTestbedEnv, testbedAvailable } from './helpers
 // Redis instances in a Kubernetes zone of a real single-node cluster (scripts/k8s-testbed): real
 // pods running redis-server, Redis Sentinel and HAProxy, driven through hangar's HTTP API only
 // (and checked with kubectl and a Redis client).
+const execFileP = promisify(execFile);
+
 describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
   const tb = new Testbed(readTestbedEnv() ?? {});
   const run = `t${process.pid}`;
@@ -376,16 +379,19 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
     for (const name of ['docs', 'search']) await hangar.waitFor(name, (r) => r === undefined, 180_000);
   }, 480_000);
 
-  it('hangar doctor checks each Kubernetes zone: kubeconfig, API, namespace, every verb of the Role (naming the missing ones)', () => {
-    const doctor = (file: string) => {
-      const r = spawnSync(process.execPath, [BIN, 'doctor', '--json'], { encoding: 'utf8', env: { ...process.env, HANGAR_ZONES: file, HANGAR_DATA_DIR: join(dir, 'doctor') } });
-      return { status: r.status, report: JSON.parse(r.stdout) };
+  it('hangar doctor checks each Kubernetes zone: kubeconfig, API, namespace, every verb of the Role (naming the missing ones)', async () => {
+    // run without blocking this process: the hangar of this file writes its log to it meanwhile
+    const doctor = async (file: string) => {
+      const r = await execFileP(process.execPath, [BIN, 'doctor', '--json'], { env: { ...process.env, HANGAR_ZONES: file, HANGAR_DATA_DIR: join(dir, 'doctor') } })
+        .then((ok) => ({ ...ok, code: 0 }), (err: { code?: number; stdout?: string; stderr?: string }) => ({ code: err.code ?? -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' }));
+      expect(r.stdout, r.stderr).not.toBe('');
+      return { status: r.code, report: JSON.parse(r.stdout) };
     };
-    const good = doctor(join(dir, 'zones.yaml'));
+    const good = await doctor(join(dir, 'zones.yaml'));
     expect(good.report.zones[0].checks.map((c: any) => [c.check, c.ok])).toEqual([['kubeconfig', true], ['api', true], ['namespace', true], ['rbac', true]]);
     // the same user in a namespace where its Role is not bound
     writeFileSync(join(dir, 'elsewhere.yaml'), zones().replace(`namespace: ${ns}`, 'namespace: default'));
-    const bad = doctor(join(dir, 'elsewhere.yaml'));
+    const bad = await doctor(join(dir, 'elsewhere.yaml'));
     expect(bad.status).toBe(1);
     const rbac = bad.report.zones[0].checks.find((c: any) => c.check === 'rbac');
     expect(rbac.ok).toBe(false);
