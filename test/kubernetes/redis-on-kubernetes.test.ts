@@ -269,21 +269,42 @@ describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
     step('the Deployment made again');
     // hangar's own output reaches the test through a pipe: the line may follow the object
     await expect.poll(() => hangar.log, { timeout: 30_000 }).toMatch(/object deleted; the instance is reconciled/);
-    // served again once the new edge pods run: a client's attempts are refused until then
-    const c = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string), reconnectStrategy: (n) => (n > 120 ? new Error('no edge') : 500) }, password: inst.password });
-    c.on('error', () => {});
-    await c.connect();
-    step('a client connected through the new edge');
-    expect(await c.get('before-resize')).toBe('kept');
-    await c.quit();
+    // Served again once the new edge pods run. Each attempt is a new client with its own bound: an
+    // edge that accepts a connection before its backends answer must not hold the test; after
+    // 90 s it fails with what the cluster shows.
+    let value: string | null | undefined;
+    let last = '';
+    const servedUntil = Date.now() + 90_000;
+    for (let attempt = 1; value === undefined && Date.now() < servedUntil; attempt++) {
+      const c = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string), connectTimeout: 2000, reconnectStrategy: false }, password: inst.password });
+      c.on('error', () => {});
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer within 5 s')), 5000)));
+        value = await Promise.race([c.connect().then(() => c.get('before-resize')), bound]);
+      } catch (err) {
+        last = `attempt ${attempt}: ${(err as Error).message}`;
+        await new Promise((r) => setTimeout(r, 500));
+      } finally {
+        clearTimeout(timer);
+        if (c.isOpen) c.destroy();
+      }
+    }
+    if (value === undefined) {
+      const pods = tb.kubectl(['-n', ns, 'get', 'pods,endpoints', '-o', 'wide']).stdout;
+      const logs = tb.kubectl(['-n', ns, 'logs', `deployment/${edge}`, '--tail=20']).stdout;
+      throw new Error(`not served through the new edge within 90 s (${last});\n${pods}\nedge log:\n${logs}`);
+    }
+    step('a client read through the new edge');
+    expect(value).toBe('kept');
     // the pods the resize rolled may still be coming back: the instance is ACTIVE once both answer
     const rec = await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000).catch((err: Error) => {
       throw new Error(`${err.message}; pods:\n${tb.kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).stdout}`);
     });
     expect(rec.state).toBe('ACTIVE');
     step('the instance ACTIVE');
-    // the test's own bound is the sum of its steps' (60 + 30 + 60 + 120 s), each of which fails with its reason
-  }, 300_000);
+    // the test's own bound is over the sum of its steps' (60 + 30 + 90 + 120 s), each of which fails with its reason
+  }, 330_000);
 
   it('a plan the node cannot fit shows the scheduler\'s reason in the record; a plan over the zone\'s capacity is refused', async () => {
     const over = await create('over-capacity', { plan: 10000 });
