@@ -120,10 +120,11 @@ describe('/metrics', () => {
     const b = await statements();
     // a scrape reads the store itself (instances by state, zones): the counter moves with it
     expect(b).toBeGreaterThan(a);
-    for (let i = 0; i < 5; i++) expect((await alice.get('/v2/instances/')).status).toBe(200);
+    for (let i = 0; i < 50; i++) expect((await alice.get('/v2/instances/')).status).toBe(200);
     const c = await statements();
-    // each list reads the store at least once (more statements come from the reconciler meanwhile)
-    expect(c - b - (b - a)).toBeGreaterThanOrEqual(5);
+    // each list reads the store at least once; the reconciler and the scrape only add to that
+    // (how much varies with the moment: it is not subtracted)
+    expect(c - b).toBeGreaterThanOrEqual(50);
   });
 
   it('has a registry per hangar: two hangars in one process count apart', async () => {

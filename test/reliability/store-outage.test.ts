@@ -72,8 +72,10 @@ describe.runIf(enginesAvailable() && privatePostgresAvailable())('PostgreSQL sto
     }
 
     // every request got a 503 saying why, none hung
+    // what hangar logged at level error meanwhile: a 500 says what broke
+    const errorsLogged = () => h.log.split('\n').filter((l) => /"level":[56]0/.test(l)).map((l) => l.slice(0, 1500)).join('\n');
     for (const s of samples) {
-      expect(s.status, `${s.what}: ${JSON.stringify(s.body)}`).toBe(503);
+      expect(s.status, `${s.what}: ${JSON.stringify(s.body)}\n${errorsLogged()}`).toBe(503);
       expect(s.body, s.what).toEqual({ code: 'STORE_UNAVAILABLE', message: expect.stringMatching(/store is unavailable/) });
     }
     const slowest = Math.max(...samples.map((s) => s.ms));
