@@ -129,17 +129,7 @@ describe.runIf(testbedAvailable())('access and Redis day two on Kubernetes', () 
     const roleOf = (pod: string) => /role:(\w+)/.exec(onPod(pod, `${admin} info replication`))?.[1];
     const primary = members.find((m) => roleOf(m) === 'master')!;
     const replica = members.find((m) => m !== primary)!;
-    // Sentinel promotes only a replica it has found (in the primary's INFO, every 10 s): on a busy
-    // node that can come after the instance is ACTIVE; asked from the primary's pod, which has
-    // the Sentinel Service's address and the admin secret
-    const sentinel = 'redis-cli -h "$(cat /etc/hangar/sentinel-address)" -p 26379 --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning';
-    const replicaFlags = () => {
-      const lines = tb.kubectl(['-n', ns, 'exec', primary, '--', 'sh', '-c', `${sentinel} sentinel replicas hangar`]).stdout.trim().split('\n');
-      return lines.flatMap((l, i) => (l === 'flags' ? [lines[i + 1]] : [])).join(',');
-    };
-    let known = '';
-    for (const end = Date.now() + 60_000; (known = replicaFlags()) !== 'slave' && Date.now() < end; ) await new Promise((r) => setTimeout(r, 500));
-    expect(known, 'Sentinel knows the replica, serving, before the kill').toBe('slave');
+    expect(await tb.sentinelReplicaFlags(ns, inst.id), 'Sentinel knows the replica, serving, before the kill').toBe('slave');
     tb.kubectl(['-n', ns, 'delete', 'pod', primary, '--grace-period=0', '--force', '--wait=false']);
     const until = Date.now() + 30_000;
     while (roleOf(replica) !== 'master' && Date.now() < until) await new Promise((r) => setTimeout(r, 200));

@@ -36,6 +36,9 @@ describe.runIf(enginesAvailable() && privatePostgresAvailable())('PostgreSQL sto
     pg?.destroy();
   });
 
+  /** What hangar logged at level error: a 500 in a failure message says what broke. */
+  const errorsLogged = () => h.log.split('\n').filter((l) => /"level":[56]0/.test(l)).map((l) => l.slice(0, 1500)).join('\n');
+
   /** One request, timed; a connection failure is status 0. */
   async function sample(what: string, request: () => Promise<{ status: number; body: any }>): Promise<Sample> {
     const t = Date.now();
@@ -72,8 +75,6 @@ describe.runIf(enginesAvailable() && privatePostgresAvailable())('PostgreSQL sto
     }
 
     // every request got a 503 saying why, none hung
-    // what hangar logged at level error meanwhile: a 500 says what broke
-    const errorsLogged = () => h.log.split('\n').filter((l) => /"level":[56]0/.test(l)).map((l) => l.slice(0, 1500)).join('\n');
     for (const s of samples) {
       expect(s.status, `${s.what}: ${JSON.stringify(s.body)}\n${errorsLogged()}`).toBe(503);
       expect(s.body, s.what).toEqual({ code: 'STORE_UNAVAILABLE', message: expect.stringMatching(/store is unavailable/) });
@@ -121,7 +122,7 @@ describe.runIf(enginesAvailable() && privatePostgresAvailable())('PostgreSQL sto
       pg.thaw();
     }
     for (const s of samples) {
-      expect(s.status, `${s.what}: ${JSON.stringify(s.body)}`).toBe(503);
+      expect(s.status, `${s.what}: ${JSON.stringify(s.body)}\n${errorsLogged()}`).toBe(503);
       expect(s.ms, s.what).toBeLessThan(12_000);
     }
     console.info(`answers while the store hung: ${samples.map((s) => `${s.what} ${s.ms} ms`).join(', ')}`);

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { createClient } from 'redis';
 
 /**
  * The single-node Kubernetes of scripts/k8s-testbed, as the tests use it: its env file, kubectl
@@ -56,6 +57,38 @@ export class Testbed {
 
   json(args: readonly string[]): any {
     return JSON.parse(this.k([...args, '-o', 'json']));
+  }
+
+  /** The admin secret of a Redis instance (its Secret), which its engines and Sentinels accept. */
+  redisAdminSecret(namespace: string, instanceId: string): string {
+    return Buffer.from(this.json(['-n', namespace, 'get', 'secret', `h-${instanceId}-redis`]).data['admin-secret'], 'base64').toString('utf8');
+  }
+
+  /**
+   * Waits until the instance's Sentinels list its replica as serving (`SENTINEL REPLICAS` flags
+   * `slave`), asked at the Sentinel Service's address; returns the flags last seen. Sentinel
+   * promotes only a replica it has found (in the primary's INFO, every 10 s), which on a busy
+   * node can come after the instance is ACTIVE: a test of a failover waits for it first.
+   */
+  async sentinelReplicaFlags(namespace: string, instanceId: string, ms = 60_000): Promise<string> {
+    const host = this.json(['-n', namespace, 'get', 'service', `h-${instanceId}-sentinel`]).spec.clusterIP as string;
+    const password = this.redisAdminSecret(namespace, instanceId);
+    const ask = async (): Promise<string> => {
+      const c = createClient({ socket: { host, port: 26379, connectTimeout: 1000, reconnectStrategy: false }, password });
+      c.on('error', () => {});
+      try {
+        await c.connect();
+        const replicas = (await c.sendCommand(['SENTINEL', 'REPLICAS', 'hangar'])) as string[][];
+        return replicas.map((r) => r[r.indexOf('flags') + 1]).join(',');
+      } catch (err) {
+        return `(${(err as Error).message})`;
+      } finally {
+        if (c.isOpen) c.destroy();
+      }
+    };
+    let flags = '';
+    for (const end = Date.now() + ms; (flags = await ask()) !== 'slave' && Date.now() < end; ) await new Promise((r) => setTimeout(r, 500));
+    return flags;
   }
 
   /** A namespace of the test's own, with the Role of deploy/role.yaml bound to hangar's user. */
