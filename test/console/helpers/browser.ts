@@ -1,8 +1,9 @@
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser)
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { type Server, type Socket, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
@@ -20,9 +21,8 @@ const FLAGS = [
   '--no-first-run',
   '--disable-sync',
   '--disable-dev-shm-usage',
-  '--remote-debugging-address=127.0.0.1',
-  '--remote-debugging-port=0',
 ];
+const DEVTOOLS = ['--remote-debugging-address=127.0.0.1', '--remote-debugging-port=0'];
 
 /**
  * Whether the browser tests can run. In CI a missing chromium fails the run (.ci/run installs
@@ -51,26 +51,100 @@ export interface Problems {
   readonly foreignRequests: string[];
 }
 
+let isolation: boolean | undefined;
+
+/**
+ * Whether chromium can have a network namespace of its own (`unshare --net`, which needs root).
+ * Chromium fails every request still waiting for a connection with ERR_NETWORK_CHANGED when it sees
+ * an address come or go on any interface of the machine, and other tests add and remove interfaces
+ * (the Kubernetes testbed's pods each bring a veth with an address). In CI the namespace is
+ * required; elsewhere the browser runs in the machine's network, with a warning.
+ * HANGAR_TEST_BROWSER_NETNS=0 runs it in the machine's network anyway.
+ */
+function networkIsolationAvailable(): boolean {
+  if (process.env.HANGAR_TEST_BROWSER_NETNS === '0') return false;
+  if (isolation === undefined) {
+    isolation = spawnSync('unshare', ['--net', 'ip', 'link', 'set', 'lo', 'up'], { stdio: 'ignore' }).status === 0;
+    if (!isolation) {
+      const message = 'the console tests run chromium in a network namespace of its own (unshare --net and ip, as root), out of reach of network changes made elsewhere on the machine';
+      if (process.env.CI === 'true') throw new Error(`${message}: unshare --net failed`);
+      console.warn(`${message}; not possible here, so it runs in the machine's network`);
+    }
+  }
+  return isolation;
+}
+
+/** A TCP or Unix socket server whose every connection is spliced to a new connection made by `to`. */
+async function forwarder(to: () => Socket, ...listenArgs: [path: string] | [port: number, host: string]): Promise<{ server: Server; close(): void }> {
+  const open = new Set<Socket>();
+  const server = createServer((a) => {
+    const b = to();
+    for (const s of [a, b]) {
+      open.add(s);
+      s.on('error', () => undefined).on('close', () => {
+        open.delete(s);
+        a.destroy();
+        b.destroy();
+      });
+    }
+    a.pipe(b);
+    b.pipe(a);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(...(listenArgs as [string]), resolve);
+  });
+  return {
+    server,
+    close() {
+      server.close();
+      for (const s of open) s.destroy();
+    },
+  };
+}
+
 /**
  * Starts chromium with a fresh --user-data-dir, in a process group of its own, and connects to
- * it over the DevTools protocol. `origin` is where the pages may send requests.
+ * it over the DevTools protocol. `origin` is where the pages may send requests. Where it can, the
+ * browser runs in a network namespace of its own (browser-netns.mjs) that reaches `origin`, and
+ * only it, through a Unix socket.
  */
 export async function startBrowser(origin: string): Promise<TestBrowser> {
-  const profile = mkdtempSync(join(tmpdir(), 'hangar-chromium-'));
-  const child: ChildProcess = spawn(CHROMIUM, [...FLAGS, `--user-data-dir=${profile}`, 'about:blank'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: true,
-  });
+  const dir = mkdtempSync(join(tmpdir(), 'hangar-chromium-'));
+  const profile = join(dir, 'profile');
+  mkdirSync(profile);
+  const crossings: { close(): void }[] = [];
+  let child: ChildProcess;
+  if (networkIsolationAvailable()) {
+    const app = new URL(origin);
+    if (app.hostname !== '127.0.0.1') throw new Error(`the browser's namespace reaches 127.0.0.1 only, not ${origin}`);
+    crossings.push(await forwarder(() => connect(Number(app.port), app.hostname), join(dir, 'app.sock')));
+    const launcher = join(import.meta.dirname, 'browser-netns.mjs');
+    child = spawn('unshare', ['--net', process.execPath, launcher, app.port, dir, CHROMIUM, ...FLAGS, `--user-data-dir=${profile}`, 'about:blank'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+    });
+  } else {
+    child = spawn(CHROMIUM, [...FLAGS, ...DEVTOOLS, `--user-data-dir=${profile}`, 'about:blank'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+    });
+  }
+  const isolated = crossings.length > 0;
   let stderr = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const cleanUp = () => {
+    for (const c of crossings) c.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
   let browser: Browser;
   try {
-    const ws = await new Promise<string>((resolve, reject) => {
+    let ws = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`chromium did not start within 20 s:\n${stderr}`)), 20_000);
       child.stderr!.on('data', (c: Buffer) => {
         stderr += c.toString('utf8');
         const m = /DevTools listening on (ws:\/\/\S+)/.exec(stderr);
-        if (m) {
+        if (m && (!isolated || stderr.includes('browser-netns ready'))) {
           clearTimeout(timer);
           resolve(m[1]!);
         }
@@ -80,10 +154,18 @@ export async function startBrowser(origin: string): Promise<TestBrowser> {
         reject(new Error(`chromium exited before listening:\n${stderr}`));
       });
     });
+    if (isolated) {
+      // DevTools listens inside the namespace: served here on a port of this machine
+      const cdp = await forwarder(() => connect(join(dir, 'cdp.sock')), 0, '127.0.0.1');
+      crossings.push(cdp);
+      const url = new URL(ws);
+      url.port = String((cdp.server.address() as { port: number }).port);
+      ws = url.toString();
+    }
     browser = await chromium.connectOverCDP(ws);
   } catch (err) {
     killGroup(child);
-    rmSync(profile, { recursive: true, force: true });
+    cleanUp();
     throw err;
   }
   const pid = child.pid!;
@@ -121,7 +203,7 @@ export async function startBrowser(origin: string): Promise<TestBrowser> {
       const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 5000);
       await exited;
       clearTimeout(timer);
-      rmSync(profile, { recursive: true, force: true });
+      cleanUp();
     },
   };
 }
