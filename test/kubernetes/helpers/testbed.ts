@@ -118,15 +118,18 @@ export class Testbed {
     return out.split('\n').filter(Boolean);
   }
 
-  /** Stops (SIGSTOP) the API server for `ms`, then lets it go on: the test's own testbed, stopped by the pid it recorded. */
-  async pauseApiServer(ms: number): Promise<void> {
+  /**
+   * Stops (SIGSTOP) the API server until the returned function is called (SIGCONT): the test's own
+   * testbed, stopped by the pid it recorded.
+   */
+  stopApiServer(): () => void {
     const pid = Number(readFileSync(join(this.env.HANGAR_K8S_RUN!, 'pids', 'kube-apiserver.pid'), 'utf8').trim());
     process.kill(pid, 'SIGSTOP');
-    try {
-      await new Promise((r) => setTimeout(r, ms));
-    } finally {
-      process.kill(pid, 'SIGCONT');
-    }
+    let resumed = false;
+    return () => {
+      if (!resumed) process.kill(pid, 'SIGCONT');
+      resumed = true;
+    };
   }
 }
 
