@@ -14,6 +14,12 @@ import { type Account, type Reply, type TestHangar, startTestHangar } from '../h
  */
 
 const ROUNDS = 4;
+/**
+ * A test of ROUNDS rounds, each creating an instance until ACTIVE and waiting for it to be renamed,
+ * resized or gone: on the local runtime a round starts and stops real engines (7 s a round seen
+ * on a loaded 2-core machine), and each wait is bounded at 20 s, so the suite's 30 s is too short.
+ */
+const ROUNDS_MS = 150_000;
 const LOCAL_ENGINES = enginesAvailable();
 
 /** Every answer is a success or a clean client error: JSON with a message and a code, never a 5xx. */
@@ -91,7 +97,7 @@ describe.each(cases)('races on $dialect, $runtime runtime', ({ dialect, runtime 
       await alice.waitFor(winner, (r) => r?.state === 'ACTIVE');
     }
     await oneEnginePairEach();
-  });
+  }, ROUNDS_MS);
 
   it('two renames to one name at once: one wins, the other is 409 NAME_TAKEN', async () => {
     await ready('one-a');
@@ -111,7 +117,7 @@ describe.each(cases)('races on $dialect, $runtime runtime', ({ dialect, runtime 
       await alice.waitGone(`rd-${i}`, 20_000);
     }
     await oneEnginePairEach();
-  });
+  }, ROUNDS_MS);
 
   it('two creates with one name at once: one instance; the other is 409 NAME_TAKEN', async () => {
     for (let i = 0; i < ROUNDS; i++) {
@@ -123,7 +129,7 @@ describe.each(cases)('races on $dialect, $runtime runtime', ({ dialect, runtime 
     }
     expect((await alice.get('/v2/instances/')).body.data.filter((r: any) => r.name.startsWith('twin-'))).toHaveLength(ROUNDS);
     await oneEnginePairEach();
-  });
+  }, ROUNDS_MS);
 
   it('twenty ACL adds at once: all recorded and all enforced', async () => {
     const inst = await ready('acl20');
@@ -171,7 +177,7 @@ describe.each(cases)('races on $dialect, $runtime runtime', ({ dialect, runtime 
       await alice.waitGone(`del-acl-${i}`, 20_000);
     }
     await oneEnginePairEach();
-  });
+  }, ROUNDS_MS);
 
   it('two deletes at once: one is 200, the other a clean 4xx; the instance is gone', async () => {
     await ready('del-twice');
