@@ -114,23 +114,19 @@ export async function startBrowser(origin: string): Promise<TestBrowser> {
   const profile = join(dir, 'profile');
   mkdirSync(profile);
   const crossings: { close(): void }[] = [];
-  let child: ChildProcess;
-  if (networkIsolationAvailable()) {
+  const isolated = networkIsolationAvailable();
+  let command = [CHROMIUM, ...FLAGS, ...DEVTOOLS];
+  if (isolated) {
     const app = new URL(origin);
     if (app.hostname !== '127.0.0.1') throw new Error(`the browser's namespace reaches 127.0.0.1 only, not ${origin}`);
     crossings.push(await forwarder(() => connect(Number(app.port), app.hostname), join(dir, 'app.sock')));
-    const launcher = join(import.meta.dirname, 'browser-netns.mjs');
-    child = spawn('unshare', ['--net', process.execPath, launcher, app.port, dir, CHROMIUM, ...FLAGS, `--user-data-dir=${profile}`, 'about:blank'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      detached: true,
-    });
-  } else {
-    child = spawn(CHROMIUM, [...FLAGS, ...DEVTOOLS, `--user-data-dir=${profile}`, 'about:blank'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      detached: true,
-    });
+    // the launcher adds the DevTools flags itself
+    command = ['unshare', '--net', process.execPath, join(import.meta.dirname, 'browser-netns.mjs'), app.port, dir, CHROMIUM, ...FLAGS];
   }
-  const isolated = crossings.length > 0;
+  const child: ChildProcess = spawn(command[0]!, [...command.slice(1), `--user-data-dir=${profile}`, 'about:blank'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const cleanUp = () => {

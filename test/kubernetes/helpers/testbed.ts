@@ -125,11 +125,7 @@ export class Testbed {
   stopApiServer(): () => void {
     const pid = Number(readFileSync(join(this.env.HANGAR_K8S_RUN!, 'pids', 'kube-apiserver.pid'), 'utf8').trim());
     process.kill(pid, 'SIGSTOP');
-    let resumed = false;
-    return () => {
-      if (!resumed) process.kill(pid, 'SIGCONT');
-      resumed = true;
-    };
+    return () => process.kill(pid, 'SIGCONT');
   }
 }
 
