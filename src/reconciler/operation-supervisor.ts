@@ -101,8 +101,10 @@ export class OperationSupervisor {
   async observe(instanceId: string): Promise<PassObserver | undefined> {
     const open = await listOpenOperations(this.deps.db, { instanceId, limit: 50 });
     if (open.length === 0) return undefined;
+    // each operation as this pass last read or wrote it: changed without reading it again first
+    const latest = new Map(open.map((op) => [op.id, op]));
     for (const op of open) {
-      if (op.state === 'PENDING' && isInstanceKind(op.kind)) await this.apply(op.id, (o, now) => withStep(running(o, now), { name: 'started' }, now));
+      if (op.state === 'PENDING' && isInstanceKind(op.kind)) await this.apply(op, (o, now) => withStep(running(o, now), { name: 'started' }, now), latest);
     }
     const steps: { name: string; at: number }[] = [];
     let written = 0;
@@ -114,7 +116,7 @@ export class OperationSupervisor {
       if (batch.length === 0) return;
       written = steps.length;
       for (const op of followers) {
-        await this.apply(op.id, (o) => batch.reduce((acc, s) => withStep(acc, { name: s.name }, s.at), o));
+        await this.apply(latest.get(op.id) ?? op.id, (o) => batch.reduce((acc, s) => withStep(acc, { name: s.name }, s.at), o), latest);
       }
     };
     const timer = setInterval(() => void flush().catch(() => {}), FLUSH_MS);
@@ -149,7 +151,7 @@ export class OperationSupervisor {
       const inst = op.instanceId === null ? undefined : statuses.get(op.instanceId);
       const change = isInstanceKind(op.kind) ? verdict(op, inst) : undefined;
       try {
-        if (change) await this.apply(op.id, change);
+        if (change) await this.apply(op, change);
         else if (op.deadlineAt <= this.deps.now()) await this.expire(op);
       } catch (err) {
         if (!(err instanceof OperationConflict)) this.deps.log.warn({ err, operation: op.id }, 'operation not updated');
@@ -157,8 +159,17 @@ export class OperationSupervisor {
     }
   }
 
-  private async apply(id: string, change: Change): Promise<void> {
-    await this.deps.operations.change(id, change);
+  /**
+   * Changes the operation: `op` as last read (or written), or only its id (read first). With
+   * `latest`, what was written is kept there for the next change (an operation that was not
+   * changed, or is no longer open, is read afresh next time).
+   */
+  private async apply(op: Operation | string, change: Change, latest?: Map<string, Operation>): Promise<void> {
+    const id = typeof op === 'string' ? op : op.id;
+    const written = await this.deps.operations.change(id, change, undefined, typeof op === 'string' ? undefined : op);
+    if (!latest) return;
+    if (written) latest.set(id, written);
+    else latest.delete(id);
   }
 
   /**

@@ -27,7 +27,7 @@ import { pickFreePorts, type PortPool } from '../store/ports.js';
 import { toSpec } from '../domain/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
 import { listRedisSettings, listRedisUsers, purgeDeletedRedisUsers } from '../store/redis-user-repository.js';
-import { carryOutDue, untilNextDeadline } from './deadlines.js';
+import { anythingDue, carryOutDue, untilNextDeadline } from './deadlines.js';
 import { findActiveRestore } from '../store/backup-repository.js';
 import type { Db } from '../store/database.js';
 import {
@@ -163,10 +163,18 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   }
 
   // Expired ACLs and rotations whose grace period is over are taken off below, with the rest.
-  inst = await carryOutDue(db, inst, deps.now());
-  const acls = await listAcls(db, id, true);
+  const readTimed = async () => ({
+    acls: await listAcls(db, id, true),
+    users: inst.service === 'redis' ? await listRedisUsers(db, deps.keyring, id, true) : [],
+  });
+  let timed = await readTimed();
+  const dueAt = deps.now();
+  if (anythingDue(inst, timed, dueAt)) {
+    inst = await carryOutDue(db, inst, dueAt);
+    timed = await readTimed();
+  }
+  const { acls, users } = timed;
   const rules: AccessRule[] = acls.filter((a) => !a.deleting).map((a) => ({ cidr: a.cidrMask, transport: a.transport, kibana: a.kibana }));
-  const users = inst.service === 'redis' ? await listRedisUsers(db, deps.keyring, id, true) : [];
   const spec = toSpec(inst, inst.service === 'redis' ? { users, settings: await listRedisSettings(db, id) } : {});
   // A pass that only checks (nothing was asked) first says whether the instance serves, so
   // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
@@ -212,7 +220,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
   const moved = address !== undefined && address !== inst.address;
   // Converged: the next pass runs at the next deadline (an ACL's expiry, a rotation's end), if any.
-  const wait = await untilNextDeadline(db, inst, deps.now());
+  const wait = untilNextDeadline(inst, timed, deps.now());
   const next = wait === undefined ? undefined : { requeueAfterMs: wait };
   if (next) report.outcome = 'ok';
   if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan && !moved) return next;

@@ -161,17 +161,6 @@ export async function expireAcls(db: Db, inst: { id: string; name: string; accou
   return expired;
 }
 
-/** The earliest expiry still to come among the instance's ACLs (epoch ms), if any. */
-export async function nextAclExpiry(db: Db, instanceId: string, now: number): Promise<number | undefined> {
-  const r = await db
-    .selectFrom('acls')
-    .select((eb) => eb.fn.min('expires_at').as('next'))
-    .where('instance_id', '=', instanceId)
-    .where('deleting', '=', 0)
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
-  return r?.next == null ? undefined : Number(r.next);
-}
 
 /** Marks an ACL for removal; the reconciler takes it off the edge, then drops the row. */
 export async function markAclDeleting(db: Db, instanceId: string, id: string): Promise<boolean> {

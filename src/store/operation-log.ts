@@ -160,10 +160,19 @@ export class OperationLog {
    * tried again when another replica changed it meanwhile. Returns the operation as written, or
    * undefined when it was not open or `next` changed nothing. Within `trx`, a concurrent change
    * throws instead (the caller's transaction is rolled back).
+   *
+   * `known`: the operation as the caller last read or wrote it, changed without reading it again
+   * (outside a transaction only). The write is conditional on its revision as always: when it
+   * moved meanwhile, the change is made again on the operation read afresh.
    */
-  async change(id: string, next: (op: Operation, now: number) => Operation | undefined, trx?: Db): Promise<Operation | undefined> {
+  async change(
+    id: string,
+    next: (op: Operation, now: number) => Operation | undefined,
+    trx?: Db,
+    known?: Operation,
+  ): Promise<Operation | undefined> {
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const op = await findOperation(trx ?? this.db, id);
+      const op = attempt === 0 && known !== undefined && known.id === id && trx === undefined ? known : await findOperation(trx ?? this.db, id);
       if (!op || !OPEN_OPERATION_STATES.includes(op.state)) return undefined;
       const now = this.opts.now();
       const changed = next(op, now);

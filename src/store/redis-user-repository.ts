@@ -133,16 +133,6 @@ export async function endDueRedisUserRotations(db: Db, instanceId: string, now: 
   return rows.map((r) => r.username);
 }
 
-/** The earliest end of a user's rotation still to come (epoch ms), if any. */
-export async function nextRedisUserRotationEnd(db: Db, instanceId: string, now: number): Promise<number | undefined> {
-  const r = await db
-    .selectFrom('redis_users')
-    .select((eb) => eb.fn.min('rotation_ends_at').as('next'))
-    .where('instance_id', '=', instanceId)
-    .where('rotation_ends_at', '>', now)
-    .executeTakeFirst();
-  return r?.next == null ? undefined : Number(r.next);
-}
 
 export async function markRedisUserDeleting(db: Db, id: string, now: number): Promise<boolean> {
   const r = await db.updateTable('redis_users').set({ deleting: 1, updated_at: now }).where('id', '=', id).where('deleting', '=', 0).executeTakeFirst();
