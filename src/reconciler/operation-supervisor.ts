@@ -111,13 +111,18 @@ export class OperationSupervisor {
     // The steps of a pass are those of the instance's own operations; a backup or a restore
     // (driven kinds) records the steps of its own work.
     const followers = open.filter((o) => isInstanceKind(o.kind));
-    const flush = async () => {
+    const followerIds = new Set(followers.map((o) => o.id));
+    /** The steps not written yet, as a change (taken: they are written with it). */
+    const takeSteps = (): Change | undefined => {
       const batch = steps.slice(written);
-      if (batch.length === 0) return;
+      if (batch.length === 0) return undefined;
       written = steps.length;
-      for (const op of followers) {
-        await this.apply(latest.get(op.id) ?? op.id, (o) => batch.reduce((acc, s) => withStep(acc, { name: s.name }, s.at), o), latest);
-      }
+      return (o) => batch.reduce((acc, s) => withStep(acc, { name: s.name }, s.at), o);
+    };
+    const flush = async () => {
+      const change = takeSteps();
+      if (!change) return;
+      for (const op of followers) await this.apply(latest.get(op.id) ?? op.id, change, latest);
     };
     const timer = setInterval(() => void flush().catch(() => {}), FLUSH_MS);
     timer.unref();
@@ -133,8 +138,9 @@ export class OperationSupervisor {
       end: async () => {
         clearInterval(timer);
         try {
-          await flush();
-          await this.judge(await listOpenOperations(this.deps.db, { instanceId, limit: 50 }));
+          // the pass's last steps are written with the verdict on its operations, in one change each
+          const last = takeSteps();
+          await this.judge(await listOpenOperations(this.deps.db, { instanceId, limit: 50 }), (op) => (last && followerIds.has(op.id) ? last : undefined));
         } catch (err) {
           this.deps.log.warn({ err, instance: instanceId }, 'operations of a pass not recorded');
         }
@@ -142,17 +148,22 @@ export class OperationSupervisor {
     };
   }
 
-  /** Brings each open operation up to date with its instance, or fails it past its deadline. */
-  private async judge(open: readonly Operation[]): Promise<void> {
+  /**
+   * Brings each open operation up to date with its instance, or fails it past its deadline.
+   * `first`: a change to make before the verdict (a pass's last steps), in the same write.
+   */
+  private async judge(open: readonly Operation[], first?: (op: Operation) => Change | undefined): Promise<void> {
     if (open.length === 0) return;
     const ids = [...new Set(open.filter((o) => o.instanceId !== null && isInstanceKind(o.kind)).map((o) => o.instanceId!))];
     const statuses = await findInstanceStatuses(this.deps.db, ids);
     for (const op of open) {
       const inst = op.instanceId === null ? undefined : statuses.get(op.instanceId);
-      const change = isInstanceKind(op.kind) ? verdict(op, inst) : undefined;
+      const judged = isInstanceKind(op.kind) ? verdict(op, inst) : undefined;
+      const before = first?.(op);
+      const change: Change | undefined = before && judged ? then(before, judged) : (before ?? judged);
       try {
         if (change) await this.apply(op, change);
-        else if (op.deadlineAt <= this.deps.now()) await this.expire(op);
+        if (!judged && op.deadlineAt <= this.deps.now()) await this.expire(op);
       } catch (err) {
         if (!(err instanceof OperationConflict)) this.deps.log.warn({ err, operation: op.id }, 'operation not updated');
       }
@@ -200,6 +211,14 @@ export class OperationSupervisor {
     for (const p of this.deps.prune ?? []) more += await p(now);
     if (ops + events + more > 0) this.deps.log.info({ operations: ops, events, records: more }, 'pruned');
   }
+}
+
+/** `a`, then `b` on what `a` made, as one change. */
+function then(a: Change, b: Change): Change {
+  return (op, now) => {
+    const first = a(op, now);
+    return b(first ?? op, now) ?? first;
+  };
 }
 
 /**
