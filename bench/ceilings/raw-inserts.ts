@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
+import { SQLITE_WAL_AUTOCHECKPOINT } from '../../src/store/database.js';
 import { now } from '../lib/time.js';
 
 const [kind, where, rowsArg, concArg] = process.argv.slice(2);
@@ -37,6 +38,8 @@ if (kind === 'sqlite') {
   const db = new SQLite(where);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  // as hangar's store has it
+  db.pragma(`wal_autocheckpoint = ${SQLITE_WAL_AUTOCHECKPOINT}`);
   db.exec(CREATE);
   const insert = db.prepare(`INSERT INTO bench_raw_inserts (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
   const t0 = now();

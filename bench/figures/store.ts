@@ -6,6 +6,7 @@ import { httpLoad } from '../lib/http-load.js';
 import { createBody } from '../lib/instances.js';
 import { freshDatabase, reachable } from '../lib/postgres.js';
 import { row, unavailable, type Row } from '../lib/result.js';
+import { SQLITE_WAL_AUTOCHECKPOINT } from '../../src/store/database.js';
 
 const ACCOUNT = 'store@bench.test';
 
@@ -108,7 +109,7 @@ async function measure(ctx: BenchContext, dialect: 'sqlite' | 'postgres'): Promi
     }
     const label = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL';
     const what = dialect === 'sqlite'
-      ? 'better-sqlite3 inserts of instance-sized rows, one commit each, WAL + synchronous=NORMAL'
+      ? `better-sqlite3 inserts of instance-sized rows, one commit each, WAL + synchronous=NORMAL, checkpoints every ${SQLITE_WAL_AUTOCHECKPOINT.toLocaleString('en-US')} pages (as hangar's store)`
       : 'pg inserts of instance-sized rows, pool of 10, 10 in flight, same database';
     return [
       row({ figure: 'store', metric: `${label}: creates, 10 connections`, unit: 'creates/s', hangar: hangarRates, ceiling: { what, values: rawRates },

@@ -478,12 +478,23 @@ function withStatementCache(sqlite: SQLite.Database, count: () => void): SqliteD
   };
 }
 
+/**
+ * WAL pages after which a commit copies them back into the database file (SQLite's default is
+ * 1,000). Each such checkpoint copies and syncs the file in the commit that reaches it; at 1,000
+ * that cost about as much again as the commits themselves (measured here: 36 to 44 us per
+ * insert and commit at 1,000, 26 to 28 at 10,000, 13 to 21 with none). The WAL file grows to
+ * about 40 MB (4 KiB pages) and is reused from its start after each checkpoint. Durability is
+ * the same: every commit is in the WAL either way.
+ */
+export const SQLITE_WAL_AUTOCHECKPOINT = 10_000;
+
 function openSqlite(SQLite: Awaited<ReturnType<typeof loadSqlite>>, dataDir: string): Store {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = join(dataDir, 'hangar.sqlite');
   const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma(`wal_autocheckpoint = ${SQLITE_WAL_AUTOCHECKPOINT}`);
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   let statements = 0;

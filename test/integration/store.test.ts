@@ -176,6 +176,13 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     expect(store.statements() - before).toBe(1 + 4);
   });
 
+  it.runIf(dialect === 'sqlite')('SQLite: WAL with synchronous NORMAL, checkpointed every 10,000 pages rather than every 1,000', async () => {
+    const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(store.db)).rows[0] as object)[0];
+    expect(await pragma('journal_mode')).toBe('wal');
+    expect(await pragma('synchronous')).toBe(1);
+    expect(await pragma('wal_autocheckpoint')).toBe(10_000);
+  });
+
   it('times are epoch milliseconds and come back as the same numbers', async () => {
     const row = instanceRow('acc-1', 'times', { public: 20001 });
     await insertInstanceRow(store.db, row, HOST, []);
