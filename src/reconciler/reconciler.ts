@@ -24,8 +24,8 @@ const ADMIN_IDLE_MS = 60_000;
 /**
  * Drives every instance toward its desired state. One replica per host owns the runtime (a
  * lease in the store): it supervises the engines and runs the passes; the others only record
- * requests, which the owner finds by polling the store. Each pass also claims its instance
- * with a short lease, so that no two replicas ever work on one instance at once.
+ * requests, which the owner finds by polling the store. On PostgreSQL each pass also claims its
+ * instance with a short lease, so that no two replicas ever work on one instance at once.
  *
  * A lease whose holder is known to be dead is taken over at once rather than waited out: on
  * SQLite, the data-dir lock that `hangar serve` holds proves that no other hangar uses the
@@ -257,6 +257,10 @@ export class Reconciler {
 
   private async pass(id: string, signal: AbortSignal): Promise<PassResult> {
     const { db, config, now } = this.deps;
+    // SQLite: the data-dir lock makes this the only hangar on the store, and the controller runs
+    // one pass of an instance at a time: there is nobody to claim the instance from (any other
+    // holder would be dead, its claim taken over), so no claim is written and released per pass.
+    if (config.databaseUrl === undefined) return this.observed(id, (deps) => reconcileInstance(deps, id, signal));
     const ttl = this.ttlMs;
     if (!(await this.claim(id))) {
       // No row to claim: an orphan of the runtime, or a deleted instance, which the pass removes.
