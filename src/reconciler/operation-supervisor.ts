@@ -17,6 +17,11 @@ const PRUNE_EVERY_MS = 60_000;
 const PRUNE_BATCH = 2000;
 /** How often the steps of a long pass are written to its operations while it runs. */
 const FLUSH_MS = 1000;
+/**
+ * When a pass first writes to its operations (RUNNING, and its steps so far): a shorter pass
+ * writes everything once, with the outcome.
+ */
+const FIRST_FLUSH_MS = 250;
 /** Open operations looked at per tick. */
 const OPEN_LIMIT = 1000;
 
@@ -96,22 +101,24 @@ export class OperationSupervisor {
 
   /**
    * The observer of a pass of `instanceId`, or undefined when the instance has no open operation
-   * (nothing to tell). Its PENDING operations turn RUNNING: a pass has taken them up.
+   * (nothing to tell). Its PENDING operations turn RUNNING: a pass has taken them up (written
+   * with its first steps, or with the outcome of a short pass).
    */
   async observe(instanceId: string): Promise<PassObserver | undefined> {
     const open = await listOpenOperations(this.deps.db, { instanceId, limit: 50 });
     if (open.length === 0) return undefined;
     // each operation as this pass last read or wrote it: changed without reading it again first
     const latest = new Map(open.map((op) => [op.id, op]));
-    for (const op of open) {
-      if (op.state === 'PENDING' && isInstanceKind(op.kind)) await this.apply(op, (o, now) => withStep(running(o, now), { name: 'started' }, now), latest);
-    }
-    const steps: { name: string; at: number }[] = [];
-    let written = 0;
     // The steps of a pass are those of the instance's own operations; a backup or a restore
     // (driven kinds) records the steps of its own work.
     const followers = open.filter((o) => isInstanceKind(o.kind));
     const followerIds = new Set(followers.map((o) => o.id));
+    // PENDING ones turn RUNNING (step `started`, at the pass's start), written with the pass's
+    // first steps: after FIRST_FLUSH_MS, or with the outcome when the pass is over sooner.
+    const takenUpAt = this.deps.now();
+    const toStart = new Set(followers.filter((o) => o.state === 'PENDING').map((o) => o.id));
+    const steps: { name: string; at: number }[] = [];
+    let written = 0;
     /** The steps not written yet, as a change (taken: they are written with it). */
     const takeSteps = (): Change | undefined => {
       const batch = steps.slice(written);
@@ -119,13 +126,29 @@ export class OperationSupervisor {
       written = steps.length;
       return (o) => batch.reduce((acc, s) => withStep(acc, { name: s.name }, s.at), o);
     };
-    const flush = async () => {
-      const change = takeSteps();
-      if (!change) return;
-      for (const op of followers) await this.apply(latest.get(op.id) ?? op.id, change, latest);
+    /** The operation's start, if not written yet (taken: it is written with the change it joins). */
+    const takeStart = (id: string): Change | undefined => {
+      if (!toStart.delete(id)) return undefined;
+      return (o) => withStep(running(o, takenUpAt), { name: 'started' }, takenUpAt);
     };
-    const timer = setInterval(() => void flush().catch(() => {}), FLUSH_MS);
-    timer.unref();
+    const flush = async () => {
+      const batch = takeSteps();
+      for (const op of followers) {
+        const change = both(takeStart(op.id), batch);
+        if (change) await this.apply(latest.get(op.id) ?? op.id, change, latest);
+      }
+    };
+    let ended = false;
+    let timer: NodeJS.Timeout | undefined;
+    const schedule = (ms: number) => {
+      timer = setTimeout(() => {
+        void flush()
+          .catch(() => {})
+          .finally(() => ended || schedule(FLUSH_MS));
+      }, ms);
+      timer.unref();
+    };
+    schedule(FIRST_FLUSH_MS);
     return {
       wrap: (ctx) => ({
         ...ctx,
@@ -136,11 +159,12 @@ export class OperationSupervisor {
         },
       }),
       end: async () => {
-        clearInterval(timer);
+        ended = true;
+        clearTimeout(timer);
         try {
-          // the pass's last steps are written with the verdict on its operations, in one change each
+          // what the pass has not written yet is written with the verdict on its operations, in one change each
           const last = takeSteps();
-          await this.judge(await listOpenOperations(this.deps.db, { instanceId, limit: 50 }), (op) => (last && followerIds.has(op.id) ? last : undefined));
+          await this.judge(await listOpenOperations(this.deps.db, { instanceId, limit: 50 }), (op) => (followerIds.has(op.id) ? both(takeStart(op.id), last) : undefined));
         } catch (err) {
           this.deps.log.warn({ err, instance: instanceId }, 'operations of a pass not recorded');
         }
@@ -160,7 +184,7 @@ export class OperationSupervisor {
       const inst = op.instanceId === null ? undefined : statuses.get(op.instanceId);
       const judged = isInstanceKind(op.kind) ? verdict(op, inst) : undefined;
       const before = first?.(op);
-      const change: Change | undefined = before && judged ? then(before, judged) : (before ?? judged);
+      const change = both(before, judged);
       try {
         if (change) await this.apply(op, change);
         if (!judged && op.deadlineAt <= this.deps.now()) await this.expire(op);
@@ -219,6 +243,11 @@ function then(a: Change, b: Change): Change {
     const first = a(op, now);
     return b(first ?? op, now) ?? first;
   };
+}
+
+/** Both changes in one, or the one given. */
+function both(a: Change | undefined, b: Change | undefined): Change | undefined {
+  return a && b ? then(a, b) : (a ?? b);
 }
 
 /**
