@@ -62,6 +62,8 @@ type Change = (op: Operation, now: number) => Operation | undefined;
 export class OperationSupervisor {
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
+  /** Instances whose pass runs here now, with how many observers each. */
+  private readonly observing = new Map<string, number>();
   private lastPrune = 0;
 
   constructor(private readonly deps: OperationSupervisorDeps) {}
@@ -84,7 +86,9 @@ export class OperationSupervisor {
     this.ticking = true;
     try {
       const open = await listOpenOperations(this.deps.db, { limit: OPEN_LIMIT });
-      await this.judge(open);
+      // the operations of an instance whose pass runs here are judged when it ends (with what it
+      // has not written yet); only their deadlines are looked at now
+      await this.judge(open, undefined, (op) => op.instanceId !== null && this.observing.has(op.instanceId));
       const now = this.deps.now();
       const { operationRetentionSeconds, eventRetentionSeconds } = this.deps.config;
       // Short retentions (tests) are pruned as often as they last.
@@ -107,6 +111,7 @@ export class OperationSupervisor {
   async observe(instanceId: string): Promise<PassObserver | undefined> {
     const open = await listOpenOperations(this.deps.db, { instanceId, limit: 50 });
     if (open.length === 0) return undefined;
+    this.observing.set(instanceId, (this.observing.get(instanceId) ?? 0) + 1);
     // each operation as this pass last read or wrote it: changed without reading it again first
     const latest = new Map(open.map((op) => [op.id, op]));
     // The steps of a pass are those of the instance's own operations; a backup or a restore
@@ -140,9 +145,11 @@ export class OperationSupervisor {
     };
     let ended = false;
     let timer: NodeJS.Timeout | undefined;
+    /** The flush under way, which the end waits for (what it took is written before the verdict). */
+    let flushing: Promise<void> = Promise.resolve();
     const schedule = (ms: number) => {
       timer = setTimeout(() => {
-        void flush()
+        flushing = flush()
           .catch(() => {})
           .finally(() => ended || schedule(FLUSH_MS));
       }, ms);
@@ -162,11 +169,16 @@ export class OperationSupervisor {
         ended = true;
         clearTimeout(timer);
         try {
+          await flushing;
           // what the pass has not written yet is written with the verdict on its operations, in one change each
           const last = takeSteps();
           await this.judge(await listOpenOperations(this.deps.db, { instanceId, limit: 50 }), (op) => (followerIds.has(op.id) ? both(takeStart(op.id), last) : undefined));
         } catch (err) {
           this.deps.log.warn({ err, instance: instanceId }, 'operations of a pass not recorded');
+        } finally {
+          const n = (this.observing.get(instanceId) ?? 1) - 1;
+          if (n > 0) this.observing.set(instanceId, n);
+          else this.observing.delete(instanceId);
         }
       },
     };
@@ -175,14 +187,19 @@ export class OperationSupervisor {
   /**
    * Brings each open operation up to date with its instance, or fails it past its deadline.
    * `first`: a change to make before the verdict (a pass's last steps), in the same write.
+   * `deadlinesOnly`: operations whose verdict is left to later (a pass of their instance runs).
    */
-  private async judge(open: readonly Operation[], first?: (op: Operation) => Change | undefined): Promise<void> {
+  private async judge(
+    open: readonly Operation[],
+    first?: (op: Operation) => Change | undefined,
+    deadlinesOnly?: (op: Operation) => boolean,
+  ): Promise<void> {
     if (open.length === 0) return;
     const ids = [...new Set(open.filter((o) => o.instanceId !== null && isInstanceKind(o.kind)).map((o) => o.instanceId!))];
     const statuses = await findInstanceStatuses(this.deps.db, ids);
     for (const op of open) {
       const inst = op.instanceId === null ? undefined : statuses.get(op.instanceId);
-      const judged = isInstanceKind(op.kind) ? verdict(op, inst) : undefined;
+      const judged = isInstanceKind(op.kind) && !deadlinesOnly?.(op) ? verdict(op, inst) : undefined;
       const before = first?.(op);
       const change = both(before, judged);
       try {
@@ -269,7 +286,8 @@ export function verdict(op: Operation, inst: InstanceStatus | undefined): Change
     return (o, now) => finished(o, 'FAILED', now, { error: { code: 'INSTANCE_FAILED', message }, message });
   }
   if (op.targetVersion !== null && inst.observedVersion >= op.targetVersion) {
-    return (o, now) => finished(o, 'SUCCEEDED', now, { message: inst.state });
+    // carried out by a pass: one that had not written its start yet (another replica judged first) had taken it up
+    return (o, now) => finished(o.state === 'PENDING' ? withStep(running(o, now), { name: 'started' }, now) : o, 'SUCCEEDED', now, { message: inst.state });
   }
   return stateStep(op, inst);
 }
