@@ -51,15 +51,18 @@ export async function carryOutDue(db: Db, inst: Instance, now: number): Promise<
   return out;
 }
 
-/** How long until the instance's next deadline after `now`, bounded; undefined when none is to come. */
-export function untilNextDeadline(inst: Instance, timed: Timed, now: number): number | undefined {
+/**
+ * How long from `now` until the instance's next deadline after `after` (when the pass carried out
+ * what was due), bounded; 0 for one that came due since; undefined when none is to come.
+ */
+export function untilNextDeadline(inst: Instance, timed: Timed, after: number, now: number): number | undefined {
   let next = Infinity;
   const consider = (t: number | null) => {
-    if (t !== null && t > now && t < next) next = t;
+    if (t !== null && t > after && t < next) next = t;
   };
   for (const a of timed.acls) if (!a.deleting) consider(a.expiresAt);
   consider(inst.passwordRotationEndsAt);
   for (const u of timed.users) consider(u.rotationEndsAt);
   if (next === Infinity) return undefined;
-  return Math.min(MAX_WAIT_MS, next - now);
+  return Math.min(MAX_WAIT_MS, Math.max(0, next - now));
 }

@@ -220,7 +220,8 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
   const moved = address !== undefined && address !== inst.address;
   // Converged: the next pass runs at the next deadline (an ACL's expiry, a rotation's end), if any.
-  const wait = untilNextDeadline(inst, timed, deps.now());
+  // a deadline that came during the pass (after what it carried out) runs it again at once
+  const wait = untilNextDeadline(inst, timed, dueAt, deps.now());
   const next = wait === undefined ? undefined : { requeueAfterMs: wait };
   if (next) report.outcome = 'ok';
   if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan && !moved) return next;
