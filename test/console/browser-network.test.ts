@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { type Server, createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestBrowser, chromiumAvailable, startBrowser } from './helpers/browser.js';
@@ -65,5 +67,27 @@ describe.runIf(chromiumAvailable() && process.getuid?.() === 0)("the console tes
     expect(await churned, `the interfaces could not be changed: ${churnErr}`).toBe(0);
     expect(result.failed).toEqual([]);
     expect(result.ok).toBeGreaterThanOrEqual(9);
+  }, 60_000);
+});
+
+describe.runIf(chromiumAvailable())("the console tests' browser and the temp dir", () => {
+  it("leaves nothing of chromium's in the temp dir once closed", async () => {
+    const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<title>t</title>'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const chromiums = () => new Set(readdirSync(tmpdir()).filter((n) => n.startsWith('org.chromium.')));
+    const before = chromiums();
+    try {
+      const tb = await startBrowser(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+      try {
+        const { page } = await tb.newPage();
+        await page.goto(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
+        expect(await page.title()).toBe('t');
+      } finally {
+        await tb.close();
+      }
+      expect([...chromiums()].filter((n) => !before.has(n))).toEqual([]);
+    } finally {
+      server.close();
+    }
   }, 60_000);
 });

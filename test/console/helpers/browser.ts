@@ -113,6 +113,9 @@ export async function startBrowser(origin: string): Promise<TestBrowser> {
   const dir = mkdtempSync(join(tmpdir(), 'hangar-chromium-'));
   const profile = join(dir, 'profile');
   mkdirSync(profile);
+  // chromium's own temporary files (org.chromium.Chromium.*) go in there too, removed with it
+  const tmp = join(dir, 'tmp');
+  mkdirSync(tmp);
   const crossings: { close(): void }[] = [];
   const isolated = networkIsolationAvailable();
   let command = [CHROMIUM, ...FLAGS, ...DEVTOOLS];
@@ -126,6 +129,7 @@ export async function startBrowser(origin: string): Promise<TestBrowser> {
   const child: ChildProcess = spawn(command[0]!, [...command.slice(1), `--user-data-dir=${profile}`, 'about:blank'], {
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
+    env: { ...process.env, TMPDIR: tmp },
   });
   let stderr = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
