@@ -9,10 +9,12 @@ const NET_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPI
 
 /**
  * Errors of node-postgres (the client and its pool) that carry no code: a connection ended while
- * in use, no connection within the pool's timeout, a query that timed out. Matched by their fixed
- * message, the only thing they carry; every other failure is told by its code.
+ * in use, no connection within the pool's timeout, a connection opened whose server never
+ * answered its startup within that timeout (`timeout expired`: a server stopped, not gone), a
+ * query that timed out. Matched by their fixed message, the only thing they carry; every other
+ * failure is told by its code.
  */
-const PG_CLIENT_UNAVAILABLE = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/;
+const PG_CLIENT_UNAVAILABLE = /^(Connection terminated|timeout exceeded when trying to connect|timeout expired$|Query read timeout|Client has encountered a connection error)/;
 
 /** True when the store cannot be reached right now (the request may succeed later). */
 export function isStoreUnavailable(err: unknown): boolean {
