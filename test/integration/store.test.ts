@@ -176,13 +176,6 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     expect(store.statements() - before).toBe(1 + 4);
   });
 
-  it.runIf(dialect === 'sqlite')('SQLite: WAL with synchronous NORMAL, checkpointed every 10,000 pages rather than every 1,000', async () => {
-    const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(store.db)).rows[0] as object)[0];
-    expect(await pragma('journal_mode')).toBe('wal');
-    expect(await pragma('synchronous')).toBe(1);
-    expect(await pragma('wal_autocheckpoint')).toBe(10_000);
-  });
-
   it('times are epoch milliseconds and come back as the same numbers', async () => {
     const row = instanceRow('acc-1', 'times', { public: 20001 });
     await insertInstanceRow(store.db, row, HOST, []);
@@ -461,6 +454,22 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     // two replicas racing for a free lease: exactly one wins
     const results = await Promise.all([acquireLease(store.db, 'runtime:y', 'r1', NOW, 6000), acquireLease(store.db, 'runtime:y', 'r2', NOW, 6000)]);
     expect(results.filter(Boolean)).toHaveLength(1);
+  });
+});
+
+describe('store on sqlite: its settings', () => {
+  it('WAL with synchronous NORMAL, checkpointed every 10,000 pages rather than every 1,000', async () => {
+    const loc = await location('sqlite');
+    const store = await openStore(loc);
+    try {
+      const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(store.db)).rows[0] as object)[0];
+      expect(await pragma('journal_mode')).toBe('wal');
+      expect(await pragma('synchronous')).toBe(1);
+      expect(await pragma('wal_autocheckpoint')).toBe(10_000);
+    } finally {
+      await store.close();
+      await loc.drop();
+    }
   });
 });
 

@@ -183,7 +183,9 @@ describe.each(DIALECTS)('webhooks (%s)', (dialect) => {
       .poll(async () => (await alice.get(`/v2/webhooks/${w.id}/deliveries`)).body.data.every((d: any) => d.state === 'DELIVERED'), WAIT)
       .toBe(true);
     const deliveries = (await alice.get(`/v2/webhooks/${w.id}/deliveries`)).body.data;
-    expect(deliveries.length).toBeGreaterThanOrEqual(3);
+    // operation.created and operation.succeeded at least (a pass shorter than a quarter second writes no progress between)
+    expect(deliveries.length).toBeGreaterThanOrEqual(2);
+    expect(deliveries.map((d: any) => d.event_kind)).toEqual(expect.arrayContaining(['operation.created', 'operation.succeeded']));
     for (const d of deliveries) expect(r.deliveries().get(d.id)!.at(-1)!.event.id).toBe(d.event_id);
   });
 
