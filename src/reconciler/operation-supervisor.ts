@@ -254,17 +254,13 @@ export class OperationSupervisor {
   }
 }
 
-/** `a`, then `b` on what `a` made, as one change. */
-function then(a: Change, b: Change): Change {
+/** `a`, then `b` on what `a` made, as one change; or the one given. */
+function both(a: Change | undefined, b: Change | undefined): Change | undefined {
+  if (!a || !b) return a ?? b;
   return (op, now) => {
     const first = a(op, now);
     return b(first ?? op, now) ?? first;
   };
-}
-
-/** Both changes in one, or the one given. */
-function both(a: Change | undefined, b: Change | undefined): Change | undefined {
-  return a && b ? then(a, b) : (a ?? b);
 }
 
 /**
