@@ -38,6 +38,7 @@ import {
 } from '../store/mongodb-user-repository.js';
 import { PassCancelled, type PassResult } from './controller.js';
 import type { PassObserver } from './operation-supervisor.js';
+import type { ConvergedSpecs } from './converged.js';
 
 export interface ReconcileDeps {
   readonly db: Db;
@@ -55,6 +56,8 @@ export interface ReconcileDeps {
   readonly observer?: { observe(instanceId: string): Promise<PassObserver | undefined> };
   /** Restores asked for (in place, or into a new instance), run within the instance's pass. */
   readonly restores?: Restores;
+  /** What this process last brought each instance's units to; absent: every pass converges the units. */
+  readonly converged?: ConvergedSpecs;
 }
 
 /** A restore as the pass sees it: what ran, and how it ended. */
@@ -179,11 +182,17 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   // A pass that only checks (nothing was asked) first says whether the instance serves, so
   // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
   if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, target, inst, spec);
-  let fresh: boolean;
+  const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
+  let fresh = false;
   let address: string | undefined;
   try {
-    ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.service), ctx));
+    if (!(await accessAlone(deps, target, inst, spec, rules, done, report, ctx))) {
+      deps.converged?.forget(id);
+      ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.service), ctx));
+      deps.converged?.remember(spec, version);
+    }
   } catch (err) {
+    deps.converged?.forget(id);
     // A cancelled pass says nothing about the instance: the next one carries on.
     if (signal.aborted) throw err;
     if (err instanceof PortTakenError && err.role.startsWith('engine.')) return moveEnginePort(deps, target, inst, err);
@@ -217,7 +226,6 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
 
   if (inst.service === 'mongodb' && (await syncUsers(deps, target, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
 
-  const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
   const moved = address !== undefined && address !== inst.address;
   // Converged: the next pass runs at the next deadline (an ACL's expiry, a rotation's end), if any.
   // a deadline that came during the pass (after what it carried out) runs it again at once
@@ -233,11 +241,31 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   );
   if (!wrote) {
     delete report.outcome;
+    deps.converged?.forget(id);
     return { requeueAfterMs: 0 };
   }
   if (inst.state !== done) deps.log.info({ instance: id, name: inst.name, from: inst.state, to: done }, 'instance state');
   if (restoring) await deps.restores?.settleRestores(id);
   return next;
+}
+
+/**
+ * The pass of a change that concerns access alone: the instance serves (as its last pass left
+ * it), and this process brought its units to this very spec at the version last carried out, so
+ * only the edge's access is applied; the units are left as they are (the periodic passes and the
+ * process supervision look after them). False when the pass must converge the instance whole:
+ * another kind of pass, a spec that differs, or a runtime that cannot tell its edge serves the
+ * instance.
+ */
+async function accessAlone(
+  deps: ReconcileDeps, target: Target, inst: Instance, spec: InstanceSpec, rules: readonly AccessRule[], done: InstanceState, report: PassReport, ctx: StepContext,
+): Promise<boolean> {
+  if (report.kind !== 'access' || inst.state !== done || inst.stateReason !== null) return false;
+  if (!target.runtime.ensureAccess || !deps.converged?.matches(spec, inst.observedVersion)) return false;
+  const applied = await target.runtime.ensureAccess(spec, rules, ctx);
+  if (!applied) return false;
+  deps.converged.remember(spec, inst.specVersion);
+  return true;
 }
 
 /**
@@ -297,6 +325,7 @@ async function unplaced(deps: ReconcileDeps, inst: Instance): Promise<PassResult
 async function teardown(deps: ReconcileDeps, target: Target, inst: Instance, ctx: StepContext): Promise<PassResult> {
   await deps.restores?.cancelRestores(inst.id, 'the instance was deleted', 'deleted');
   ctx.step('delete:start');
+  deps.converged?.forget(inst.id);
   await target.runtime.removeInstance(inst.id, ctx);
   target.engines.forget(inst.id);
   ctx.step('delete:removed');

@@ -9,6 +9,7 @@ import {
 } from '../store/instance-repository.js';
 import { acquireLease, findLease, releaseLease, takeLease } from '../store/lease-repository.js';
 import { Controller, PassCancelled, type PassResult } from './controller.js';
+import { ConvergedSpecs } from './converged.js';
 import { reconcileInstance, type ReconcileDeps } from './reconcile-instance.js';
 
 /** How often the owner looks in the store for requests other replicas recorded. */
@@ -47,7 +48,10 @@ export class Reconciler {
   private polling = false;
   private transition: Promise<void> = Promise.resolve();
 
-  constructor(private readonly deps: ReconcileDeps) {
+  private readonly deps: ReconcileDeps & { readonly converged: ConvergedSpecs };
+
+  constructor(deps: ReconcileDeps) {
+    this.deps = { ...deps, converged: deps.converged ?? new ConvergedSpecs() };
     this.controller = new Controller((id, signal) => this.pass(id, signal), { workers: deps.config.workers, log: deps.log });
     const kinds = [...new Set(deps.zones.targets().map((t) => t.runtime.kind))].sort().join('+');
     this.leaseName = `runtime:${kinds}:${deps.config.hostId}`;
@@ -168,7 +172,12 @@ export class Reconciler {
   private async promote(): Promise<void> {
     if (this.owner || this.stopped) return;
     this.log.info({ lease: this.leaseName, replica: this.deps.config.replicaId }, 'this replica owns the runtime');
-    for (const t of this.deps.zones.targets()) await t.runtime.start({ instanceChanged: (id) => this.controller.enqueue(id) });
+    const instanceChanged = (id: string) => {
+      // what the runtime reports (a unit died, the edge restarted) is converged whole
+      this.deps.converged.forget(id);
+      this.controller.enqueue(id);
+    };
+    for (const t of this.deps.zones.targets()) await t.runtime.start({ instanceChanged });
     this.owner = true;
     this.controller.start();
     // What the store knows is queued before this returns (and hangar serves); what only a runtime
@@ -195,6 +204,7 @@ export class Reconciler {
     clearTimeout(this.sliceTimer);
     clearInterval(this.idleTimer);
     await this.controller.stop(8000);
+    this.deps.converged.clear();
     for (const t of this.deps.zones.targets()) {
       await t.runtime.close();
       await t.engines.close();

@@ -54,8 +54,15 @@ export interface Runtime {
    * never can.
    */
   ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult>;
-  /** Admits exactly `rules` at the instance's edge listeners (and cuts connections no longer admitted). */
-  ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[]): Promise<void>;
+  /**
+   * Admits exactly `rules` at the instance's edge listeners, durably (what a restart of the edge
+   * reads too), and cuts connections no longer admitted; the units are not looked at. For a pass
+   * whose change concerns access alone, on an instance whose units this process brought to the
+   * same spec. Resolves undefined when the edge does not serve the instance right now (the pass
+   * then converges the instance whole), else with whether anything changed. Optional: a runtime
+   * without it has every pass converge the instance whole.
+   */
+  ensureAccess?(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<{ changed: boolean } | undefined>;
   /** Stops the instance's units, removes its edge listeners and its data. */
   removeInstance(id: string, ctx: StepContext): Promise<void>;
   /** Ids of every instance that has units, data or listeners here. */

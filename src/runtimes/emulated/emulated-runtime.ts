@@ -152,9 +152,13 @@ export class EmulatedRuntime implements Runtime {
     };
   }
 
+  /** Passes that converged an instance whole (its units, then its access), by instance; tests read it. */
+  readonly wholePasses = new Map<string, number>();
+
   async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     await this.whileHeld(spec.id, ctx);
     if (this.failure) throw this.failure;
+    this.wholePasses.set(spec.id, (this.wholePasses.get(spec.id) ?? 0) + 1);
     const result = await driver.ensureUnits(spec, this.place(spec), ctx);
     const placed = this.placed.get(spec.id);
     if (placed) placed.rules = [...rules];
@@ -162,9 +166,14 @@ export class EmulatedRuntime implements Runtime {
     return result;
   }
 
-  async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[]): Promise<void> {
+  async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<{ changed: boolean } | undefined> {
+    await this.whileHeld(spec.id, ctx);
+    if (this.failure) throw this.failure;
     const placed = this.placed.get(spec.id);
-    if (placed) placed.rules = [...rules];
+    if (!placed) return undefined;
+    placed.rules = [...rules];
+    ctx.step('ensure:access-applied');
+    return { changed: true };
   }
 
   async removeInstance(id: string, ctx: StepContext): Promise<void> {

@@ -417,13 +417,6 @@ export class KubernetesRuntime implements Runtime {
     return changed;
   }
 
-  async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[]): Promise<void> {
-    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
-    const access = accessGroups(routes, rules);
-    const edges = (await this.edgePods(spec.id)).filter((p) => p.ready);
-    await this.accessLive(routes, edges, access);
-  }
-
   async removeInstance(id: string, ctx: StepContext): Promise<void> {
     const selector = this.selector(this.labels(id));
     for (const [apiVersion, kind] of KINDS) {

@@ -276,9 +276,11 @@ export class HaproxyEdge {
    * Admits exactly `cidrs` per access group at the instance's listeners: the allow-list files are
    * rewritten, the running HAProxy's lists changed through the runtime API, and established
    * sessions whose source is no longer admitted are shut down (also in old workers that still
-   * serve connections from before a reload). Says whether anything changed.
+   * serve connections from before a reload). Says whether anything changed, and whether the
+   * running edge serves the instance (`live`; when not, only the files were written, which its
+   * next start or reload reads).
    */
-  async applyAccess(id: string, groups: ReadonlyMap<AccessGroup, readonly string[]>, signal?: AbortSignal): Promise<{ changed: boolean }> {
+  async applyAccess(id: string, groups: ReadonlyMap<AccessGroup, readonly string[]>, signal?: AbortSignal): Promise<{ changed: boolean; live: boolean }> {
     ensureDir(this.paths.allowDir);
     const desired = new Map<AccessGroup, string[]>();
     let changed = false;
@@ -288,7 +290,7 @@ export class HaproxyEdge {
       if (writeFileIfChanged(allowListFile(this.opts.edgeDir, id, group), list.map((c) => `${c}\n`).join(''))) changed = true;
     }
     return this.exclusive(async () => {
-      if (!this.live.has(id) || this.loaded === undefined || !this.opts.supervisor.isRunning(this.unit)) return { changed };
+      if (!this.live.has(id) || this.loaded === undefined || !this.opts.supervisor.isRunning(this.unit)) return { changed, live: false };
       let removed = false;
       for (const [group, list] of desired) {
         const file = cliWord(allowListFile(this.opts.edgeDir, id, group));
@@ -317,7 +319,7 @@ export class HaproxyEdge {
         if (await this.cutSessions(id, desired, signal)) changed = true;
         this.swept.add(id);
       }
-      return { changed };
+      return { changed, live: true };
     });
   }
 
