@@ -28,7 +28,7 @@ export async function compareHttp(ctx: BenchContext, c: HttpComparison): Promise
   writeFileSync(file, JSON.stringify(c.records));
   const server = await startCeilingServer(ctx.procs, 'bare-fastify', [file]);
   const bareUrl = `http://127.0.0.1:${server.port}${c.barePath}`;
-  const durationS = ctx.opts.quick ? 2 : 4;
+  const durationS = ctx.opts.quick ? 2 : 3;
   try {
     // Warm both up (JIT, connection pools, caches) before anything counts.
     await httpLoad({ url: bareUrl, connections: 10, durationS: 1 });
