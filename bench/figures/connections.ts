@@ -6,7 +6,7 @@ import { row, unavailable } from '../lib/result.js';
 import { timeWaitSockets, waitTimeWaitBelow } from '../lib/time-wait.js';
 
 /** Connections per run: with the ones through the edge (two ports each), three rounds stay well inside the ephemeral port range. */
-const CONNECTIONS = 8_000;
+const CONNECTIONS = 6_000;
 
 export const connectionsFigure: Figure = {
   name: 'connections',

@@ -74,7 +74,7 @@ async function statementsPerRequest(api: Api, serial: () => number): Promise<Rec
 
 /** Creates per second through the API, against raw inserts into the same kind of database. */
 async function measure(ctx: BenchContext, dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
-  const creates = ctx.opts.quick ? 100 : 600;
+  const creates = ctx.opts.quick ? 100 : 400;
   const rawRows = dialect === 'sqlite' ? 10_000 : 3_000;
   const db = dialect === 'postgres' ? await freshDatabase(ctx.procs, ctx.opts.databaseUrl) : undefined;
   // The emulated runtime runs no engine: a create costs what the API and the store cost.
