@@ -26,7 +26,7 @@ export const USAGE = `npm run bench -- [options]
 Measures hangar against the ceilings of this machine (each ceiling measured in the same run),
 prints a table of ratios and writes bench/results.json.
 
-  --quick             one round, shorter runs, 30 idle instances instead of 500 (under 2 minutes)
+  --quick             one round, shorter runs, 30 idle instances instead of up to 1,000 (under 2 minutes)
   --only NAME[,NAME]  run these figures only (see --list)
   --list              list the figures and exit
   --rounds N          rounds per figure (default 3, 1 with --quick)
