@@ -95,6 +95,24 @@ describe('Controller', () => {
     expect(h.maxPerKey()).toBe(1);
   });
 
+  it('a pass found pending in the store while one runs makes no pass after it; one not running is queued once', async () => {
+    const h = harness(4);
+    h.controller.start();
+    h.controller.enqueue('a');
+    await settleDown();
+    h.controller.enqueueUnlessRunning('a');
+    h.last('a').end();
+    await settleDown();
+    expect(h.passesOf('a')).toHaveLength(1);
+    h.controller.enqueueUnlessRunning('a');
+    h.controller.enqueueUnlessRunning('a');
+    await settleDown();
+    expect(h.passesOf('a')).toHaveLength(2);
+    h.last('a').end();
+    await settleDown();
+    expect(h.passesOf('a')).toHaveLength(2);
+  });
+
   it('passes background requests (periodic sweeps) only after every requested one, and moves one ahead when it is requested', async () => {
     const h = harness(1);
     h.controller.start();

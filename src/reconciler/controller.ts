@@ -122,6 +122,17 @@ export class Controller {
   }
 
   /**
+   * Queues a pass unless one of the instance is running or queued already. For what the store
+   * shows pending (a change another replica recorded): a running pass read it, or its write at
+   * an older spec version fails and queues the next pass, or the next look at the store finds
+   * it. (`enqueue` would run one more pass after the running one, for nothing.)
+   */
+  enqueueUnlessRunning(id: string): void {
+    if (this.running.has(id)) return;
+    this.enqueue(id);
+  }
+
+  /**
    * Queues a pass in the background lane: after every pass asked with `enqueue`. Nothing is
    * added for an instance whose pass is queued, delayed or running already.
    */

@@ -248,7 +248,7 @@ export class Reconciler {
     if (this.polling || !this.owner) return;
     this.polling = true;
     try {
-      for (const id of await listPendingInstanceIds(this.deps.db)) this.controller.enqueue(id);
+      for (const id of await listPendingInstanceIds(this.deps.db)) this.controller.enqueueUnlessRunning(id);
     } catch (err) {
       this.log.debug({ err }, 'poll failed');
     } finally {
