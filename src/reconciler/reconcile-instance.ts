@@ -187,7 +187,6 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   let address: string | undefined;
   try {
     if (!(await accessAlone(deps, target, inst, spec, rules, done, report, ctx))) {
-      deps.converged?.forget(id);
       ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.service), ctx));
       deps.converged?.remember(spec, version);
     }

@@ -313,8 +313,6 @@ export class LocalRuntime implements Runtime {
   }
 
   async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<{ changed: boolean } | undefined> {
-    // an instance with a problem found since (a unit died, its dir cannot be written) is converged whole
-    if (this.problems.has(spec.id) || this.dirProblems.has(spec.id)) return undefined;
     const access = await this.edge.applyAccess(spec.id, accessGroups(edgeRoutes(spec.service, spec.type, spec.ports), rules), ctx.signal);
     if (!access.live) return undefined;
     if (access.changed) ctx.step('ensure:access-applied');
