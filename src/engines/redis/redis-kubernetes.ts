@@ -28,6 +28,14 @@ export function redisMemberMemoryMb(plan: number): number {
 }
 /** Memory of a sentinel's container, in MB. */
 export const SENTINEL_MEMORY_MB = 64;
+/**
+ * CPU limit of a sentinel's container. A sentinel needs almost none (a ping a second to each
+ * engine and peer), but Redis Sentinel can spin at a full core when an engine it watches goes
+ * away behind a ClusterIP (a pod made again with a new IP): the kernel leaves an error on the old
+ * connection that its reads never clear (redis/redis#9956, not fixed in any release). The limit
+ * bounds that to a tenth of a core; failovers still complete within seconds under it.
+ */
+export const SENTINEL_CPU_LIMIT = '100m';
 /** Size of an engine's data volume: three times the plan (the AOF, and its rewrite beside it), 1 GiB at least. */
 export function redisVolumeMb(plan: number): number {
   return Math.max(1024, plan * 3);
@@ -277,7 +285,7 @@ export class RedisClusterDriver implements ClusterDriver {
                     exec: { command: ['sh', '-c', `redis-cli -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning ping | grep -q PONG`] },
                     periodSeconds: 2,
                   },
-                  resources: memory(SENTINEL_MEMORY_MB),
+                  resources: { ...memory(SENTINEL_MEMORY_MB), limits: { memory: `${SENTINEL_MEMORY_MB}Mi`, cpu: SENTINEL_CPU_LIMIT } },
                   volumeMounts: [
                     { name: 'work', mountPath: '/work' },
                     { name: 'config', mountPath: '/etc/hangar', readOnly: true },
