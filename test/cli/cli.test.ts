@@ -8,7 +8,7 @@ import { CLIENT_COMMANDS, OPERATOR_COMMANDS } from '../../src/cli/main.js';
 import { TerminalError } from '../../src/domain/errors.js';
 import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
 import { type Account, PASSWORD, type TestHangar, startTestHangar } from '../helpers/hangar.js';
-import { BIN, assertBuilt, removeTempDirs, runCli, startCli, tempDir } from './run-cli.js';
+import { BIN, assertBuilt, removeTempDirs, runCli, runCliInProcess, startCli, tempDir } from './run-cli.js';
 
 const REDIS = ['--service', 'redis', '--version', '7.0.15', '--zone', 'US-Dallas'];
 
@@ -524,9 +524,13 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     });
   });
 
+  // in this process (the binary is main() and nothing else): a process per command would take
+  // a minute of a loaded machine; the binary itself answers the top-level --help below
+  const inProcess = (args: string[]) => runCliInProcess(args, { home });
+
   it('--help of every command: usage, options and examples, exit code 0', async () => {
     for (const c of [...CLIENT_COMMANDS, ...OPERATOR_COMMANDS]) {
-      const res = await cli([...c.name.split(' '), '--help']);
+      const res = await inProcess([...c.name.split(' '), '--help']);
       expect(res.code, c.name).toBe(0);
       expect(res.stdout, c.name).toContain(`Usage: hangar ${c.name}`);
       expect(res.stdout, c.name).toMatch(/Examples:\n {2}\S/);
@@ -544,13 +548,13 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     for (const group of groups) {
       const members = all.filter((c) => c.name.startsWith(`${group} `));
       for (const args of [[...group.split(' '), '--help'], [...group.split(' '), '-h'], ['help', ...group.split(' ')]]) {
-        const res = await cli(args);
+        const res = await inProcess(args);
         expect(res.code, `${args.join(' ')}: ${res.stderr}`).toBe(0);
         for (const c of members) expect(res.stdout, args.join(' ')).toContain(`  ${c.name} `);
         for (const c of all.filter((x) => !members.includes(x))) expect(res.stdout, args.join(' ')).not.toContain(`  ${c.name} `);
       }
       // without --help a group is no command: its commands, on stderr, and wrong usage
-      const bare = await cli(group.split(' '));
+      const bare = await inProcess(group.split(' '));
       expect(bare.code, group).toBe(2);
       expect(bare.stderr, group).toContain(`  ${members[0]!.name} `);
     }

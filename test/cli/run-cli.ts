@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { main } from '../../src/cli/main.js';
 
 /** The built binary, as `npm run build` leaves it. */
 export const BIN = resolve('dist/src/cli/bin.js');
@@ -58,6 +59,20 @@ export function startCli(args: readonly string[], opts: { home: string; env?: Re
 
 export const runCli = (args: readonly string[], opts: { home: string; env?: Record<string, string>; input?: string }): Promise<CliResult> =>
   startCli(args, opts).done;
+
+/**
+ * Runs the command line in this process: what the binary runs (`bin.ts` is `main(argv, env,
+ * processIo)` and nothing else) without starting a process, for the checks that run a command
+ * per command of the CLI. Not a terminal, no HANGAR_* variable but those given.
+ */
+export async function runCliInProcess(args: readonly string[], opts: { home: string; env?: Record<string, string> }): Promise<CliResult> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: opts.home, XDG_CONFIG_HOME: join(opts.home, '.config'), ...opts.env };
+  let stdout = '';
+  let stderr = '';
+  const line = (t: string) => (t.endsWith('\n') ? t : `${t}\n`);
+  const code = await main(args, env, { out: (t) => (stdout += line(t)), err: (t) => (stderr += line(t)) });
+  return { code, stdout, stderr };
+}
 
 const made: string[] = [];
 
