@@ -38,13 +38,20 @@ export function assertBuilt(): void {
   }
 }
 
+/** A user's environment: a home of its own (the config file goes there), no HANGAR_* variable but those given. */
+const cliEnv = (opts: { home: string; env?: Record<string, string> }): Record<string, string> => ({
+  PATH: process.env.PATH ?? '',
+  HOME: opts.home,
+  XDG_CONFIG_HOME: join(opts.home, '.config'),
+  ...opts.env,
+});
+
 /**
  * Runs `node dist/src/cli/bin.js ARGS` as a user would: with a home of its own (the config
  * file goes there), no HANGAR_* variable but those given, stdin from `input`, not a terminal.
  */
 export function startCli(args: readonly string[], opts: { home: string; env?: Record<string, string>; input?: string }): CliRun {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: opts.home, XDG_CONFIG_HOME: join(opts.home, '.config'), ...opts.env };
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env: cliEnv(opts), stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -66,11 +73,10 @@ export const runCli = (args: readonly string[], opts: { home: string; env?: Reco
  * per command of the CLI. Not a terminal, no HANGAR_* variable but those given.
  */
 export async function runCliInProcess(args: readonly string[], opts: { home: string; env?: Record<string, string> }): Promise<CliResult> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: opts.home, XDG_CONFIG_HOME: join(opts.home, '.config'), ...opts.env };
   let stdout = '';
   let stderr = '';
   const line = (t: string) => (t.endsWith('\n') ? t : `${t}\n`);
-  const code = await main(args, env, { out: (t) => (stdout += line(t)), err: (t) => (stderr += line(t)) });
+  const code = await main(args, cliEnv(opts), { out: (t) => (stdout += line(t)), err: (t) => (stderr += line(t)) });
   return { code, stdout, stderr };
 }
 

@@ -84,6 +84,9 @@ describe('generated Kubernetes objects', () => {
     expect(redis.spec.template.spec.nodeSelector).toEqual({ pool: 'datastores', 'topology.kubernetes.io/zone': 'eu-west-2a' });
     const sentinel = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name.endsWith('-sentinel')) as any;
     expect(sentinel.spec.replicas).toBe(3);
+    // the engines' CPU is not limited; a sentinel's is (it can spin: redis/redis#9956)
+    expect(redis.spec.template.spec.containers[0].resources.limits.cpu).toBeUndefined();
+    expect(sentinel.spec.template.spec.containers[0].resources).toEqual({ requests: { memory: '64Mi', cpu: '50m' }, limits: { memory: '64Mi', cpu: '100m' } });
     const secret = objects.find((o) => o.kind === 'Secret') as any;
     expect(secret.stringData['redis-1.conf']).toContain('replicaof 198.19.0.10 6379');
     expect(secret.stringData['redis-1.conf']).toContain(`maxmemory ${plan}mb`);

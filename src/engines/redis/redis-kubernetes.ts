@@ -117,7 +117,11 @@ export function redisNames(id: string) {
   };
 }
 
-const memory = (mb: number) => ({ requests: { memory: `${mb}Mi`, cpu: '50m' }, limits: { memory: `${mb}Mi` } });
+/** A container's resources: `mb` of memory requested and limited alike, and a CPU limit when given. */
+const resources = (mb: number, cpuLimit?: string) => ({
+  requests: { memory: `${mb}Mi`, cpu: '50m' },
+  limits: { memory: `${mb}Mi`, ...(cpuLimit ? { cpu: cpuLimit } : {}) },
+});
 
 /**
  * A redis_ha_instance on Kubernetes: a StatefulSet of two engines (primary and replica, AOF on a
@@ -236,7 +240,7 @@ export class RedisClusterDriver implements ClusterDriver {
                     periodSeconds: 2,
                     timeoutSeconds: 2,
                   },
-                  resources: memory(redisMemberMemoryMb(spec.plan)),
+                  resources: resources(redisMemberMemoryMb(spec.plan)),
                   volumeMounts: [
                     { name: 'data', mountPath: '/data' },
                     { name: 'config', mountPath: '/etc/hangar', readOnly: true },
@@ -285,7 +289,7 @@ export class RedisClusterDriver implements ClusterDriver {
                     exec: { command: ['sh', '-c', `redis-cli -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning ping | grep -q PONG`] },
                     periodSeconds: 2,
                   },
-                  resources: { ...memory(SENTINEL_MEMORY_MB), limits: { memory: `${SENTINEL_MEMORY_MB}Mi`, cpu: SENTINEL_CPU_LIMIT } },
+                  resources: resources(SENTINEL_MEMORY_MB, SENTINEL_CPU_LIMIT),
                   volumeMounts: [
                     { name: 'work', mountPath: '/work' },
                     { name: 'config', mountPath: '/etc/hangar', readOnly: true },
