@@ -1,0 +1,9 @@
+import { accessOnKubernetes } from './access-on-kubernetes.js';
+import { redisOnKubernetes } from './redis-on-kubernetes.js';
+
+// The Kubernetes tests, in one file so that they run one after the other, never beside each
+// other: they share the testbed's one cluster, and one of them stops its API server for 30 s
+// (a kubectl of a suite running beside it then timed out on its TLS handshake). Each suite has a
+// namespace, volumes and client hosts of its own.
+redisOnKubernetes();
+accessOnKubernetes();

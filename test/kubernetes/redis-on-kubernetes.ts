@@ -1,0 +1,435 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createClient } from 'redis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, HangarProcess, portOf } from '../e2e/helpers/hangar-process.js';
+import { ClientHost, Testbed, readTestbedEnv, testbedAvailable } from './helpers/testbed.js';
+
+// Redis instances in a Kubernetes zone of a real single-node cluster (scripts/k8s-testbed): real
+// pods running redis-server, Redis Sentinel and HAProxy, driven through hangar's HTTP API only
+// (and checked with kubectl and a Redis client).
+const execFileP = promisify(execFile);
+
+export function redisOnKubernetes(): void {
+  describe.runIf(testbedAvailable())('redis on Kubernetes', () => {
+    const tb = new Testbed(readTestbedEnv() ?? {});
+    const run = `t${process.pid}`;
+    const ns = `hangar-e2e-${run}`;
+    const storageClass = `hangar-e2e-${run}`;
+    const dir = mkdtempSync(join(tmpdir(), 'hangar-k8s-'));
+    const nodeIp = tb.env.HANGAR_K8S_NODE_IP!;
+    const [portFirst, portLast] = (tb.env.HANGAR_K8S_NODEPORT_RANGE ?? '0-0').split('-').map(Number) as [number, number];
+    let client: ClientHost;
+    let hangar: HangarProcess;
+    let inst: any;
+
+    const zones = (extra = '') =>
+      [
+        'Kube:',
+        '  runtime: kubernetes',
+        `  kubeconfig: ${tb.env.HANGAR_K8S_HANGAR_KUBECONFIG}`,
+        `  namespace: ${ns}`,
+        `  storage_class: ${storageClass}`,
+        `  node_port_range: ${portFirst}-${portLast}`,
+        `  images: { "redis:7.0.15": "${tb.env.HANGAR_K8S_REDIS_IMAGE}", haproxy: "${tb.env.HANGAR_K8S_HAPROXY_IMAGE}" }`,
+        '  capacity_mb: 12000',
+        extra,
+      ].join('\n');
+
+    beforeAll(async () => {
+      tb.namespace(ns);
+      tb.volumes(`pv-${run}`, storageClass, join(dir, 'volumes'), 16);
+      // two volumes large enough for the plan no node can fit, so that the scheduler's reason is memory
+      tb.volumes(`pv-${run}-large`, storageClass, join(dir, 'volumes'), 2, '400Gi');
+      client = await ClientHost.create(`hke${process.pid % 100000}`, '192.0.2.100', nodeIp);
+      writeFileSync(join(dir, 'zones.yaml'), zones());
+      hangar = await HangarProcess.start({ env: { HANGAR_ZONES: join(dir, 'zones.yaml'), HANGAR_BUILD_TIMEOUT: '300' } });
+    }, 120_000);
+
+    // What hangar said, when a test fails: the warnings at the end of its log.
+    afterEach((ctx) => {
+      if (ctx.task.result?.state !== 'fail' || !hangar) return;
+      const warnings = hangar.log.split('\n').filter((l) => /"level":[45]0/.test(l)).slice(-15);
+      console.log(`hangar's last warnings:\n${warnings.map((l) => l.slice(0, 600)).join('\n')}`);
+    });
+
+    afterAll(async () => {
+      await hangar?.destroy();
+      client?.remove();
+      tb.kubectl(['delete', 'namespace', ns, '--wait=true', '--timeout=120s']);
+      tb.kubectl(['delete', 'pv', '-l', `hangar-test in (pv-${run},pv-${run}-large)`]);
+      rmSync(dir, { recursive: true, force: true });
+    }, 180_000);
+
+    const create = (name: string, extra: Record<string, unknown> = {}) => hangar.post('/v2/instances/', { ...hangar.redisBody(name), zone: 'Kube', version: '7.0.15', ...extra });
+    const pods = (selector: string) => tb.json(['-n', ns, 'get', 'pods', '-l', selector]).items as any[];
+
+    // An ACL change's answer waits for the edge pods (at most 2 s); on a cluster busier than that,
+    // the change's operation turns SUCCEEDED once every edge pod has it.
+    const enforced = async (res: { status: number; headers: Headers }, what: string): Promise<void> => {
+      expect(res.status).toBe(200);
+      const id = res.headers.get('x-operation-id');
+      expect(id).toMatch(/^[0-9a-f]{24}$/);
+      const asked = Date.now();
+      await expect.poll(async () => (await hangar.get(`/v2/operations/${id}/`)).body.data.state, { timeout: 60_000, interval: 100 }).toBe('SUCCEEDED');
+      console.log(`${what}: its operation SUCCEEDED ${Date.now() - asked} ms after the answer`);
+    };
+
+    it('a redis_ha_instance turns ACTIVE with its pods Running, reached at the edge Service on the node', async () => {
+      const res = await create('cache');
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      inst = await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 240_000);
+      expect(inst.connect_string).toBe(`redis://${nodeIp}:${portOf(inst.connect_string)}`);
+      const id = inst.id as string;
+      const running = pods(`hangar.io/instance=${id}`).filter((p) => p.status.phase === 'Running');
+      expect(running.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual(['edge', 'edge', 'redis', 'redis', 'sentinel', 'sentinel', 'sentinel']);
+      const redisPod = pods(`hangar.io/instance=${id},app.kubernetes.io/component=redis`)[0];
+      expect(redisPod.spec.containers[0].resources).toEqual({ requests: { memory: '689Mi', cpu: '50m' }, limits: { memory: '689Mi' } });
+      // a sentinel's CPU is limited: it can spin when an engine's pod is made again (redis/redis#9956)
+      const sentinelPod = pods(`hangar.io/instance=${id},app.kubernetes.io/component=sentinel`)[0];
+      expect(sentinelPod.spec.containers[0].resources).toEqual({ requests: { memory: '64Mi', cpu: '50m' }, limits: { memory: '64Mi', cpu: '100m' } });
+    }, 300_000);
+
+    it('the edge admits only the ACL sources: none, then the client host, then none again with its open connection cut', async () => {
+      const port = portOf(inst.connect_string);
+      expect(await client.ping(nodeIp, port, inst.password)).toBe('closed');
+      const acl = await hangar.post(`/v2/instances/cache/acls/`, { cidr_mask: client.address, description: 'client host' });
+      await enforced(acl, 'acl add');
+      const admittedWithin = Date.now();
+      // changed through the edge's runtime API: admitted within a second of being enforced
+      let outcome = '';
+      while (Date.now() - admittedWithin < 1000 && outcome !== 'PONG') outcome = await client.ping(nodeIp, port, inst.password);
+      expect(outcome).toBe('PONG');
+      const open = client.redis(nodeIp, port);
+      expect((await open.send('AUTH', inst.password)).reply).toBe('OK');
+      expect((await open.send('SET', 'written', 'through the edge')).reply).toBe('OK');
+      expect((await open.send('GET', 'written')).reply).toBe('through the edge');
+      await enforced(await hangar.delete(`/v2/instances/cache/acls/${acl.body.data}/`), 'acl delete');
+      const deadline = Date.now() + 1000;
+      while (!open.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(open.closed).toBe(true);
+      expect(await client.ping(nodeIp, port, inst.password)).toBe('closed');
+    }, 60_000);
+
+    // Before the resize: a resize rolls the pods, and the failover Sentinel makes then holds back
+    // the next one of the same primary for twice its failover-timeout.
+    it('the primary killed: Sentinel promotes the replica within 10 s, the edge follows, a writing client goes on; lost writes measured', async () => {
+      await enforced(await hangar.post(`/v2/instances/cache/acls/`, { cidr_mask: '0.0.0.0/0', description: 'everyone, for the writer' }), 'acl add for the writer');
+      const port = portOf(inst.connect_string);
+      // the engines' roles, asked at their Services' addresses as hangar's own user (no kubectl exec:
+      // a busy API server or kubelet must not be what is measured)
+      const n = `h-${inst.id}-redis`;
+      const adminSecret = tb.redisAdminSecret(ns, inst.id);
+      const members = [0, 1].map((i) => ({ pod: `${n}-${i}`, address: tb.json(['-n', ns, 'get', 'service', `${n}-${i}`]).spec.clusterIP as string }));
+      const roleOf = async (address: string): Promise<string | undefined> => {
+        const c = createClient({ socket: { host: address, port: 6379, connectTimeout: 1000, reconnectStrategy: false }, username: 'hangar', password: adminSecret });
+        c.on('error', () => {});
+        try {
+          await c.connect();
+          return /role:(\w+)/.exec(await c.info('replication'))?.[1];
+        } catch {
+          return undefined;
+        } finally {
+          // a client whose connection failed is closed already: disconnect() then throws at once
+          try {
+            if (c.isOpen) await c.disconnect();
+          } catch {
+            /* closed meanwhile */
+          }
+        }
+      };
+      // asked until both answer (one try can time out on a busy node): one primary, one replica
+      let roles: (string | undefined)[] = [];
+      const rolesUntil = Date.now() + 30_000;
+      for (;;) {
+        roles = await Promise.all(members.map((m) => roleOf(m.address)));
+        if ((roles.includes('master') && roles.includes('slave')) || Date.now() > rolesUntil) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      const primary = members[roles.indexOf('master')]!;
+      const replica = members.find((m) => m !== primary)!;
+      expect(roles.filter((r) => r === 'master'), `roles before the kill: ${roles.join(', ')}`).toHaveLength(1);
+      // what is measured is the failover: Sentinel has found the replica first
+      expect(await tb.sentinelReplicaFlags(ns, inst.id), 'Sentinel knows the replica, serving, before the kill').toBe('slave');
+      const writer = createClient({ socket: { host: nodeIp, port, reconnectStrategy: () => 50, connectTimeout: 1000 }, password: inst.password });
+      writer.on('error', () => {});
+      await writer.connect();
+      const acked: number[] = [];
+      let failed = 0;
+      let n2 = 0;
+      let writing = true;
+      const loop = (async () => {
+        while (writing) {
+          const i = n2++;
+          try {
+            await writer.set(`k:${i}`, String(i));
+            acked.push(i);
+          } catch {
+            failed++;
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        }
+      })();
+      try {
+        await new Promise((r) => setTimeout(r, 1000));
+        const killedAt = Date.now();
+        // killed at once (no grace period), as a crashed node would leave it; the StatefulSet makes it again
+        tb.kubectl(['-n', ns, 'delete', 'pod', primary.pod, '--grace-period=0', '--force', '--wait=false']);
+        let promotedAt = 0;
+        while (Date.now() - killedAt < 30_000) {
+          if ((await roleOf(replica.address)) === 'master') {
+            promotedAt = Date.now();
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        if (promotedAt === 0) {
+          const sentinels = pods(`hangar.io/instance=${inst.id},app.kubernetes.io/component=sentinel`).map((p) => p.metadata.name as string);
+          const logs = sentinels.map((s) => `${s}:\n${tb.kubectl(['-n', ns, 'logs', s, '--tail=30']).stdout}`).join('\n');
+          console.log(`no promotion within 30 s; pods:\n${tb.kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).stdout}\nsentinel logs:\n${logs}`);
+        }
+        expect(promotedAt, 'the replica was promoted').toBeGreaterThan(0);
+        expect(promotedAt - killedAt).toBeLessThan(10_000);
+        const ackedBefore = acked.length;
+        const until = Date.now() + 15_000;
+        while (acked.length < ackedBefore + 50 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+        writing = false;
+        await loop;
+        expect(acked.length, 'the client goes on writing through the connect string').toBeGreaterThanOrEqual(ackedBefore + 50);
+        const reader = createClient({ socket: { host: nodeIp, port }, password: inst.password });
+        reader.on('error', () => {});
+        await reader.connect();
+        const values = await reader.mGet(acked.map((i) => `k:${i}`));
+        const lost = values.filter((v) => v === null).length;
+        console.log(`failover: promoted after ${promotedAt - killedAt} ms; ${acked.length} writes acknowledged, ${failed} failed while it happened, ${lost} acknowledged writes lost`);
+        // Replication is asynchronous: writes acknowledged by the old primary in the last moments before it died may be lost.
+        expect(lost).toBeLessThan(acked.length / 2);
+        await reader.quit();
+      } finally {
+        writing = false;
+        // a write queued while the client reconnects waits for it: closed, it fails at once
+        if (writer.isOpen) writer.destroy();
+        await loop;
+      }
+      await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000);
+      // Left settled for the tests after it: the killed engine is back as the replica, and one
+      // engine alone says it is primary, seen three times in a row a second apart.
+      let steady = 0;
+      const settleUntil = Date.now() + 90_000;
+      while (steady < 3 && Date.now() < settleUntil) {
+        const now = await Promise.all(members.map((m) => roleOf(m.address)));
+        steady = now.filter((r) => r === 'master').length === 1 && now.filter((r) => r === 'slave').length === 1 ? steady + 1 : 0;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      expect(steady, 'one primary and one replica after the failover').toBe(3);
+      // how the killed engine came back (its start script says when it waited or asked for the failover)
+      const said = tb.kubectl(['-n', ns, 'logs', primary.pod]).stdout.split('\n').filter((l) => l.startsWith('hangar:'));
+      console.log(`the killed engine started again: ${said.length ? said.join(' / ') : 'Sentinel had promoted the replica already; it followed'}`);
+    }, 240_000);
+
+    it('resize sets maxmemory live, then rolls the pods to their new memory limit one by one; the data stays', async () => {
+      const writer = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string) }, password: inst.password });
+      // a connection cut (a failover cuts the new primary's clients) is the command's failure, not an uncaught error
+      writer.on('error', () => {});
+      await writer.connect();
+      await writer.set('before-resize', 'kept');
+      await writer.quit();
+      expect((await hangar.post('/v2/redis/cache/resize/', { new_plan: 1000 })).status).toBe(200);
+      await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE' && r.plan === 1000, 180_000);
+      for (const pod of pods(`hangar.io/instance=${inst.id},app.kubernetes.io/component=redis`)) {
+        const got = tb.k(['-n', ns, 'exec', pod.metadata.name, '--', 'sh', '-c', 'redis-cli --user hangar --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning config get maxmemory']);
+        expect(got.trim().split('\n')[1]).toBe(String(1000 * 1024 * 1024));
+        // Kubernetes 1.20 cannot change a running container's limit: the pod was rolled to it
+        expect(pod.spec.containers[0].resources.limits.memory).toBe('1314Mi');
+      }
+      const reader = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string) }, password: inst.password });
+      reader.on('error', () => {});
+      await reader.connect();
+      expect(await reader.get('before-resize')).toBe('kept');
+      await reader.quit();
+      expect((await hangar.get('/v2/redis/cache/connectedSlaves/')).body.data).toBe(1);
+    }, 240_000);
+
+    it('an object deleted by hand is re-created (the edge Deployment: clients are served again)', async () => {
+      const edge = `h-${inst.id}-edge`;
+      const uidOf = () => {
+        const r = tb.kubectl(['-n', ns, 'get', 'deployment', edge, '-o', 'jsonpath={.metadata.uid}']);
+        return r.status === 0 ? r.stdout.trim() : '';
+      };
+      // each step says when it was done: a run that fails says which step took the time
+      const t0 = Date.now();
+      const step = (what: string) => console.log(`object deleted by hand: ${what} after ${Date.now() - t0} ms`);
+      const deleted = uidOf();
+      tb.k(['-n', ns, 'delete', 'deployment', edge]);
+      // back: a Deployment of that name that is not the one deleted
+      const until = Date.now() + 60_000;
+      let back = false;
+      while (!back && Date.now() < until) {
+        const uid = uidOf();
+        back = uid !== '' && uid !== deleted;
+        if (!back) await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(back).toBe(true);
+      step('the Deployment made again');
+      // hangar's own output reaches the test through a pipe: the line may follow the object
+      await expect.poll(() => hangar.log, { timeout: 30_000 }).toMatch(/object deleted; the instance is reconciled/);
+      // Served again once the new edge pods run. Each attempt is a new client with its own bound: an
+      // edge that accepts a connection before its backends answer must not hold the test; after
+      // 90 s it fails with what the cluster shows.
+      let value: string | null | undefined;
+      let last = '';
+      const servedUntil = Date.now() + 90_000;
+      for (let attempt = 1; value === undefined && Date.now() < servedUntil; attempt++) {
+        const c = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string), connectTimeout: 2000, reconnectStrategy: false }, password: inst.password });
+        c.on('error', () => {});
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer within 5 s')), 5000)));
+          value = await Promise.race([c.connect().then(() => c.get('before-resize')), bound]);
+        } catch (err) {
+          last = `attempt ${attempt}: ${(err as Error).message}`;
+          await new Promise((r) => setTimeout(r, 500));
+        } finally {
+          clearTimeout(timer);
+          if (c.isOpen) c.destroy();
+        }
+      }
+      if (value === undefined) {
+        const pods = tb.kubectl(['-n', ns, 'get', 'pods,endpoints', '-o', 'wide']).stdout;
+        const logs = tb.kubectl(['-n', ns, 'logs', `deployment/${edge}`, '--tail=20']).stdout;
+        throw new Error(`not served through the new edge within 90 s (${last});\n${pods}\nedge log:\n${logs}`);
+      }
+      step('a client read through the new edge');
+      expect(value).toBe('kept');
+      // the pods the resize rolled may still be coming back: the instance is ACTIVE once both answer
+      const rec = await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000).catch((err: Error) => {
+        throw new Error(`${err.message}; pods:\n${tb.kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).stdout}`);
+      });
+      expect(rec.state).toBe('ACTIVE');
+      step('the instance ACTIVE');
+      // the test's own bound is over the sum of its steps' (60 + 30 + 90 + 120 s), each of which fails with its reason
+    }, 330_000);
+
+    it('a plan the node cannot fit shows the scheduler\'s reason in the record; a plan over the zone\'s capacity is refused', async () => {
+      const over = await create('over-capacity', { plan: 10000 });
+      expect(over.status).toBe(409);
+      expect(over.body.code).toBe('CAPACITY_EXCEEDED');
+      // 24 GiB of node: a pod asking for 100000 * 1.25 MB cannot be scheduled
+      writeFileSync(join(dir, 'zones.yaml'), zones().replace('  capacity_mb: 12000', '  capacity_mb: 400000'));
+      await hangar.stop();
+      await hangar.serve();
+      expect((await create('huge', { plan: 100000 })).status).toBe(200);
+      const rec = await hangar.waitFor('huge', (r) => /Insufficient memory/.test(r?.state_reason ?? ''), 120_000);
+      expect(rec.state).toBe('BUILDING');
+      expect(rec.state_reason).toMatch(/not scheduled \(Unschedulable\): 0\/1 nodes are available: 1 Insufficient memory/);
+      expect((await hangar.delete('/v2/instances/huge/')).status).toBe(200);
+      await hangar.waitFor('huge', (r) => r === undefined, 120_000);
+    }, 240_000);
+
+    it('delete removes every object of the instance; the instance disappears once they are gone', async () => {
+      expect(tb.objectsOf(ns, inst.id).length).toBeGreaterThan(0);
+      expect((await hangar.delete('/v2/instances/cache/')).status).toBe(200);
+      await hangar.waitFor('cache', (r) => r === undefined, 180_000);
+      expect(tb.objectsOf(ns, inst.id)).toEqual([]);
+      expect(tb.k(['-n', ns, 'get', 'pvc', '-l', `hangar.io/instance=${inst.id}`, '-o', 'name']).trim()).toBe('');
+    }, 200_000);
+
+    it('hangar killed mid-create converges after it starts again', async () => {
+      await hangar.stop();
+      await hangar.serve({ HANGAR_TEST_DIE_AT: 'create:objects-applied' });
+      expect((await create('interrupted')).status).toBe(200);
+      const exit = await hangar.waitExit(120_000);
+      expect(exit.signal).toBe('SIGKILL');
+      await hangar.serve();
+      const rec = await hangar.waitFor('interrupted', (r) => r?.state === 'ACTIVE', 240_000);
+      expect(rec.state).toBe('ACTIVE');
+    }, 400_000);
+
+    it('the API server stopped for 30 s mid-create: no 5xx meanwhile, the instance converges after it returns', async () => {
+      expect((await create('patient')).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 1000));
+      const statuses: number[] = [];
+      // stopped for 30 s, and for 12 s at least after hangar serves again (a start on a busy
+      // machine can take most of the 30 s): the reads below all fall in the outage
+      const resume = tb.stopApiServer();
+      const stoppedAt = Date.now();
+      let startedIn: number;
+      try {
+        // hangar restarted while the API server does not answer serves from the store (serve() fails
+        // when it does not within its start timeout)
+        await hangar.stop();
+        const restartedAt = Date.now();
+        await hangar.serve();
+        startedIn = Date.now() - restartedAt;
+        const until = Math.max(stoppedAt + 30_000, Date.now() + 12_000);
+        while (Date.now() < until) {
+          statuses.push((await hangar.get('/v2/instances/patient/')).status);
+          statuses.push((await hangar.get('/v2/instances/')).status);
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      } finally {
+        resume();
+      }
+      console.log(`hangar restarted while the API server was stopped: serving after ${startedIn} ms`);
+      expect(statuses.length).toBeGreaterThan(20);
+      expect(statuses.filter((s) => s >= 500)).toEqual([]);
+      const rec = await hangar.waitFor('patient', (r) => r?.state === 'ACTIVE', 240_000);
+      expect(rec.state).toBe('ACTIVE');
+    }, 360_000);
+
+    it("hangar's user with only the Role's verbs suffices (every test above), and a missing verb is named", async () => {
+      // take patch on networkpolicies away: the next change of an instance says what is missing
+      const role = tb.json(['-n', ns, 'get', 'role', 'hangar']);
+      role.rules = role.rules.map((r: any) => (r.resources.includes('networkpolicies') ? { ...r, verbs: ['get', 'list', 'delete'] } : r));
+      tb.k(['-n', ns, 'apply', '-f', '-'], JSON.stringify(role));
+      try {
+        expect((await create('forbidden')).status).toBe(200);
+        const rec = await hangar.waitFor('forbidden', (r) => /lacks the verb/.test(r?.state_reason ?? ''), 180_000);
+        expect(rec.state_reason).toMatch(/lacks the verb "(patch|create) networkpolicies\.networking\.k8s\.io"/);
+      } finally {
+        tb.k(['-n', ns, 'apply', '-f', 'deploy/role.yaml']);
+      }
+      await hangar.waitFor('forbidden', (r) => r?.state === 'ACTIVE', 240_000);
+    }, 480_000);
+
+    it('MongoDB and Elasticsearch instances: every object accepted by the API server and their pods created (their images cannot run here)', async () => {
+      const mongo = await hangar.post('/v2/instances/', { name: 'docs', service: 'mongodb', type: 'mongodb_replica_set', plan: 1, version: '3.4.2', zone: 'Kube' });
+      expect(mongo.status, JSON.stringify(mongo.body)).toBe(200);
+      const es = await hangar.post('/v2/instances/', { name: 'search', service: 'elasticsearch', type: 'elasticsearch', plan: 4, version: '6.4.1', zone: 'Kube' });
+      expect(es.status, JSON.stringify(es.body)).toBe(200);
+      for (const [rec, members] of [[mongo.body.data, 3], [es.body.data, 1]] as const) {
+        const until = Date.now() + 120_000;
+        while (pods(`hangar.io/instance=${rec.id}`).length < members && Date.now() < until) await new Promise((r) => setTimeout(r, 1000));
+        expect(pods(`hangar.io/instance=${rec.id}`)).toHaveLength(members);
+        expect(tb.objectsOf(ns, rec.id).filter((o) => o.startsWith('statefulset'))).toHaveLength(1);
+        const shown = await hangar.waitFor(rec.name, (r) => /image|Image/.test(r?.state_reason ?? ''), 120_000);
+        expect(shown.state).toBe('BUILDING');
+      }
+      for (const name of ['docs', 'search']) expect((await hangar.delete(`/v2/instances/${name}/`)).status).toBe(200);
+      for (const name of ['docs', 'search']) await hangar.waitFor(name, (r) => r === undefined, 180_000);
+    }, 480_000);
+
+    it('hangar doctor checks each Kubernetes zone: kubeconfig, API, namespace, every verb of the Role (naming the missing ones)', async () => {
+      // run without blocking this process: the hangar of this file writes its log to it meanwhile
+      const doctor = async (file: string) => {
+        const r = await execFileP(process.execPath, [BIN, 'doctor', '--json'], { env: { ...process.env, HANGAR_ZONES: file, HANGAR_DATA_DIR: join(dir, 'doctor') } })
+          .then((ok) => ({ ...ok, code: 0 }), (err: { code?: number; stdout?: string; stderr?: string }) => ({ code: err.code ?? -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' }));
+        expect(r.stdout, r.stderr).not.toBe('');
+        return { status: r.code, report: JSON.parse(r.stdout) };
+      };
+      const good = await doctor(join(dir, 'zones.yaml'));
+      expect(good.report.zones[0].checks.map((c: any) => [c.check, c.ok])).toEqual([['kubeconfig', true], ['api', true], ['namespace', true], ['rbac', true]]);
+      // the same user in a namespace where its Role is not bound
+      writeFileSync(join(dir, 'elsewhere.yaml'), zones().replace(`namespace: ${ns}`, 'namespace: default'));
+      const bad = await doctor(join(dir, 'elsewhere.yaml'));
+      expect(bad.status).toBe(1);
+      const rbac = bad.report.zones[0].checks.find((c: any) => c.check === 'rbac');
+      expect(rbac.ok).toBe(false);
+      expect(rbac.detail).toMatch(/missing: get pods, list pods, watch pods, .*patch networkpolicies\.networking\.k8s\.io/);
+      // two runs of the CLI, each asking the API server one access review per verb
+    }, 120_000);
+  });
+}
