@@ -87,6 +87,10 @@ describe('generated Kubernetes objects', () => {
     // the engines' CPU is not limited; a sentinel's is (it can spin: redis/redis#9956)
     expect(redis.spec.template.spec.containers[0].resources.limits.cpu).toBeUndefined();
     expect(sentinel.spec.template.spec.containers[0].resources).toEqual({ requests: { memory: '64Mi', cpu: '50m' }, limits: { memory: '64Mi', cpu: '100m' } });
+    // an engine's readiness is a PING (a loading engine is not ready); a sentinel's a TCP check,
+    // which costs the node no process (an exec probe starts one in the container each time)
+    expect(redis.spec.template.spec.containers[0].readinessProbe.exec.command.join(' ')).toMatch(/redis-cli -p 6379 .*ping \| grep -q PONG/);
+    expect(sentinel.spec.template.spec.containers[0].readinessProbe).toEqual({ tcpSocket: { port: 26379 }, periodSeconds: 2 });
     const secret = objects.find((o) => o.kind === 'Secret') as any;
     expect(secret.stringData['redis-1.conf']).toContain('replicaof 198.19.0.10 6379');
     expect(secret.stringData['redis-1.conf']).toContain(`maxmemory ${plan}mb`);
