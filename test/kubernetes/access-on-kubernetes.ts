@@ -17,7 +17,6 @@ export function accessOnKubernetes(): void {
     const storageClass = `hangar-e2e-${run}`;
     const dir = mkdtempSync(join(tmpdir(), 'hangar-k8s-access-'));
     const nodeIp = tb.env.HANGAR_K8S_NODE_IP!;
-    const [portFirst, portLast] = (tb.env.HANGAR_K8S_NODEPORT_RANGE ?? '0-0').split('-').map(Number) as [number, number];
     let admitted: ClientHost;
     let stranger: ClientHost;
     let hangar: HangarProcess;
@@ -28,26 +27,13 @@ export function accessOnKubernetes(): void {
       tb.volumes(`pv-${run}`, storageClass, join(dir, 'volumes'), 4);
       admitted = await ClientHost.create(`hka${process.pid % 100000}`, '192.0.2.110', nodeIp);
       stranger = await ClientHost.create(`hks${process.pid % 100000}`, '192.0.2.111', nodeIp);
-      writeFileSync(
-        join(dir, 'zones.yaml'),
-        [
-          'Kube:',
-          '  runtime: kubernetes',
-          `  kubeconfig: ${tb.env.HANGAR_K8S_HANGAR_KUBECONFIG}`,
-          `  namespace: ${ns}`,
-          `  storage_class: ${storageClass}`,
-          `  node_port_range: ${portFirst}-${portLast}`,
-          `  images: { "redis:7.0.15": "${tb.env.HANGAR_K8S_REDIS_IMAGE}", haproxy: "${tb.env.HANGAR_K8S_HAPROXY_IMAGE}" }`,
-          '  capacity_mb: 12000',
-        ].join('\n'),
-      );
+      writeFileSync(join(dir, 'zones.yaml'), tb.zonesFile(ns, storageClass));
       hangar = await HangarProcess.start({ env: { HANGAR_ZONES: join(dir, 'zones.yaml'), HANGAR_BUILD_TIMEOUT: '300' } });
     }, 120_000);
 
     afterEach((ctx) => {
       if (ctx.task.result?.state !== 'fail' || !hangar) return;
-      const warnings = hangar.log.split('\n').filter((l) => /"level":[45]0/.test(l)).slice(-15);
-      console.log(`hangar's last warnings:\n${warnings.map((l) => l.slice(0, 600)).join('\n')}`);
+      console.log(`hangar's last warnings:\n${hangar.warnings().join('\n')}`);
     });
 
     afterAll(async () => {

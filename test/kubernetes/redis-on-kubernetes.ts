@@ -21,23 +21,11 @@ export function redisOnKubernetes(): void {
     const storageClass = `hangar-e2e-${run}`;
     const dir = mkdtempSync(join(tmpdir(), 'hangar-k8s-'));
     const nodeIp = tb.env.HANGAR_K8S_NODE_IP!;
-    const [portFirst, portLast] = (tb.env.HANGAR_K8S_NODEPORT_RANGE ?? '0-0').split('-').map(Number) as [number, number];
     let client: ClientHost;
     let hangar: HangarProcess;
     let inst: any;
 
-    const zones = (extra = '') =>
-      [
-        'Kube:',
-        '  runtime: kubernetes',
-        `  kubeconfig: ${tb.env.HANGAR_K8S_HANGAR_KUBECONFIG}`,
-        `  namespace: ${ns}`,
-        `  storage_class: ${storageClass}`,
-        `  node_port_range: ${portFirst}-${portLast}`,
-        `  images: { "redis:7.0.15": "${tb.env.HANGAR_K8S_REDIS_IMAGE}", haproxy: "${tb.env.HANGAR_K8S_HAPROXY_IMAGE}" }`,
-        '  capacity_mb: 12000',
-        extra,
-      ].join('\n');
+    const zones = (extra = '') => tb.zonesFile(ns, storageClass, extra);
 
     beforeAll(async () => {
       tb.namespace(ns);
@@ -52,8 +40,7 @@ export function redisOnKubernetes(): void {
     // What hangar said, when a test fails: the warnings at the end of its log.
     afterEach((ctx) => {
       if (ctx.task.result?.state !== 'fail' || !hangar) return;
-      const warnings = hangar.log.split('\n').filter((l) => /"level":[45]0/.test(l)).slice(-15);
-      console.log(`hangar's last warnings:\n${warnings.map((l) => l.slice(0, 600)).join('\n')}`);
+      console.log(`hangar's last warnings:\n${hangar.warnings().join('\n')}`);
     });
 
     afterAll(async () => {

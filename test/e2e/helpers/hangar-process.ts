@@ -234,6 +234,11 @@ export class HangarProcess {
     return this.current.text;
   }
 
+  /** The last `count` lines of its log at level warn or above, cut to 600 characters: what it said, for a failed test. */
+  warnings(count = 15): string[] {
+    return this.log.split('\n').filter((l) => /"level":[45]0/.test(l)).slice(-count).map((l) => l.slice(0, 600));
+  }
+
   /** Resolves when the process has exited (or rejects after `ms`, with its log). */
   async waitExit(ms = 30_000): Promise<Exit> {
     let timer: NodeJS.Timeout | undefined;

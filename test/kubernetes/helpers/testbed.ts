@@ -98,6 +98,25 @@ export class Testbed {
     this.k(['-n', name, 'create', 'rolebinding', 'hangar', '--role=hangar', `--user=${this.env.HANGAR_K8S_HANGAR_USER}`]);
   }
 
+  /**
+   * A zones file with one Kubernetes zone `Kube` on this testbed: hangar's user, `namespace` and
+   * `storageClass`, the testbed's NodePort range and images; `extra` is appended as a line.
+   */
+  zonesFile(namespace: string, storageClass: string, extra = ''): string {
+    const [portFirst, portLast] = (this.env.HANGAR_K8S_NODEPORT_RANGE ?? '0-0').split('-').map(Number) as [number, number];
+    return [
+      'Kube:',
+      '  runtime: kubernetes',
+      `  kubeconfig: ${this.env.HANGAR_K8S_HANGAR_KUBECONFIG}`,
+      `  namespace: ${namespace}`,
+      `  storage_class: ${storageClass}`,
+      `  node_port_range: ${portFirst}-${portLast}`,
+      `  images: { "redis:7.0.15": "${this.env.HANGAR_K8S_REDIS_IMAGE}", haproxy: "${this.env.HANGAR_K8S_HAPROXY_IMAGE}" }`,
+      '  capacity_mb: 12000',
+      extra,
+    ].join('\n');
+  }
+
   /** `count` hostPath volumes of `storageClass` under `dir`: what a provisioner would make. */
   volumes(prefix: string, storageClass: string, dir: string, count: number, size = '4Gi'): void {
     for (let i = 0; i < count; i++) {
