@@ -143,16 +143,36 @@ class Client {
 
 /** `hangar serve` of the binary under test, in a temp data dir. */
 async function startHangar(
-  bin: string, runtime: 'local' | 'emulated', dataDir: string, portRange: string, maxInstances: number, profileDir: string | undefined,
+  bin: string,
+  runtime: 'local' | 'emulated',
+  dataDir: string,
+  portRange: string,
+  maxInstances: number,
+  profileDir: string | undefined,
 ): Promise<{ child: ChildProcess; url: string }> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
   const args = [
     ...(profileDir ? cpuProfileArgs(profileDir, 'load') : []),
-    bin, 'serve', '--runtime', runtime, '--port', '0', '--data-dir', dataDir, '--port-range', portRange, '--log-level', 'warn',
+    bin,
+    'serve',
+    '--runtime',
+    runtime,
+    '--port',
+    '0',
+    '--data-dir',
+    dataDir,
+    '--port-range',
+    portRange,
+    '--log-level',
+    'warn',
     // one account makes all the requests: no rate limit in the way of the measure
-    '--rate-limit', '1000000000', '--max-instances', String(maxInstances),
-    '--zones', writeZonesFile(dataDir, runtime),
+    '--rate-limit',
+    '1000000000',
+    '--max-instances',
+    String(maxInstances),
+    '--zones',
+    writeZonesFile(dataDir, runtime),
   ];
   const child = spawn(process.execPath, args, {
     env: { ...env, HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD, HANGAR_DRAIN_PERIOD: '0' },
@@ -186,13 +206,15 @@ async function cleanup(child: ChildProcess | undefined, dataDir: string): Promis
   }
   const marker = `${dataDir}/`;
   for (let attempt = 0; attempt < 250; attempt++) {
-    const pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).filter((n) => {
-      try {
-        return readFileSync(`/proc/${n}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(marker);
-      } catch {
-        return false;
-      }
-    });
+    const pids = readdirSync('/proc')
+      .filter((n) => /^\d+$/.test(n))
+      .filter((n) => {
+        try {
+          return readFileSync(`/proc/${n}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(marker);
+        } catch {
+          return false;
+        }
+      });
     if (pids.length === 0) break;
     for (const pid of pids) {
       try {
@@ -222,7 +244,12 @@ function edgeCommand(dataDir: string, line: string): Promise<string> {
 /** What the running edge admits for an instance. */
 async function edgeAdmits(dataDir: string, id: string): Promise<Set<string>> {
   const answer = await edgeCommand(dataDir, `show acl ${join(dataDir, 'edge', 'allow', `${id}.main.lst`)}`);
-  return new Set(answer.split('\n').map((l) => /^0x[0-9a-f]+ (\S+)$/.exec(l.trim())?.[1]).filter((x): x is string => x !== undefined));
+  return new Set(
+    answer
+      .split('\n')
+      .map((l) => /^0x[0-9a-f]+ (\S+)$/.exec(l.trim())?.[1])
+      .filter((x): x is string => x !== undefined),
+  );
 }
 
 /** `CONFIG GET maxmemory` of an instance's primary, straight on its loopback port, with the instance password. */
@@ -290,8 +317,14 @@ export async function runLoad(opts: LoadOptions = {}): Promise<LoadResult> {
     log(`${count} instances ACTIVE; ${clients} clients for ${durationS} s`);
 
     const stats = {
-      all: [] as number[], read: [] as number[], write: [] as number[], statuses: {} as Record<string, number>, fiveXx: 0, transport: 0,
-      writes: {} as Record<string, number>, byWrite: {} as Record<string, number[]>,
+      all: [] as number[],
+      read: [] as number[],
+      write: [] as number[],
+      statuses: {} as Record<string, number>,
+      fiveXx: 0,
+      transport: 0,
+      writes: {} as Record<string, number>,
+      byWrite: {} as Record<string, number[]>,
     };
     const note = (kind: 'read' | 'write', r: Reply | undefined, what?: string) => {
       if (!r) {
@@ -300,7 +333,10 @@ export async function runLoad(opts: LoadOptions = {}): Promise<LoadResult> {
       }
       stats.all.push(r.ms);
       stats[kind].push(r.ms);
-      if (what !== undefined) (stats.byWrite[what] ??= []).push(r.ms);
+      if (what !== undefined) {
+        stats.byWrite[what] ??= [];
+        stats.byWrite[what].push(r.ms);
+      }
       stats.statuses[r.status] = (stats.statuses[r.status] ?? 0) + 1;
       if (r.status >= 500) stats.fiveXx++;
     };
@@ -403,11 +439,21 @@ async function createInstances(api: Client, count: number, version: string, log:
   for (let i = 0; i < count; i += 10) {
     const batch = Array.from({ length: Math.min(10, count - i) }, (_, j) => `load-${i + j}`);
     const replies = await Promise.all(
-      batch.map((name) => api.call('POST', '/v2/instances/', { name, plan: 500, service: 'redis', type: 'redis_ha_instance', version, zone: 'US-Dallas' })),
+      batch.map((name) =>
+        api.call('POST', '/v2/instances/', { name, plan: 500, service: 'redis', type: 'redis_ha_instance', version, zone: 'US-Dallas' }),
+      ),
     );
     replies.forEach((r, j) => {
       if (r.status !== 200) throw new Error(`create ${batch[j]}: ${r.status} ${JSON.stringify(r.body)}`);
-      out.push({ id: r.body.data.id, password: r.body.data.password, name: batch[j]!, plan: 500, resized: false, acls: new Map(), deleted: new Set() });
+      out.push({
+        id: r.body.data.id,
+        password: r.body.data.password,
+        name: batch[j]!,
+        plan: 500,
+        resized: false,
+        acls: new Map(),
+        deleted: new Set(),
+      });
     });
   }
   await settled(api, 300_000);
@@ -422,7 +468,8 @@ async function settled(api: Client, ms: number): Promise<void> {
     const list = await api.call('GET', '/v2/instances/');
     const waiting = (list.body.data as any[]).filter((r) => r.state !== 'ACTIVE');
     if (list.status === 200 && waiting.length === 0) return;
-    if (Date.now() > until) throw new Error(`instances not ACTIVE after ${ms} ms: ${waiting.map((r) => `${r.name} ${r.state}`).join(', ')}`);
+    if (Date.now() > until)
+      throw new Error(`instances not ACTIVE after ${ms} ms: ${waiting.map((r) => `${r.name} ${r.state}`).join(', ')}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -440,7 +487,9 @@ async function checkWrites(api: Client, tracked: readonly Tracked[], dataDir: st
     }
     if (rec.name !== t.name) lost.push(`rename: ${t.id} is called ${rec.name}, not ${t.name}`);
     if (rec.plan !== t.plan) lost.push(`resize: ${t.name} is on plan ${rec.plan}, not ${t.plan}`);
-    const listed = new Set(((await api.call('GET', `/v2/instances/${rec.name}/acls/`)).body.data as any[]).map((a) => a.cidr_mask as string));
+    const listed = new Set(
+      ((await api.call('GET', `/v2/instances/${rec.name}/acls/`)).body.data as any[]).map((a) => a.cidr_mask as string),
+    );
     // the edge may take a pass to follow the last changes: look again for a few seconds
     let admitted = dataDir ? await edgeAdmits(dataDir, t.id) : listed;
     for (let i = 0; i < 50 && dataDir && !sameSet(admitted, listed); i++) {

@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { FIGURES } from './figures/index.js';
-import { parseBenchArgs, USAGE } from './lib/args.js';
+import { type BenchOptions, parseBenchArgs, USAGE } from './lib/args.js';
 import { BenchContext } from './lib/context.js';
 import { describeMachine, machineLine } from './lib/machine.js';
 import { Processes } from './lib/processes.js';
@@ -17,11 +17,13 @@ import { now } from './lib/time.js';
 
 function figureList(): string {
   const width = Math.max(...FIGURES.map((f) => f.name.length));
-  return FIGURES.map((f) => `  ${f.name.padEnd(width)}  ${f.title}\n  ${' '.repeat(width)}  ceiling: ${f.ceiling}; target: ${f.target}`).join('\n');
+  return FIGURES.map(
+    (f) => `  ${f.name.padEnd(width)}  ${f.title}\n  ${' '.repeat(width)}  ceiling: ${f.ceiling}; target: ${f.target}`,
+  ).join('\n');
 }
 
 async function main(): Promise<number> {
-  let opts;
+  let opts: BenchOptions;
   try {
     opts = parseBenchArgs(process.argv.slice(2));
   } catch (err) {

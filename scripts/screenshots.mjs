@@ -61,22 +61,41 @@ try {
     process.execPath,
     [join(root, 'dist/src/cli/bin.js'), 'serve', '--runtime', 'local', '--port', '0', '--data-dir', dataDir, '--port-range', '26000-26099'],
     // webhooks to this machine (nothing listens on port 9: its deliveries show failed attempts)
-    { HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD, HANGAR_LOG_LEVEL: 'warn', HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true' },
+    {
+      HANGAR_BOOTSTRAP_LOGIN: LOGIN,
+      HANGAR_BOOTSTRAP_PASSWORD: PASSWORD,
+      HANGAR_LOG_LEVEL: 'warn',
+      HANGAR_WEBHOOK_ALLOW_HTTP: 'true',
+      HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true',
+    },
     /hangar serving on (https?:\/\/[^/\s]+)/,
     'hangar',
   );
   const url = hangar.match;
   const basic = `Basic ${Buffer.from(`${LOGIN}:${PASSWORD}`).toString('base64')}`;
   const api = async (method, path, body) => {
-    const res = await fetch(`${url}${path}`, { method, headers: { authorization: basic, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: { authorization: basic, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
     const json = await res.json();
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json.data;
   };
-  const version = (await api('GET', '/v2/zones/')).find((z) => z.name === 'US-Dallas').services.find((s) => s.service === 'redis').versions[0];
-  const hook = await api('POST', '/v2/webhooks/', { url: 'http://127.0.0.1:9/hangar', kinds: ['operation', 'instance.state'], description: 'deploy bot' });
-  const make = (name, plan, zone, acls = []) => api('POST', '/v2/instances/', { name, service: 'redis', type: 'redis_ha_instance', plan, version, zone, acls });
-  await make('sessions', 1000, 'US-Dallas', [{ cidr_mask: '127.0.0.1', description: 'this machine' }, { cidr_mask: '10.20.0.0/16', description: 'app servers' }]);
+  const version = (await api('GET', '/v2/zones/')).find((z) => z.name === 'US-Dallas').services.find((s) => s.service === 'redis')
+    .versions[0];
+  const hook = await api('POST', '/v2/webhooks/', {
+    url: 'http://127.0.0.1:9/hangar',
+    kinds: ['operation', 'instance.state'],
+    description: 'deploy bot',
+  });
+  const make = (name, plan, zone, acls = []) =>
+    api('POST', '/v2/instances/', { name, service: 'redis', type: 'redis_ha_instance', plan, version, zone, acls });
+  await make('sessions', 1000, 'US-Dallas', [
+    { cidr_mask: '127.0.0.1', description: 'this machine' },
+    { cidr_mask: '10.20.0.0/16', description: 'app servers' },
+  ]);
   await make('cache', 500, 'US-Dallas');
   await make('rate-limits', 2500, 'US-Chicago');
   let sessions;
@@ -88,7 +107,20 @@ try {
 
   chrome = await start(
     CHROMIUM,
-    ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-quic', '--no-first-run', '--disable-sync', '--hide-scrollbars', `--user-data-dir=${profile}`, '--remote-debugging-port=0', 'about:blank'],
+    [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-sync',
+      '--hide-scrollbars',
+      `--user-data-dir=${profile}`,
+      '--remote-debugging-port=0',
+      'about:blank',
+    ],
     {},
     /DevTools listening on (ws:\/\/\S+)/,
     'chromium',
@@ -100,7 +132,12 @@ try {
     console.log(`docs/console-${name}.png`);
   };
   const open = async (opts = {}) => {
-    const context = await browser.newContext({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 }, colorScheme: opts.colorScheme ?? 'light', isMobile: (opts.width ?? 1280) < 500, deviceScaleFactor: 1 });
+    const context = await browser.newContext({
+      viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 },
+      colorScheme: opts.colorScheme ?? 'light',
+      isMobile: (opts.width ?? 1280) < 500,
+      deviceScaleFactor: 1,
+    });
     return context.newPage();
   };
   const logIn = async (page) => {
@@ -155,7 +192,11 @@ try {
   await api('POST', '/v2/redis/cache/resize/', { new_plan: 1000 });
   await page.evaluate(() => (window.location.hash = '/operations'));
   await page.locator('.op-list [data-operation][data-state="SUCCEEDED"]', { hasText: 'resize of cache' }).waitFor({ timeout: 30_000 });
-  await page.locator('.op-list [data-operation]').first().getByText(/^Steps/).click();
+  await page
+    .locator('.op-list [data-operation]')
+    .first()
+    .getByText(/^Steps/)
+    .click();
   await shoot(page, 'operations');
   await page.evaluate(() => (window.location.hash = '/webhooks'));
   await page.getByLabel('URL').fill('http://127.0.0.1:9/audit');
@@ -192,7 +233,12 @@ try {
   await shoot(dark, 'instance-dark');
 
   for (const name of ['sessions', 'cache', 'rate-limits']) await api('DELETE', `/v2/instances/${name}/`);
-  for (let i = 0; i < 50 && (await fetch(`${url}/v2/instances/`, { headers: { authorization: basic } }).then((r) => r.json())).data.length > 0; i++) await sleep(200);
+  for (
+    let i = 0;
+    i < 50 && (await fetch(`${url}/v2/instances/`, { headers: { authorization: basic } }).then((r) => r.json())).data.length > 0;
+    i++
+  )
+    await sleep(200);
 } finally {
   await browser?.close().catch(() => {});
   for (const p of [chrome?.child, hangar?.child]) {

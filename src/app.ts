@@ -53,7 +53,10 @@ function lazySerializers(): (externalSchemas: unknown, options: unknown) => (rou
     const compile = selector(externalSchemas as never, options as never) as (route: unknown) => (data: unknown) => string;
     return (route) => {
       let serialize: ((data: unknown) => string) | undefined;
-      return (data) => (serialize ??= compile(route))(data);
+      return (data) => {
+        serialize ??= compile(route);
+        return serialize(data);
+      };
     };
   };
 }
@@ -66,10 +69,15 @@ function lazySerializers(): (externalSchemas: unknown, options: unknown) => (rou
 function lazyValidators(): (externalSchemas: unknown, options: unknown) => (route: unknown) => (data: unknown) => unknown {
   const selector = AjvCompiler();
   return (externalSchemas, options) => {
-    const compile = selector(externalSchemas as never, options as never) as unknown as (route: unknown) => ((data: unknown) => unknown) & { errors?: unknown };
+    const compile = selector(externalSchemas as never, options as never) as unknown as (
+      route: unknown,
+    ) => ((data: unknown) => unknown) & { errors?: unknown };
     return (route) => {
       let validate: (((data: unknown) => unknown) & { errors?: unknown }) | undefined;
-      const lazy = (data: unknown) => (validate ??= compile(route))(data);
+      const lazy = (data: unknown) => {
+        validate ??= compile(route);
+        return validate(data);
+      };
       Object.defineProperty(lazy, 'errors', { get: () => validate?.errors });
       return lazy;
     };

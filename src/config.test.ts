@@ -23,7 +23,9 @@ describe('loadConfig', () => {
     expect(loadConfig({ port: '9100' }, { HANGAR_PORT: '9000' }).port).toBe(9100);
     expect(loadConfig({ 'data-dir': '/tmp/flag' }, { HANGAR_DATA_DIR: '/tmp/env' }).dataDir).toBe('/tmp/flag');
     expect(loadConfig({}, { HANGAR_DATA_DIR: '/tmp/env' }).dataDir).toBe('/tmp/env');
-    expect(loadConfig({ 'database-url': 'postgres://flag/db' }, { HANGAR_DATABASE_URL: 'postgres://env/db' }).databaseUrl).toBe('postgres://flag/db');
+    expect(loadConfig({ 'database-url': 'postgres://flag/db' }, { HANGAR_DATABASE_URL: 'postgres://env/db' }).databaseUrl).toBe(
+      'postgres://flag/db',
+    );
     expect(loadConfig({ runtime: 'local' }, { HANGAR_RUNTIME: 'emulated' }).runtime).toBe('local');
     expect(loadConfig({}, { HANGAR_RUNTIME: 'local' }).runtime).toBe('local');
   });
@@ -72,14 +74,38 @@ describe('loadConfig', () => {
 
   it('operation deadlines: every kind family has one; a value changes only the kinds it names', () => {
     const d = loadConfig({}, {}).operationDeadlines;
-    expect(d).toEqual({ create: 300, resize: 600, rename: 120, delete: 600, acl: 120, user: 120, password: 120, config: 120, backup: 3600, restore: 3600, default: 3600 });
-    const changed = loadConfig({ 'operation-deadlines': 'create=600, acl.add=5' }, { HANGAR_OPERATION_DEADLINES: 'create=1' }).operationDeadlines;
+    expect(d).toEqual({
+      create: 300,
+      resize: 600,
+      rename: 120,
+      delete: 600,
+      acl: 120,
+      user: 120,
+      password: 120,
+      config: 120,
+      backup: 3600,
+      restore: 3600,
+      default: 3600,
+    });
+    const changed = loadConfig(
+      { 'operation-deadlines': 'create=600, acl.add=5' },
+      { HANGAR_OPERATION_DEADLINES: 'create=1' },
+    ).operationDeadlines;
     expect(changed).toMatchObject({ create: 600, 'acl.add': 5, acl: 120, resize: 600 });
   });
 
   it('webhook settings: https only and public targets only by default', () => {
-    expect(loadConfig({}, {})).toMatchObject({ webhookAllowHttp: false, webhookAllowPrivate: false, webhookRetryWindowSeconds: 86_400, eventRetentionSeconds: 86_400, operationRetentionSeconds: 2_592_000 });
-    expect(loadConfig({}, { HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'YES' })).toMatchObject({ webhookAllowHttp: true, webhookAllowPrivate: true });
+    expect(loadConfig({}, {})).toMatchObject({
+      webhookAllowHttp: false,
+      webhookAllowPrivate: false,
+      webhookRetryWindowSeconds: 86_400,
+      eventRetentionSeconds: 86_400,
+      operationRetentionSeconds: 2_592_000,
+    });
+    expect(loadConfig({}, { HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'YES' })).toMatchObject({
+      webhookAllowHttp: true,
+      webhookAllowPrivate: true,
+    });
     expect(loadConfig({ 'webhook-allow-private': 'false' }, { HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate).toBe(false);
   });
 
@@ -94,9 +120,14 @@ describe('loadConfig', () => {
 
 describe('backup settings', () => {
   it('reads the default backup policy, and refuses one that is not', () => {
-    expect(loadConfig({}, { HANGAR_BACKUP_POLICY: 'daily=03:00,keep=7' }).backupPolicy).toEqual({ schedule: { kind: 'daily', minuteOfDay: 180 }, retention: { keepLast: 7, keepDays: null } });
+    expect(loadConfig({}, { HANGAR_BACKUP_POLICY: 'daily=03:00,keep=7' }).backupPolicy).toEqual({
+      schedule: { kind: 'daily', minuteOfDay: 180 },
+      retention: { keepLast: 7, keepDays: null },
+    });
     expect(loadConfig({}, {}).backupPolicy).toEqual({ schedule: { kind: 'off' }, retention: { keepLast: null, keepDays: null } });
-    expect(() => loadConfig({}, { HANGAR_BACKUP_POLICY: 'weekly' })).toThrow(/HANGAR_BACKUP_POLICY: "weekly" is not part of a backup policy/);
+    expect(() => loadConfig({}, { HANGAR_BACKUP_POLICY: 'weekly' })).toThrow(
+      /HANGAR_BACKUP_POLICY: "weekly" is not part of a backup policy/,
+    );
     expect(() => loadConfig({}, { HANGAR_BACKUP_POLICY: 'daily=25:00' })).toThrow(/daily= takes a time HH:MM/);
   });
 

@@ -112,7 +112,19 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Kind = 'string' | 'int' | 'seconds' | 'path' | 'runtime' | 'range' | 'ipv4' | 'policy' | 'bool' | 'deadlines' | 'backup-policy' | 'url';
+type Kind =
+  | 'string'
+  | 'int'
+  | 'seconds'
+  | 'path'
+  | 'runtime'
+  | 'range'
+  | 'ipv4'
+  | 'policy'
+  | 'bool'
+  | 'deadlines'
+  | 'backup-policy'
+  | 'url';
 
 export interface SettingDoc {
   readonly key: keyof Config;
@@ -125,66 +137,425 @@ export interface SettingDoc {
 }
 
 /** Deadlines of operations, in seconds, by kind family. */
-const DEFAULT_DEADLINES = 'create=300,resize=600,rename=120,delete=600,acl=120,user=120,password=120,config=120,backup=3600,restore=3600,default=3600';
+const DEFAULT_DEADLINES =
+  'create=300,resize=600,rename=120,delete=600,acl=120,user=120,password=120,config=120,backup=3600,restore=3600,default=3600';
 
 const REDIS_POLICIES = [
-  'noeviction', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random',
-  'volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl',
+  'noeviction',
+  'allkeys-lru',
+  'allkeys-lfu',
+  'allkeys-random',
+  'volatile-lru',
+  'volatile-lfu',
+  'volatile-random',
+  'volatile-ttl',
 ] as const;
 
 export const SETTINGS: readonly SettingDoc[] = [
   { key: 'port', flag: 'port', env: 'HANGAR_PORT', kind: 'int', default: '8080', description: 'TCP port of the API' },
   { key: 'host', flag: 'host', env: 'HANGAR_HOST', kind: 'string', default: '127.0.0.1', description: 'address the API listens on' },
-  { key: 'dataDir', flag: 'data-dir', env: 'HANGAR_DATA_DIR', kind: 'path', default: './.hangar', description: 'SQLite file, secret key file, engine data and edge configuration' },
-  { key: 'databaseUrl', flag: 'database-url', env: 'HANGAR_DATABASE_URL', kind: 'string', default: undefined, description: '`postgres://...` stores state in PostgreSQL (required for several replicas); unset: SQLite in the data dir' },
-  { key: 'runtime', flag: 'runtime', env: 'HANGAR_RUNTIME', kind: 'runtime', default: 'local', description: '`local` runs real engines on this machine (redis-server behind an HAProxy edge); `emulated` models them in-process (for developing API clients)' },
-  { key: 'bootstrapLogin', flag: 'bootstrap-login', env: 'HANGAR_BOOTSTRAP_LOGIN', kind: 'string', default: undefined, description: 'account created at start if it does not exist (with the password below)' },
-  { key: 'bootstrapPassword', flag: 'bootstrap-password', env: 'HANGAR_BOOTSTRAP_PASSWORD', kind: 'string', default: undefined, description: 'password of the bootstrap account' },
-  { key: 'tokenTtlSeconds', flag: 'token-ttl', env: 'HANGAR_TOKEN_TTL', kind: 'int', default: '86400', description: 'seconds an API token stays valid' },
-  { key: 'advertiseHost', flag: 'advertise-host', env: 'HANGAR_ADVERTISE_HOST', kind: 'ipv4', default: '127.0.0.1', description: 'IPv4 address put in connection strings' },
-  { key: 'edgeBind', flag: 'edge-bind', env: 'HANGAR_EDGE_BIND', kind: 'string', default: undefined, description: 'address the edge listeners bind to (default: the advertised host; `0.0.0.0` for every interface)' },
-  { key: 'portRange', flag: 'port-range', env: 'HANGAR_PORT_RANGE', kind: 'range', default: '20000-29999', description: 'ports hangar allocates to edge listeners and engines' },
-  { key: 'logLevel', flag: 'log-level', env: 'HANGAR_LOG_LEVEL', kind: 'string', default: 'info', description: 'pino log level (fatal, error, warn, info, debug, trace, silent)' },
-  { key: 'secretKey', flag: 'secret-key', env: 'HANGAR_SECRET_KEY', kind: 'string', default: undefined, description: 'base64 AES-256 keys, comma-separated, the first one encrypts; unset: `secret.key` in the data dir, created with mode 0600' },
-  { key: 'tlsCert', flag: 'tls-cert', env: 'HANGAR_TLS_CERT', kind: 'path', default: undefined, description: 'PEM certificate: serve the API over HTTPS' },
-  { key: 'tlsKey', flag: 'tls-key', env: 'HANGAR_TLS_KEY', kind: 'path', default: undefined, description: 'PEM private key of that certificate' },
-  { key: 'rateLimit', flag: 'rate-limit', env: 'HANGAR_RATE_LIMIT', kind: 'int', default: '6000', description: 'API requests per minute per account (429 above)' },
-  { key: 'loginFailureLimit', flag: 'login-failure-limit', env: 'HANGAR_LOGIN_FAILURE_LIMIT', kind: 'int', default: '5', description: 'failed logins per minute of one login from one source address (an IPv6 /64) before that login is refused from there (429)' },
-  { key: 'loginSourceFailureLimit', flag: 'login-source-failure-limit', env: 'HANGAR_LOGIN_SOURCE_FAILURE_LIMIT', kind: 'int', default: '50', description: 'failed logins per minute from one source address, whatever the logins, before every login from there is refused (429)' },
-  { key: 'maxInstancesPerAccount', flag: 'max-instances', env: 'HANGAR_MAX_INSTANCES', kind: 'int', default: '100', description: 'instances an account may have' },
-  { key: 'maxAclsPerInstance', flag: 'max-acls', env: 'HANGAR_MAX_ACLS', kind: 'int', default: '100', description: 'ACLs an instance may have' },
-  { key: 'redisMaxmemoryPolicy', flag: 'redis-maxmemory-policy', env: 'HANGAR_REDIS_MAXMEMORY_POLICY', kind: 'policy', default: 'noeviction', description: '`maxmemory-policy` of new Redis instances' },
-  { key: 'redisServerBin', flag: 'redis-server-bin', env: 'HANGAR_REDIS_SERVER_BIN', kind: 'string', default: 'redis-server', description: 'redis-server binary' },
-  { key: 'haproxyBin', flag: 'haproxy-bin', env: 'HANGAR_HAPROXY_BIN', kind: 'string', default: 'haproxy', description: 'HAProxy binary of the edge' },
-  { key: 'mongodBin', flag: 'mongod-bin', env: 'HANGAR_MONGOD_BIN', kind: 'string', default: undefined, description: 'mongod binary (default: `mongod` on PATH)' },
-  { key: 'mongosBin', flag: 'mongos-bin', env: 'HANGAR_MONGOS_BIN', kind: 'string', default: undefined, description: 'mongos binary (default: `mongos` on PATH)' },
-  { key: 'elasticsearchBin', flag: 'elasticsearch-bin', env: 'HANGAR_ELASTICSEARCH_BIN', kind: 'string', default: undefined, description: 'elasticsearch or opensearch binary (default: either on PATH)' },
-  { key: 'kibanaBin', flag: 'kibana-bin', env: 'HANGAR_KIBANA_BIN', kind: 'string', default: undefined, description: 'kibana or opensearch-dashboards binary (default: either on PATH)' },
-  { key: 'replicaId', flag: 'replica-id', env: 'HANGAR_REPLICA_ID', kind: 'string', default: undefined, description: 'name of this process in leases (default: host name and process id)' },
-  { key: 'hostId', flag: 'host-id', env: 'HANGAR_HOST_ID', kind: 'string', default: undefined, description: 'name of this machine in leases (default: the host name)' },
+  {
+    key: 'dataDir',
+    flag: 'data-dir',
+    env: 'HANGAR_DATA_DIR',
+    kind: 'path',
+    default: './.hangar',
+    description: 'SQLite file, secret key file, engine data and edge configuration',
+  },
+  {
+    key: 'databaseUrl',
+    flag: 'database-url',
+    env: 'HANGAR_DATABASE_URL',
+    kind: 'string',
+    default: undefined,
+    description: '`postgres://...` stores state in PostgreSQL (required for several replicas); unset: SQLite in the data dir',
+  },
+  {
+    key: 'runtime',
+    flag: 'runtime',
+    env: 'HANGAR_RUNTIME',
+    kind: 'runtime',
+    default: 'local',
+    description:
+      '`local` runs real engines on this machine (redis-server behind an HAProxy edge); `emulated` models them in-process (for developing API clients)',
+  },
+  {
+    key: 'bootstrapLogin',
+    flag: 'bootstrap-login',
+    env: 'HANGAR_BOOTSTRAP_LOGIN',
+    kind: 'string',
+    default: undefined,
+    description: 'account created at start if it does not exist (with the password below)',
+  },
+  {
+    key: 'bootstrapPassword',
+    flag: 'bootstrap-password',
+    env: 'HANGAR_BOOTSTRAP_PASSWORD',
+    kind: 'string',
+    default: undefined,
+    description: 'password of the bootstrap account',
+  },
+  {
+    key: 'tokenTtlSeconds',
+    flag: 'token-ttl',
+    env: 'HANGAR_TOKEN_TTL',
+    kind: 'int',
+    default: '86400',
+    description: 'seconds an API token stays valid',
+  },
+  {
+    key: 'advertiseHost',
+    flag: 'advertise-host',
+    env: 'HANGAR_ADVERTISE_HOST',
+    kind: 'ipv4',
+    default: '127.0.0.1',
+    description: 'IPv4 address put in connection strings',
+  },
+  {
+    key: 'edgeBind',
+    flag: 'edge-bind',
+    env: 'HANGAR_EDGE_BIND',
+    kind: 'string',
+    default: undefined,
+    description: 'address the edge listeners bind to (default: the advertised host; `0.0.0.0` for every interface)',
+  },
+  {
+    key: 'portRange',
+    flag: 'port-range',
+    env: 'HANGAR_PORT_RANGE',
+    kind: 'range',
+    default: '20000-29999',
+    description: 'ports hangar allocates to edge listeners and engines',
+  },
+  {
+    key: 'logLevel',
+    flag: 'log-level',
+    env: 'HANGAR_LOG_LEVEL',
+    kind: 'string',
+    default: 'info',
+    description: 'pino log level (fatal, error, warn, info, debug, trace, silent)',
+  },
+  {
+    key: 'secretKey',
+    flag: 'secret-key',
+    env: 'HANGAR_SECRET_KEY',
+    kind: 'string',
+    default: undefined,
+    description:
+      'base64 AES-256 keys, comma-separated, the first one encrypts; unset: `secret.key` in the data dir, created with mode 0600',
+  },
+  {
+    key: 'tlsCert',
+    flag: 'tls-cert',
+    env: 'HANGAR_TLS_CERT',
+    kind: 'path',
+    default: undefined,
+    description: 'PEM certificate: serve the API over HTTPS',
+  },
+  {
+    key: 'tlsKey',
+    flag: 'tls-key',
+    env: 'HANGAR_TLS_KEY',
+    kind: 'path',
+    default: undefined,
+    description: 'PEM private key of that certificate',
+  },
+  {
+    key: 'rateLimit',
+    flag: 'rate-limit',
+    env: 'HANGAR_RATE_LIMIT',
+    kind: 'int',
+    default: '6000',
+    description: 'API requests per minute per account (429 above)',
+  },
+  {
+    key: 'loginFailureLimit',
+    flag: 'login-failure-limit',
+    env: 'HANGAR_LOGIN_FAILURE_LIMIT',
+    kind: 'int',
+    default: '5',
+    description:
+      'failed logins per minute of one login from one source address (an IPv6 /64) before that login is refused from there (429)',
+  },
+  {
+    key: 'loginSourceFailureLimit',
+    flag: 'login-source-failure-limit',
+    env: 'HANGAR_LOGIN_SOURCE_FAILURE_LIMIT',
+    kind: 'int',
+    default: '50',
+    description: 'failed logins per minute from one source address, whatever the logins, before every login from there is refused (429)',
+  },
+  {
+    key: 'maxInstancesPerAccount',
+    flag: 'max-instances',
+    env: 'HANGAR_MAX_INSTANCES',
+    kind: 'int',
+    default: '100',
+    description: 'instances an account may have',
+  },
+  {
+    key: 'maxAclsPerInstance',
+    flag: 'max-acls',
+    env: 'HANGAR_MAX_ACLS',
+    kind: 'int',
+    default: '100',
+    description: 'ACLs an instance may have',
+  },
+  {
+    key: 'redisMaxmemoryPolicy',
+    flag: 'redis-maxmemory-policy',
+    env: 'HANGAR_REDIS_MAXMEMORY_POLICY',
+    kind: 'policy',
+    default: 'noeviction',
+    description: '`maxmemory-policy` of new Redis instances',
+  },
+  {
+    key: 'redisServerBin',
+    flag: 'redis-server-bin',
+    env: 'HANGAR_REDIS_SERVER_BIN',
+    kind: 'string',
+    default: 'redis-server',
+    description: 'redis-server binary',
+  },
+  {
+    key: 'haproxyBin',
+    flag: 'haproxy-bin',
+    env: 'HANGAR_HAPROXY_BIN',
+    kind: 'string',
+    default: 'haproxy',
+    description: 'HAProxy binary of the edge',
+  },
+  {
+    key: 'mongodBin',
+    flag: 'mongod-bin',
+    env: 'HANGAR_MONGOD_BIN',
+    kind: 'string',
+    default: undefined,
+    description: 'mongod binary (default: `mongod` on PATH)',
+  },
+  {
+    key: 'mongosBin',
+    flag: 'mongos-bin',
+    env: 'HANGAR_MONGOS_BIN',
+    kind: 'string',
+    default: undefined,
+    description: 'mongos binary (default: `mongos` on PATH)',
+  },
+  {
+    key: 'elasticsearchBin',
+    flag: 'elasticsearch-bin',
+    env: 'HANGAR_ELASTICSEARCH_BIN',
+    kind: 'string',
+    default: undefined,
+    description: 'elasticsearch or opensearch binary (default: either on PATH)',
+  },
+  {
+    key: 'kibanaBin',
+    flag: 'kibana-bin',
+    env: 'HANGAR_KIBANA_BIN',
+    kind: 'string',
+    default: undefined,
+    description: 'kibana or opensearch-dashboards binary (default: either on PATH)',
+  },
+  {
+    key: 'replicaId',
+    flag: 'replica-id',
+    env: 'HANGAR_REPLICA_ID',
+    kind: 'string',
+    default: undefined,
+    description: 'name of this process in leases (default: host name and process id)',
+  },
+  {
+    key: 'hostId',
+    flag: 'host-id',
+    env: 'HANGAR_HOST_ID',
+    kind: 'string',
+    default: undefined,
+    description: 'name of this machine in leases (default: the host name)',
+  },
   { key: 'workers', flag: 'workers', env: 'HANGAR_WORKERS', kind: 'int', default: '16', description: 'reconcile passes running at once' },
-  { key: 'resyncSeconds', flag: 'resync-interval', env: 'HANGAR_RESYNC_INTERVAL', kind: 'int', default: '30', description: 'seconds between full sweeps of every instance' },
-  { key: 'leaseSeconds', flag: 'lease-ttl', env: 'HANGAR_LEASE_TTL', kind: 'int', default: '6', description: 'seconds a work or host lease lasts without renewal' },
-  { key: 'zonesFile', flag: 'zones', env: 'HANGAR_ZONES', kind: 'path', default: undefined, description: 'JSON or YAML file mapping each zone to its placement target (`local`, `emulated`, `kubernetes`) and capacity (see [zones](#zones-and-capacity)); unset: every zone of the spec on `--runtime`' },
-  { key: 'memoryReserveMb', flag: 'memory-reserve', env: 'HANGAR_MEMORY_RESERVE_MB', kind: 'int', default: '1024', description: "MB of this host's memory that local zones may not promise (left to hangar, the edge and the system)" },
-  { key: 'buildTimeoutSeconds', flag: 'build-timeout', env: 'HANGAR_BUILD_TIMEOUT', kind: 'int', default: '120', description: 'seconds an instance may take to become ready before it is FAILED' },
-  { key: 'operationDeadlines', flag: 'operation-deadlines', env: 'HANGAR_OPERATION_DEADLINES', kind: 'deadlines', default: DEFAULT_DEADLINES, description: 'seconds an operation may run before it is FAILED, per kind (`acl`, `user`, `password` and `config` cover their kinds; `default` the kinds not named); a value names only the kinds it changes, e.g. `create=600`' },
-  { key: 'operationRetentionSeconds', flag: 'operation-retention', env: 'HANGAR_OPERATION_RETENTION', kind: 'int', default: '2592000', description: 'seconds finished operations and webhook delivery records are kept' },
-  { key: 'eventRetentionSeconds', flag: 'event-retention', env: 'HANGAR_EVENT_RETENTION', kind: 'int', default: '86400', description: 'seconds events are kept for `GET /v2/events/stream` to resume from (`Last-Event-ID`)' },
-  { key: 'webhookAllowHttp', flag: 'webhook-allow-http', env: 'HANGAR_WEBHOOK_ALLOW_HTTP', kind: 'bool', default: 'false', description: '`true`: webhooks may use plain `http://` URLs (otherwise https only)' },
-  { key: 'webhookAllowPrivate', flag: 'webhook-allow-private', env: 'HANGAR_WEBHOOK_ALLOW_PRIVATE', kind: 'bool', default: 'false', description: "`true`: webhooks may target loopback, private and link-local addresses (never cloud metadata addresses or hangar's own listeners)" },
-  { key: 'webhookRetryWindowSeconds', flag: 'webhook-retry-window', env: 'HANGAR_WEBHOOK_RETRY_WINDOW', kind: 'int', default: '86400', description: 'seconds a webhook delivery is retried, with exponential backoff, before it is given up' },
-  { key: 'passwordGraceSeconds', flag: 'password-grace', env: 'HANGAR_PASSWORD_GRACE', kind: 'int', default: '3600', description: 'seconds the old password keeps working after a password rotation (instance or Redis user), unless `.../rotate-password/finish` ends it earlier' },
-  { key: 'drainSeconds', flag: 'drain-period', env: 'HANGAR_DRAIN_PERIOD', kind: 'seconds', default: '3', description: 'seconds a stopping hangar (SIGTERM, SIGINT) keeps serving, /readyz answering 503 and every answer closing its connection, before its listener closes; 0: none' },
-  { key: 'backupDir', flag: 'backup-dir', env: 'HANGAR_BACKUP_DIR', kind: 'path', default: undefined, description: 'directory of backup objects (default: `backups` in the data dir); not used when a bucket is set' },
-  { key: 'backupS3Bucket', flag: 'backup-s3-bucket', env: 'HANGAR_BACKUP_S3_BUCKET', kind: 'string', default: undefined, description: 'S3 bucket: backups go to S3-compatible object storage instead of the directory' },
-  { key: 'backupS3Prefix', flag: 'backup-s3-prefix', env: 'HANGAR_BACKUP_S3_PREFIX', kind: 'string', default: 'hangar/', description: 'key prefix of backup objects in the bucket' },
-  { key: 'backupS3Endpoint', flag: 'backup-s3-endpoint', env: 'HANGAR_BACKUP_S3_ENDPOINT', kind: 'url', default: undefined, description: 'URL of an S3-compatible endpoint (MinIO, Ceph...; path-style addressing); unset: AWS' },
-  { key: 'backupS3Region', flag: 'backup-s3-region', env: 'HANGAR_BACKUP_S3_REGION', kind: 'string', default: 'us-east-1', description: 'region of the bucket' },
-  { key: 'backupS3AccessKeyId', flag: 'backup-s3-access-key-id', env: 'HANGAR_BACKUP_S3_ACCESS_KEY_ID', kind: 'string', default: undefined, description: 'access key of the object storage; unset: the AWS SDK default chain (environment, profile, instance role)' },
-  { key: 'backupS3SecretAccessKey', flag: 'backup-s3-secret-access-key', env: 'HANGAR_BACKUP_S3_SECRET_ACCESS_KEY', kind: 'string', default: undefined, description: 'secret of that access key' },
-  { key: 'backupPolicy', flag: 'backup-policy', env: 'HANGAR_BACKUP_POLICY', kind: 'backup-policy', default: 'off', description: 'backup policy of new instances: `off`, `every=Nh` or `daily=HH:MM` (UTC), then `keep=K` and/or `days=D` (e.g. `daily=03:00,keep=7`)' },
-  { key: 'dieAt', flag: 'die-at', env: 'HANGAR_TEST_DIE_AT', kind: 'string', default: undefined, description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL' },
+  {
+    key: 'resyncSeconds',
+    flag: 'resync-interval',
+    env: 'HANGAR_RESYNC_INTERVAL',
+    kind: 'int',
+    default: '30',
+    description: 'seconds between full sweeps of every instance',
+  },
+  {
+    key: 'leaseSeconds',
+    flag: 'lease-ttl',
+    env: 'HANGAR_LEASE_TTL',
+    kind: 'int',
+    default: '6',
+    description: 'seconds a work or host lease lasts without renewal',
+  },
+  {
+    key: 'zonesFile',
+    flag: 'zones',
+    env: 'HANGAR_ZONES',
+    kind: 'path',
+    default: undefined,
+    description:
+      'JSON or YAML file mapping each zone to its placement target (`local`, `emulated`, `kubernetes`) and capacity (see [zones](#zones-and-capacity)); unset: every zone of the spec on `--runtime`',
+  },
+  {
+    key: 'memoryReserveMb',
+    flag: 'memory-reserve',
+    env: 'HANGAR_MEMORY_RESERVE_MB',
+    kind: 'int',
+    default: '1024',
+    description: "MB of this host's memory that local zones may not promise (left to hangar, the edge and the system)",
+  },
+  {
+    key: 'buildTimeoutSeconds',
+    flag: 'build-timeout',
+    env: 'HANGAR_BUILD_TIMEOUT',
+    kind: 'int',
+    default: '120',
+    description: 'seconds an instance may take to become ready before it is FAILED',
+  },
+  {
+    key: 'operationDeadlines',
+    flag: 'operation-deadlines',
+    env: 'HANGAR_OPERATION_DEADLINES',
+    kind: 'deadlines',
+    default: DEFAULT_DEADLINES,
+    description:
+      'seconds an operation may run before it is FAILED, per kind (`acl`, `user`, `password` and `config` cover their kinds; `default` the kinds not named); a value names only the kinds it changes, e.g. `create=600`',
+  },
+  {
+    key: 'operationRetentionSeconds',
+    flag: 'operation-retention',
+    env: 'HANGAR_OPERATION_RETENTION',
+    kind: 'int',
+    default: '2592000',
+    description: 'seconds finished operations and webhook delivery records are kept',
+  },
+  {
+    key: 'eventRetentionSeconds',
+    flag: 'event-retention',
+    env: 'HANGAR_EVENT_RETENTION',
+    kind: 'int',
+    default: '86400',
+    description: 'seconds events are kept for `GET /v2/events/stream` to resume from (`Last-Event-ID`)',
+  },
+  {
+    key: 'webhookAllowHttp',
+    flag: 'webhook-allow-http',
+    env: 'HANGAR_WEBHOOK_ALLOW_HTTP',
+    kind: 'bool',
+    default: 'false',
+    description: '`true`: webhooks may use plain `http://` URLs (otherwise https only)',
+  },
+  {
+    key: 'webhookAllowPrivate',
+    flag: 'webhook-allow-private',
+    env: 'HANGAR_WEBHOOK_ALLOW_PRIVATE',
+    kind: 'bool',
+    default: 'false',
+    description:
+      "`true`: webhooks may target loopback, private and link-local addresses (never cloud metadata addresses or hangar's own listeners)",
+  },
+  {
+    key: 'webhookRetryWindowSeconds',
+    flag: 'webhook-retry-window',
+    env: 'HANGAR_WEBHOOK_RETRY_WINDOW',
+    kind: 'int',
+    default: '86400',
+    description: 'seconds a webhook delivery is retried, with exponential backoff, before it is given up',
+  },
+  {
+    key: 'passwordGraceSeconds',
+    flag: 'password-grace',
+    env: 'HANGAR_PASSWORD_GRACE',
+    kind: 'int',
+    default: '3600',
+    description:
+      'seconds the old password keeps working after a password rotation (instance or Redis user), unless `.../rotate-password/finish` ends it earlier',
+  },
+  {
+    key: 'drainSeconds',
+    flag: 'drain-period',
+    env: 'HANGAR_DRAIN_PERIOD',
+    kind: 'seconds',
+    default: '3',
+    description:
+      'seconds a stopping hangar (SIGTERM, SIGINT) keeps serving, /readyz answering 503 and every answer closing its connection, before its listener closes; 0: none',
+  },
+  {
+    key: 'backupDir',
+    flag: 'backup-dir',
+    env: 'HANGAR_BACKUP_DIR',
+    kind: 'path',
+    default: undefined,
+    description: 'directory of backup objects (default: `backups` in the data dir); not used when a bucket is set',
+  },
+  {
+    key: 'backupS3Bucket',
+    flag: 'backup-s3-bucket',
+    env: 'HANGAR_BACKUP_S3_BUCKET',
+    kind: 'string',
+    default: undefined,
+    description: 'S3 bucket: backups go to S3-compatible object storage instead of the directory',
+  },
+  {
+    key: 'backupS3Prefix',
+    flag: 'backup-s3-prefix',
+    env: 'HANGAR_BACKUP_S3_PREFIX',
+    kind: 'string',
+    default: 'hangar/',
+    description: 'key prefix of backup objects in the bucket',
+  },
+  {
+    key: 'backupS3Endpoint',
+    flag: 'backup-s3-endpoint',
+    env: 'HANGAR_BACKUP_S3_ENDPOINT',
+    kind: 'url',
+    default: undefined,
+    description: 'URL of an S3-compatible endpoint (MinIO, Ceph...; path-style addressing); unset: AWS',
+  },
+  {
+    key: 'backupS3Region',
+    flag: 'backup-s3-region',
+    env: 'HANGAR_BACKUP_S3_REGION',
+    kind: 'string',
+    default: 'us-east-1',
+    description: 'region of the bucket',
+  },
+  {
+    key: 'backupS3AccessKeyId',
+    flag: 'backup-s3-access-key-id',
+    env: 'HANGAR_BACKUP_S3_ACCESS_KEY_ID',
+    kind: 'string',
+    default: undefined,
+    description: 'access key of the object storage; unset: the AWS SDK default chain (environment, profile, instance role)',
+  },
+  {
+    key: 'backupS3SecretAccessKey',
+    flag: 'backup-s3-secret-access-key',
+    env: 'HANGAR_BACKUP_S3_SECRET_ACCESS_KEY',
+    kind: 'string',
+    default: undefined,
+    description: 'secret of that access key',
+  },
+  {
+    key: 'backupPolicy',
+    flag: 'backup-policy',
+    env: 'HANGAR_BACKUP_POLICY',
+    kind: 'backup-policy',
+    default: 'off',
+    description:
+      'backup policy of new instances: `off`, `every=Nh` or `daily=HH:MM` (UTC), then `keep=K` and/or `days=D` (e.g. `daily=03:00,keep=7`)',
+  },
+  {
+    key: 'dieAt',
+    flag: 'die-at',
+    env: 'HANGAR_TEST_DIE_AT',
+    kind: 'string',
+    default: undefined,
+    description: 'test only: a step name (e.g. `create:primary-started`) at which hangar kills itself with SIGKILL',
+  },
 ];
 
 export type ArgValues = Readonly<Record<string, string | boolean | undefined>>;
@@ -228,7 +599,8 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
       return resolve(raw);
     case 'int': {
       if (s.key === 'port') {
-        if (!/^\d+$/.test(raw) || Number(raw) > 65535) throw new ConfigError(`${source} must be a TCP port (0-65535; 0 picks a free one), got "${raw}"`);
+        if (!/^\d+$/.test(raw) || Number(raw) > 65535)
+          throw new ConfigError(`${source} must be a TCP port (0-65535; 0 picks a free one), got "${raw}"`);
         return Number(raw);
       }
       if (!/^\d+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
@@ -237,7 +609,8 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
       return Number(raw);
     }
     case 'seconds':
-      if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new ConfigError(`${source} must be a number of seconds (0 or more), got "${raw}"`);
+      if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw)))
+        throw new ConfigError(`${source} must be a number of seconds (0 or more), got "${raw}"`);
       return Number(raw);
     case 'runtime':
       if (raw !== 'local' && raw !== 'emulated') {

@@ -30,7 +30,7 @@ import { MongoUserService } from './service/mongodb-users.js';
 import { PasswordService } from './service/passwords.js';
 import { RedisService } from './service/redis.js';
 import { RedisUserService } from './service/redis-users.js';
-import { openStore, type Db, type Store } from './store/database.js';
+import { openStore, type Store } from './store/database.js';
 import { countInstancesByServiceAndState } from './store/instance-repository.js';
 import { assertKeysOpenStore, openKeyring } from './store/keyring.js';
 import { pingStore } from './store/database.js';
@@ -73,9 +73,21 @@ const IDLE_CHECK_MS = 50;
 
 /** Fields that never reach a log line. */
 export const REDACT = [
-  'password', '*.password', 'pass_key', '*.pass_key', 'token', '*.token', 'secret', '*.secret',
-  'headers.authorization', 'headers["x-auth-token"]', 'req.headers.authorization', 'req.headers["x-auth-token"]',
-  'body.password', 'body.token', 'req.body',
+  'password',
+  '*.password',
+  'pass_key',
+  '*.pass_key',
+  'token',
+  '*.token',
+  'secret',
+  '*.secret',
+  'headers.authorization',
+  'headers["x-auth-token"]',
+  'req.headers.authorization',
+  'req.headers["x-auth-token"]',
+  'body.password',
+  'body.token',
+  'req.body',
 ];
 
 /** JSON lines on stdout (or `destination`), credentials redacted. */
@@ -159,7 +171,15 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       events: backupFlow,
       metrics,
     });
-    const restores = new RestoreRunner({ db, keyring, storage, log: log.child({ component: 'backups' }), now, events: backupFlow, metrics });
+    const restores = new RestoreRunner({
+      db,
+      keyring,
+      storage,
+      log: log.child({ component: 'backups' }),
+      now,
+      events: backupFlow,
+      metrics,
+    });
     // restores whose pass was cut short between their end and the instance serving again
     runner.onSweep(() => restores.settleRestores());
     const reconciler: Reconciler = new Reconciler({
@@ -220,8 +240,19 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     });
     const accounts = new AccountService(db, { tokenTtlSeconds: config.tokenTtlSeconds, now });
     backupService = new BackupService(deps, storage, runner);
-    const scheduler = new BackupScheduler({ db, keyring, log: log.child({ component: 'backups' }), now: options.backupClock ?? now, backups: backupService, runner });
-    metrics.watchBackups(() => lastSuccessfulBackups(db), now, (what, err) => log.warn({ err, metric: what }, 'metric not collected'));
+    const scheduler = new BackupScheduler({
+      db,
+      keyring,
+      log: log.child({ component: 'backups' }),
+      now: options.backupClock ?? now,
+      backups: backupService,
+      runner,
+    });
+    metrics.watchBackups(
+      () => lastSuccessfulBackups(db),
+      now,
+      (what, err) => log.warn({ err, metric: what }, 'metric not collected'),
+    );
     const instances = new InstanceService(deps, zoneService, backupService);
     const audit = new AuditService(db);
     const services: Services = {
@@ -247,8 +278,15 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         log.info({ login: config.bootstrapLogin }, 'bootstrap account created');
         const account = await accounts.accountByLogin(config.bootstrapLogin);
         await audit.record({
-          accountId: account.id, login: account.login, action: 'account.create', target: `account:${account.login}`,
-          sourceIp: null, outcome: 'success', statusCode: null, requestId: null, createdAt: now(),
+          accountId: account.id,
+          login: account.login,
+          action: 'account.create',
+          target: `account:${account.login}`,
+          sourceIp: null,
+          outcome: 'success',
+          statusCode: null,
+          requestId: null,
+          createdAt: now(),
         });
       }
     }
@@ -275,7 +313,11 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         return { problems: [...problems, ...redis, ...health.flatMap((h) => h.problems)], degraded: health.flatMap((h) => h.degraded) };
       },
     };
-    const app = await buildApp({ config, services, readiness, now, metrics, stopping: () => stopping }, log, options.http ? { http: options.http } : {});
+    const app = await buildApp(
+      { config, services, readiness, now, metrics, stopping: () => stopping },
+      log,
+      options.http ? { http: options.http } : {},
+    );
     await reconciler.start();
     supervisor.start();
     dispatcher.start();

@@ -35,8 +35,17 @@ const out = { addMs: [] as number[], delMs: [] as number[] };
 try {
   const redisPort = await freePort();
   const redisConf = join(dir, 'redis.conf');
-  writeFileSync(redisConf, [`port ${redisPort}`, 'bind 127.0.0.1', `dir "${dir}"`, 'save ""', `requirepass "${PASSWORD}"`,
-    'proc-title-template "{title} {listen-addr} {server-mode} {config-file}"'].join('\n'));
+  writeFileSync(
+    redisConf,
+    [
+      `port ${redisPort}`,
+      'bind 127.0.0.1',
+      `dir "${dir}"`,
+      'save ""',
+      `requirepass "${PASSWORD}"`,
+      'proc-title-template "{title} {listen-addr} {server-mode} {config-file}"',
+    ].join('\n'),
+  );
   children.push(spawn('redis-server', [redisConf], { stdio: 'ignore' }));
   (await until('redis', async () => RespClient.open(redisPort, PASSWORD).catch(() => undefined), 10_000, 2)).close();
 
@@ -45,23 +54,26 @@ try {
   const admin = join(dir, 'admin.sock');
   const cfg = join(dir, 'haproxy.cfg');
   writeFileSync(allow, '');
-  writeFileSync(cfg, [
-    'global',
-    `    stats socket ${admin} mode 600 level admin`,
-    '    maxconn 4000',
-    'defaults',
-    '    mode tcp',
-    '    timeout connect 5s',
-    '    timeout client 1h',
-    '    timeout server 1h',
-    'frontend edge',
-    `    bind 127.0.0.1:${port}`,
-    `    tcp-request connection reject unless { src -f ${allow} }`,
-    '    default_backend engine',
-    'backend engine',
-    `    server engine 127.0.0.1:${redisPort}`,
-    '',
-  ].join('\n'));
+  writeFileSync(
+    cfg,
+    [
+      'global',
+      `    stats socket ${admin} mode 600 level admin`,
+      '    maxconn 4000',
+      'defaults',
+      '    mode tcp',
+      '    timeout connect 5s',
+      '    timeout client 1h',
+      '    timeout server 1h',
+      'frontend edge',
+      `    bind 127.0.0.1:${port}`,
+      `    tcp-request connection reject unless { src -f ${allow} }`,
+      '    default_backend engine',
+      'backend engine',
+      `    server engine 127.0.0.1:${redisPort}`,
+      '',
+    ].join('\n'),
+  );
   children.push(spawn('haproxy', ['-db', '-f', cfg], { stdio: 'ignore', env: { ...process.env, PATH: `${process.env.PATH}:/usr/sbin` } }));
   await until('haproxy', async () => command(admin, 'show info').catch(() => undefined), 10_000, 5);
 

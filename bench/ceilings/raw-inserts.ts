@@ -13,12 +13,29 @@ import { SQLITE_WAL_AUTOCHECKPOINT } from '../../src/store/database.js';
 import { now } from '../lib/time.js';
 
 const [kind, where, rowsArg, concArg] = process.argv.slice(2);
-if ((kind !== 'sqlite' && kind !== 'postgres') || !where) throw new Error('usage: raw-inserts.js sqlite FILE ROWS | postgres URL ROWS CONCURRENCY');
+if ((kind !== 'sqlite' && kind !== 'postgres') || !where)
+  throw new Error('usage: raw-inserts.js sqlite FILE ROWS | postgres URL ROWS CONCURRENCY');
 const rows = Number(rowsArg ?? 1000);
 const concurrency = Number(concArg ?? 10);
 const run = randomBytes(4).toString('hex');
 
-const COLUMNS = ['id', 'account_id', 'name', 'service', 'type', 'version', 'zone', 'plan', 'api_key_enc', 'password_enc', 'admin_secret_enc', 'state', 'ports', 'created_at', 'updated_at'];
+const COLUMNS = [
+  'id',
+  'account_id',
+  'name',
+  'service',
+  'type',
+  'version',
+  'zone',
+  'plan',
+  'api_key_enc',
+  'password_enc',
+  'admin_secret_enc',
+  'state',
+  'ports',
+  'created_at',
+  'updated_at',
+];
 const CREATE = `CREATE TABLE IF NOT EXISTS bench_raw_inserts (
   id TEXT PRIMARY KEY, account_id TEXT NOT NULL, name TEXT NOT NULL, service TEXT NOT NULL, type TEXT NOT NULL,
   version TEXT NOT NULL, zone TEXT NOT NULL, plan INTEGER NOT NULL, api_key_enc TEXT NOT NULL, password_enc TEXT,
@@ -29,8 +46,23 @@ const CREATE = `CREATE TABLE IF NOT EXISTS bench_raw_inserts (
 function values(i: number): (string | number)[] {
   const t = Date.now();
   const secret = () => randomBytes(52).toString('base64');
-  return [`${run}-${i}`, 'account', `${run}-name-${i}`, 'redis', 'redis_ha_instance', '7.0', 'US-Dallas', 500, secret(), secret(), secret(), 'REQUESTED',
-    JSON.stringify({ public: 20000 + i, servicenet: 20001 + i, 'engine.primary': 20002 + i, 'engine.replica': 20003 + i }), t, t];
+  return [
+    `${run}-${i}`,
+    'account',
+    `${run}-name-${i}`,
+    'redis',
+    'redis_ha_instance',
+    '7.0',
+    'US-Dallas',
+    500,
+    secret(),
+    secret(),
+    secret(),
+    'REQUESTED',
+    JSON.stringify({ public: 20000 + i, servicenet: 20001 + i, 'engine.primary': 20002 + i, 'engine.replica': 20003 + i }),
+    t,
+    t,
+  ];
 }
 
 let perSecond: number;

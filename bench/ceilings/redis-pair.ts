@@ -90,17 +90,27 @@ async function startPair(t0: number): Promise<Pair> {
   const primaryClient = await client(primary.port);
   const replica = await startEngine('replica', primary.port);
   const replicaClient = await client(replica.port);
-  await until('replica in sync', async () => ((await replicaClient.info('replication')).master_link_status === 'up' ? true : undefined), 10_000, 1);
+  await until(
+    'replica in sync',
+    async () => ((await replicaClient.info('replication')).master_link_status === 'up' ? true : undefined),
+    10_000,
+    1,
+  );
   return { primary, replica, primaryClient, replicaClient, syncMs: now() - t0 };
 }
 
 /** Waits until neither engine has an AOF rewrite running or scheduled (a replica ignores SIGTERM before). */
 async function settled(p: Pair): Promise<void> {
   for (const c of [p.primaryClient, p.replicaClient]) {
-    await until('AOF written', async () => {
-      const i = await c.info('persistence');
-      return i.aof_rewrite_in_progress === '0' && i.aof_rewrite_scheduled === '0' && i.aof_enabled === '1' ? true : undefined;
-    }, 10_000, 5);
+    await until(
+      'AOF written',
+      async () => {
+        const i = await c.info('persistence');
+        return i.aof_rewrite_in_progress === '0' && i.aof_rewrite_scheduled === '0' && i.aof_enabled === '1' ? true : undefined;
+      },
+      10_000,
+      5,
+    );
   }
 }
 
@@ -139,7 +149,8 @@ try {
     await Promise.all(pairs.map((p) => settled(p).then(() => stopPair(p))));
   }
 } finally {
-  for (const p of all) for (const e of [p.primary, p.replica]) if (e.child.exitCode === null && e.child.signalCode === null) e.child.kill('SIGKILL');
+  for (const p of all)
+    for (const e of [p.primary, p.replica]) if (e.child.exitCode === null && e.child.signalCode === null) e.child.kill('SIGKILL');
   await sleep(0);
 }
 process.stdout.write(`${JSON.stringify(out)}\n`);

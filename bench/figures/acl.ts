@@ -38,31 +38,66 @@ export const aclFigure: Figure = {
         const source = `127.88.${round}.${i + 1}`;
         if ((await probe(port, rec!.password, source)) !== 'refused') throw new Error(`${source} admitted before its ACL`);
         let t0 = now();
-        const created = await api.ok<{ data: string }>('POST', `/v2/instances/${rec!.name}/acls/`, { cidr_mask: source, description: 'bench' });
+        const created = await api.ok<{ data: string }>('POST', `/v2/instances/${rec!.name}/acls/`, {
+          cidr_mask: source,
+          description: 'bench',
+        });
         let t200 = now();
         addApi.push(t200 - t0);
-        await until(`${source} admitted`, async () => ((await probe(port, rec!.password, source)) === 'admitted' ? true : undefined), 10_000, 0);
+        await until(
+          `${source} admitted`,
+          async () => ((await probe(port, rec!.password, source)) === 'admitted' ? true : undefined),
+          10_000,
+          0,
+        );
         add.push(now() - t200);
         t0 = now();
         await api.ok('DELETE', `/v2/instances/${rec!.name}/acls/${created.body.data}/`);
         t200 = now();
         delApi.push(t200 - t0);
-        await until(`${source} refused`, async () => ((await probe(port, rec!.password, source)) === 'refused' ? true : undefined), 10_000, 0);
+        await until(
+          `${source} refused`,
+          async () => ((await probe(port, rec!.password, source)) === 'refused' ? true : undefined),
+          10_000,
+          0,
+        );
         del.push(now() - t200);
       }
       h.add.push(median(add));
       h.del.push(median(del));
       h.addApi.push(median(addApi));
       h.delApi.push(median(delApi));
-      ctx.log(`acl round ${round}: add ${median(add).toFixed(2)} ms after 200 (API ${median(addApi).toFixed(0)} ms), delete ${median(del).toFixed(2)} ms (API ${median(delApi).toFixed(0)} ms); edge alone ${median(ceiling.addMs).toFixed(2)} / ${median(ceiling.delMs).toFixed(2)} ms`);
+      ctx.log(
+        `acl round ${round}: add ${median(add).toFixed(2)} ms after 200 (API ${median(addApi).toFixed(0)} ms), delete ${median(del).toFixed(2)} ms (API ${median(delApi).toFixed(0)} ms); edge alone ${median(ceiling.addMs).toFixed(2)} / ${median(ceiling.delMs).toFixed(2)} ms`,
+      );
     }
     await deleteAll(api, [rec!.name]);
     const what = 'add acl / del acl on a bare HAProxy runtime API, until a client from the source is admitted / refused';
     return [
-      row({ figure: 'acl', metric: "add: 200 -> admitted", unit: 'ms', hangar: h.add, ceiling: { what, values: c.add }, target: { kind: 'at-most', value: 5 } }),
-      row({ figure: 'acl', metric: "delete: 200 -> refused", unit: 'ms', hangar: h.del, ceiling: { what, values: c.del }, target: { kind: 'at-most', value: 5 } }),
-      row({ figure: 'acl', metric: 'add: API answer', unit: 'ms', hangar: h.addApi, ceiling: { what, values: c.add },
-        note: 'the API answers once the edge enforces the change (or after 2 s), so "200 -> enforced" is one client connection; the API answer is the whole wait' }),
+      row({
+        figure: 'acl',
+        metric: 'add: 200 -> admitted',
+        unit: 'ms',
+        hangar: h.add,
+        ceiling: { what, values: c.add },
+        target: { kind: 'at-most', value: 5 },
+      }),
+      row({
+        figure: 'acl',
+        metric: 'delete: 200 -> refused',
+        unit: 'ms',
+        hangar: h.del,
+        ceiling: { what, values: c.del },
+        target: { kind: 'at-most', value: 5 },
+      }),
+      row({
+        figure: 'acl',
+        metric: 'add: API answer',
+        unit: 'ms',
+        hangar: h.addApi,
+        ceiling: { what, values: c.add },
+        note: 'the API answers once the edge enforces the change (or after 2 s), so "200 -> enforced" is one client connection; the API answer is the whole wait',
+      }),
       row({ figure: 'acl', metric: 'delete: API answer', unit: 'ms', hangar: h.delApi, ceiling: { what, values: c.del } }),
     ];
   },

@@ -36,7 +36,8 @@ async function fill(port: number, password: string, mb: number): Promise<void> {
 export const backupFigure: Figure = {
   name: 'backup',
   title: 'backup and restore of a Redis instance holding 100 MB, until COMPLETED / ACTIVE again',
-  ceiling: '`redis-cli --rdb` from the replica + a copy of the file, by hand; restore: copy the RDB, start redis-server on it until it answers',
+  ceiling:
+    '`redis-cli --rdb` from the replica + a copy of the file, by hand; restore: copy the RDB, start redis-server on it until it answers',
   target: 'backup <= 3x ceiling; restore reported',
   async run(ctx) {
     const { hangar, api } = await ctx.opsDeployment();
@@ -53,21 +54,29 @@ export const backupFigure: Figure = {
       const replica = hangar.engine(rec!.id, 'replica');
       await fill(primary.port, rec!.password, mb);
       // the replica has it all before anything is measured
-      await until('the replica in sync', async () => {
-        const [p, r] = await Promise.all([RespClient.open(primary.port, rec!.password), RespClient.open(replica.port, rec!.password)]);
-        try {
-          const [pi, ri] = await Promise.all([p.info('replication'), r.info('replication')]);
-          return Number(ri.slave_repl_offset) >= Number(pi.master_repl_offset) ? true : undefined;
-        } finally {
-          p.close();
-          r.close();
-        }
-      }, 60_000, 50);
+      await until(
+        'the replica in sync',
+        async () => {
+          const [p, r] = await Promise.all([RespClient.open(primary.port, rec!.password), RespClient.open(replica.port, rec!.password)]);
+          try {
+            const [pi, ri] = await Promise.all([p.info('replication'), r.info('replication')]);
+            return Number(ri.slave_repl_offset) >= Number(pi.master_repl_offset) ? true : undefined;
+          } finally {
+            p.close();
+            r.close();
+          }
+        },
+        60_000,
+        50,
+      );
 
       // ceiling: redis-cli --rdb from the replica, then a copy of the file to where backups go
       const dir = ctx.procs.tempDir('rdb');
       const t0 = now();
-      await run('redis-cli', ['-p', String(replica.port), '--no-auth-warning', '--rdb', join(dir, 'dump.rdb')], { ...process.env, REDISCLI_AUTH: rec!.password });
+      await run('redis-cli', ['-p', String(replica.port), '--no-auth-warning', '--rdb', join(dir, 'dump.rdb')], {
+        ...process.env,
+        REDISCLI_AUTH: rec!.password,
+      });
       copyFileSync(join(dir, 'dump.rdb'), join(dir, 'copy.rdb'));
       dumpMs.push(now() - t0);
       snapshotBytes = statSync(join(dir, 'dump.rdb')).size;
@@ -76,11 +85,16 @@ export const backupFigure: Figure = {
       const b0 = now();
       const created = await api.ok('POST', `/v2/instances/${name}/backups/`, {});
       const id = created.body.data.id as string;
-      await until('the backup COMPLETED', async () => {
-        const r = await api.get(`/v2/instances/${name}/backups/${id}/`);
-        if (r.body.data.state === 'FAILED') throw new Error(`backup FAILED: ${r.body.data.state_reason}`);
-        return r.body.data.state === 'COMPLETED' ? true : undefined;
-      }, 600_000, 5);
+      await until(
+        'the backup COMPLETED',
+        async () => {
+          const r = await api.get(`/v2/instances/${name}/backups/${id}/`);
+          if (r.body.data.state === 'FAILED') throw new Error(`backup FAILED: ${r.body.data.state_reason}`);
+          return r.body.data.state === 'COMPLETED' ? true : undefined;
+        },
+        600_000,
+        5,
+      );
       backupMs.push(now() - b0);
 
       // ceiling of a restore: the RDB copied into a new directory, redis-server started on it until it answers
@@ -91,34 +105,46 @@ export const backupFigure: Figure = {
       const l0 = now();
       copyFileSync(join(dir, 'dump.rdb'), join(restoreDir, 'dump.rdb'));
       const server = ctx.procs.spawn('redis-server', [join(restoreDir, 'redis.conf')], { stdio: 'ignore', cwd: restoreDir });
-      await until('redis-server loaded the RDB', async () => {
-        try {
-          const c = await RespClient.connect(port);
+      await until(
+        'redis-server loaded the RDB',
+        async () => {
           try {
-            return (await c.send(['PING'])) === 'PONG' ? true : undefined;
-          } finally {
-            c.close();
+            const c = await RespClient.connect(port);
+            try {
+              return (await c.send(['PING'])) === 'PONG' ? true : undefined;
+            } finally {
+              c.close();
+            }
+          } catch {
+            return undefined;
           }
-        } catch {
-          return undefined;
-        }
-      }, 120_000, 2);
+        },
+        120_000,
+        2,
+      );
       loadMs.push(now() - l0);
       await ctx.procs.stop(server);
 
       // hangar: the API's restore in place, until the instance is ACTIVE again on the restored data
       const r0 = now();
       await api.ok('POST', `/v2/instances/${name}/restore/`, { backup_id: id });
-      await until('ACTIVE again after the restore', async () => {
-        const r = await api.get(`/v2/instances/${name}/restores/`);
-        const latest = r.body.data[0];
-        if (latest?.state === 'FAILED') throw new Error(`restore FAILED: ${latest.state_reason}`);
-        if (latest?.state !== 'COMPLETED') return undefined;
-        const inst = await api.get(`/v2/instances/${name}/`);
-        return inst.body.data.state === 'ACTIVE' ? true : undefined;
-      }, 600_000, 5);
+      await until(
+        'ACTIVE again after the restore',
+        async () => {
+          const r = await api.get(`/v2/instances/${name}/restores/`);
+          const latest = r.body.data[0];
+          if (latest?.state === 'FAILED') throw new Error(`restore FAILED: ${latest.state_reason}`);
+          if (latest?.state !== 'COMPLETED') return undefined;
+          const inst = await api.get(`/v2/instances/${name}/`);
+          return inst.body.data.state === 'ACTIVE' ? true : undefined;
+        },
+        600_000,
+        5,
+      );
       restoreMs.push(now() - r0);
-      ctx.log(`backup round ${round}: ${(snapshotBytes / MB).toFixed(0)} MB RDB; backup ${backupMs.at(-1)!.toFixed(0)} ms (redis-cli --rdb + copy ${dumpMs.at(-1)!.toFixed(0)} ms); restore ${restoreMs.at(-1)!.toFixed(0)} ms (copy + load ${loadMs.at(-1)!.toFixed(0)} ms)`);
+      ctx.log(
+        `backup round ${round}: ${(snapshotBytes / MB).toFixed(0)} MB RDB; backup ${backupMs.at(-1)!.toFixed(0)} ms (redis-cli --rdb + copy ${dumpMs.at(-1)!.toFixed(0)} ms); restore ${restoreMs.at(-1)!.toFixed(0)} ms (copy + load ${loadMs.at(-1)!.toFixed(0)} ms)`,
+      );
       await ctx.procs.removeDir(dir);
       await deleteAll(api, [name]);
       await sleep(200);
@@ -126,12 +152,19 @@ export const backupFigure: Figure = {
     const size = `${mb} MB dataset`;
     return [
       row({
-        figure: 'backup', metric: `${size}: request -> COMPLETED`, unit: 'ms', hangar: backupMs,
-        ceiling: { what: 'redis-cli --rdb from the replica + a copy of the file', values: dumpMs }, target: { kind: 'ratio-at-most', value: 3 },
+        figure: 'backup',
+        metric: `${size}: request -> COMPLETED`,
+        unit: 'ms',
+        hangar: backupMs,
+        ceiling: { what: 'redis-cli --rdb from the replica + a copy of the file', values: dumpMs },
+        target: { kind: 'ratio-at-most', value: 3 },
         note: `the snapshot: ${(snapshotBytes / MB).toFixed(1)} MB RDB; hangar also waits for the replica to catch up, hashes (SHA-256) and encrypts (AES-256-GCM) it, and writes it under a temporary name`,
       }),
       row({
-        figure: 'backup', metric: `${size}: restore request -> ACTIVE`, unit: 'ms', hangar: restoreMs,
+        figure: 'backup',
+        metric: `${size}: restore request -> ACTIVE`,
+        unit: 'ms',
+        hangar: restoreMs,
         ceiling: { what: 'copy the RDB and start one redis-server on it until it answers', values: loadMs },
         note: 'hangar reads and checks the whole backup (decryption, SHA-256) before it stops the engines, starts the primary on it, and waits for the replica to resync',
       }),

@@ -14,7 +14,8 @@ export const connectionsFigure: Figure = {
   ceiling: 'the same engine configuration, direct',
   target: 'ratio >= 0.75',
   async run(ctx) {
-    if (!(await hasRedisBenchmark())) return [unavailable('connections', 'new connections', 'redis-benchmark is missing: apt-get install redis-tools')];
+    if (!(await hasRedisBenchmark()))
+      return [unavailable('connections', 'new connections', 'redis-benchmark is missing: apt-get install redis-tools')];
     const d = await ctx.opsDeployment();
     const t = await redisTarget(d, 'connections');
     // Direct connections go to the replica (same configuration, answers PING): had they gone to
@@ -32,13 +33,21 @@ export const connectionsFigure: Figure = {
       const er = (await redisBenchmark(ctx.procs, { ...common, port: t.edgePort })).PING_MBULK ?? Number.NaN;
       direct.push(dr);
       edge.push(er);
-      ctx.log(`connections round ${round}: edge ${er}/s, direct ${dr}/s (${tw.at(-1)} sockets in TIME_WAIT before, ${timeWaitSockets()} after)`);
+      ctx.log(
+        `connections round ${round}: edge ${er}/s, direct ${dr}/s (${tw.at(-1)} sockets in TIME_WAIT before, ${timeWaitSockets()} after)`,
+      );
     }
     await deleteAll(d.api, [t.name]);
     return [
-      row({ figure: 'connections', metric: 'new connections, 50 clients', unit: 'conn/s', hangar: edge,
-        ceiling: { what: 'redis-benchmark -k 0 against a redis-server of the instance directly (its replica)', values: direct }, target: { kind: 'ratio-at-least', value: 0.75 },
-        note: `${requests} connections per run; TIME_WAIT sockets on the machine before each round: ${tw.join(', ')} (many of them slow new connections down)` }),
+      row({
+        figure: 'connections',
+        metric: 'new connections, 50 clients',
+        unit: 'conn/s',
+        hangar: edge,
+        ceiling: { what: 'redis-benchmark -k 0 against a redis-server of the instance directly (its replica)', values: direct },
+        target: { kind: 'ratio-at-least', value: 0.75 },
+        note: `${requests} connections per run; TIME_WAIT sockets on the machine before each round: ${tw.join(', ')} (many of them slow new connections down)`,
+      }),
     ];
   },
 };

@@ -22,7 +22,14 @@ export const createFigure: Figure = {
     const { api } = await ctx.opsDeployment();
     const n = ctx.opts.quick ? 5 : 20;
     const seq = { h50: [] as number[], h95: [] as number[], c50: [] as number[], c95: [] as number[], post: [] as number[] };
-    const conc = { h50: [] as number[], h95: [] as number[], hAll: [] as number[], c50: [] as number[], c95: [] as number[], cAll: [] as number[] };
+    const conc = {
+      h50: [] as number[],
+      h95: [] as number[],
+      hAll: [] as number[],
+      c50: [] as number[],
+      c95: [] as number[],
+      cAll: [] as number[],
+    };
     for (let round = 1; round <= ctx.opts.rounds; round++) {
       const dir = ctx.procs.tempDir('pair');
       const ceiling = await runCeiling<PairCeiling>(ctx.procs, 'redis-pair', [dir, String(n), String(n)]);
@@ -59,20 +66,43 @@ export const createFigure: Figure = {
       conc.h50.push(median(each));
       conc.h95.push(percentile(each, 95));
       conc.hAll.push(Math.max(...each));
-      ctx.log(`create round ${round}: sequential median ${median(times).toFixed(0)} ms (ceiling ${median(ceiling.sequential.syncMs).toFixed(0)}), ${n} at once median ${median(each).toFixed(0)} ms (ceiling ${median(ceiling.concurrent.syncMs).toFixed(0)})`);
+      ctx.log(
+        `create round ${round}: sequential median ${median(times).toFixed(0)} ms (ceiling ${median(ceiling.sequential.syncMs).toFixed(0)}), ${n} at once median ${median(each).toFixed(0)} ms (ceiling ${median(ceiling.concurrent.syncMs).toFixed(0)})`,
+      );
       // Back to an empty hangar, so that every round starts alike.
       await deleteAll(api, names);
     }
     const f = 'create';
     return [
-      row({ figure: f, metric: 'sequential: median', unit: 'ms', hangar: seq.h50, ceiling: { what: CEILING, values: seq.c50 },
-        target: [{ kind: 'at-most', value: 100 }, { kind: 'ratio-at-most', value: 1.5 }] }),
+      row({
+        figure: f,
+        metric: 'sequential: median',
+        unit: 'ms',
+        hangar: seq.h50,
+        ceiling: { what: CEILING, values: seq.c50 },
+        target: [
+          { kind: 'at-most', value: 100 },
+          { kind: 'ratio-at-most', value: 1.5 },
+        ],
+      }),
       row({ figure: f, metric: 'sequential: p95', unit: 'ms', hangar: seq.h95, ceiling: { what: CEILING, values: seq.c95 } }),
-      row({ figure: f, metric: `${n} at once: median`, unit: 'ms', hangar: conc.h50, ceiling: { what: CEILING, values: conc.c50 }, target: { kind: 'ratio-at-most', value: 4 } }),
+      row({
+        figure: f,
+        metric: `${n} at once: median`,
+        unit: 'ms',
+        hangar: conc.h50,
+        ceiling: { what: CEILING, values: conc.c50 },
+        target: { kind: 'ratio-at-most', value: 4 },
+      }),
       row({ figure: f, metric: `${n} at once: p95`, unit: 'ms', hangar: conc.h95, ceiling: { what: CEILING, values: conc.c95 } }),
       row({ figure: f, metric: `${n} at once: all ACTIVE`, unit: 'ms', hangar: conc.hAll, ceiling: { what: CEILING, values: conc.cAll } }),
-      row({ figure: f, metric: 'sequential: API answer (REQUESTED)', unit: 'ms', hangar: seq.post,
-        note: `ACTIVE as a client sees it: GET polled every 5 ms (the list every 10 ms for ${n} at once), so up to that much is polling` }),
+      row({
+        figure: f,
+        metric: 'sequential: API answer (REQUESTED)',
+        unit: 'ms',
+        hangar: seq.post,
+        note: `ACTIVE as a client sees it: GET polled every 5 ms (the list every 10 ms for ${n} at once), so up to that much is polling`,
+      }),
     ];
   },
 };

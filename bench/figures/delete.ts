@@ -38,11 +38,16 @@ export const deleteFigure: Figure = {
         const t0 = now();
         await api.ok('DELETE', `/v2/instances/${rec.name}/`);
         api200.push(now() - t0);
-        await until(`${rec.name} torn down`, async () => {
-          if (pids.some(isAlive)) return undefined;
-          for (const p of ports) if (await accepts(p)) return undefined;
-          return true;
-        }, 30_000, 2);
+        await until(
+          `${rec.name} torn down`,
+          async () => {
+            if (pids.some(isAlive)) return undefined;
+            for (const p of ports) if (await accepts(p)) return undefined;
+            return true;
+          },
+          30_000,
+          2,
+        );
         times.push(now() - t0);
       }
       gone.push(median(times));
@@ -51,7 +56,14 @@ export const deleteFigure: Figure = {
     }
     const what = 'SIGTERM to a settled redis-server primary and replica until both exited';
     return [
-      row({ figure: 'delete', metric: 'until ports refuse, no process', unit: 'ms', hangar: gone, ceiling: { what, values: ceiling }, target: { kind: 'at-most', value: 500 } }),
+      row({
+        figure: 'delete',
+        metric: 'until ports refuse, no process',
+        unit: 'ms',
+        hangar: gone,
+        ceiling: { what, values: ceiling },
+        target: { kind: 'at-most', value: 500 },
+      }),
       row({ figure: 'delete', metric: 'API answer (DELETING)', unit: 'ms', hangar: answered }),
     ];
   },

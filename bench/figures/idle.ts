@@ -25,7 +25,10 @@ async function bareNodeRss(ctx: BenchContext): Promise<number> {
 
 /** hangar started afresh, one instance created and ACTIVE, then left idle: its RSS. */
 async function idleRss(ctx: BenchContext, runtime: 'emulated' | 'local'): Promise<number> {
-  const hangar = await BenchHangar.start(ctx.procs, ctx.hangarStart({ label: `idle-${runtime}`, runtime, accounts: [ACCOUNT], portRange: PORT_RANGES.ops }));
+  const hangar = await BenchHangar.start(
+    ctx.procs,
+    ctx.hangarStart({ label: `idle-${runtime}`, runtime, accounts: [ACCOUNT], portRange: PORT_RANGES.ops }),
+  );
   try {
     const api = await hangar.login(ACCOUNT);
     await createActive(api, ['idle-one']);
@@ -48,11 +51,21 @@ export const idleFigure: Figure = {
     for (let round = 1; round <= ctx.opts.rounds; round++) {
       bare.push(await bareNodeRss(ctx));
       for (const runtime of ['emulated', 'local'] as const) byRuntime[runtime].push(await idleRss(ctx, runtime));
-      ctx.log(`idle round ${round}: emulated ${byRuntime.emulated.at(-1)!.toFixed(0)} MB, local ${byRuntime.local.at(-1)!.toFixed(0)} MB, bare node ${bare.at(-1)!.toFixed(0)} MB`);
+      ctx.log(
+        `idle round ${round}: emulated ${byRuntime.emulated.at(-1)!.toFixed(0)} MB, local ${byRuntime.local.at(-1)!.toFixed(0)} MB, bare node ${bare.at(-1)!.toFixed(0)} MB`,
+      );
     }
     const what = 'a bare node process, idle';
     const rows: Row[] = (['emulated', 'local'] as const).map((runtime) =>
-      row({ figure: 'idle', metric: `${runtime}, one instance: hangar RSS`, unit: 'MB', hangar: byRuntime[runtime], ceiling: { what, values: bare }, target: { kind: 'below', value: 100 } }));
+      row({
+        figure: 'idle',
+        metric: `${runtime}, one instance: hangar RSS`,
+        unit: 'MB',
+        hangar: byRuntime[runtime],
+        ceiling: { what, values: bare },
+        target: { kind: 'below', value: 100 },
+      }),
+    );
     return rows;
   },
 };

@@ -37,10 +37,15 @@ export const resizeFigure: Figure = {
           const bytes = String(plan * MB);
           const t0 = now();
           await api.ok('POST', `/v2/redis/${name}/resize/`, { new_plan: plan });
-          await until(`maxmemory ${plan} MB`, async () => {
-            const r = (await engine.call('CONFIG', 'GET', 'maxmemory')) as string[];
-            return r[1] === bytes ? true : undefined;
-          }, 30_000, 1);
+          await until(
+            `maxmemory ${plan} MB`,
+            async () => {
+              const r = (await engine.call('CONFIG', 'GET', 'maxmemory')) as string[];
+              return r[1] === bytes ? true : undefined;
+            },
+            30_000,
+            1,
+          );
           seen.push(now() - t0);
           activeAgain.push((await waitOne(api, name, 'ACTIVE', 30_000, 5)) - t0);
         }
@@ -49,12 +54,21 @@ export const resizeFigure: Figure = {
       }
       applied.push(median(seen));
       active.push(median(activeAgain));
-      ctx.log(`resize round ${round}: maxmemory after ${median(seen).toFixed(1)} ms, ACTIVE after ${median(activeAgain).toFixed(1)} ms (CONFIG SET ${median(c.sequential.configSetMs).toFixed(2)} ms)`);
+      ctx.log(
+        `resize round ${round}: maxmemory after ${median(seen).toFixed(1)} ms, ACTIVE after ${median(activeAgain).toFixed(1)} ms (CONFIG SET ${median(c.sequential.configSetMs).toFixed(2)} ms)`,
+      );
       await deleteAll(api, [name]);
     }
     const what = 'one CONFIG SET maxmemory on a redis-server, answered';
     return [
-      row({ figure: 'resize', metric: 'request -> maxmemory shows the plan', unit: 'ms', hangar: applied, ceiling: { what, values: ceiling }, target: { kind: 'at-most', value: 50 } }),
+      row({
+        figure: 'resize',
+        metric: 'request -> maxmemory shows the plan',
+        unit: 'ms',
+        hangar: applied,
+        ceiling: { what, values: ceiling },
+        target: { kind: 'at-most', value: 50 },
+      }),
       row({ figure: 'resize', metric: 'request -> ACTIVE again', unit: 'ms', hangar: active, ceiling: { what, values: ceiling } }),
     ];
   },

@@ -56,19 +56,27 @@ async function statementsPerRequest(api: Api, serial: () => number): Promise<Rec
   };
   const name = `stmt-${serial()}`;
   const out: Record<string, number> = {};
-  out['create (request and its passes, until ACTIVE)'] = await per(20, async (i) => {
-    await api.ok('POST', '/v2/instances/', createBody(i === 0 ? name : `stmt-${serial()}`));
-  }, () => settled(url));
+  out['create (request and its passes, until ACTIVE)'] = await per(
+    20,
+    async (i) => {
+      await api.ok('POST', '/v2/instances/', createBody(i === 0 ? name : `stmt-${serial()}`));
+    },
+    () => settled(url),
+  );
   out['GET one instance'] = await per(200, async () => {
     await api.ok('GET', `/v2/instances/${name}/`);
   });
   out['GET the list'] = await per(100, async () => {
     await api.ok('GET', '/v2/instances/');
   });
-  out['ACL add or delete (request and its pass)'] = await per(100, async (i) => {
-    const add = await api.ok('POST', `/v2/instances/${name}/acls/`, { cidr_mask: `10.9.${i >> 8}.${i & 255}`, description: 'statements' });
-    await api.ok('DELETE', `/v2/instances/${name}/acls/${add.body.data}/`);
-  }) / 2;
+  out['ACL add or delete (request and its pass)'] =
+    (await per(100, async (i) => {
+      const add = await api.ok('POST', `/v2/instances/${name}/acls/`, {
+        cidr_mask: `10.9.${i >> 8}.${i & 255}`,
+        description: 'statements',
+      });
+      await api.ok('DELETE', `/v2/instances/${name}/acls/${add.body.data}/`);
+    })) / 2;
   return out;
 }
 
@@ -78,10 +86,17 @@ async function measure(ctx: BenchContext, dialect: 'sqlite' | 'postgres'): Promi
   const rawRows = dialect === 'sqlite' ? 10_000 : 3_000;
   const db = dialect === 'postgres' ? await freshDatabase(ctx.procs, ctx.opts.databaseUrl) : undefined;
   // The emulated runtime runs no engine: a create costs what the API and the store cost.
-  const hangar = await BenchHangar.start(ctx.procs, ctx.hangarStart({
-    label: `store-${dialect}`, runtime: 'emulated', accounts: [ACCOUNT], portRange: '1100-65000', maxInstances: 1_000_000,
-    ...(db ? { databaseUrl: db.url } : {}),
-  }));
+  const hangar = await BenchHangar.start(
+    ctx.procs,
+    ctx.hangarStart({
+      label: `store-${dialect}`,
+      runtime: 'emulated',
+      accounts: [ACCOUNT],
+      portRange: '1100-65000',
+      maxInstances: 1_000_000,
+      ...(db ? { databaseUrl: db.url } : {}),
+    }),
+  );
   const rawDir = ctx.procs.tempDir('raw');
   try {
     const api = await hangar.login(ACCOUNT);
@@ -92,34 +107,66 @@ async function measure(ctx: BenchContext, dialect: 'sqlite' | 'postgres'): Promi
     // first, on a store that holds only these few instances: the periodic sweep's passes over the
     // rounds' hundreds of instances would be counted with the requests
     const counted = await statementsPerRequest(api, () => serial++);
-    ctx.log(`store ${dialect}: statements per request: ${Object.entries(counted).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`);
+    ctx.log(
+      `store ${dialect}: statements per request: ${Object.entries(counted)
+        .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+        .join(', ')}`,
+    );
     for (let round = 1; round <= ctx.opts.rounds; round++) {
-      const raw = await runCeiling<{ insertsPerSecond: number }>(ctx.procs, 'raw-inserts',
-        dialect === 'sqlite' ? ['sqlite', join(rawDir, 'raw.sqlite'), String(rawRows)] : ['postgres', db!.url, String(rawRows), '10']);
+      const raw = await runCeiling<{ insertsPerSecond: number }>(
+        ctx.procs,
+        'raw-inserts',
+        dialect === 'sqlite' ? ['sqlite', join(rawDir, 'raw.sqlite'), String(rawRows)] : ['postgres', db!.url, String(rawRows), '10'],
+      );
       rawRates.push(raw.insertsPerSecond);
       const r = await httpLoad({
-        url: `${api.url}/v2/instances/`, connections: 10, amount: creates, method: 'POST',
+        url: `${api.url}/v2/instances/`,
+        connections: 10,
+        amount: creates,
+        method: 'POST',
         headers: { ...api.headers, 'content-type': 'application/json' },
         body: () => JSON.stringify(createBody(`store-${serial++}`)),
       });
-      if (r.non2xx > 0 || r.errors > 0) throw new Error(`store ${dialect}: ${r.non2xx} non-2xx and ${r.errors} errors out of ${r.total} creates`);
+      if (r.non2xx > 0 || r.errors > 0)
+        throw new Error(`store ${dialect}: ${r.non2xx} non-2xx and ${r.errors} errors out of ${r.total} creates`);
       hangarRates.push(r.reqPerSec);
       p99s.push(r.p99);
-      ctx.log(`store ${dialect} round ${round}: ${Math.round(r.reqPerSec)} creates/s (p99 ${r.p99} ms), raw ${Math.round(raw.insertsPerSecond)} inserts/s`);
+      ctx.log(
+        `store ${dialect} round ${round}: ${Math.round(r.reqPerSec)} creates/s (p99 ${r.p99} ms), raw ${Math.round(raw.insertsPerSecond)} inserts/s`,
+      );
     }
     const label = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL';
-    const what = dialect === 'sqlite'
-      ? `better-sqlite3 inserts of instance-sized rows, one commit each, WAL + synchronous=NORMAL, checkpoints every ${SQLITE_WAL_AUTOCHECKPOINT.toLocaleString('en-US')} pages (as hangar's store)`
-      : 'pg inserts of instance-sized rows, pool of 10, 10 in flight, same database';
+    const what =
+      dialect === 'sqlite'
+        ? `better-sqlite3 inserts of instance-sized rows, one commit each, WAL + synchronous=NORMAL, checkpoints every ${SQLITE_WAL_AUTOCHECKPOINT.toLocaleString('en-US')} pages (as hangar's store)`
+        : 'pg inserts of instance-sized rows, pool of 10, 10 in flight, same database';
     return [
-      row({ figure: 'store', metric: `${label}: creates, 10 connections`, unit: 'creates/s', hangar: hangarRates, ceiling: { what, values: rawRates },
+      row({
+        figure: 'store',
+        metric: `${label}: creates, 10 connections`,
+        unit: 'creates/s',
+        hangar: hangarRates,
+        ceiling: { what, values: rawRates },
         target: { kind: 'at-least', value: dialect === 'sqlite' ? 2000 : 1000 },
-        note: dialect === 'sqlite' ? 'POST /v2/instances/ on the emulated runtime (no engine): validation, quota and name checks, port choice, one transaction (instance, ports), audit event; the reconciler records BUILDING and ACTIVE meanwhile' : undefined }),
+        note:
+          dialect === 'sqlite'
+            ? 'POST /v2/instances/ on the emulated runtime (no engine): validation, quota and name checks, port choice, one transaction (instance, ports), audit event; the reconciler records BUILDING and ACTIVE meanwhile'
+            : undefined,
+      }),
       row({ figure: 'store', metric: `${label}: create p99`, unit: 'ms', hangar: p99s, target: { kind: 'below', value: 20 } }),
-      ...Object.entries(counted).map(([what, n]) => row({
-        figure: 'store', metric: `${label}: statements per ${what}`, unit: 'statements', hangar: [Math.round(n * 10) / 10],
-        ...(what.startsWith('create') ? { note: 'statements: read off hangar_store_statements_total around requests made one at a time (BEGIN and COMMIT count), a scrape\'s own taken off' } : {}),
-      })),
+      ...Object.entries(counted).map(([what, n]) =>
+        row({
+          figure: 'store',
+          metric: `${label}: statements per ${what}`,
+          unit: 'statements',
+          hangar: [Math.round(n * 10) / 10],
+          ...(what.startsWith('create')
+            ? {
+                note: "statements: read off hangar_store_statements_total around requests made one at a time (BEGIN and COMMIT count), a scrape's own taken off",
+              }
+            : {}),
+        }),
+      ),
     ];
   } finally {
     await hangar.stop();
@@ -137,7 +184,14 @@ export const storeFigure: Figure = {
     await ctx.release();
     const rows = await measure(ctx, 'sqlite');
     if (!(await reachable(ctx.opts.databaseUrl))) {
-      return [...rows, unavailable('store', 'PostgreSQL: creates', `PostgreSQL is not reachable at ${new URL(ctx.opts.databaseUrl).host} (--database-url)`)];
+      return [
+        ...rows,
+        unavailable(
+          'store',
+          'PostgreSQL: creates',
+          `PostgreSQL is not reachable at ${new URL(ctx.opts.databaseUrl).host} (--database-url)`,
+        ),
+      ];
     }
     return [...rows, ...(await measure(ctx, 'postgres'))];
   },

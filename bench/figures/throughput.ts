@@ -10,7 +10,8 @@ export const throughputFigure: Figure = {
   ceiling: 'the same engine, direct (its own port, no edge)',
   target: 'ratio >= 0.6',
   async run(ctx) {
-    if (!(await hasRedisBenchmark())) return [unavailable('throughput', 'SET/GET', 'redis-benchmark is missing: apt-get install redis-tools')];
+    if (!(await hasRedisBenchmark()))
+      return [unavailable('throughput', 'SET/GET', 'redis-benchmark is missing: apt-get install redis-tools')];
     const d = await ctx.opsDeployment();
     const t = await redisTarget(d, 'throughput');
     const variants = [
@@ -37,14 +38,16 @@ export const throughputFigure: Figure = {
     for (const v of variants) {
       for (const test of ['SET', 'GET']) {
         const key = `${test}|${v.pipeline}`;
-        rows.push(row({
-          figure: 'throughput',
-          metric: `${test}, 50 clients${v.pipeline > 1 ? `, pipeline ${v.pipeline}` : ''}`,
-          unit: 'req/s',
-          hangar: edge.get(key)!,
-          ceiling: { what: 'redis-benchmark against the same redis-server directly', values: direct.get(key)! },
-          target: { kind: 'ratio-at-least', value: 0.6 },
-        }));
+        rows.push(
+          row({
+            figure: 'throughput',
+            metric: `${test}, 50 clients${v.pipeline > 1 ? `, pipeline ${v.pipeline}` : ''}`,
+            unit: 'req/s',
+            hangar: edge.get(key)!,
+            ceiling: { what: 'redis-benchmark against the same redis-server directly', values: direct.get(key)! },
+            target: { kind: 'ratio-at-least', value: 0.6 },
+          }),
+        );
       }
     }
     return rows;

@@ -61,7 +61,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
   return {
     quick,
-    only: (values.only ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean),
+    only: (values.only ?? [])
+      .flatMap((s) => s.split(','))
+      .map((s) => s.trim())
+      .filter(Boolean),
     rounds,
     bin: values.bin ?? DEFAULT_BIN,
     out: values.out ?? join(REPO_ROOT, 'bench', 'results.json'),

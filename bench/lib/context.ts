@@ -68,7 +68,10 @@ export class BenchContext {
   listDeployment(): Promise<ListDeployment> {
     return this.exclusive('list', async () => {
       this.log(`starting a hangar and creating ${LIST_SIZE} instances for the list`);
-      const hangar = await BenchHangar.start(this.procs, this.hangarStart({ label: 'list', runtime: 'local', accounts: ['list@bench.test'], portRange: PORT_RANGES.list }));
+      const hangar = await BenchHangar.start(
+        this.procs,
+        this.hangarStart({ label: 'list', runtime: 'local', accounts: ['list@bench.test'], portRange: PORT_RANGES.list }),
+      );
       const api = await hangar.login('list@bench.test');
       const t0 = now();
       const names = Array.from({ length: LIST_SIZE }, (_, i) => `list-${String(i).padStart(3, '0')}`);
@@ -82,7 +85,10 @@ export class BenchContext {
   opsDeployment(): Promise<Deployment> {
     return this.exclusive('ops', async () => {
       this.log('starting a hangar for instance operations');
-      const hangar = await BenchHangar.start(this.procs, this.hangarStart({ label: 'ops', runtime: 'local', accounts: ['ops@bench.test'], portRange: PORT_RANGES.ops }));
+      const hangar = await BenchHangar.start(
+        this.procs,
+        this.hangarStart({ label: 'ops', runtime: 'local', accounts: ['ops@bench.test'], portRange: PORT_RANGES.ops }),
+      );
       return { hangar, api: await hangar.login('ops@bench.test') };
     });
   }

@@ -12,10 +12,15 @@ export async function waitEnginesSettled(hangar: BenchHangar, rec: RedisRecord):
   for (const role of ['primary', 'replica'] as const) {
     const c = await RespClient.open(hangar.engine(rec.id, role).port, rec.password);
     try {
-      await until(`${rec.name} ${role} AOF written`, async () => {
-        const i = await c.info('persistence');
-        return i.aof_rewrite_in_progress === '0' && i.aof_rewrite_scheduled === '0' ? true : undefined;
-      }, 10_000, 10);
+      await until(
+        `${rec.name} ${role} AOF written`,
+        async () => {
+          const i = await c.info('persistence');
+          return i.aof_rewrite_in_progress === '0' && i.aof_rewrite_scheduled === '0' ? true : undefined;
+        },
+        10_000,
+        10,
+      );
     } finally {
       c.close();
     }

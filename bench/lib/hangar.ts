@@ -119,8 +119,17 @@ export class BenchHangar {
       ...(first ? { HANGAR_BOOTSTRAP_LOGIN: first, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD } : {}),
     });
     const args = [
-      ...(opts.nodeArgs ?? []), opts.bin, 'serve', '--runtime', opts.runtime, '--port', '0', '--data-dir', dataDir,
-      '--zones', writeZonesFile(dataDir, opts.runtime),
+      ...(opts.nodeArgs ?? []),
+      opts.bin,
+      'serve',
+      '--runtime',
+      opts.runtime,
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--zones',
+      writeZonesFile(dataDir, opts.runtime),
       ...(opts.portRange ? ['--port-range', opts.portRange] : []),
       ...(opts.databaseUrl ? ['--database-url', opts.databaseUrl] : []),
     ];
@@ -165,8 +174,18 @@ export class BenchHangar {
 
   /** Runs an operator command of the same binary on the same store. */
   private async createAccount(login: string): Promise<void> {
-    const args = [this.opts.bin, 'accounts', 'create', '--data-dir', this.dataDir, '--login', login, '--password', PASSWORD,
-      ...(this.opts.databaseUrl ? ['--database-url', this.opts.databaseUrl] : [])];
+    const args = [
+      this.opts.bin,
+      'accounts',
+      'create',
+      '--data-dir',
+      this.dataDir,
+      '--login',
+      login,
+      '--password',
+      PASSWORD,
+      ...(this.opts.databaseUrl ? ['--database-url', this.opts.databaseUrl] : []),
+    ];
     const child = this.procs.spawn(process.execPath, args, { env: hangarEnv({}), stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr!.on('data', (c: Buffer) => (err += c.toString()));

@@ -39,10 +39,13 @@ export async function compareHttp(ctx: BenchContext, c: HttpComparison): Promise
       for (const connections of c.connections) {
         const b = await httpLoad({ url: bareUrl, connections, durationS });
         const h = await httpLoad({ url: c.hangarUrl, connections, durationS, headers: c.headers });
-        if (h.non2xx > 0 || h.errors > 0) throw new Error(`${c.figure}: hangar answered ${h.non2xx} non-2xx and ${h.errors} errors out of ${h.total}`);
+        if (h.non2xx > 0 || h.errors > 0)
+          throw new Error(`${c.figure}: hangar answered ${h.non2xx} non-2xx and ${h.errors} errors out of ${h.total}`);
         bare.set(connections, [...(bare.get(connections) ?? []), b]);
         hangar.set(connections, [...(hangar.get(connections) ?? []), h]);
-        ctx.log(`${c.figure} round ${round}, ${connections} connections: hangar ${Math.round(h.reqPerSec)} req/s, bare ${Math.round(b.reqPerSec)} req/s`);
+        ctx.log(
+          `${c.figure} round ${round}, ${connections} connections: hangar ${Math.round(h.reqPerSec)} req/s, bare ${Math.round(b.reqPerSec)} req/s`,
+        );
       }
     }
     const rows: Row[] = [];
@@ -51,9 +54,28 @@ export async function compareHttp(ctx: BenchContext, c: HttpComparison): Promise
       const b = bare.get(connections)!;
       const what = `bare Fastify, same body, JSON.stringify`;
       rows.push(
-        row({ figure: c.figure, metric: `${connections} conn: throughput`, unit: 'req/s', hangar: h.map((x) => x.reqPerSec), ceiling: { what, values: b.map((x) => x.reqPerSec) }, target: c.reqPerSecTarget }),
-        row({ figure: c.figure, metric: `${connections} conn: p50`, unit: 'ms', hangar: h.map((x) => x.p50), ceiling: { what, values: b.map((x) => x.p50) } }),
-        row({ figure: c.figure, metric: `${connections} conn: p99`, unit: 'ms', hangar: h.map((x) => x.p99), ceiling: { what, values: b.map((x) => x.p99) } }),
+        row({
+          figure: c.figure,
+          metric: `${connections} conn: throughput`,
+          unit: 'req/s',
+          hangar: h.map((x) => x.reqPerSec),
+          ceiling: { what, values: b.map((x) => x.reqPerSec) },
+          target: c.reqPerSecTarget,
+        }),
+        row({
+          figure: c.figure,
+          metric: `${connections} conn: p50`,
+          unit: 'ms',
+          hangar: h.map((x) => x.p50),
+          ceiling: { what, values: b.map((x) => x.p50) },
+        }),
+        row({
+          figure: c.figure,
+          metric: `${connections} conn: p99`,
+          unit: 'ms',
+          hangar: h.map((x) => x.p99),
+          ceiling: { what, values: b.map((x) => x.p99) },
+        }),
       );
     }
     return rows;

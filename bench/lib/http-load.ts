@@ -33,7 +33,9 @@ export async function httpLoad(o: HttpLoadOptions): Promise<HttpLoad> {
     ...(o.amount !== undefined ? { amount: o.amount } : { duration: o.durationS ?? 5 }),
     headers: o.headers ?? {},
     ...(o.method ? { method: o.method } : {}),
-    ...(makeBody ? { requests: [{ method: o.method ?? 'POST', setupRequest: (req: autocannon.Request) => ({ ...req, body: makeBody() }) }] } : {}),
+    ...(makeBody
+      ? { requests: [{ method: o.method ?? 'POST', setupRequest: (req: autocannon.Request) => ({ ...req, body: makeBody() }) }] }
+      : {}),
   };
   // autocannon finishes a run of `amount` requests at its next one-second tick after the last
   // answer, and says the duration up to then: the rate is taken to the last answer instead.

@@ -37,7 +37,12 @@ export async function requestRedis(api: Api, name: string, plan = 500): Promise<
  * unless `tolerateFailed`: then it is returned among `failed`.
  */
 export async function waitAll(
-  api: Api, names: readonly string[], state: string, timeoutMs: number, everyMs = 10, opts: { tolerateFailed?: boolean } = {},
+  api: Api,
+  names: readonly string[],
+  state: string,
+  timeoutMs: number,
+  everyMs = 10,
+  opts: { tolerateFailed?: boolean } = {},
 ): Promise<Map<string, number> & { failed: string[] }> {
   const seen = Object.assign(new Map<string, number>(), { failed: [] as string[] });
   const done = () => seen.size + seen.failed.length >= names.length;
@@ -75,7 +80,11 @@ export async function waitOne(api: Api, name: string, state: string, timeoutMs: 
 }
 
 /** Creates instances, `concurrency` requests at a time, and waits until all are ACTIVE. */
-export async function createActive(api: Api, names: readonly string[], opts: { concurrency?: number; timeoutMs?: number } = {}): Promise<RedisRecord[]> {
+export async function createActive(
+  api: Api,
+  names: readonly string[],
+  opts: { concurrency?: number; timeoutMs?: number } = {},
+): Promise<RedisRecord[]> {
   const queue = [...names];
   const records: RedisRecord[] = [];
   await Promise.all(

@@ -20,7 +20,9 @@ export function probe(port: number, password: string, localAddress: string, time
       fn();
     };
     socket.setNoDelay(true);
-    socket.setTimeout(timeoutMs, () => done(() => reject(new Error(`probe of ${port} from ${localAddress}: no answer within ${timeoutMs} ms`))));
+    socket.setTimeout(timeoutMs, () =>
+      done(() => reject(new Error(`probe of ${port} from ${localAddress}: no answer within ${timeoutMs} ms`))),
+    );
     socket.on('connect', () => socket.write(encode(['AUTH', password]) + encode(['PING'])));
     socket.on('data', (chunk) => {
       received += chunk.toString('utf8');

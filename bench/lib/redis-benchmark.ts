@@ -16,8 +16,23 @@ export interface RedisBenchmarkOptions {
 /** Requests per second by test name (SET, GET, PING_MBULK), from redis-benchmark --csv. */
 export async function redisBenchmark(procs: Processes, o: RedisBenchmarkOptions): Promise<Record<string, number>> {
   const args = [
-    '-h', '127.0.0.1', '-p', String(o.port), '-a', o.password, '-c', String(o.clients), '-n', String(o.requests),
-    '-t', o.tests, '-P', String(o.pipeline ?? 1), '-k', o.keepAlive === false ? '0' : '1', '--csv',
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(o.port),
+    '-a',
+    o.password,
+    '-c',
+    String(o.clients),
+    '-n',
+    String(o.requests),
+    '-t',
+    o.tests,
+    '-P',
+    String(o.pipeline ?? 1),
+    '-k',
+    o.keepAlive === false ? '0' : '1',
+    '--csv',
   ];
   const child = procs.spawn('redis-benchmark', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

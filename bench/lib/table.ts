@@ -27,7 +27,8 @@ function ratioCell(r: Row): string {
 }
 
 function verdict(r: Row): string {
-  const base = r.targetText === 'not available' ? 'not available' : r.met === undefined ? (r.target ? 'n/a' : '') : r.met ? 'met' : 'MISSED';
+  const base =
+    r.targetText === 'not available' ? 'not available' : r.met === undefined ? (r.target ? 'n/a' : '') : r.met ? 'met' : 'MISSED';
   return r.wide ? `${base}${base ? ', ' : ''}wide spread` : base;
 }
 

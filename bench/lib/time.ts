@@ -4,7 +4,12 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
 export const now = (): number => performance.now();
 
 /** Polls `check` every `everyMs` until it returns a value other than undefined; throws after `timeoutMs`. */
-export async function until<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs: number, everyMs = 2): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs: number,
+  everyMs = 2,
+): Promise<T> {
   const deadline = now() + timeoutMs;
   for (;;) {
     const v = await check();

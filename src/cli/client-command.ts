@@ -115,7 +115,14 @@ export async function waitGone(client: HangarClient, io: Io, name: string, opts:
  * as the polling waits do: INSTANCE_FAILED for a create whose instance FAILED, WAIT_TIMEOUT
  * (`instance "x" is still BUILDING after 600 s`), OPERATION_FAILED otherwise.
  */
-export async function followOperation(client: HangarClient, io: Io, name: string, operationId: string, opts: Values, done: 'ready' | 'gone'): Promise<Instance | undefined> {
+export async function followOperation(
+  client: HangarClient,
+  io: Io,
+  name: string,
+  operationId: string,
+  opts: Values,
+  done: 'ready' | 'gone',
+): Promise<Instance | undefined> {
   const progress = new Progress(io, name);
   const limit = timeoutMs(opts);
   let state: string | undefined;
@@ -156,7 +163,12 @@ export async function followOperation(client: HangarClient, io: Io, name: string
   progress.stop();
   if (op.kind === 'create' && op.state === 'FAILED') {
     const inst = await client.getInstance(name).catch(() => undefined);
-    throw new HangarApiError(0, 'INSTANCE_FAILED', `instance "${name}" FAILED: ${inst?.state_reason ?? op.error?.message ?? 'no reason given'}`, inst ? { instance: inst } : {});
+    throw new HangarApiError(
+      0,
+      'INSTANCE_FAILED',
+      `instance "${name}" FAILED: ${inst?.state_reason ?? op.error?.message ?? 'no reason given'}`,
+      inst ? { instance: inst } : {},
+    );
   }
   const why = op.error?.message ?? op.steps.at(-1)?.message ?? 'no reason given';
   throw new HangarApiError(0, 'OPERATION_FAILED', `${op.kind} of "${name}" ${op.state}: ${why}`);

@@ -1,4 +1,4 @@
-import { type ClientCommand } from './client-command.js';
+import type { ClientCommand } from './client-command.js';
 import { aclCommands } from './commands/acls.js';
 import { backupCommands } from './commands/backups.js';
 import { connectCommand } from './commands/connect.js';
@@ -23,7 +23,11 @@ function completionEntries(): CompletionEntry[] {
     ...CLIENT_COMMANDS.map((c) => ({
       name: c.name,
       flags: Object.keys(c.options),
-      values: Object.fromEntries(Object.entries(c.options).filter(([, o]) => o.type === 'string').map(([f, o]) => [f, o.choices ?? []])),
+      values: Object.fromEntries(
+        Object.entries(c.options)
+          .filter(([, o]) => o.type === 'string')
+          .map(([f, o]) => [f, o.choices ?? []]),
+      ),
       // The first argument names an existing instance (a create names a new one).
       instanceArg: (c.args[0] === 'NAME' || c.args[0] === 'INSTANCE') && c.name !== 'instances create',
       ...(c.name === 'completion' ? { argWords: ['bash', 'zsh'] } : {}),
@@ -31,7 +35,14 @@ function completionEntries(): CompletionEntry[] {
     ...OPERATOR_COMMANDS.map((c) => ({
       name: c.name,
       flags: [...Object.keys(c.options), ...settings],
-      values: Object.fromEntries([...Object.entries(c.options).filter(([, o]) => o.type === 'string').map(([f]) => f), ...settings].map((f) => [f, f === 'runtime' ? ['local', 'emulated'] : []])),
+      values: Object.fromEntries(
+        [
+          ...Object.entries(c.options)
+            .filter(([, o]) => o.type === 'string')
+            .map(([f]) => f),
+          ...settings,
+        ].map((f) => [f, f === 'runtime' ? ['local', 'emulated'] : []]),
+      ),
       instanceArg: false,
     })),
   ];

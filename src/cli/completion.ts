@@ -14,7 +14,8 @@ const q = (s: string) => `"${s.replace(/(["\\$`])/g, '\\$1')}"`;
 /** The case arms shared by the bash and zsh scripts; `$cands` gets the words to offer. */
 function body(entries: readonly CompletionEntry[], names: string): string {
   const valueFlags = new Map<string, Set<string>>();
-  for (const e of entries) for (const [f, vs] of Object.entries(e.values)) valueFlags.set(f, new Set([...(valueFlags.get(f) ?? []), ...vs]));
+  for (const e of entries)
+    for (const [f, vs] of Object.entries(e.values)) valueFlags.set(f, new Set([...(valueFlags.get(f) ?? []), ...vs]));
   const groups = new Map<string, Set<string>>();
   for (const e of entries) {
     const words = e.name.split(' ');

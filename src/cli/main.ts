@@ -21,12 +21,17 @@ const ALL: readonly Command[] = [...CLIENT_COMMANDS, ...OPERATOR_COMMANDS];
 const EXIT_CODES =
   'Exit codes: 0 success; 1 failure; 2 wrong usage; 3 not found (instance, ACL or user); 4 not logged in, or credentials refused; 5 gave up waiting (--timeout; hangar keeps working).';
 
-const OPERATOR_EXIT_CODES = 'Exit codes: 0 success; 1 failure; 2 wrong usage, an invalid setting, or a data dir or database without a store of hangar.';
+const OPERATOR_EXIT_CODES =
+  'Exit codes: 0 success; 1 failure; 2 wrong usage, an invalid setting, or a data dir or database without a store of hangar.';
 
 /** Flags that take a value, in any command: their values are not command words. */
 const VALUE_FLAGS = new Set<string>([
   ...Object.keys(settingOptions()),
-  ...ALL.flatMap((c) => Object.entries(c.options).filter(([, o]) => o.type === 'string').map(([f]) => f)),
+  ...ALL.flatMap((c) =>
+    Object.entries(c.options)
+      .filter(([, o]) => o.type === 'string')
+      .map(([f]) => f),
+  ),
 ]);
 
 /** The command named by the words of the command line (flags and their values skipped). */
@@ -46,7 +51,14 @@ function findCommand(argv: readonly string[]): { command: Command | undefined; w
 }
 
 const argUsage = (a: string) => (a.startsWith('...') ? ` [-- ${a.slice(3)}...]` : a.endsWith('?') ? ` [${a.slice(0, -1)}]` : ` ${a}`);
-const usageOf = (c: ClientCommand) => `hangar ${c.name}${c.args.filter((a) => !a.startsWith('...')).map(argUsage).join('')} [options]${c.args.filter((a) => a.startsWith('...')).map(argUsage).join('')}`;
+const usageOf = (c: ClientCommand) =>
+  `hangar ${c.name}${c.args
+    .filter((a) => !a.startsWith('...'))
+    .map(argUsage)
+    .join('')} [options]${c.args
+    .filter((a) => a.startsWith('...'))
+    .map(argUsage)
+    .join('')}`;
 
 function help(): string {
   const width = Math.max(...ALL.map((c) => c.name.length)) + 2;
@@ -71,12 +83,25 @@ function help(): string {
 }
 
 function optionLine(flag: string, o: OptionSpec): [string, string] {
-  return [`${o.short ? `-${o.short}, ` : ''}--${flag}${o.value ? ` ${o.value}` : ''}`, `${o.description}${o.multiple ? ' (repeatable)' : ''}`];
+  return [
+    `${o.short ? `-${o.short}, ` : ''}--${flag}${o.value ? ` ${o.value}` : ''}`,
+    `${o.description}${o.multiple ? ' (repeatable)' : ''}`,
+  ];
 }
 
 function commandHelp(c: Command): string {
   if (c.kind === 'operator') {
-    return [c.summary, '', `Usage: ${c.usage}`, '', 'Examples:', ...c.examples.map((e) => `  ${e}`), '', 'Settings: see hangar --help', OPERATOR_EXIT_CODES].join('\n');
+    return [
+      c.summary,
+      '',
+      `Usage: ${c.usage}`,
+      '',
+      'Examples:',
+      ...c.examples.map((e) => `  ${e}`),
+      '',
+      'Settings: see hangar --help',
+      OPERATOR_EXIT_CODES,
+    ].join('\n');
   }
   // The command's own options first, the common ones (--url, --json) last.
   const common = (f: string) => (f === 'url' || f === 'json' ? 1 : 0);
@@ -198,7 +223,9 @@ async function runOperator(command: OperatorCommand, argv: readonly string[], en
     }
     if (err instanceof StoreMissingError) {
       // a wrong --data-dir (or a command run elsewhere): said, never answered with a new empty store
-      io.err(`hangar: ${err.message}; give the --data-dir (HANGAR_DATA_DIR) or --database-url (HANGAR_DATABASE_URL) that hangar serve uses, or pass --init to create a new store there`);
+      io.err(
+        `hangar: ${err.message}; give the --data-dir (HANGAR_DATA_DIR) or --database-url (HANGAR_DATABASE_URL) that hangar serve uses, or pass --init to create a new store there`,
+      );
       return EXIT.USAGE;
     }
     if (err instanceof HangarError) {
@@ -214,7 +241,10 @@ async function runOperator(command: OperatorCommand, argv: readonly string[], en
 async function runClient(command: ClientCommand, argv: readonly string[], env: Env, io: Io): Promise<number> {
   try {
     const options = Object.fromEntries(
-      Object.entries(command.options).map(([f, o]) => [f, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]),
+      Object.entries(command.options).map(([f, o]) => [
+        f,
+        { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
+      ]),
     );
     const { values, positionals } = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
     const args = positionals.slice(command.name.split(' ').length);

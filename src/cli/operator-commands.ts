@@ -46,7 +46,8 @@ export const OPERATOR_COMMANDS: readonly OperatorCommand[] = [
   {
     kind: 'operator',
     name: 'down',
-    summary: 'Stop every engine and the edge of a data dir (hangar serve must be stopped); instances stay recorded and run again at the next serve',
+    summary:
+      'Stop every engine and the edge of a data dir (hangar serve must be stopped); instances stay recorded and run again at the next serve',
     usage: 'hangar down [--data-dir DIR] [--database-url URL]',
     examples: ['hangar down', 'hangar down --data-dir /srv/hangar'],
     options: {},
@@ -57,7 +58,10 @@ export const OPERATOR_COMMANDS: readonly OperatorCommand[] = [
     name: 'accounts create',
     summary: 'Create an account (prints it as JSON)',
     usage: 'hangar accounts create --login LOGIN --password PASSWORD [--init]',
-    examples: ['hangar accounts create --login ops@example.com --password "correct horse battery"', 'hangar accounts create --data-dir /srv/hangar --init --login ops@example.com --password "correct horse battery"   # a new store'],
+    examples: [
+      'hangar accounts create --login ops@example.com --password "correct horse battery"',
+      'hangar accounts create --data-dir /srv/hangar --init --login ops@example.com --password "correct horse battery"   # a new store',
+    ],
     options: { ...login, ...init, password: { type: 'string' } },
     run: async (config, opts, io) => (await accounts()).accountsCreate(config, opts, io),
   },
@@ -91,7 +95,7 @@ export const OPERATOR_COMMANDS: readonly OperatorCommand[] = [
   {
     kind: 'operator',
     name: 'tokens revoke',
-    summary: "Revoke every token of an account (its clients must log in again)",
+    summary: 'Revoke every token of an account (its clients must log in again)',
     usage: 'hangar tokens revoke --login LOGIN [--init]',
     examples: ['hangar tokens revoke --login ops@example.com'],
     options: { ...login, ...init },

@@ -17,7 +17,11 @@ export interface OperatorContext {
  * --data-dir, or a command run from another directory, must not leave an empty store behind.
  * Only `init` (the --init flag) makes one, as `hangar serve` does.
  */
-export async function withOperatorContext<T>(config: Config, fn: (ctx: OperatorContext) => Promise<T>, opts: { init?: boolean } = {}): Promise<T> {
+export async function withOperatorContext<T>(
+  config: Config,
+  fn: (ctx: OperatorContext) => Promise<T>,
+  opts: { init?: boolean } = {},
+): Promise<T> {
   if (!opts.init) await assertStoreExists(config);
   const store = await openStore({ ...config, poolSize: 2 });
   try {

@@ -21,7 +21,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
 /** `$XDG_CONFIG_HOME/hangar`, or `~/.config/hangar`. */
 export function configDir(env: Env): string {
   const xdg = env.XDG_CONFIG_HOME;
-  return xdg && xdg.startsWith('/') ? join(xdg, 'hangar') : join(env.HOME || homedir(), '.config', 'hangar');
+  return xdg?.startsWith('/') ? join(xdg, 'hangar') : join(env.HOME || homedir(), '.config', 'hangar');
 }
 
 export const sessionFile = (env: Env): string => join(configDir(env), 'config.json');

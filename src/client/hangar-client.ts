@@ -1,13 +1,46 @@
 import { HangarApiError } from './errors.js';
 import { readSse } from './sse.js';
 import {
-  FINISHED_OPERATION_STATES, READY_STATES,
-  type AccountInfo, type Acl, type AclCheck, type AclDetail, type ApiKey, type AuditEvent, type Backup, type BackupPolicy, type BackupPolicyRequest,
-  type CreatedApiKey, type Whoami, type Zone, type CreateAclRequest,
-  type CreateInstanceRequest, type CreateMongoUserRequest, type CreateRedisUserRequest, type CreatedInstance, type CreatedWebhook, type CreateWebhookRequest,
-  type DeniedConnection, type EffectiveAccess, type HangarEvent, type Instance, type MongoUser, type Operation, type PasswordRotation, type RedisConfig,
-  type RedisConfigChange, type RedisSlowlogEntry, type RedisStats, type RedisUser, type RedisUserCreated, type Restore, type SpaceUsage, type UpdateMongoUserRequest,
-  type UpdateRedisUserRequest, type Webhook, type WebhookDelivery,
+  FINISHED_OPERATION_STATES,
+  READY_STATES,
+  type AccountInfo,
+  type Acl,
+  type AclCheck,
+  type AclDetail,
+  type ApiKey,
+  type AuditEvent,
+  type Backup,
+  type BackupPolicy,
+  type BackupPolicyRequest,
+  type CreatedApiKey,
+  type Whoami,
+  type Zone,
+  type CreateAclRequest,
+  type CreateInstanceRequest,
+  type CreateMongoUserRequest,
+  type CreateRedisUserRequest,
+  type CreatedInstance,
+  type CreatedWebhook,
+  type CreateWebhookRequest,
+  type DeniedConnection,
+  type EffectiveAccess,
+  type HangarEvent,
+  type Instance,
+  type MongoUser,
+  type Operation,
+  type PasswordRotation,
+  type RedisConfig,
+  type RedisConfigChange,
+  type RedisSlowlogEntry,
+  type RedisStats,
+  type RedisUser,
+  type RedisUserCreated,
+  type Restore,
+  type SpaceUsage,
+  type UpdateMongoUserRequest,
+  type UpdateRedisUserRequest,
+  type Webhook,
+  type WebhookDelivery,
 } from './types.js';
 
 export interface HangarClientOptions {
@@ -225,7 +258,11 @@ export class HangarClient {
    * Replaces the whole list at once: kept ACLs stay admitted throughout. With `ifMatch` (an
    * ETag of listAclsWithEtag), a list that changed since is a 412 PRECONDITION_FAILED.
    */
-  async replaceAcls(instance: string, acls: readonly CreateAclRequest[], opts: { ifMatch?: string } = {}): Promise<{ acls: Acl[]; etag: string }> {
+  async replaceAcls(
+    instance: string,
+    acls: readonly CreateAclRequest[],
+    opts: { ifMatch?: string } = {},
+  ): Promise<{ acls: Acl[]; etag: string }> {
     const { data, headers } = await this.callWithHeaders<Acl[]>('PUT', `/v2/instances/${enc(instance)}/acls/`, {
       body: acls,
       ...(opts.ifMatch !== undefined ? { headers: { 'if-match': opts.ifMatch } } : {}),
@@ -330,7 +367,8 @@ export class HangarClient {
   }
 
   async finishRedisUserPasswordRotation(instance: string, username: string): Promise<boolean> {
-    return (await this.call<{ retired: boolean }>('POST', `/v2/redis/${enc(instance)}/users/${enc(username)}/rotate-password/finish`)).retired;
+    return (await this.call<{ retired: boolean }>('POST', `/v2/redis/${enc(instance)}/users/${enc(username)}/rotate-password/finish`))
+      .retired;
   }
 
   /** Starts growing a redis instance to `newPlan` MB; it is RESIZING until ACTIVE again: see waitUntilReady. */
@@ -381,7 +419,12 @@ export class HangarClient {
       throw errorOf(res, parsed, text);
     }
     const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `${instance}-${backupId}`;
-    return { body: res.body, sizeBytes: Number(res.headers.get('content-length')), sha256: res.headers.get('x-backup-sha256') ?? '', fileName: name };
+    return {
+      body: res.body,
+      sizeBytes: Number(res.headers.get('content-length')),
+      sha256: res.headers.get('x-backup-sha256') ?? '',
+      fileName: name,
+    };
   }
 
   /**
@@ -409,28 +452,55 @@ export class HangarClient {
    * Polls a backup until it is COMPLETED and returns it; HangarApiError BACKUP_FAILED (with the
    * reason) when it FAILED, WAIT_TIMEOUT after `timeoutMs`.
    */
-  waitForBackup(instance: string, backupId: string, opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (b: Backup, elapsedMs: number) => void } = {}): Promise<Backup> {
-    return this.pollFor(() => this.getBackup(instance, backupId), opts, (b) => {
-      if (b.state === 'FAILED') throw new HangarApiError(0, 'BACKUP_FAILED', `backup "${backupId}" of "${instance}" FAILED: ${b.state_reason ?? 'no reason given'}`);
-      return b.state === 'COMPLETED';
-    }, `backup "${backupId}"`);
+  waitForBackup(
+    instance: string,
+    backupId: string,
+    opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (b: Backup, elapsedMs: number) => void } = {},
+  ): Promise<Backup> {
+    return this.pollFor(
+      () => this.getBackup(instance, backupId),
+      opts,
+      (b) => {
+        if (b.state === 'FAILED')
+          throw new HangarApiError(
+            0,
+            'BACKUP_FAILED',
+            `backup "${backupId}" of "${instance}" FAILED: ${b.state_reason ?? 'no reason given'}`,
+          );
+        return b.state === 'COMPLETED';
+      },
+      `backup "${backupId}"`,
+    );
   }
 
   /** Polls a restore until it is COMPLETED and returns it; HangarApiError RESTORE_FAILED (with the reason) when it FAILED. */
-  waitForRestore(instance: string, restoreId: string, opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (r: Restore, elapsedMs: number) => void } = {}): Promise<Restore> {
+  waitForRestore(
+    instance: string,
+    restoreId: string,
+    opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (r: Restore, elapsedMs: number) => void } = {},
+  ): Promise<Restore> {
     const read = async () => {
       const r = (await this.listRestores(instance)).find((x) => x.id === restoreId);
       if (!r) throw new HangarApiError(404, 'RESTORE_NOT_FOUND', `restore "${restoreId}" of "${instance}" not found`);
       return r;
     };
-    return this.pollFor(read, opts, (r) => {
-      if (r.state === 'FAILED') throw new HangarApiError(0, 'RESTORE_FAILED', `the restore of "${instance}" FAILED: ${r.state_reason ?? 'no reason given'}`);
-      return r.state === 'COMPLETED';
-    }, `the restore of "${instance}"`);
+    return this.pollFor(
+      read,
+      opts,
+      (r) => {
+        if (r.state === 'FAILED')
+          throw new HangarApiError(0, 'RESTORE_FAILED', `the restore of "${instance}" FAILED: ${r.state_reason ?? 'no reason given'}`);
+        return r.state === 'COMPLETED';
+      },
+      `the restore of "${instance}"`,
+    );
   }
 
   private async pollFor<T extends { state: string }>(
-    read: () => Promise<T>, opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (x: T, elapsedMs: number) => void }, done: (x: T) => boolean, what: string,
+    read: () => Promise<T>,
+    opts: Omit<WaitOptions, 'onPoll'> & { onPoll?: (x: T, elapsedMs: number) => void },
+    done: (x: T) => boolean,
+    what: string,
   ): Promise<T> {
     const started = Date.now();
     const timeoutMs = opts.timeoutMs ?? 600_000;
@@ -462,7 +532,13 @@ export class HangarClient {
   }
 
   /** Changes the password and/or the roles (a sent role list replaces the old one). */
-  updateMongoUser(instance: string, database: string, username: string, change: UpdateMongoUserRequest, opts: CallOptions = {}): Promise<string> {
+  updateMongoUser(
+    instance: string,
+    database: string,
+    username: string,
+    change: UpdateMongoUserRequest,
+    opts: CallOptions = {},
+  ): Promise<string> {
     return this.call('PATCH', `${this.usersPath(instance, database)}/${enc(username)}`, { body: change, envelope: 'message', ...opts });
   }
 
@@ -505,7 +581,9 @@ export class HangarClient {
   // --- operations, events, webhooks ---------------------------------------------------------
 
   /** One page of the account's operations, newest first; pass `nextCursor` back for the next page. */
-  async listOperations(opts: { instance?: string; states?: readonly string[]; kinds?: readonly string[]; limit?: number; cursor?: string } = {}): Promise<{ operations: Operation[]; nextCursor: string | null }> {
+  async listOperations(
+    opts: { instance?: string; states?: readonly string[]; kinds?: readonly string[]; limit?: number; cursor?: string } = {},
+  ): Promise<{ operations: Operation[]; nextCursor: string | null }> {
     const q = new URLSearchParams();
     if (opts.instance !== undefined) q.set('instance', opts.instance);
     if (opts.states?.length) q.set('state', opts.states.join(','));
@@ -513,7 +591,9 @@ export class HangarClient {
     if (opts.limit !== undefined) q.set('limit', String(opts.limit));
     if (opts.cursor !== undefined) q.set('cursor', opts.cursor);
     const qs = q.toString();
-    const body = await this.call<{ data: Operation[]; next_cursor: string | null }>('GET', `/v2/operations/${qs ? `?${qs}` : ''}`, { envelope: 'body' });
+    const body = await this.call<{ data: Operation[]; next_cursor: string | null }>('GET', `/v2/operations/${qs ? `?${qs}` : ''}`, {
+      envelope: 'body',
+    });
     return { operations: body.data, nextCursor: body.next_cursor };
   }
 
@@ -614,7 +694,12 @@ export class HangarClient {
       return await this.fetchFn(`${this.baseUrl}/v2/events/stream${qs ? `?${qs}` : ''}`, { headers, signal });
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };
-      throw new HangarApiError(0, 'NETWORK_ERROR', `cannot reach hangar at ${this.baseUrl}: ${e.cause?.code ?? e.cause?.message ?? e.message}`, { cause: err });
+      throw new HangarApiError(
+        0,
+        'NETWORK_ERROR',
+        `cannot reach hangar at ${this.baseUrl}: ${e.cause?.code ?? e.cause?.message ?? e.message}`,
+        { cause: err },
+      );
     }
   }
 
@@ -633,7 +718,11 @@ export class HangarClient {
     let op = await this.getOperation(id);
     const finished = (o: Operation) => FINISHED_OPERATION_STATES.includes(o.state);
     const timedOut = () =>
-      new HangarApiError(0, 'WAIT_TIMEOUT', `operation ${id} (${op.kind} of "${op.instance_name ?? ''}") is still ${op.state} after ${Math.round(timeoutMs / 1000)} s`);
+      new HangarApiError(
+        0,
+        'WAIT_TIMEOUT',
+        `operation ${id} (${op.kind} of "${op.instance_name ?? ''}") is still ${op.state} after ${Math.round(timeoutMs / 1000)} s`,
+      );
     try {
       if (finished(op)) return op;
       try {
@@ -688,7 +777,10 @@ export class HangarClient {
   }
 
   /** A webhook's deliveries, newest first. */
-  listWebhookDeliveries(id: string, opts: { limit?: number; before?: number; states?: readonly string[] } = {}): Promise<WebhookDelivery[]> {
+  listWebhookDeliveries(
+    id: string,
+    opts: { limit?: number; before?: number; states?: readonly string[] } = {},
+  ): Promise<WebhookDelivery[]> {
     const q = new URLSearchParams();
     if (opts.limit !== undefined) q.set('limit', String(opts.limit));
     if (opts.before !== undefined) q.set('before', String(opts.before));
@@ -708,7 +800,9 @@ export class HangarClient {
     return this.poll(name, opts, (inst) => {
       if (!inst) throw new HangarApiError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" not found`);
       if (inst.state === 'FAILED') {
-        throw new HangarApiError(0, 'INSTANCE_FAILED', `instance "${name}" FAILED: ${inst.state_reason ?? 'no reason given'}`, { instance: inst });
+        throw new HangarApiError(0, 'INSTANCE_FAILED', `instance "${name}" FAILED: ${inst.state_reason ?? 'no reason given'}`, {
+          instance: inst,
+        });
       }
       return READY_STATES.includes(inst.state) ? inst : undefined;
     });
@@ -738,9 +832,14 @@ export class HangarClient {
       if (result !== undefined) return result;
       const left = timeoutMs - (Date.now() - started);
       if (left <= 0) {
-        throw new HangarApiError(0, 'WAIT_TIMEOUT', `instance "${name}" is still ${last?.state ?? 'there'} after ${Math.round(timeoutMs / 1000)} s`, {
-          ...(last ? { instance: last } : {}),
-        });
+        throw new HangarApiError(
+          0,
+          'WAIT_TIMEOUT',
+          `instance "${name}" is still ${last?.state ?? 'there'} after ${Math.round(timeoutMs / 1000)} s`,
+          {
+            ...(last ? { instance: last } : {}),
+          },
+        );
       }
       await sleep(Math.min(interval, left), opts.signal);
       interval = Math.min(maxInterval, Math.round(interval * 1.5));
@@ -780,19 +879,27 @@ export class HangarClient {
     if (opts.envelope === 'body') return { data: parsed as T, headers: res.headers };
     const envelope = opts.envelope ?? 'data';
     if (typeof parsed !== 'object' || parsed === null || !(envelope in parsed)) {
-      throw new HangarApiError(res.status, 'BAD_ANSWER', `${method} ${path}: the answer has no "${envelope}"`, { requestId: res.headers.get('x-request-id') ?? undefined });
+      throw new HangarApiError(res.status, 'BAD_ANSWER', `${method} ${path}: the answer has no "${envelope}"`, {
+        requestId: res.headers.get('x-request-id') ?? undefined,
+      });
     }
     return { data: (parsed as Record<string, T>)[envelope]!, headers: res.headers };
   }
 
   /** One request; `timeout` 0: none (a download takes as long as it takes). */
   private async send(
-    method: string, path: string, body: unknown, auth: Auth, extra: Readonly<Record<string, string>> = {}, timeout?: number,
+    method: string,
+    path: string,
+    body: unknown,
+    auth: Auth,
+    extra: Readonly<Record<string, string>> = {},
+    timeout?: number,
   ): Promise<Response> {
     const headers: Record<string, string> = { accept: 'application/json', ...extra };
     if (auth === 'basic') {
       const creds = this.credentials;
-      if (!creds) throw new HangarApiError(401, 'UNAUTHORIZED', 'no credentials to log in with: pass login and password, or userKey and passKey');
+      if (!creds)
+        throw new HangarApiError(401, 'UNAUTHORIZED', 'no credentials to log in with: pass login and password, or userKey and passKey');
       headers.authorization = `Basic ${base64(`${creds[0]}:${creds[1]}`)}`;
     } else if (auth === 'token' && this.currentToken !== undefined) {
       headers['x-auth-token'] = this.currentToken;
@@ -801,7 +908,12 @@ export class HangarClient {
     const timeoutMs = timeout ?? this.opts.timeoutMs ?? 30_000;
     const signal = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
     const attempt = () =>
-      this.fetchFn(`${this.baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), ...(signal ? { signal } : {}) });
+      this.fetchFn(`${this.baseUrl}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(signal ? { signal } : {}),
+      });
     try {
       // A read whose connection failed before any answer is sent again (RFC 9112, 9.3.1.1): that
       // is how a kept-alive connection ends when the server closes it, idle, just as it is reused,
@@ -816,7 +928,8 @@ export class HangarClient {
       }
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };
-      if (e.name === 'TimeoutError') throw new HangarApiError(0, 'TIMEOUT', `${method} ${path}: no answer from ${this.baseUrl} within ${timeoutMs} ms`, { cause: err });
+      if (e.name === 'TimeoutError')
+        throw new HangarApiError(0, 'TIMEOUT', `${method} ${path}: no answer from ${this.baseUrl} within ${timeoutMs} ms`, { cause: err });
       const why = e.cause?.code ?? e.cause?.message ?? e.message;
       throw new HangarApiError(0, 'NETWORK_ERROR', `cannot reach hangar at ${this.baseUrl}: ${why}`, { cause: err });
     }
@@ -827,7 +940,12 @@ export class HangarClient {
 const READ_RETRIES = 3;
 
 function errorOf(res: Response, body: unknown, text: string): HangarApiError {
-  const b = (typeof body === 'object' && body !== null ? body : {}) as { message?: unknown; code?: unknown; field?: unknown; allowed?: unknown };
+  const b = (typeof body === 'object' && body !== null ? body : {}) as {
+    message?: unknown;
+    code?: unknown;
+    field?: unknown;
+    allowed?: unknown;
+  };
   const retry = Number(res.headers.get('retry-after'));
   return new HangarApiError(
     res.status,

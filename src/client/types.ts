@@ -1,6 +1,11 @@
 import type { Static } from 'typebox';
 import type {
-  AclCheckRecord, AclCreateBody as AclCreateBodySchema, AclRecord, AclRecordExtended, DeniedConnectionRecord, EffectiveAccessRecord,
+  AclCheckRecord,
+  AclCreateBody as AclCreateBodySchema,
+  AclRecord,
+  AclRecordExtended,
+  DeniedConnectionRecord,
+  EffectiveAccessRecord,
 } from '../http/schemas/acls.js';
 import type { BackupRecord, PolicyBody, PolicyRecord, RestoreRecord } from '../http/schemas/backups.js';
 import type { ErrorBody } from '../http/schemas/common.js';
@@ -8,10 +13,19 @@ import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
 import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
 import type {
-  RedisConfigPatchBody, RedisConfigRecord, RedisStatsRecord, SlowlogEntryRecord, SpaceUsage as SpaceUsageSchema,
+  RedisConfigPatchBody,
+  RedisConfigRecord,
+  RedisStatsRecord,
+  SlowlogEntryRecord,
+  SpaceUsage as SpaceUsageSchema,
 } from '../http/schemas/redis.js';
 import type {
-  FinishRecord, RedisUserCreateBody, RedisUserCreated as RedisUserCreatedSchema, RedisUserPatchBody, RedisUserRecord, RotationRecord,
+  FinishRecord,
+  RedisUserCreateBody,
+  RedisUserCreated as RedisUserCreatedSchema,
+  RedisUserPatchBody,
+  RedisUserRecord,
+  RotationRecord,
 } from '../http/schemas/redis-users.js';
 import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';

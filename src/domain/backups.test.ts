@@ -16,7 +16,12 @@ describe('nextRunAfter', () => {
 
 describe('prunable', () => {
   const now = at('2026-11-26T12:00:00Z');
-  const b = (id: string, state: string, daysAgo: number) => ({ id, state: state as 'COMPLETED', finishedAt: now - daysAgo * DAY, requestedAt: now - daysAgo * DAY });
+  const b = (id: string, state: string, daysAgo: number) => ({
+    id,
+    state: state as 'COMPLETED',
+    finishedAt: now - daysAgo * DAY,
+    requestedAt: now - daysAgo * DAY,
+  });
   const list = [b('new', 'COMPLETED', 0.1), b('failed', 'FAILED', 0.5), b('mid', 'COMPLETED', 2), b('old', 'COMPLETED', 10)];
 
   it('keeps everything without retention', () => {
@@ -38,7 +43,8 @@ describe('prunable', () => {
 
 describe('parsePolicy', () => {
   it('reads what formatPolicy writes', () => {
-    for (const text of ['off', 'every=6h', 'daily=03:00,keep=7', 'every=1h,keep=24,days=7', 'off,days=30']) expect(formatPolicy(parsePolicy(text))).toBe(text);
+    for (const text of ['off', 'every=6h', 'daily=03:00,keep=7', 'every=1h,keep=24,days=7', 'off,days=30'])
+      expect(formatPolicy(parsePolicy(text))).toBe(text);
   });
   it('names what is wrong', () => {
     expect(() => parsePolicy('every=0h')).toThrow(/every=Nh must be a positive integer/);

@@ -150,7 +150,10 @@ export function prunable(
  * (`daily=03:00,keep=7`). Throws an Error naming what is wrong.
  */
 export function parsePolicy(text: string): BackupPolicy {
-  const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   let schedule: BackupSchedule | undefined;
   let keepLast: number | null = null;
   let keepDays: number | null = null;

@@ -42,15 +42,27 @@ export const ENCRYPTABLE: readonly Service[] = ['elasticsearch', 'mongodb'];
  * and `root`): a client holding one could take the instance from hangar.
  */
 export const MONGODB_ROLES = [
-  'read', 'readWrite', 'dbAdmin', 'dbOwner', 'userAdmin',
-  'readAnyDatabase', 'readWriteAnyDatabase', 'dbAdminAnyDatabase',
-  'clusterMonitor', 'enableSharding', 'backup',
+  'read',
+  'readWrite',
+  'dbAdmin',
+  'dbOwner',
+  'userAdmin',
+  'readAnyDatabase',
+  'readWriteAnyDatabase',
+  'dbAdminAnyDatabase',
+  'clusterMonitor',
+  'enableSharding',
+  'backup',
 ] as const;
 
 /** Roles that MongoDB only grants on the `admin` database. */
 export const ADMIN_DB_ROLES: readonly string[] = [
-  'readAnyDatabase', 'readWriteAnyDatabase', 'dbAdminAnyDatabase',
-  'clusterMonitor', 'enableSharding', 'backup',
+  'readAnyDatabase',
+  'readWriteAnyDatabase',
+  'dbAdminAnyDatabase',
+  'clusterMonitor',
+  'enableSharding',
+  'backup',
 ];
 
 /** Roles that administer the users of the database they are granted on: not on `admin`. */

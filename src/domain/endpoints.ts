@@ -23,9 +23,17 @@ export function portRoles(service: Service, type: InstanceType): readonly string
       }
     case 'elasticsearch':
       return [
-        'public.http', 'public.https', 'public.transport', 'public.kibana_http', 'public.kibana_https',
-        'servicenet.http', 'servicenet.https', 'servicenet.transport',
-        'engine.http', 'engine.transport', 'engine.kibana',
+        'public.http',
+        'public.https',
+        'public.transport',
+        'public.kibana_http',
+        'public.kibana_https',
+        'servicenet.http',
+        'servicenet.https',
+        'servicenet.transport',
+        'engine.http',
+        'engine.transport',
+        'engine.kibana',
       ];
   }
 }
@@ -92,7 +100,10 @@ export function accessGroups(routes: readonly EdgeRoute[], rules: readonly Acces
   const groups = new Map<AccessGroup, string[]>();
   for (const r of routes) {
     const admitted = rules.filter((a) => (r.group === 'main' ? !a.kibana : r.group === 'transport' ? a.transport : a.kibana));
-    groups.set(r.group, admitted.map((a) => a.cidr));
+    groups.set(
+      r.group,
+      admitted.map((a) => a.cidr),
+    );
   }
   return groups;
 }

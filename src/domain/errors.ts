@@ -34,10 +34,10 @@ export const errors = {
       ...(allowed ? { allowed } : {}),
     }),
   targetNotAllowed: (message: string) => new HangarError(400, 'TARGET_NOT_ALLOWED', message, { field: 'url' }),
-  invalidBody: (message: string, field?: string) =>
-    new HangarError(400, 'INVALID_BODY', message, field ? { field } : {}),
-  unauthorized: (message = 'missing or invalid credentials: log in at GET /v2/tokens/ with HTTP Basic and send the token in X-Auth-Token') =>
-    new HangarError(401, 'UNAUTHORIZED', message),
+  invalidBody: (message: string, field?: string) => new HangarError(400, 'INVALID_BODY', message, field ? { field } : {}),
+  unauthorized: (
+    message = 'missing or invalid credentials: log in at GET /v2/tokens/ with HTTP Basic and send the token in X-Auth-Token',
+  ) => new HangarError(401, 'UNAUTHORIZED', message),
   tooManyLogins: (retryAfterSeconds: number, what = '', resetAt?: number) =>
     new HangarError(
       429,
@@ -46,7 +46,9 @@ export const errors = {
       { retryAfterSeconds },
     ),
   rateLimited: (retryAfterSeconds: number) =>
-    new HangarError(429, 'RATE_LIMITED', `request limit of this account reached; try again in ${retryAfterSeconds} s`, { retryAfterSeconds }),
+    new HangarError(429, 'RATE_LIMITED', `request limit of this account reached; try again in ${retryAfterSeconds} s`, {
+      retryAfterSeconds,
+    }),
   instanceNotFound: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" not found`),
   notARedisInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `redis instance "${name}" not found`),
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
@@ -57,16 +59,27 @@ export const errors = {
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
   operationNotFound: (id: string) => new HangarError(404, 'OPERATION_NOT_FOUND', `operation "${id}" not found`),
   webhookNotFound: (id: string) => new HangarError(404, 'WEBHOOK_NOT_FOUND', `webhook "${id}" not found`),
-  redisUserNotFound: (user: string, instance: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found on instance "${instance}"`),
+  redisUserNotFound: (user: string, instance: string) =>
+    new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found on instance "${instance}"`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),
   nameTaken: (name: string) => new HangarError(409, 'NAME_TAKEN', `an instance named "${name}" already exists in this account`),
   userExists: (user: string, db: string) => new HangarError(409, 'USER_EXISTS', `user "${user}" already exists in database "${db}"`),
-  redisUserExists: (user: string, instance: string) => new HangarError(409, 'USER_EXISTS', `user "${user}" already exists on instance "${instance}"`),
+  redisUserExists: (user: string, instance: string) =>
+    new HangarError(409, 'USER_EXISTS', `user "${user}" already exists on instance "${instance}"`),
   rotationInProgress: (what: string) =>
-    new HangarError(409, 'ROTATION_IN_PROGRESS', `a password rotation of ${what} is in progress: finish it (POST .../rotate-password/finish) or wait for its grace period to end`),
+    new HangarError(
+      409,
+      'ROTATION_IN_PROGRESS',
+      `a password rotation of ${what} is in progress: finish it (POST .../rotate-password/finish) or wait for its grace period to end`,
+    ),
   preconditionFailed: (current: string) =>
-    new HangarError(412, 'PRECONDITION_FAILED', `the ACLs changed since they were read (If-Match does not match the current ETag ${current}): read them again and retry`),
-  aclExists: (cidr: string, instance: string) => new HangarError(409, 'ACL_EXISTS', `an ACL for ${cidr} already exists on instance "${instance}"`),
+    new HangarError(
+      412,
+      'PRECONDITION_FAILED',
+      `the ACLs changed since they were read (If-Match does not match the current ETag ${current}): read them again and retry`,
+    ),
+  aclExists: (cidr: string, instance: string) =>
+    new HangarError(409, 'ACL_EXISTS', `an ACL for ${cidr} already exists on instance "${instance}"`),
   operationInProgress: (name: string, state: string) =>
     new HangarError(409, 'OPERATION_IN_PROGRESS', `instance "${name}" is ${state}; wait until it is ACTIVE and try again`, { state }),
   operationNotCancellable: (id: string, reason: string) =>
@@ -77,25 +90,46 @@ export const errors = {
   quotaExceeded: (what: string, limit: number) =>
     new HangarError(409, 'QUOTA_EXCEEDED', `quota reached: at most ${limit} ${what}`, { limit }),
   idempotencyConflict: () =>
-    new HangarError(409, 'IDEMPOTENCY_KEY_CONFLICT', 'this Idempotency-Key was already used for another request; use a new key for a new request'),
+    new HangarError(
+      409,
+      'IDEMPOTENCY_KEY_CONFLICT',
+      'this Idempotency-Key was already used for another request; use a new key for a new request',
+    ),
   idempotencyInUse: () =>
-    new HangarError(409, 'IDEMPOTENCY_KEY_IN_USE', 'the request first sent with this Idempotency-Key is still running; repeat it in a moment to get its answer'),
+    new HangarError(
+      409,
+      'IDEMPOTENCY_KEY_IN_USE',
+      'the request first sent with this Idempotency-Key is still running; repeat it in a moment to get its answer',
+    ),
   backupNotFound: (id: string) => new HangarError(404, 'BACKUP_NOT_FOUND', `backup "${id}" not found`),
   backupInProgress: (instance: string, backupId: string, state: string) =>
-    new HangarError(409, 'BACKUP_IN_PROGRESS', `a backup of instance "${instance}" is ${state} already: ${backupId}; wait until it is done`, { backup_id: backupId }),
+    new HangarError(
+      409,
+      'BACKUP_IN_PROGRESS',
+      `a backup of instance "${instance}" is ${state} already: ${backupId}; wait until it is done`,
+      { backup_id: backupId },
+    ),
   backupNotCompleted: (id: string, state: string) =>
-    new HangarError(409, 'BACKUP_NOT_COMPLETED', `backup "${id}" is ${state}, not COMPLETED: only a completed backup can be restored or downloaded`, { state }),
+    new HangarError(
+      409,
+      'BACKUP_NOT_COMPLETED',
+      `backup "${id}" is ${state}, not COMPLETED: only a completed backup can be restored or downloaded`,
+      { state },
+    ),
   backupCorrupt: (id: string, detail: string) =>
     new HangarError(422, 'BACKUP_CORRUPT', `backup "${id}" is corrupt and was not restored (the instance is untouched): ${detail}`),
   backupUnavailable: (service: string, message: string) => new HangarError(422, 'BACKUP_UNAVAILABLE', message, { service }),
-  backupStorageUnavailable: (detail: string) => new HangarError(503, 'BACKUP_STORAGE_UNAVAILABLE', `the backup storage does not answer: ${detail}`),
-  serviceUnavailableHere: (service: string, message: string) =>
-    new HangarError(422, 'SERVICE_UNAVAILABLE_HERE', message, { service }),
+  backupStorageUnavailable: (detail: string) =>
+    new HangarError(503, 'BACKUP_STORAGE_UNAVAILABLE', `the backup storage does not answer: ${detail}`),
+  serviceUnavailableHere: (service: string, message: string) => new HangarError(422, 'SERVICE_UNAVAILABLE_HERE', message, { service }),
   engineUnreachable: (name: string, detail: string) =>
     new HangarError(503, 'ENGINE_UNREACHABLE', `the engine of instance "${name}" does not answer: ${detail}`),
   storeUnavailable: () => new HangarError(503, 'STORE_UNAVAILABLE', 'the store is unavailable; try again shortly'),
   capacityExceeded: (what: string, freeMb: number, capacityMb: number, need: string) =>
-    new HangarError(409, 'CAPACITY_EXCEEDED', `not enough memory left in ${what}: ${freeMb} MB free of ${capacityMb} MB; ${need}`, { freeMb, capacityMb }),
+    new HangarError(409, 'CAPACITY_EXCEEDED', `not enough memory left in ${what}: ${freeMb} MB free of ${capacityMb} MB; ${need}`, {
+      freeMb,
+      capacityMb,
+    }),
   capacityExhausted: (what: string) => new HangarError(503, 'CAPACITY_EXHAUSTED', `no capacity left on this host: ${what}`),
   shuttingDown: () => new HangarError(503, 'SHUTTING_DOWN', 'hangar is shutting down; try again shortly'),
   loginTaken: (login: string) => new HangarError(409, 'LOGIN_TAKEN', `an account with login "${login}" already exists`),
@@ -103,7 +137,8 @@ export const errors = {
   apiKeyNotFound: (login: string, userKey: string) => new HangarError(404, 'API_KEY_NOT_FOUND', `account "${login}" has no key ${userKey}`),
   // Refusals of the HTTP layer itself.
   bodyTooLarge: () => new HangarError(413, 'BODY_TOO_LARGE', 'the request body is larger than 64 KiB'),
-  unsupportedMediaType: () => new HangarError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON (Content-Type: application/json, or none)'),
+  unsupportedMediaType: () =>
+    new HangarError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON (Content-Type: application/json, or none)'),
   uriTooLong: () => new HangarError(414, 'URI_TOO_LONG', 'a path segment is longer than 512 characters'),
   invalidPath: () => new HangarError(400, 'INVALID_PATH', 'the path is not valid percent-encoding (or does not decode to UTF-8)'),
   requestTimeout: () => new HangarError(408, 'REQUEST_TIMEOUT', 'the request did not arrive in time; the connection is closed'),

@@ -5,7 +5,17 @@ import type { InstanceType, Service } from './catalog.js';
  * are hangar's, and clients that know only the spec's treat them as "not ready yet".
  * RESTORING: a backup replaces the instance's data (clients are cut off meanwhile).
  */
-export const INSTANCE_STATES = ['REQUESTED', 'BUILDING', 'ACTIVE', 'COMPLETED', 'RESIZING', 'RESTORING', 'DEGRADED', 'DELETING', 'FAILED'] as const;
+export const INSTANCE_STATES = [
+  'REQUESTED',
+  'BUILDING',
+  'ACTIVE',
+  'COMPLETED',
+  'RESIZING',
+  'RESTORING',
+  'DEGRADED',
+  'DELETING',
+  'FAILED',
+] as const;
 export type InstanceState = (typeof INSTANCE_STATES)[number];
 
 /** States in which the instance serves and accepts a resize. */

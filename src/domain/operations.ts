@@ -6,8 +6,19 @@
 
 /** Kinds hangar records itself, each tracked through the instance's progress in the store. */
 export const INSTANCE_OPERATION_KINDS = [
-  'create', 'resize', 'rename', 'delete', 'acl.add', 'acl.delete', 'acl.replace', 'user.create', 'user.update', 'user.delete',
-  'password.rotate', 'password.finish', 'config.update',
+  'create',
+  'resize',
+  'rename',
+  'delete',
+  'acl.add',
+  'acl.delete',
+  'acl.replace',
+  'user.create',
+  'user.update',
+  'user.delete',
+  'password.rotate',
+  'password.finish',
+  'config.update',
 ] as const;
 
 /** Kinds started and finished by the service that does the work (`OperationLog.start`, `succeed`, `fail`). */
@@ -79,8 +90,15 @@ export interface Operation {
 
 /** Every kind of event the stream and webhooks carry. */
 export const EVENT_KINDS = [
-  'instance.created', 'instance.state', 'instance.renamed', 'instance.deleted',
-  'operation.created', 'operation.progress', 'operation.succeeded', 'operation.failed', 'operation.cancelled',
+  'instance.created',
+  'instance.state',
+  'instance.renamed',
+  'instance.deleted',
+  'operation.created',
+  'operation.progress',
+  'operation.succeeded',
+  'operation.failed',
+  'operation.cancelled',
 ] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
@@ -122,7 +140,19 @@ export interface StreamEvent {
 /** Seconds an operation of each kind family may run (`acl` covers acl.add and acl.delete); `default` for kinds not named. */
 export type OperationDeadlines = Readonly<Record<string, number>>;
 
-export const DEADLINE_FAMILIES = ['create', 'resize', 'rename', 'delete', 'acl', 'user', 'password', 'config', 'backup', 'restore', 'default'] as const;
+export const DEADLINE_FAMILIES = [
+  'create',
+  'resize',
+  'rename',
+  'delete',
+  'acl',
+  'user',
+  'password',
+  'config',
+  'backup',
+  'restore',
+  'default',
+] as const;
 
 /** Seconds an operation of `kind` may run before it is failed. */
 export function deadlineSeconds(deadlines: OperationDeadlines, kind: string): number {

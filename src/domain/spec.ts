@@ -5,7 +5,10 @@ import type { Instance, RedisUser } from './model.js';
  * What the runtime runs for an instance: its desired plan, credentials and ports, and, when the
  * reconciler read them, its application users and settings.
  */
-export function toSpec(inst: Instance, extra: { users?: readonly RedisUser[]; settings?: Readonly<Record<string, string>> } = {}): InstanceSpec {
+export function toSpec(
+  inst: Instance,
+  extra: { users?: readonly RedisUser[]; settings?: Readonly<Record<string, string>> } = {},
+): InstanceSpec {
   return {
     id: inst.id,
     service: inst.service,

@@ -23,7 +23,12 @@ export function offeringsWith(binaries: EngineBinaries, engines: Partial<Record<
     const support = engines[service]?.support?.();
     if (!support || !offered[service].available) continue;
     if (support.unavailableReason !== undefined) {
-      offered[service] = { ...offered[service], available: false, versions: [], unavailableReason: `${service} cannot run here: ${support.unavailableReason}` };
+      offered[service] = {
+        ...offered[service],
+        available: false,
+        versions: [],
+        unavailableReason: `${service} cannot run here: ${support.unavailableReason}`,
+      };
     } else if (support.storageEngines !== undefined) {
       offered[service] = { ...offered[service], storageEngines: support.storageEngines };
     }
@@ -35,12 +40,20 @@ export function offeringsWith(binaries: EngineBinaries, engines: Partial<Record<
  * The engines that run as processes on this machine, with the binaries found. MongoDB and
  * Elasticsearch only where their binaries are: without them the offering names what is missing.
  */
-export function localEngines(config: Pick<Config, 'redisServerBin' | 'redisMaxmemoryPolicy'>, binaries: EngineBinaries, searchPath?: string): EngineRegistry {
+export function localEngines(
+  config: Pick<Config, 'redisServerBin' | 'redisMaxmemoryPolicy'>,
+  binaries: EngineBinaries,
+  searchPath?: string,
+): EngineRegistry {
   const engines: Partial<Record<Service, Engine>> = {};
   const redisServer = 'found' in binaries.redisServer ? binaries.redisServer.found.path : config.redisServerBin;
   engines.redis = new RedisEngine({ bin: redisServer, maxmemoryPolicy: config.redisMaxmemoryPolicy });
   if ('found' in binaries.mongod && 'found' in binaries.mongos) {
-    engines.mongodb = new MongodbEngine({ mongod: binaries.mongod.found, mongos: binaries.mongos.found, ...(searchPath ? { searchPath } : {}) });
+    engines.mongodb = new MongodbEngine({
+      mongod: binaries.mongod.found,
+      mongos: binaries.mongos.found,
+      ...(searchPath ? { searchPath } : {}),
+    });
   }
   if ('found' in binaries.elasticsearch) {
     engines.elasticsearch = new ElasticsearchEngine({
@@ -63,7 +76,9 @@ export const KUBERNETES_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0'] as co
  */
 export function kubernetesEngines(config: Pick<Config, 'redisMaxmemoryPolicy'>, images: Readonly<Record<string, string>>): EngineRegistry {
   const versions = (product: Service, defaults: readonly string[]): readonly string[] => {
-    const named = Object.keys(images).filter((k) => k.startsWith(`${product}:`)).map((k) => k.slice(product.length + 1));
+    const named = Object.keys(images)
+      .filter((k) => k.startsWith(`${product}:`))
+      .map((k) => k.slice(product.length + 1));
     return named.length > 0 ? [...new Set(named.flatMap(versionsOf))] : defaults;
   };
   const engines: Record<Service, Engine> = {

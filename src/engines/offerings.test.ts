@@ -21,8 +21,16 @@ const base: EngineBinaries = {
 const engines = (binaries: EngineBinaries) => localEngines(loadConfig({}, { HANGAR_DATA_DIR: '/nonexistent/hangar' }), binaries);
 
 const mongoSpec: InstanceSpec = {
-  id: '65a1b2c3d4e5f60718293a4b', service: 'mongodb', type: 'mongodb_singledb', version: '7.0', plan: 1, encrypted: false,
-  storageEngine: null, password: null, adminSecret: 'secret', ports: { public: 20000, 'engine.0': 20001 },
+  id: '65a1b2c3d4e5f60718293a4b',
+  service: 'mongodb',
+  type: 'mongodb_singledb',
+  version: '7.0',
+  plan: 1,
+  encrypted: false,
+  storageEngine: null,
+  password: null,
+  adminSecret: 'secret',
+  ports: { public: 20000, 'engine.0': 20001 },
 };
 /** Nowhere: the engine is never started here. */
 const place = { dir: '/nonexistent/hangar/instances/x', host: undefined as never };

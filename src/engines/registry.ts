@@ -35,11 +35,14 @@ export function registryOf(engines: Partial<Record<Service, Engine>>, offerings:
       return engine;
     },
     all: () => list,
-    forget: (id) => list.forEach((e) => e.forget(id)),
-    closeIdle: (ms) => list.forEach((e) => e.closeIdle(ms)),
+    forget: (id) => {
+      for (const e of list) e.forget(id);
+    },
+    closeIdle: (ms) => {
+      for (const e of list) e.closeIdle(ms);
+    },
     close: async () => {
       await Promise.all(list.map((e) => e.close()));
     },
   };
 }
-

@@ -17,7 +17,8 @@ export class RequestLogger implements FastifyBaseLogger {
   ) {}
 
   private get logger(): FastifyBaseLogger {
-    return (this.made ??= this.parent.child(this.bindings, this.options));
+    this.made ??= this.parent.child(this.bindings, this.options);
+    return this.made;
   }
 
   get level(): string {

@@ -5,8 +5,8 @@ import type { Acl, Instance, PortMap, RedisUser } from '../domain/model.js';
 import type { DeniedConnection } from '../domain/units.js';
 import type { EffectiveAccess } from '../service/acls.js';
 import type { RedisStats, SlowlogEntry } from '../service/redis.js';
-import type { AclRecord, AclRecordExtended } from './schemas/acls.js';
-import type { CreationRecord, InstanceRecord } from './schemas/instances.js';
+import type { AclRecord as AclRecordSchema, AclRecordExtended as AclRecordExtendedSchema } from './schemas/acls.js';
+import type { CreationRecord as CreationRecordSchema, InstanceRecord as InstanceRecordSchema } from './schemas/instances.js';
 import type { EventRecord as EventRecordSchema, OperationRecord as OperationRecordSchema } from './schemas/operations.js';
 import type { Operation, StreamEvent } from '../domain/operations.js';
 import type { BackupRecord, PolicyRecord, RestoreRecord } from './schemas/backups.js';
@@ -17,10 +17,10 @@ import { formatTimeOfDay, type Backup, type BackupPolicy, type Restore } from '.
  * its order; nothing else of the domain object (admin secrets, leases) can leak out.
  */
 
-export type InstanceRecord = Static<typeof InstanceRecord>;
-export type CreationRecord = Static<typeof CreationRecord>;
-export type AclRecord = Static<typeof AclRecord>;
-export type AclRecordExtended = Static<typeof AclRecordExtended>;
+export type InstanceRecord = Static<typeof InstanceRecordSchema>;
+export type CreationRecord = Static<typeof CreationRecordSchema>;
+export type AclRecord = Static<typeof AclRecordSchema>;
+export type AclRecordExtended = Static<typeof AclRecordExtendedSchema>;
 
 /**
  * The instance record of list and detail responses (spec 2.1). Connect strings name `host` (the
@@ -155,7 +155,8 @@ export function operationRecord(op: Operation): OperationRecord {
     steps: op.steps.map((s) => ({ name: s.name, at: { $date: s.at }, ...(s.message !== undefined ? { message: s.message } : {}) })),
     progress: op.progress,
     error: op.error === null ? null : { code: op.error.code, message: op.error.message },
-    requested_by: op.requestedBy === null ? null : { login: op.requestedBy.login, credential: op.requestedBy.credential, id: op.requestedBy.id },
+    requested_by:
+      op.requestedBy === null ? null : { login: op.requestedBy.login, credential: op.requestedBy.credential, id: op.requestedBy.id },
     request_id: op.requestId,
     detail: { ...op.detail },
     cancellable: op.cancellable,
@@ -222,7 +223,14 @@ export function redisUserRecord(u: RedisUser) {
 
 /** A slow log entry. */
 export function slowlogRecord(e: SlowlogEntry) {
-  return { id: e.id, time: iso(e.time * 1000), duration_us: e.durationMicros, command: [...e.args], client: e.client, client_name: e.clientName };
+  return {
+    id: e.id,
+    time: iso(e.time * 1000),
+    duration_us: e.durationMicros,
+    command: [...e.args],
+    client: e.client,
+    client_name: e.clientName,
+  };
 }
 
 /** Live statistics of a Redis primary. */

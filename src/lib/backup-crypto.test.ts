@@ -11,7 +11,8 @@ async function collect(stream: Readable): Promise<Buffer> {
 }
 
 /** `data` in chunks of `size` bytes, as files and sockets deliver them. */
-const chunked = (data: Buffer, size: number) => Readable.from(Array.from({ length: Math.ceil(data.length / size) }, (_, i) => data.subarray(i * size, (i + 1) * size)));
+const chunked = (data: Buffer, size: number) =>
+  Readable.from(Array.from({ length: Math.ceil(data.length / size) }, (_, i) => data.subarray(i * size, (i + 1) * size)));
 
 describe('backup objects', () => {
   const key = newDataKey();
@@ -23,7 +24,8 @@ describe('backup objects', () => {
     expect(object.length).toBe(encryptedSize(plain.length));
     expect(object.subarray(0, 4).toString()).toBe('HGBK');
     expect(digest.sha256).toBe(createHash('sha256').update(plain).digest('hex'));
-    for (const size of [1, 13, 16, 17, 65_536]) expect((await collect(chain(chunked(object, size), decryptStream(key)))).equals(plain)).toBe(true);
+    for (const size of [1, 13, 16, 17, 65_536])
+      expect((await collect(chain(chunked(object, size), decryptStream(key)))).equals(plain)).toBe(true);
   });
 
   it('fails at the end when a byte changed, the object is cut short, the key is another, or it is no backup', async () => {
@@ -31,22 +33,30 @@ describe('backup objects', () => {
     const flipped = Buffer.from(object);
     flipped[1000]! ^= 1;
     await expect(collect(chain(Readable.from([flipped]), decryptStream(key)))).rejects.toThrow(/authentication failed/);
-    await expect(collect(chain(Readable.from([object.subarray(0, object.length - 100)]), decryptStream(key)))).rejects.toThrow(/authentication failed/);
+    await expect(collect(chain(Readable.from([object.subarray(0, object.length - 100)]), decryptStream(key)))).rejects.toThrow(
+      /authentication failed/,
+    );
     await expect(collect(chain(Readable.from([object.subarray(0, 20)]), decryptStream(key)))).rejects.toThrow(/truncated|authentication/);
     await expect(collect(chain(Readable.from([object]), decryptStream(newDataKey())))).rejects.toThrow(/authentication failed/);
-    await expect(collect(chain(Readable.from([Buffer.from('REDIS0009 not encrypted at all')]), decryptStream(key)))).rejects.toThrow(/wrong header/);
+    await expect(collect(chain(Readable.from([Buffer.from('REDIS0009 not encrypted at all')]), decryptStream(key)))).rejects.toThrow(
+      /wrong header/,
+    );
   });
 
   it('verifies a snapshot against its recorded SHA-256 and size', async () => {
     const sha256 = createHash('sha256').update(plain).digest('hex');
     expect((await collect(chain(Readable.from([plain]), verifyStream({ sha256, sizeBytes: plain.length })))).length).toBe(plain.length);
-    await expect(collect(chain(Readable.from([plain]), verifyStream({ sha256: '0'.repeat(64), sizeBytes: plain.length })))).rejects.toThrow(/not the 0{64}/);
+    await expect(collect(chain(Readable.from([plain]), verifyStream({ sha256: '0'.repeat(64), sizeBytes: plain.length })))).rejects.toThrow(
+      /not the 0{64}/,
+    );
     // what a reader got of a snapshot that fails: never all of it
     let got = 0;
     const failing = chain(chunked(plain, 1000), verifyStream({ sha256: '0'.repeat(64), sizeBytes: plain.length }));
-    await expect((async () => {
-      for await (const c of failing) got += (c as Buffer).length;
-    })()).rejects.toThrow();
+    await expect(
+      (async () => {
+        for await (const c of failing) got += (c as Buffer).length;
+      })(),
+    ).rejects.toThrow();
     expect(got).toBeLessThan(plain.length);
   });
 });

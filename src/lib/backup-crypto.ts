@@ -82,7 +82,11 @@ export function decryptStream(key: Buffer): Transform {
       try {
         done(null, decipher.final());
       } catch {
-        done(new BackupIntegrityError('the backup object does not decrypt: it was changed, or its data key is wrong (AES-GCM authentication failed)'));
+        done(
+          new BackupIntegrityError(
+            'the backup object does not decrypt: it was changed, or its data key is wrong (AES-GCM authentication failed)',
+          ),
+        );
       }
     },
   });
@@ -133,7 +137,11 @@ export function verifyStream(expected: { sha256: string; sizeBytes: number }): T
     flush(done: TransformCallback) {
       const sha = hash.digest('hex');
       if (sha !== expected.sha256 || bytes !== expected.sizeBytes) {
-        return done(new BackupIntegrityError(`its SHA-256 is ${sha} (${bytes} bytes), not the ${expected.sha256} (${expected.sizeBytes} bytes) recorded when it was taken`));
+        return done(
+          new BackupIntegrityError(
+            `its SHA-256 is ${sha} (${bytes} bytes), not the ${expected.sha256} (${expected.sizeBytes} bytes) recorded when it was taken`,
+          ),
+        );
       }
       done(null, held);
     },

@@ -19,12 +19,24 @@ function fakeProgram(name: string, output: string): string {
 
 describe('parseVersion', () => {
   it('reads the version line of each engine', () => {
-    expect(parseVersion('redisServer', 'Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d7c971a948f0')).toBe('7.0.15');
+    expect(parseVersion('redisServer', 'Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d7c971a948f0')).toBe(
+      '7.0.15',
+    );
     expect(parseVersion('haproxy', 'HAProxy version 2.6.12-1+deb12u4 2026/10/17 - https://haproxy.org/')).toBe('2.6.12');
     expect(parseVersion('mongod', 'db version v6.0.5\nBuild Info: {\n    "version": "6.0.5"')).toBe('6.0.5');
     expect(parseVersion('mongos', 'mongos version v6.0.5\nBuild Info: {')).toBe('6.0.5');
-    expect(parseVersion('elasticsearch', 'Version: 8.11.1, Build: default/deb/6f9ff581fbcde658e6f69d6ce03050f060d1fd0c/2023-11-11T10:05:59.421038163Z, JVM: 21.0.1')).toBe('8.11.1');
-    expect(parseVersion('elasticsearch', 'Version: 2.11.0, Build: tar/4dcad6dd1fd45b6bd91f041a041829c8687278fa/2023-10-13T02:55:55.511945994Z, JVM: 17.0.8')).toBe('2.11.0');
+    expect(
+      parseVersion(
+        'elasticsearch',
+        'Version: 8.11.1, Build: default/deb/6f9ff581fbcde658e6f69d6ce03050f060d1fd0c/2023-11-11T10:05:59.421038163Z, JVM: 21.0.1',
+      ),
+    ).toBe('8.11.1');
+    expect(
+      parseVersion(
+        'elasticsearch',
+        'Version: 2.11.0, Build: tar/4dcad6dd1fd45b6bd91f041a041829c8687278fa/2023-10-13T02:55:55.511945994Z, JVM: 17.0.8',
+      ),
+    ).toBe('2.11.0');
     expect(parseVersion('mongod', 'command not found')).toBeUndefined();
   });
 });
@@ -41,7 +53,9 @@ describe('compareVersions', () => {
 describe('lookupBinary', () => {
   it('finds a binary on the search path and reads its version', async () => {
     fakeProgram('mongod', 'db version v7.0.2');
-    expect(await lookupBinary('mongod', undefined, dir)).toEqual({ found: { name: 'mongod', path: join(dir, 'mongod'), version: '7.0.2' } });
+    expect(await lookupBinary('mongod', undefined, dir)).toEqual({
+      found: { name: 'mongod', path: join(dir, 'mongod'), version: '7.0.2' },
+    });
   });
 
   it('tries opensearch when elasticsearch is not there', async () => {
@@ -63,8 +77,13 @@ describe('lookupBinary', () => {
   });
 
   it('refuses a redis-server older than 7.0, saying why', async () => {
-    const path = fakeProgram('old-redis-server', 'Redis server v=6.0.16 sha=00000000:0 malloc=jemalloc-5.2.1 bits=64 build=a3fdef44459b3ad6');
-    expect(await lookupBinary('redisServer', path, dir)).toEqual({ problem: expect.stringMatching(/6\.0\.16.*7\.0\.0.*HANGAR_REDIS_SERVER_BIN/) });
+    const path = fakeProgram(
+      'old-redis-server',
+      'Redis server v=6.0.16 sha=00000000:0 malloc=jemalloc-5.2.1 bits=64 build=a3fdef44459b3ad6',
+    );
+    expect(await lookupBinary('redisServer', path, dir)).toEqual({
+      problem: expect.stringMatching(/6\.0\.16.*7\.0\.0.*HANGAR_REDIS_SERVER_BIN/),
+    });
   });
 
   it('reports a binary that prints no version', async () => {
@@ -101,7 +120,10 @@ describe('offeringsOf', () => {
   });
 
   it('refuses redis without the edge', () => {
-    const o = offeringsOf({ ...base, haproxy: problem('`haproxy` was not found on PATH; install it or set HANGAR_HAPROXY_BIN to its path') }, new Set(['redis']));
+    const o = offeringsOf(
+      { ...base, haproxy: problem('`haproxy` was not found on PATH; install it or set HANGAR_HAPROXY_BIN to its path') },
+      new Set(['redis']),
+    );
     expect(o.redis).toMatchObject({ available: false, versions: [] });
     expect(o.redis.unavailableReason).toMatch(/haproxy.*HANGAR_HAPROXY_BIN/);
   });
@@ -110,7 +132,8 @@ describe('offeringsOf', () => {
     const o = offeringsOf({ ...base, mongod: found('mongod', '7.0.2'), mongos: found('mongos', '7.0.2') }, new Set(['redis']));
     expect(o.mongodb).toMatchObject({ available: false, versions: [] });
     expect(o.mongodb.unavailableReason).toMatch(/not supported.*mongod 7\.0\.2/);
-    expect(offeringsOf({ ...base, mongod: found('mongod', '7.0.2'), mongos: found('mongos', '7.0.2') }, new Set(['redis', 'mongodb'])).mongodb)
-      .toMatchObject({ available: true, versions: ['7.0.2', '7.0'] });
+    expect(
+      offeringsOf({ ...base, mongod: found('mongod', '7.0.2'), mongos: found('mongos', '7.0.2') }, new Set(['redis', 'mongodb'])).mongodb,
+    ).toMatchObject({ available: true, versions: ['7.0.2', '7.0'] });
   });
 });

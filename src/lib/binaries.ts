@@ -44,8 +44,18 @@ const SPECS: Readonly<Record<BinaryKey, BinarySpec>> = {
   },
   mongod: { names: ['mongod'], variable: 'HANGAR_MONGOD_BIN', versionArgs: ['--version'], versionPattern: /db version v(\d+\.\d+\.\d+)/ },
   mongos: { names: ['mongos'], variable: 'HANGAR_MONGOS_BIN', versionArgs: ['--version'], versionPattern: /version v(\d+\.\d+\.\d+)/ },
-  elasticsearch: { names: ['elasticsearch', 'opensearch'], variable: 'HANGAR_ELASTICSEARCH_BIN', versionArgs: ['--version'], versionPattern: /Version: (\d+\.\d+\.\d+)/ },
-  kibana: { names: ['kibana', 'opensearch-dashboards'], variable: 'HANGAR_KIBANA_BIN', versionArgs: ['--version'], versionPattern: /(\d+\.\d+\.\d+)/ },
+  elasticsearch: {
+    names: ['elasticsearch', 'opensearch'],
+    variable: 'HANGAR_ELASTICSEARCH_BIN',
+    versionArgs: ['--version'],
+    versionPattern: /Version: (\d+\.\d+\.\d+)/,
+  },
+  kibana: {
+    names: ['kibana', 'opensearch-dashboards'],
+    variable: 'HANGAR_KIBANA_BIN',
+    versionArgs: ['--version'],
+    versionPattern: /(\d+\.\d+\.\d+)/,
+  },
 };
 
 /** Debian installs daemons in sbin, which a non-root PATH often lacks. */
@@ -99,10 +109,14 @@ export async function lookupBinary(key: BinaryKey, configured: string | undefine
     const output = await run(path, spec.versionArgs, searchPath);
     const version = parseVersion(key, output);
     if (!version) {
-      return { problem: `\`${path} ${spec.versionArgs.join(' ')}\` did not print a version (${output.trim().split('\n')[0] ?? 'no output'}); set ${spec.variable} to a working binary` };
+      return {
+        problem: `\`${path} ${spec.versionArgs.join(' ')}\` did not print a version (${output.trim().split('\n')[0] ?? 'no output'}); set ${spec.variable} to a working binary`,
+      };
     }
     if (spec.minimum && compareVersions(version, spec.minimum.version) < 0) {
-      return { problem: `\`${path}\` is version ${version}, older than ${spec.minimum.version}, which hangar needs because ${spec.minimum.because}; install a newer one or set ${spec.variable}` };
+      return {
+        problem: `\`${path}\` is version ${version}, older than ${spec.minimum.version}, which hangar needs because ${spec.minimum.because}; install a newer one or set ${spec.variable}`,
+      };
     }
     return { found: { name: candidate.split('/').pop()!, path, version } };
   }
@@ -133,7 +147,10 @@ export async function detectBinaries(
 
 /** The binaries each service needs, and what to install when they are missing. */
 const NEEDS: Readonly<Record<Service, { readonly keys: readonly BinaryKey[]; readonly install: string }>> = {
-  redis: { keys: ['redisServer', 'haproxy'], install: 'apt-get install redis-server haproxy (Debian/Ubuntu), or set HANGAR_REDIS_SERVER_BIN and HANGAR_HAPROXY_BIN' },
+  redis: {
+    keys: ['redisServer', 'haproxy'],
+    install: 'apt-get install redis-server haproxy (Debian/Ubuntu), or set HANGAR_REDIS_SERVER_BIN and HANGAR_HAPROXY_BIN',
+  },
   mongodb: {
     keys: ['mongod', 'mongos', 'haproxy'],
     install: 'install MongoDB Community Server (mongod and mongos), or set HANGAR_MONGOD_BIN and HANGAR_MONGOS_BIN',
@@ -170,7 +187,13 @@ export function offeringsOf(binaries: EngineBinaries, implemented: ReadonlySet<S
       return 'problem' in b ? [b.problem] : [];
     });
     if (problems.length > 0) {
-      return { available: false, versions: [], engines, unavailableReason: `${service} cannot run here: ${problems.join('; ')}`, installHint: need.install };
+      return {
+        available: false,
+        versions: [],
+        engines,
+        unavailableReason: `${service} cannot run here: ${problems.join('; ')}`,
+        installHint: need.install,
+      };
     }
     const main = binaries[need.keys[0]!];
     if (!implemented.has(service) || !('found' in main)) {

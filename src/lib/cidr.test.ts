@@ -18,12 +18,22 @@ describe('parseCidr', () => {
     expect(parseCidr(input)?.text).toBe(text);
   });
 
-  it.each(['', 'abc', '10.0.0', '10.0.0.256', '10.0.0.1/33', '10.0.0.1/', '10.0.0.1/-1', '01.2.3.4x', '2001:db8::1/129', 'fe80::1%eth0', '1.2.3.4/8/8', ' 1.2.3.4'])(
-    'rejects %j',
-    (input) => {
-      expect(parseCidr(input)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    'abc',
+    '10.0.0',
+    '10.0.0.256',
+    '10.0.0.1/33',
+    '10.0.0.1/',
+    '10.0.0.1/-1',
+    '01.2.3.4x',
+    '2001:db8::1/129',
+    'fe80::1%eth0',
+    '1.2.3.4/8/8',
+    ' 1.2.3.4',
+  ])('rejects %j', (input) => {
+    expect(parseCidr(input)).toBeUndefined();
+  });
 });
 
 describe('matcher', () => {

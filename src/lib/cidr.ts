@@ -48,7 +48,7 @@ function v6Bytes(addr: string): number[] | undefined {
   if (v4) {
     const b = v4Bytes(v4[1]!);
     if (!b) return undefined;
-    text = text.slice(0, -v4[1]!.length) + `${((b[0]! << 8) | b[1]!).toString(16)}:${((b[2]! << 8) | b[3]!).toString(16)}`;
+    text = `${text.slice(0, -v4[1]!.length)}${((b[0]! << 8) | b[1]!).toString(16)}:${((b[2]! << 8) | b[3]!).toString(16)}`;
   }
   const [head, tail] = text.split('::') as [string, string | undefined];
   const h = head ? head.split(':') : [];

@@ -164,7 +164,11 @@ export class Metrics {
           }
         },
       });
-    runtimeGauge('hangar_engine_processes_up', 'Engine processes running on this host (reported by the replica owning the runtime)', (s) => s.processesUp);
+    runtimeGauge(
+      'hangar_engine_processes_up',
+      'Engine processes running on this host (reported by the replica owning the runtime)',
+      (s) => s.processesUp,
+    );
     runtimeGauge('hangar_engine_processes_expected', 'Engine processes that should be running on this host', (s) => s.processesExpected);
     new Counter({
       name: 'hangar_edge_connections_total',
@@ -237,7 +241,11 @@ export class Metrics {
   }
 
   /** Adds the series of each instance's last successful backup, read from the store at scrape time. */
-  watchBackups(source: () => Promise<readonly { instanceId: string; instanceName: string; service: string; finishedAt: number; sizeBytes: number }[]>, now: () => number, onError?: (what: string, err: unknown) => void): void {
+  watchBackups(
+    source: () => Promise<readonly { instanceId: string; instanceName: string; service: string; finishedAt: number; sizeBytes: number }[]>,
+    now: () => number,
+    onError?: (what: string, err: unknown) => void,
+  ): void {
     const registers = [this.registry];
     let read: ReturnType<typeof source> | undefined;
     const last = () => (read ??= source().finally(() => setImmediate(() => (read = undefined))));
@@ -249,7 +257,11 @@ export class Metrics {
       async collect() {
         this.reset();
         try {
-          for (const b of await last()) this.set({ instance_id: b.instanceId, instance_name: b.instanceName, service: b.service }, Math.max(0, (now() - b.finishedAt) / 1000));
+          for (const b of await last())
+            this.set(
+              { instance_id: b.instanceId, instance_name: b.instanceName, service: b.service },
+              Math.max(0, (now() - b.finishedAt) / 1000),
+            );
         } catch (err) {
           onError?.('hangar_backup_last_success_age_seconds', err);
         }
@@ -263,7 +275,8 @@ export class Metrics {
       async collect() {
         this.reset();
         try {
-          for (const b of await last()) this.set({ instance_id: b.instanceId, instance_name: b.instanceName, service: b.service }, b.sizeBytes);
+          for (const b of await last())
+            this.set({ instance_id: b.instanceId, instance_name: b.instanceName, service: b.service }, b.sizeBytes);
         } catch (err) {
           onError?.('hangar_backup_last_size_bytes', err);
         }

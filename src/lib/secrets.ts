@@ -47,7 +47,9 @@ export class Keyring {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', key, iv);
     const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return [PREFIX, this.currentId, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), data.toString('base64url')].join('.');
+    return [PREFIX, this.currentId, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), data.toString('base64url')].join(
+      '.',
+    );
   }
 
   decrypt(sealed: string): string {
@@ -124,7 +126,7 @@ export function loadKeyring(secretKey: string | undefined, dataDir: string): Key
 /** Writes the key file atomically with mode 0600, the current key first. */
 export function writeKeyFile(file: string, keys: readonly Buffer[]): void {
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, keys.map((k) => k.toString('base64')).join('\n') + '\n', { mode: 0o600 });
+  writeFileSync(tmp, `${keys.map((k) => k.toString('base64')).join('\n')}\n`, { mode: 0o600 });
   chmodSync(tmp, 0o600);
   renameSync(tmp, file);
 }

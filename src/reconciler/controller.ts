@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 
 /** How a pass ended: done, or run again after a delay (without counting as a failure). */
+// biome-ignore lint/suspicious/noConfusingVoidType: passes that never requeue (teardown, webhook deliveries) are plain Promise<void> functions
 export type PassResult = { readonly requeueAfterMs?: number } | void;
 
 export type ReconcileFn = (id: string, signal: AbortSignal) => Promise<PassResult>;
@@ -82,10 +83,7 @@ export class Controller {
       // The timer is cleared once the passes have ended: left pending, it would keep the
       // process alive for the rest of `timeoutMs` after a stop.
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        new Promise<void>((r) => (this.idle = r)),
-        new Promise<void>((r) => (timer = setTimeout(r, timeoutMs))),
-      ]);
+      await Promise.race([new Promise<void>((r) => (this.idle = r)), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
       clearTimeout(timer);
       this.idle = undefined;
     }

@@ -3,8 +3,16 @@ import type { InstanceSpec } from '../domain/units.js';
 import { ConvergedSpecs } from './converged.js';
 
 const spec: InstanceSpec = {
-  id: 'i1', service: 'redis', type: 'redis_ha_instance', version: '7.0', plan: 500, encrypted: false, storageEngine: null,
-  password: 'pw', adminSecret: 'admin', ports: { 'engine.primary': 40000 } as never,
+  id: 'i1',
+  service: 'redis',
+  type: 'redis_ha_instance',
+  version: '7.0',
+  plan: 500,
+  encrypted: false,
+  storageEngine: null,
+  password: 'pw',
+  adminSecret: 'admin',
+  ports: { 'engine.primary': 40000 } as never,
 };
 
 describe('ConvergedSpecs', () => {
@@ -23,7 +31,9 @@ describe('ConvergedSpecs', () => {
     expect(c.matches({ ...spec, password: 'new' }, 3)).toBe(false);
     expect(c.matches({ ...spec, priorPasswords: ['pw'] }, 3)).toBe(false);
     expect(c.matches({ ...spec, settings: { timeout: '300' } }, 3)).toBe(false);
-    expect(c.matches({ ...spec, users: [{ name: 'app', passwords: ['x'], keys: ['*'], channels: [], commands: ['+@read'] }] }, 3)).toBe(false);
+    expect(c.matches({ ...spec, users: [{ name: 'app', passwords: ['x'], keys: ['*'], channels: [], commands: ['+@read'] }] }, 3)).toBe(
+      false,
+    );
   });
 
   it('forgets an instance, and everything', () => {

@@ -41,12 +41,27 @@ export async function carryOutDue(db: Db, inst: Instance, now: number): Promise<
   await db.transaction().execute(async (trx) => {
     await expireAcls(trx, inst, now);
     const audit = (action: string, target: string) =>
-      appendAuditEvent(trx, { accountId: inst.accountId, login: inst.login, action, target, sourceIp: null, outcome: 'success', statusCode: null, requestId: null, createdAt: now });
-    if (inst.passwordRotationEndsAt !== null && inst.passwordRotationEndsAt <= now && (await endInstanceRotation(trx, inst.id, now, { dueAt: now }))) {
+      appendAuditEvent(trx, {
+        accountId: inst.accountId,
+        login: inst.login,
+        action,
+        target,
+        sourceIp: null,
+        outcome: 'success',
+        statusCode: null,
+        requestId: null,
+        createdAt: now,
+      });
+    if (
+      inst.passwordRotationEndsAt !== null &&
+      inst.passwordRotationEndsAt <= now &&
+      (await endInstanceRotation(trx, inst.id, now, { dueAt: now }))
+    ) {
       await audit('instance.password.retire', `instance:${inst.name}`);
       out = { ...inst, passwordPrior: null, passwordRotationEndsAt: null };
     }
-    for (const user of await endDueRedisUserRotations(trx, inst.id, now)) await audit('redis_user.password.retire', `instance:${inst.name}/user:${user}`);
+    for (const user of await endDueRedisUserRotations(trx, inst.id, now))
+      await audit('redis_user.password.retire', `instance:${inst.name}/user:${user}`);
   });
   return out;
 }

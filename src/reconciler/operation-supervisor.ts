@@ -172,7 +172,9 @@ export class OperationSupervisor {
           await flushing;
           // what the pass has not written yet is written with the verdict on its operations, in one change each
           const last = takeSteps();
-          await this.judge(await listOpenOperations(this.deps.db, { instanceId, limit: 50 }), (op) => (followerIds.has(op.id) ? both(takeStart(op.id), last) : undefined));
+          await this.judge(await listOpenOperations(this.deps.db, { instanceId, limit: 50 }), (op) =>
+            followerIds.has(op.id) ? both(takeStart(op.id), last) : undefined,
+          );
         } catch (err) {
           this.deps.log.warn({ err, instance: instanceId }, 'operations of a pass not recorded');
         } finally {
@@ -239,9 +241,14 @@ export class OperationSupervisor {
       if (late) return operations.change(op.id, late, trx);
       const effect = inst ? await leaveKnown(trx, op, inst, seconds, now) : undefined;
       const message = `${op.kind} not finished within its deadline of ${seconds} s${effect ? `; ${effect}` : ''}`;
-      return operations.change(op.id, (o, at) => finished(o, 'FAILED', at, { error: { code: 'DEADLINE_EXCEEDED', message }, message }), trx);
+      return operations.change(
+        op.id,
+        (o, at) => finished(o, 'FAILED', at, { error: { code: 'DEADLINE_EXCEEDED', message }, message }),
+        trx,
+      );
     });
-    if (failed?.state === 'FAILED') this.deps.log.warn({ operation: op.id, kind: op.kind, instance: op.instanceId, reason: failed.error?.message }, 'operation failed');
+    if (failed?.state === 'FAILED')
+      this.deps.log.warn({ operation: op.id, kind: op.kind, instance: op.instanceId, reason: failed.error?.message }, 'operation failed');
   }
 
   private async prune(now: number): Promise<void> {
@@ -283,7 +290,8 @@ export function verdict(op: Operation, inst: InstanceStatus | undefined): Change
   }
   if (op.targetVersion !== null && inst.observedVersion >= op.targetVersion) {
     // carried out by a pass: one that had not written its start yet (another replica judged first) had taken it up
-    return (o, now) => finished(o.state === 'PENDING' ? withStep(running(o, now), { name: 'started' }, now) : o, 'SUCCEEDED', now, { message: inst.state });
+    return (o, now) =>
+      finished(o.state === 'PENDING' ? withStep(running(o, now), { name: 'started' }, now) : o, 'SUCCEEDED', now, { message: inst.state });
   }
   return stateStep(op, inst);
 }
@@ -315,17 +323,30 @@ function initialState(op: Operation): string | undefined {
 async function leaveKnown(trx: Db, op: Operation, inst: InstanceStatus, seconds: number, now: number): Promise<string | undefined> {
   if (op.kind === 'create') {
     const reason = `not ready within the create deadline of ${seconds} s`;
-    const failed = await bumpInstance(trx, inst.id, { state: 'FAILED', stateReason: reason, transitionAt: now }, now, { states: ['REQUESTED', 'BUILDING'], notDeleting: true });
+    const failed = await bumpInstance(trx, inst.id, { state: 'FAILED', stateReason: reason, transitionAt: now }, now, {
+      states: ['REQUESTED', 'BUILDING'],
+      notDeleting: true,
+    });
     return failed ? 'the instance is FAILED (delete it)' : undefined;
   }
   if (op.kind === 'delete') {
-    await updateInstance(trx, inst.id, { stateReason: `not torn down within ${seconds} s; hangar keeps trying`, updatedAt: now }, { states: ['DELETING'] });
+    await updateInstance(
+      trx,
+      inst.id,
+      { stateReason: `not torn down within ${seconds} s; hangar keeps trying`, updatedAt: now },
+      { states: ['DELETING'] },
+    );
     return 'the instance stays DELETING while hangar keeps trying';
   }
   if (!isInstanceKind(op.kind)) return undefined;
   const what = op.kind === 'resize' ? `resize to ${String(op.detail.to_plan)} MB` : op.kind;
   const reason = `${what} not done within ${seconds} s; hangar keeps trying`;
   const states = op.kind === 'resize' ? ['RESIZING', ...READY_STATES] : [...READY_STATES];
-  const degraded = await updateInstance(trx, inst.id, { state: 'DEGRADED', stateReason: reason, updatedAt: now }, { states, notDeleting: true });
+  const degraded = await updateInstance(
+    trx,
+    inst.id,
+    { state: 'DEGRADED', stateReason: reason, updatedAt: now },
+    { states, notDeleting: true },
+  );
   return degraded ? 'the instance is DEGRADED until hangar has carried the change out' : `the instance is ${inst.state}`;
 }

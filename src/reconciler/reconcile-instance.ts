@@ -30,12 +30,8 @@ import { listRedisSettings, listRedisUsers, purgeDeletedRedisUsers } from '../st
 import { anythingDue, carryOutDue, untilNextDeadline } from './deadlines.js';
 import { findActiveRestore } from '../store/backup-repository.js';
 import type { Db } from '../store/database.js';
-import {
-  PortRaceError, deleteInstanceRow, findInstanceById, replacePort, updateInstance,
-} from '../store/instance-repository.js';
-import {
-  deleteMongoUserRow, listMongoUsers, markMongoUserApplied,
-} from '../store/mongodb-user-repository.js';
+import { PortRaceError, deleteInstanceRow, findInstanceById, replacePort, updateInstance } from '../store/instance-repository.js';
+import { deleteMongoUserRow, listMongoUsers, markMongoUserApplied } from '../store/mongodb-user-repository.js';
 import { PassCancelled, type PassResult } from './controller.js';
 import type { PassObserver } from './operation-supervisor.js';
 import type { ConvergedSpecs } from './converged.js';
@@ -202,7 +198,11 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     await purgeDeletedAcls(db, id, purged);
     ctx.step('ensure:acls-purged');
   }
-  await purgeDeletedRedisUsers(db, id, users.filter((u) => u.deleting).map((u) => u.id));
+  await purgeDeletedRedisUsers(
+    db,
+    id,
+    users.filter((u) => u.deleting).map((u) => u.id),
+  );
 
   // A pass that restores (or finds the instance RESTORING) tells the restore's operation once the
   // instance serves again.
@@ -231,11 +231,19 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   const wait = untilNextDeadline(inst, timed, dueAt, deps.now());
   const next = wait === undefined ? undefined : { requeueAfterMs: wait };
   if (next) report.outcome = 'ok';
-  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan && !moved) return next;
+  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan && !moved)
+    return next;
   const wrote = await updateInstance(
     db,
     id,
-    { state: done, stateReason: null, plan: inst.desiredPlan, observedVersion: version, updatedAt: deps.now(), ...(moved ? { address } : {}) },
+    {
+      state: done,
+      stateReason: null,
+      plan: inst.desiredPlan,
+      observedVersion: version,
+      updatedAt: deps.now(),
+      ...(moved ? { address } : {}),
+    },
     { specVersion: version },
   );
   if (!wrote) {
@@ -257,7 +265,14 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
  * instance.
  */
 async function accessAlone(
-  deps: ReconcileDeps, target: Target, inst: Instance, spec: InstanceSpec, rules: readonly AccessRule[], done: InstanceState, report: PassReport, ctx: StepContext,
+  deps: ReconcileDeps,
+  target: Target,
+  inst: Instance,
+  spec: InstanceSpec,
+  rules: readonly AccessRule[],
+  done: InstanceState,
+  report: PassReport,
+  ctx: StepContext,
 ): Promise<boolean> {
   if (report.kind !== 'access' || inst.state !== done || inst.stateReason !== null) return false;
   if (!target.runtime.ensureAccess || !deps.converged?.matches(spec, inst.observedVersion)) return false;
@@ -276,7 +291,12 @@ async function accessAlone(
  * when the instance failed, or undefined when there was nothing to restore.
  */
 async function restore(
-  deps: ReconcileDeps, target: Target, inst: Instance, spec: InstanceSpec, ctx: StepContext, restores: Restores,
+  deps: ReconcileDeps,
+  target: Target,
+  inst: Instance,
+  spec: InstanceSpec,
+  ctx: StepContext,
+  restores: Restores,
 ): Promise<Instance | 'again' | 'failed' | undefined> {
   const where = { specVersion: inst.specVersion };
   const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
@@ -294,12 +314,24 @@ async function restore(
   const reason = `the restore of backup ${result.restore.backupId} failed: ${result.reason ?? 'no reason given'}`;
   if (building || result.restore.kind === 'new_instance') {
     deps.log.error({ instance: inst.id, name: inst.name, reason }, 'instance failed');
-    await target.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
+    await target.runtime
+      .removeInstance(inst.id, { step: () => {} })
+      .catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
     target.engines.forget(inst.id);
-    await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+    await updateInstance(
+      deps.db,
+      inst.id,
+      { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() },
+      where,
+    );
     return 'failed';
   }
-  const wrote = await updateInstance(deps.db, inst.id, { state: 'ACTIVE', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+  const wrote = await updateInstance(
+    deps.db,
+    inst.id,
+    { state: 'ACTIVE', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() },
+    where,
+  );
   return wrote ? 'failed' : 'again';
 }
 
@@ -311,11 +343,21 @@ async function unplaced(deps: ReconcileDeps, inst: Instance): Promise<PassResult
   const reason = `zone "${inst.zone}" is not configured on this hangar (HANGAR_ZONES)`;
   const building = inst.state === 'REQUESTED' || inst.state === 'BUILDING';
   if (building) {
-    await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, { specVersion: inst.specVersion });
+    await updateInstance(
+      deps.db,
+      inst.id,
+      { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() },
+      { specVersion: inst.specVersion },
+    );
     return;
   }
   if (inst.state !== 'FAILED' && inst.stateReason !== reason) {
-    await updateInstance(deps.db, inst.id, { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() }, { specVersion: inst.specVersion });
+    await updateInstance(
+      deps.db,
+      inst.id,
+      { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() },
+      { specVersion: inst.specVersion },
+    );
   }
   deps.log.warn({ instance: inst.id, name: inst.name, zone: inst.zone }, 'instance in a zone that is not configured');
   return { requeueAfterMs: UNPLACED_RETRY_MS };
@@ -339,7 +381,12 @@ async function sayHealth(deps: ReconcileDeps, target: Target, inst: Instance, sp
     .catch((err: unknown) => ({ healthy: false, reason: err instanceof Error ? err.message : String(err) }));
   if (health.healthy) return inst;
   const reason = health.reason ?? 'the instance does not serve';
-  const wrote = await updateInstance(deps.db, inst.id, { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() }, { specVersion: inst.specVersion, states: READY_STATES });
+  const wrote = await updateInstance(
+    deps.db,
+    inst.id,
+    { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() },
+    { specVersion: inst.specVersion, states: READY_STATES },
+  );
   if (!wrote) return inst;
   deps.log.warn({ instance: inst.id, name: inst.name, from: inst.state, to: 'DEGRADED', reason }, 'instance state');
   return { ...inst, state: 'DEGRADED', stateReason: reason };
@@ -361,9 +408,17 @@ async function moveEnginePort(deps: ReconcileDeps, target: Target, inst: Instanc
       throw e;
     }
     const reason = `port ${err.port} (${err.role}) is in use by another process; moving ${err.role} to port ${port}`;
-    deps.log.warn({ instance: inst.id, name: inst.name, role: err.role, from: err.port, to: port, err: err.message }, 'engine port taken by another process: moving the engine');
+    deps.log.warn(
+      { instance: inst.id, name: inst.name, role: err.role, from: err.port, to: port, err: err.message },
+      'engine port taken by another process: moving the engine',
+    );
     if (READY_STATES.includes(inst.state) || inst.state === 'DEGRADED') {
-      await updateInstance(db, inst.id, { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() }, { specVersion: inst.specVersion });
+      await updateInstance(
+        db,
+        inst.id,
+        { state: 'DEGRADED', stateReason: reason, updatedAt: deps.now() },
+        { specVersion: inst.specVersion },
+      );
     }
     return { requeueAfterMs: 0 };
   }
@@ -383,9 +438,16 @@ async function failedPass(deps: ReconcileDeps, target: Target, inst: Instance, e
   if (building && (terminal || overdue)) {
     const reason = terminal ? message : `not ready after ${deps.config.buildTimeoutSeconds} s: ${message}`;
     deps.log.error({ instance: inst.id, name: inst.name, reason }, 'instance failed');
-    await target.runtime.removeInstance(inst.id, { step: () => {} }).catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
+    await target.runtime
+      .removeInstance(inst.id, { step: () => {} })
+      .catch((e: unknown) => deps.log.warn({ instance: inst.id, err: e }, 'cleanup after failure'));
     target.engines.forget(inst.id);
-    await updateInstance(deps.db, inst.id, { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() }, where);
+    await updateInstance(
+      deps.db,
+      inst.id,
+      { state: 'FAILED', stateReason: reason, observedVersion: inst.specVersion, updatedAt: deps.now() },
+      where,
+    );
     await deps.restores?.cancelRestores(inst.id, `the instance failed to build: ${reason}`, 'failed');
     report.outcome = 'failed';
     return;

@@ -5,7 +5,12 @@ import { pidIsAlive } from '../lib/data-dir-lock.js';
 import { sleep } from '../lib/time.js';
 import type { StepContext } from '../domain/units.js';
 import {
-  claimInstance, findInstanceProgress, listAllInstanceIds, listPendingInstanceIds, releaseInstance, takeInstanceClaim,
+  claimInstance,
+  findInstanceProgress,
+  listAllInstanceIds,
+  listPendingInstanceIds,
+  releaseInstance,
+  takeInstanceClaim,
 } from '../store/instance-repository.js';
 import { acquireLease, findLease, releaseLease, takeLease } from '../store/lease-repository.js';
 import { Controller, PassCancelled, type PassResult } from './controller.js';
@@ -192,7 +197,9 @@ export class Reconciler {
     const periodMs = this.deps.config.resyncSeconds * 1000;
     this.sweepTimer = setInterval(() => void this.sweep({ spreadMs: Math.floor(periodMs * SPREAD_SHARE) }), periodMs);
     this.sweepTimer.unref();
-    this.idleTimer = setInterval(() => this.deps.zones.targets().forEach((t) => t.engines.closeIdle(ADMIN_IDLE_MS)), ADMIN_IDLE_MS);
+    this.idleTimer = setInterval(() => {
+      for (const t of this.deps.zones.targets()) t.engines.closeIdle(ADMIN_IDLE_MS);
+    }, ADMIN_IDLE_MS);
     this.idleTimer.unref();
   }
 

@@ -6,7 +6,14 @@ import { refusal, type TargetPolicy } from '../lib/ssrf-guard.js';
 import { postWebhook, signature } from '../lib/webhook-http.js';
 import type { Db } from '../store/database.js';
 import {
-  claimDueDeliveries, fanOutEvents, findDeliveryToSend, listDeletedWebhookIds, recordAttempt, releaseDelivery, removeWebhook, signingSecrets,
+  claimDueDeliveries,
+  fanOutEvents,
+  findDeliveryToSend,
+  listDeletedWebhookIds,
+  recordAttempt,
+  releaseDelivery,
+  removeWebhook,
+  signingSecrets,
   type AttemptOutcome,
 } from '../store/webhook-repository.js';
 import { Controller } from './controller.js';

@@ -1,5 +1,14 @@
 import type {
-  AccessEnforcer, AccessRule, DeniedConnection, EnsureResult, Health, InstancePlace, InstanceSpec, RuntimeKind, StepContext, UnitDriver,
+  AccessEnforcer,
+  AccessRule,
+  DeniedConnection,
+  EnsureResult,
+  Health,
+  InstancePlace,
+  InstanceSpec,
+  RuntimeKind,
+  StepContext,
+  UnitDriver,
 } from '../domain/units.js';
 
 export type { AccessEnforcer, DeniedConnection };

@@ -1,8 +1,21 @@
 import { newObjectId, randomHex } from '../lib/ids.js';
 import { DUMMY_HASH, hashSecret, hashToken, newToken, verifySecret } from '../lib/passwords.js';
 import {
-  countApiKeys, deleteApiKey, deleteApiKeyById, findAccountById, findAccountByLogin, findApiKey, findLiveToken, insertAccount, insertApiKey,
-  insertToken, listApiKeys, purgeDeadTokens, revokeAccountTokens, revokeToken, touchApiKey,
+  countApiKeys,
+  deleteApiKey,
+  deleteApiKeyById,
+  findAccountById,
+  findAccountByLogin,
+  findApiKey,
+  findLiveToken,
+  insertAccount,
+  insertApiKey,
+  insertToken,
+  listApiKeys,
+  purgeDeadTokens,
+  revokeAccountTokens,
+  revokeToken,
+  touchApiKey,
 } from '../store/account-repository.js';
 import type { Db } from '../store/database.js';
 import { isUniqueViolation } from '../store/errors.js';
@@ -116,7 +129,12 @@ export class AccountService {
 
   async listOwnApiKeys(caller: Caller): Promise<ApiKeyInfo[]> {
     const rows = await listApiKeys(this.db, caller.accountId);
-    return rows.map((r) => ({ id: r.id, userKey: r.user_key, createdAt: Number(r.created_at), lastUsedAt: r.last_used_at === null ? null : Number(r.last_used_at) }));
+    return rows.map((r) => ({
+      id: r.id,
+      userKey: r.user_key,
+      createdAt: Number(r.created_at),
+      lastUsedAt: r.last_used_at === null ? null : Number(r.last_used_at),
+    }));
   }
 
   /** Deletes one of the caller's key pairs; credentials cached from it stop working at once. */
@@ -150,13 +168,20 @@ export class AccountService {
     const key = await findApiKey(this.db, user);
     if (key) {
       if (await verifySecret(secret, key.secret_hash)) {
-        caller = { accountId: key.account_id, login: key.login, accountCreatedAt: key.created_at, credential: 'api_key', credentialId: user };
+        caller = {
+          accountId: key.account_id,
+          login: key.login,
+          accountCreatedAt: key.created_at,
+          credential: 'api_key',
+          credentialId: user,
+        };
         await touchApiKey(this.db, key.id, this.opts.now());
       }
     } else {
       const account = await findAccountByLogin(this.db, user);
       const ok = await verifySecret(secret, account?.password_hash ?? DUMMY_HASH);
-      if (account && ok) caller = { accountId: account.id, login: account.login, accountCreatedAt: account.created_at, credential: 'password' };
+      if (account && ok)
+        caller = { accountId: account.id, login: account.login, accountCreatedAt: account.created_at, credential: 'password' };
     }
     if (caller) this.cache.set(cacheKey, { caller, until: this.opts.now() + CACHE_MS });
     return caller;
@@ -166,7 +191,13 @@ export class AccountService {
     const token = newToken();
     const now = this.opts.now();
     const expiresAt = now + this.opts.tokenTtlSeconds * 1000;
-    await insertToken(this.db, { id: newObjectId(now), accountId: caller.accountId, tokenHash: hashToken(token), createdAt: now, expiresAt });
+    await insertToken(this.db, {
+      id: newObjectId(now),
+      accountId: caller.accountId,
+      tokenHash: hashToken(token),
+      createdAt: now,
+      expiresAt,
+    });
     // Every login adds a row: drop the dead ones now and then, so the table does not grow forever.
     if (now - this.lastPurge >= PURGE_EVERY_MS) {
       this.lastPurge = now;
@@ -195,7 +226,13 @@ export class AccountService {
     const row = await findLiveToken(this.db, tokenHash, now);
     if (!row) return undefined;
     const caller: AuthenticatedCaller = {
-      accountId: row.account_id, login: row.login, tokenHash, tokenExpiresAt: row.expires_at, accountCreatedAt: row.created_at, credential: 'token', credentialId: row.id,
+      accountId: row.account_id,
+      login: row.login,
+      tokenHash,
+      tokenExpiresAt: row.expires_at,
+      accountCreatedAt: row.created_at,
+      credential: 'token',
+      credentialId: row.id,
     };
     this.cache.set(cacheKey, { caller, until: Math.min(now + CACHE_MS, row.expires_at) });
     return caller;
@@ -252,7 +289,10 @@ export class AccountService {
 
 export function assertLogin(login: string): void {
   if (!/^[^\s:\x00-\x1f\x7f]{1,254}$/.test(login)) {
-    throw errors.invalidValue('login', 'the login must be 1 to 254 characters without spaces, control characters or ":" (usually an e-mail address)');
+    throw errors.invalidValue(
+      'login',
+      'the login must be 1 to 254 characters without spaces, control characters or ":" (usually an e-mail address)',
+    );
   }
 }
 

@@ -2,7 +2,15 @@ import { createHash } from 'node:crypto';
 import { newObjectId } from '../lib/ids.js';
 import { matcher, parseCidr, sameRange } from '../lib/cidr.js';
 import {
-  countAcls, expireAcls, findAcl, insertAcl, listAcls, listLiveAcls, markAclDeleting, reviveAcl, updateAcl,
+  countAcls,
+  expireAcls,
+  findAcl,
+  insertAcl,
+  listAcls,
+  listLiveAcls,
+  markAclDeleting,
+  reviveAcl,
+  updateAcl,
 } from '../store/acl-repository.js';
 import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import type { Db } from '../store/database.js';
@@ -62,7 +70,8 @@ function ifMatchAllows(header: string, etag: string): boolean {
 }
 
 /** One rule however its range is written (`a.b.c.d` and `a.b.c.d/32` are one). */
-const ruleKey = (a: { cidrMask: string; transport: boolean; kibana: boolean }) => `${parseCidr(a.cidrMask)?.text ?? a.cidrMask}|${a.transport}|${a.kibana}`;
+const ruleKey = (a: { cidrMask: string; transport: boolean; kibana: boolean }) =>
+  `${parseCidr(a.cidrMask)?.text ?? a.cidrMask}|${a.transport}|${a.kibana}`;
 
 /**
  * Per-instance network ACLs. A change is recorded, then enforced at the edge by the reconciler.
@@ -108,7 +117,13 @@ export class AclService {
     const { operations } = this.deps;
     const operation = await db.transaction().execute(async (trx) => {
       const op = await operations.start(
-        { kind: 'acl.add', instance: { id: instance.id, name }, account: caller.accountId, ...origin, detail: { acl_id: id, cidr_mask: acl.cidrMask } },
+        {
+          kind: 'acl.add',
+          instance: { id: instance.id, name },
+          account: caller.accountId,
+          ...origin,
+          detail: { acl_id: id, cidr_mask: acl.cidrMask },
+        },
         trx,
       );
       if (!(await bumpInstance(trx, instance.id, {}, now, { notDeleting: true }))) throw errors.instanceDeleting(name);
@@ -120,7 +135,9 @@ export class AclService {
       }
       // The same range however written (`a.b.c.d` and `a.b.c.d/32`) is one rule: the store's
       // unique key sees the text only, so the range is compared here, under the instance's lock.
-      const same = (await listAcls(trx, instance.id, true)).find((a) => a.transport === acl.transport && a.kibana === acl.kibana && sameRange(a.cidrMask, acl.cidrMask));
+      const same = (await listAcls(trx, instance.id, true)).find(
+        (a) => a.transport === acl.transport && a.kibana === acl.kibana && sameRange(a.cidrMask, acl.cidrMask),
+      );
       if (same) throw errors.aclExists(same.cidrMask, name);
       if (!(await insertAcl(trx, { ...acl, id, instanceId: instance.id, accountId: caller.accountId, createdAt: now }))) {
         throw errors.aclExists(acl.cidrMask, name);
@@ -139,9 +156,13 @@ export class AclService {
     const { db, operations } = this.deps;
     const now = this.deps.now();
     const operation = await db.transaction().execute(async (trx) => {
-      const op = await operations.start({ kind: 'acl.delete', instance: { id: instance.id, name }, account: caller.accountId, ...origin, detail: { acl_id: aclId } }, trx);
+      const op = await operations.start(
+        { kind: 'acl.delete', instance: { id: instance.id, name }, account: caller.accountId, ...origin, detail: { acl_id: aclId } },
+        trx,
+      );
       if (!(await bumpInstance(trx, instance.id, {}, now))) throw errors.instanceNotFound(name);
-      if (!(await findAcl(trx, instance.id, aclId, now)) || !(await markAclDeleting(trx, instance.id, aclId))) throw errors.aclNotFound(aclId, name);
+      if (!(await findAcl(trx, instance.id, aclId, now)) || !(await markAclDeleting(trx, instance.id, aclId)))
+        throw errors.aclNotFound(aclId, name);
       await operations.setTarget(trx, op.id, await getSpecVersion(trx, instance.id));
       this.step('acl-delete:marked');
       return op;
@@ -158,7 +179,11 @@ export class AclService {
    * keeps is ever taken away meanwhile. With `ifMatch`, the list must still have that ETag.
    */
   async replace(
-    caller: Caller, name: string, inputs: readonly AclInput[], ifMatch: string | undefined, origin: Origin = NO_ORIGIN,
+    caller: Caller,
+    name: string,
+    inputs: readonly AclInput[],
+    ifMatch: string | undefined,
+    origin: Origin = NO_ORIGIN,
   ): Promise<Started<{ instance: Instance; acls: Acl[]; etag: string }>> {
     const instance = await this.instances.get(caller, name);
     const { db, config, operations } = this.deps;
@@ -173,7 +198,13 @@ export class AclService {
     if (instance.deleting) throw errors.instanceDeleting(name);
     const operation = await db.transaction().execute(async (trx) => {
       const op = await operations.start(
-        { kind: 'acl.replace', instance: { id: instance.id, name }, account: caller.accountId, ...origin, detail: { cidr_masks: wanted.map((w) => w.cidrMask) } },
+        {
+          kind: 'acl.replace',
+          instance: { id: instance.id, name },
+          account: caller.accountId,
+          ...origin,
+          detail: { cidr_masks: wanted.map((w) => w.cidrMask) },
+        },
         trx,
       );
       if (!(await bumpInstance(trx, instance.id, {}, now, { notDeleting: true }))) throw errors.instanceDeleting(name);
@@ -191,7 +222,14 @@ export class AclService {
   }
 
   /** Writes the difference between `current` and `wanted`; says whether anything changed. */
-  private async applyList(trx: Db, instance: Instance, caller: Caller, current: readonly Acl[], wanted: readonly ValidAcl[], now: number): Promise<boolean> {
+  private async applyList(
+    trx: Db,
+    instance: Instance,
+    caller: Caller,
+    current: readonly Acl[],
+    wanted: readonly ValidAcl[],
+    now: number,
+  ): Promise<boolean> {
     const byKey = new Map(current.map((a) => [ruleKey(a), a]));
     let changed = false;
     for (const w of wanted) {
@@ -205,7 +243,10 @@ export class AclService {
         continue;
       }
       // one being removed (deleted or expired a moment ago) is kept after all
-      if ((await reviveAcl(trx, instance.id, w)) === undefined && !(await insertAcl(trx, { ...w, id: newObjectId(now), instanceId: instance.id, accountId: caller.accountId, createdAt: now }))) {
+      if (
+        (await reviveAcl(trx, instance.id, w)) === undefined &&
+        !(await insertAcl(trx, { ...w, id: newObjectId(now), instanceId: instance.id, accountId: caller.accountId, createdAt: now }))
+      ) {
         throw errors.aclExists(w.cidrMask, instance.name);
       }
       changed = true;
@@ -241,9 +282,13 @@ export class AclService {
       edgeRoutes(instance.service, instance.type, instance.ports),
       acls.map((a) => ({ cidr: a.cidrMask, transport: a.transport, kibana: a.kibana })),
     );
-    const desired: Partial<Record<AccessGroup, string[]>> = Object.fromEntries([...groups].map(([g, list]) => [g, [...new Set(list)].sort()]));
+    const desired: Partial<Record<AccessGroup, string[]>> = Object.fromEntries(
+      [...groups].map(([g, list]) => [g, [...new Set(list)].sort()]),
+    );
     const enforcers: AccessEnforcer[] = zone
-      ? await zone.effectiveAccess(toSpec(instance)).catch((err: unknown) => [{ name: 'edge', groups: {}, problem: (err as Error).message }])
+      ? await zone
+          .effectiveAccess(toSpec(instance))
+          .catch((err: unknown) => [{ name: 'edge', groups: {}, problem: (err as Error).message }])
       : [{ name: 'edge', groups: {}, problem: `zone "${instance.zone}" is not configured on this hangar` }];
     const reports = enforcers.map((e) => compare(e, desired));
     return { inSync: reports.length > 0 && reports.every((r) => r.inSync), desired, enforcers: reports, checkedAt: now };

@@ -14,6 +14,10 @@ export class AuditService {
 
   /** The caller's own events, newest first: at most `limit`, older than event `before` when given. */
   list(caller: Caller, opts: { limit: number; before?: number }): Promise<RecordedAuditEvent[]> {
-    return listAuditEvents(this.db, { accountId: caller.accountId, limit: opts.limit, ...(opts.before !== undefined ? { beforeId: opts.before } : {}) });
+    return listAuditEvents(this.db, {
+      accountId: caller.accountId,
+      limit: opts.limit,
+      ...(opts.before !== undefined ? { beforeId: opts.before } : {}),
+    });
   }
 }

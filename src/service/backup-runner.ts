@@ -10,7 +10,14 @@ import { throwIfCancelled, type InstanceSpec, type StepContext } from '../domain
 import type { Target, Targets } from '../reconciler/reconcile-instance.js';
 import { StorageError, type BackupStorage } from '../storage/index.js';
 import {
-  claimBackup, failAbandonedBackup, findBackup, finishBackup, listBackupsOfInstance, listPendingBackupIds, listRunningBackups, renewBackup,
+  claimBackup,
+  failAbandonedBackup,
+  findBackup,
+  finishBackup,
+  listBackupsOfInstance,
+  listPendingBackupIds,
+  listRunningBackups,
+  renewBackup,
 } from '../store/backup-repository.js';
 import { findPolicy } from '../store/backup-policy-repository.js';
 import type { Db } from '../store/database.js';
@@ -173,7 +180,9 @@ export class BackupRunner {
         return failAbandonedBackup(trx, b.id, b.owner, reason, now());
       });
       if (failed) {
-        await this.deps.storage.remove(b.storageKey).catch((err: unknown) => this.deps.log.warn({ err, backup: b.id }, 'removing what an interrupted backup left'));
+        await this.deps.storage
+          .remove(b.storageKey)
+          .catch((err: unknown) => this.deps.log.warn({ err, backup: b.id }, 'removing what an interrupted backup left'));
         this.deps.log.warn({ backup: b.id, owner: b.owner }, 'backup interrupted: recorded FAILED');
       }
     }
@@ -194,18 +203,25 @@ export class BackupRunner {
       controller.abort();
     };
     const renew = setInterval(() => {
-      renewBackup(db, id, owner, now(), ttl, step).then((held) => held || controller.abort(), () => {});
+      renewBackup(db, id, owner, now(), ttl, step).then(
+        (held) => held || controller.abort(),
+        () => {},
+      );
     }, ttl / 3);
     // Its operation is looked at while the work runs, not only between steps: a cancel or a
     // deadline stops an upload in the middle.
     const watch = setInterval(() => {
-      events?.stopped('backup', id).then((why) => why !== undefined && stop(why), () => {});
+      events?.stopped('backup', id).then(
+        (why) => why !== undefined && stop(why),
+        () => {},
+      );
     }, WATCH_MS);
     const ctx = this.deps.steps(controller.signal);
     const mark = async (name: string, progress: number) => {
       step = name;
       await renewBackup(db, id, owner, now(), ttl, name);
-      if (events && !(await events.step('backup', id, { name, progress }))) stop((await events.stopped('backup', id)) ?? 'its operation is no longer open');
+      if (events && !(await events.step('backup', id, { name, progress })))
+        stop((await events.stopped('backup', id)) ?? 'its operation is no longer open');
       throwIfCancelled(controller.signal, `the backup's ${name} step`);
     };
     let stored = false;
@@ -213,7 +229,8 @@ export class BackupRunner {
       await mark('started', 5);
       const inst = await findInstanceById(db, keyring, backup.instanceId);
       if (!inst || inst.deleting) throw new Error('the instance was deleted before its backup ran');
-      if (!SERVING_STATES.includes(inst.state) || inst.state === 'RESIZING') throw new Error(`the instance was ${inst.state} when its backup was to run`);
+      if (!SERVING_STATES.includes(inst.state) || inst.state === 'RESIZING')
+        throw new Error(`the instance was ${inst.state} when its backup was to run`);
       const target = this.target(inst);
       const driver = target.engines.require(inst.service).backups;
       if (!driver) throw new Error(`backups of ${inst.service} are not supported`);
@@ -236,7 +253,14 @@ export class BackupRunner {
         const done = await finishBackup(
           trx,
           id,
-          { state: 'COMPLETED', sizeBytes: digest.bytes, sha256: digest.sha256, usedBytes: snapshot.usedBytes, engineVersion: snapshot.engineVersion, finishedAt: now() },
+          {
+            state: 'COMPLETED',
+            sizeBytes: digest.bytes,
+            sha256: digest.sha256,
+            usedBytes: snapshot.usedBytes,
+            engineVersion: snapshot.engineVersion,
+            finishedAt: now(),
+          },
           { owner },
         );
         // Another replica took it as abandoned meanwhile (and recorded it FAILED): what was stored goes.
@@ -262,7 +286,10 @@ export class BackupRunner {
       }).catch((e: unknown) => log.warn({ err: e, backup: id }, 'recording a failed backup'));
       log.warn({ backup: id, instance: backup.instanceId, reason }, 'backup failed');
       this.deps.metrics?.observeBackup('backup', backup.service, 'failed', (performance.now() - t0) / 1000);
-      if (stored) void this.deps.storage.remove(backup.storageKey).catch((e: unknown) => log.warn({ err: e, backup: id }, 'removing what a failed backup left'));
+      if (stored)
+        void this.deps.storage
+          .remove(backup.storageKey)
+          .catch((e: unknown) => log.warn({ err: e, backup: id }, 'removing what a failed backup left'));
     } finally {
       clearInterval(renew);
       clearInterval(watch);

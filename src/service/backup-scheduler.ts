@@ -2,9 +2,7 @@ import type { Logger } from 'pino';
 import type { Keyring } from '../lib/secrets.js';
 import { nextRunAfter } from '../domain/backups.js';
 import { SERVING_STATES } from '../domain/model.js';
-import {
-  findActiveBackup, listInstanceIdsWithBackups,
-} from '../store/backup-repository.js';
+import { findActiveBackup, listInstanceIdsWithBackups } from '../store/backup-repository.js';
 import { advancePolicy, deleteOrphanPolicies, listDuePolicies } from '../store/backup-policy-repository.js';
 import type { Db } from '../store/database.js';
 import { lockEvents } from '../store/event-repository.js';
@@ -39,7 +37,10 @@ export class BackupScheduler {
   constructor(private readonly deps: BackupSchedulerDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.tick().catch((err: unknown) => this.deps.log.warn({ err }, 'backup schedule tick failed')), TICK_MS);
+    this.timer = setInterval(
+      () => void this.tick().catch((err: unknown) => this.deps.log.warn({ err }, 'backup schedule tick failed')),
+      TICK_MS,
+    );
     this.timer.unref();
     void this.tick().catch((err: unknown) => this.deps.log.warn({ err }, 'backup schedule tick failed'));
   }
@@ -95,7 +96,8 @@ export class BackupScheduler {
   private async retain(): Promise<void> {
     const { db, log } = this.deps;
     const ids = await listInstanceIdsWithBackups(db);
-    for (const id of ids) await this.deps.runner.prune(id, this.deps.now()).catch((err: unknown) => log.warn({ err, instance: id }, 'retention failed'));
+    for (const id of ids)
+      await this.deps.runner.prune(id, this.deps.now()).catch((err: unknown) => log.warn({ err, instance: id }, 'retention failed'));
     await deleteOrphanPolicies(db);
   }
 }

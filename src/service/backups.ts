@@ -4,14 +4,29 @@ import { newObjectId } from '../lib/ids.js';
 import { chain, drain } from '../lib/streams.js';
 import { PLANS } from '../domain/catalog.js';
 import {
-  ACTIVE_BACKUP_STATES, nextRunAfter, parseTimeOfDay, type Backup, type BackupPolicy, type BackupSchedule, type Restore,
+  ACTIVE_BACKUP_STATES,
+  nextRunAfter,
+  parseTimeOfDay,
+  type Backup,
+  type BackupPolicy,
+  type BackupSchedule,
+  type Restore,
 } from '../domain/backups.js';
 import { errors, HangarError } from '../domain/errors.js';
 import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
 import type { BackupDriver } from '../engines/engine.js';
 import { StorageError, type BackupStorage } from '../storage/index.js';
 import {
-  BackupConflictError, RestoreConflictError, deleteBackupRow, findActiveBackup, findBackup, insertBackup, insertRestore, listBackupsOfDeletedInstance, listBackupsOfInstance, listRestores,
+  BackupConflictError,
+  RestoreConflictError,
+  deleteBackupRow,
+  findActiveBackup,
+  findBackup,
+  insertBackup,
+  insertRestore,
+  listBackupsOfDeletedInstance,
+  listBackupsOfInstance,
+  listRestores,
 } from '../store/backup-repository.js';
 import { findPolicy, savePolicy } from '../store/backup-policy-repository.js';
 import type { Db } from '../store/database.js';
@@ -95,7 +110,9 @@ export class BackupService {
     const backup = await findBackup(this.db, this.deps.keyring, id);
     if (!backup || backup.accountId !== caller.accountId) throw errors.backupNotFound(id);
     const inst = await this.instance(caller, name);
-    const ofIt = (inst !== undefined && backup.instanceId === inst.id) || (backup.instanceName === name && (await this.instanceGone(backup.instanceId)));
+    const ofIt =
+      (inst !== undefined && backup.instanceId === inst.id) ||
+      (backup.instanceName === name && (await this.instanceGone(backup.instanceId)));
     if (!ofIt) throw errors.backupNotFound(id);
     return backup;
   }
@@ -108,9 +125,11 @@ export class BackupService {
   driverFor(inst: Pick<Instance, 'service' | 'zone'>): BackupDriver {
     const zone = this.deps.zones.get(inst.zone);
     if (!zone) throw errors.backupUnavailable(inst.service, `zone "${inst.zone}" is not configured on this hangar`);
-    if (zone.runtime === 'kubernetes') throw errors.backupUnavailable(inst.service, `backups of instances on Kubernetes (zone "${inst.zone}") are not supported yet`);
+    if (zone.runtime === 'kubernetes')
+      throw errors.backupUnavailable(inst.service, `backups of instances on Kubernetes (zone "${inst.zone}") are not supported yet`);
     const offering = zone.engines.offerings()[inst.service];
-    if (!offering.available) throw errors.backupUnavailable(inst.service, offering.unavailableReason ?? `${inst.service} cannot run on this host`);
+    if (!offering.available)
+      throw errors.backupUnavailable(inst.service, offering.unavailableReason ?? `${inst.service} cannot run on this host`);
     const driver = zone.engines.require(inst.service).backups;
     if (!driver) throw errors.backupUnavailable(inst.service, `backups of ${inst.service} are not supported`);
     const reason = driver.unavailableReason();
@@ -156,8 +175,13 @@ export class BackupService {
     };
     const operation = await this.deps.operations.start(
       {
-        id, kind: 'backup', instance: { id: inst.id, name: inst.name }, account: inst.accountId, ...origin,
-        detail: { backup_id: id, scheduled }, ...(scheduled ? { message: 'scheduled by the instance\'s backup policy' } : {}),
+        id,
+        kind: 'backup',
+        instance: { id: inst.id, name: inst.name },
+        account: inst.accountId,
+        ...origin,
+        detail: { backup_id: id, scheduled },
+        ...(scheduled ? { message: "scheduled by the instance's backup policy" } : {}),
       },
       trx,
     );
@@ -211,7 +235,8 @@ export class BackupService {
     return this.storage.get(backup.storageKey).then(
       (raw) => chain(raw, decryptStream(backup.dataKey), verifyStream({ sha256: backup.sha256!, sizeBytes: backup.sizeBytes! })),
       (err: unknown) => {
-        if (err instanceof StorageError && err.kind === 'not-found') throw errors.backupCorrupt(backup.id, 'its object is missing from the backup storage');
+        if (err instanceof StorageError && err.kind === 'not-found')
+          throw errors.backupCorrupt(backup.id, 'its object is missing from the backup storage');
         if (err instanceof StorageError) throw errors.backupStorageUnavailable(err.message);
         throw err;
       },
@@ -249,14 +274,21 @@ export class BackupService {
     const backup = await findBackup(this.db, this.deps.keyring, backupId);
     if (!backup || backup.accountId !== caller.accountId) throw errors.backupNotFound(backupId);
     if (backup.service !== service) {
-      throw errors.invalidValue(field, `"${field}": backup "${backupId}" is a ${backup.service} backup; it cannot be restored into a ${service} instance`);
+      throw errors.invalidValue(
+        field,
+        `"${field}": backup "${backupId}" is a ${backup.service} backup; it cannot be restored into a ${service} instance`,
+      );
     }
     if (backup.state !== 'COMPLETED') throw errors.backupNotCompleted(backupId, backup.state);
     if (backup.usedBytes !== null && planBytes(service, plan) < backup.usedBytes) {
       const unit = service === 'redis' ? 'MB' : 'GB';
       const need = Math.ceil(backup.usedBytes / planBytes(service, 1));
       const larger = PLANS[backup.service].filter((p) => planBytes(service, p) >= backup.usedBytes!);
-      throw errors.invalidValue('plan', `"plan" ${plan} ${unit} is smaller than what the instance of backup "${backupId}" used (${need} ${unit})`, larger);
+      throw errors.invalidValue(
+        'plan',
+        `"plan" ${plan} ${unit} is smaller than what the instance of backup "${backupId}" used (${need} ${unit})`,
+        larger,
+      );
     }
     await this.assertIntact(backup);
     return backup;
@@ -274,17 +306,37 @@ export class BackupService {
     const backup = await this.restorable(caller, backupId, inst.service, inst.plan, 'backup_id');
     const now = this.deps.now();
     const restore: Restore = {
-      id: newObjectId(now), accountId: caller.accountId, instanceId: inst.id, instanceName: inst.name, backupId: backup.id, kind: 'in_place',
-      state: 'PENDING', stateReason: null, step: null, requestedAt: now, startedAt: null, finishedAt: null,
+      id: newObjectId(now),
+      accountId: caller.accountId,
+      instanceId: inst.id,
+      instanceName: inst.name,
+      backupId: backup.id,
+      kind: 'in_place',
+      state: 'PENDING',
+      stateReason: null,
+      step: null,
+      requestedAt: now,
+      startedAt: null,
+      finishedAt: null,
     };
     let operation: Operation | undefined;
     try {
       operation = await this.db.transaction().execute(async (trx) => {
         const op = await this.deps.operations.start(
-          { id: restore.id, kind: 'restore', instance: { id: inst.id, name: inst.name }, account: caller.accountId, ...origin, detail: { backup_id: backup.id, in_place: true } },
+          {
+            id: restore.id,
+            kind: 'restore',
+            instance: { id: inst.id, name: inst.name },
+            account: caller.accountId,
+            ...origin,
+            detail: { backup_id: backup.id, in_place: true },
+          },
           trx,
         );
-        const bumped = await bumpInstance(trx, inst.id, { state: 'RESTORING', stateReason: null, transitionAt: now }, now, { states: READY_STATES, notDeleting: true });
+        const bumped = await bumpInstance(trx, inst.id, { state: 'RESTORING', stateReason: null, transitionAt: now }, now, {
+          states: READY_STATES,
+          notDeleting: true,
+        });
         // nothing is recorded (the operation neither) when the instance moved meanwhile
         if (!bumped) throw NOT_BUMPED;
         await insertRestore(trx, restore);
@@ -357,14 +409,16 @@ export function parsePolicyInput(input: PolicyInput): BackupPolicy {
     case 'every': {
       if (input.daily_at !== undefined) throw extra('daily_at');
       const h = input.every_hours;
-      if (h === undefined || !Number.isInteger(h) || h < 1 || h > 8760) throw errors.invalidValue('every_hours', '"every_hours" must be a whole number of hours from 1 to 8760 with schedule "every"');
+      if (h === undefined || !Number.isInteger(h) || h < 1 || h > 8760)
+        throw errors.invalidValue('every_hours', '"every_hours" must be a whole number of hours from 1 to 8760 with schedule "every"');
       schedule = { kind: 'every', hours: h };
       break;
     }
     case 'daily': {
       if (input.every_hours !== undefined) throw extra('every_hours');
       const minute = input.daily_at === undefined ? undefined : parseTimeOfDay(input.daily_at);
-      if (minute === undefined) throw errors.invalidValue('daily_at', '"daily_at" must be a time of day HH:MM (UTC, 00:00 to 23:59) with schedule "daily"');
+      if (minute === undefined)
+        throw errors.invalidValue('daily_at', '"daily_at" must be a time of day HH:MM (UTC, 00:00 to 23:59) with schedule "daily"');
       schedule = { kind: 'daily', minuteOfDay: minute };
       break;
     }
@@ -374,7 +428,8 @@ export function parsePolicyInput(input: PolicyInput): BackupPolicy {
   const count = (field: 'keep_last' | 'keep_days', max: number): number | null => {
     const v = input[field];
     if (v === undefined || v === null) return null;
-    if (!Number.isInteger(v) || v < 1 || v > max) throw errors.invalidValue(field, `"${field}" must be a whole number from 1 to ${max}, or null`);
+    if (!Number.isInteger(v) || v < 1 || v > max)
+      throw errors.invalidValue(field, `"${field}" must be a whole number from 1 to ${max}, or null`);
     return v;
   };
   return { schedule, retention: { keepLast: count('keep_last', 10_000), keepDays: count('keep_days', 36_500) } };

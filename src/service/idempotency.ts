@@ -1,7 +1,11 @@
 import { errors } from '../domain/errors.js';
 import type { Db } from '../store/database.js';
 import {
-  completeIdempotencyKey, findIdempotencyKey, purgeIdempotencyKeys, releaseIdempotencyKey, reserveIdempotencyKey,
+  completeIdempotencyKey,
+  findIdempotencyKey,
+  purgeIdempotencyKeys,
+  releaseIdempotencyKey,
+  reserveIdempotencyKey,
 } from '../store/idempotency-repository.js';
 
 /** How long a key and its answer are kept. */
@@ -48,7 +52,12 @@ export class IdempotencyService {
       }
       if (first.requestHash !== hash) throw errors.idempotencyConflict();
       if (first.statusCode !== undefined) {
-        return { kind: 'replay', statusCode: first.statusCode, body: first.response ?? '', ...(first.operationId ? { operationId: first.operationId } : {}) };
+        return {
+          kind: 'replay',
+          statusCode: first.statusCode,
+          body: first.response ?? '',
+          ...(first.operationId ? { operationId: first.operationId } : {}),
+        };
       }
       throw errors.idempotencyInUse();
     }

@@ -2,12 +2,31 @@ import { parseCidr } from '../lib/cidr.js';
 import { newBuildId, newObjectId, randomHex } from '../lib/ids.js';
 import { sleep } from '../lib/time.js';
 import {
-  PortRaceError, bumpInstance, countInstances, createInstance, findInstanceById, findInstanceByName, findOwnedInstance, getInstanceListVersion,
-  getSpecVersion, instanceNameTaken, listInstances, renameInstance,
+  PortRaceError,
+  bumpInstance,
+  countInstances,
+  createInstance,
+  findInstanceById,
+  findInstanceByName,
+  findOwnedInstance,
+  getInstanceListVersion,
+  getSpecVersion,
+  instanceNameTaken,
+  listInstances,
+  renameInstance,
 } from '../store/instance-repository.js';
 import type { NewAcl } from '../store/acl-repository.js';
 import { insertRestore } from '../store/backup-repository.js';
-import { ENCRYPTABLE, INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, isService, type InstanceType, type Service } from '../domain/catalog.js';
+import {
+  ENCRYPTABLE,
+  INSTANCE_TYPES,
+  PLANS,
+  SERVICES,
+  STORAGE_ENGINES,
+  isService,
+  type InstanceType,
+  type Service,
+} from '../domain/catalog.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps, type ZoneView } from './deps.js';
 import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
@@ -165,7 +184,13 @@ export class InstanceService {
     const id = newObjectId(now);
     const type = input.type as InstanceType;
     const roles = portRoles(service, type);
-    const newAcls: NewAcl[] = acls.map((a) => ({ ...a, id: newObjectId(now), instanceId: id, accountId: caller.accountId, createdAt: now }));
+    const newAcls: NewAcl[] = acls.map((a) => ({
+      ...a,
+      id: newObjectId(now),
+      instanceId: id,
+      accountId: caller.accountId,
+      createdAt: now,
+    }));
     let created: Instance;
     let operation: Operation | undefined;
     // A restore asked with the create has its id, and its `restore` operation, from the start.
@@ -173,9 +198,17 @@ export class InstanceService {
     const recordOperation = async (trx: typeof db) => {
       operation = await this.deps.operations.start(
         {
-          kind: 'create', instance: { id, name: input.name }, account: caller.accountId, ...origin, targetVersion: 1,
+          kind: 'create',
+          instance: { id, name: input.name },
+          account: caller.accountId,
+          ...origin,
+          targetVersion: 1,
           detail: {
-            service, type: input.type, plan: input.plan, version: input.version, zone: input.zone,
+            service,
+            type: input.type,
+            plan: input.plan,
+            version: input.version,
+            zone: input.zone,
             ...(restoreId !== undefined ? { restore_from: restoreFrom, restore_id: restoreId } : {}),
           },
         },
@@ -183,7 +216,14 @@ export class InstanceService {
       );
       if (restoreId !== undefined) {
         await this.deps.operations.start(
-          { id: restoreId, kind: 'restore', instance: { id, name: input.name }, account: caller.accountId, ...origin, detail: { backup_id: restoreFrom, in_place: false } },
+          {
+            id: restoreId,
+            kind: 'restore',
+            instance: { id, name: input.name },
+            account: caller.accountId,
+            ...origin,
+            detail: { backup_id: restoreFrom, in_place: false },
+          },
           trx,
         );
       }
@@ -221,7 +261,15 @@ export class InstanceService {
               await this.zones.assertFits(trx, zone, { service, type, plan: input.plan });
               // recorded with the instance: a restore asked is never lost, and never left without its instance
               if (restoreFrom !== undefined && restoreId !== undefined) {
-                await insertRestore(trx, { id: restoreId, accountId: caller.accountId, instanceId: id, instanceName: input.name, backupId: restoreFrom, kind: 'new_instance', requestedAt: now });
+                await insertRestore(trx, {
+                  id: restoreId,
+                  accountId: caller.accountId,
+                  instanceId: id,
+                  instanceName: input.name,
+                  backupId: restoreFrom,
+                  kind: 'new_instance',
+                  requestedAt: now,
+                });
               }
             },
             before: recordOperation,
@@ -260,7 +308,10 @@ export class InstanceService {
     const operation = await db
       .transaction()
       .execute(async (trx) => {
-        const op = await operations.start({ kind: 'rename', instance: { id: inst.id, name }, account: caller.accountId, ...origin, detail: { from: name, to: newName } }, trx);
+        const op = await operations.start(
+          { kind: 'rename', instance: { id: inst.id, name }, account: caller.accountId, ...origin, detail: { from: name, to: newName } },
+          trx,
+        );
         if (!(await renameInstance(trx, inst.id, name, newName, this.deps.now()))) throw NOT_RENAMED;
         await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
         return op;
@@ -283,7 +334,9 @@ export class InstanceService {
     const { operations } = this.deps;
     const operation = await this.deps.db.transaction().execute(async (trx) => {
       const op = await operations.start({ kind: 'delete', instance: { id: inst.id, name }, account: caller.accountId, ...origin }, trx);
-      const changed = await bumpInstance(trx, inst.id, { deleting: true, state: 'DELETING', stateReason: null, transitionAt: now }, now, { notDeleting: true });
+      const changed = await bumpInstance(trx, inst.id, { deleting: true, state: 'DELETING', stateReason: null, transitionAt: now }, now, {
+        notDeleting: true,
+      });
       if (!changed) throw errors.instanceDeleting(name);
       return op;
     });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HangarError } from '../domain/errors.js';
+import type { HangarError } from '../domain/errors.js';
 import { LoginGuard, RateLimiter, loginSource } from './limits.js';
 
 /** A clock the test moves (the limits work on one-minute windows). */

@@ -2,7 +2,11 @@ import { newObjectId } from '../lib/ids.js';
 import type { Db } from '../store/database.js';
 import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import {
-  findMongoUserId, insertMongoUser, listMongoUserRoles, markMongoUserDeleting, updateMongoUser,
+  findMongoUserId,
+  insertMongoUser,
+  listMongoUserRoles,
+  markMongoUserDeleting,
+  updateMongoUser,
 } from '../store/mongodb-user-repository.js';
 import { ADMIN_DB_ROLES, MONGODB_ROLES, USER_ADMIN_ROLES } from '../domain/catalog.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
@@ -52,7 +56,13 @@ export class MongoUserService {
     return listMongoUserRoles(this.deps.db, inst.id, database);
   }
 
-  async create(caller: Caller, instanceId: string, database: string, body: { username: string; password: string; roles: readonly MongoRole[] }, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
+  async create(
+    caller: Caller,
+    instanceId: string,
+    database: string,
+    body: { username: string; password: string; roles: readonly MongoRole[] },
+    origin: Origin = NO_ORIGIN,
+  ): Promise<Started<string>> {
     // the instance first: another account's answers 404 whatever the body says
     const inst = await this.instance(caller, instanceId);
     assertDatabase(database);
@@ -62,11 +72,24 @@ export class MongoUserService {
     const roles = assertRoles(body.roles);
     if (inst.deleting) throw errors.instanceDeleting(inst.name);
     const now = this.deps.now();
-    const operation = await this.record(inst, now, { kind: 'user.create', caller, origin, detail: { database, username: body.username } }, async (trx) => {
-      const inserted = await insertMongoUser(trx, this.deps.keyring, { id: newObjectId(now), instanceId: inst.id, database, username: body.username, password: body.password, roles, now });
-      if (!inserted) throw errors.userExists(body.username, database);
-      this.step('user-create:inserted');
-    });
+    const operation = await this.record(
+      inst,
+      now,
+      { kind: 'user.create', caller, origin, detail: { database, username: body.username } },
+      async (trx) => {
+        const inserted = await insertMongoUser(trx, this.deps.keyring, {
+          id: newObjectId(now),
+          instanceId: inst.id,
+          database,
+          username: body.username,
+          password: body.password,
+          roles,
+          now,
+        });
+        if (!inserted) throw errors.userExists(body.username, database);
+        this.step('user-create:inserted');
+      },
+    );
     this.step('user-create:recorded');
     await this.apply(inst.id);
     return { result: `User "${body.username}" added to database "${database}"`, operation };
@@ -101,16 +124,28 @@ export class MongoUserService {
     return { result: `User "${username}" on database "${database}" updated`, operation };
   }
 
-  async delete(caller: Caller, instanceId: string, database: string, username: string, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
+  async delete(
+    caller: Caller,
+    instanceId: string,
+    database: string,
+    username: string,
+    origin: Origin = NO_ORIGIN,
+  ): Promise<Started<string>> {
     const inst = await this.instance(caller, instanceId);
     assertDatabase(database);
     assertNotReserved(database, username);
     const now = this.deps.now();
-    const operation = await this.record(inst, now, { kind: 'user.delete', caller, origin, detail: { database, username } }, async (trx) => {
-      const id = await findMongoUserId(trx, inst.id, database, username);
-      if (!id || !(await markMongoUserDeleting(trx, id, now))) throw errors.userNotFound(username, database);
-      this.step('user-delete:marked');
-    }, { allowDeleting: true });
+    const operation = await this.record(
+      inst,
+      now,
+      { kind: 'user.delete', caller, origin, detail: { database, username } },
+      async (trx) => {
+        const id = await findMongoUserId(trx, inst.id, database, username);
+        if (!id || !(await markMongoUserDeleting(trx, id, now))) throw errors.userNotFound(username, database);
+        this.step('user-delete:marked');
+      },
+      { allowDeleting: true },
+    );
     this.step('user-delete:recorded');
     await this.apply(inst.id);
     return { result: `User "${username}" deleted from database "${database}"`, operation };
@@ -130,7 +165,16 @@ export class MongoUserService {
   ): Promise<Operation> {
     const { operations } = this.deps;
     return this.deps.db.transaction().execute(async (trx) => {
-      const op = await operations.start({ kind: what.kind, instance: { id: inst.id, name: inst.name }, account: what.caller.accountId, ...what.origin, detail: what.detail }, trx);
+      const op = await operations.start(
+        {
+          kind: what.kind,
+          instance: { id: inst.id, name: inst.name },
+          account: what.caller.accountId,
+          ...what.origin,
+          detail: what.detail,
+        },
+        trx,
+      );
       if (!(await bumpInstance(trx, inst.id, {}, now, { notDeleting: !opts.allowDeleting }))) {
         throw opts.allowDeleting ? errors.notAMongodbInstance(inst.id) : errors.instanceDeleting(inst.name);
       }
@@ -163,7 +207,10 @@ function assertUsername(name: string): void {
 function assertNotReserved(database: string, username: string): void {
   const { username: name, database: db } = RESERVED_MONGODB_USER;
   if (database === db && username === name) {
-    throw errors.invalidValue('username', `user "${name}" of database "${db}" is hangar's own administrative user and cannot be created, changed or deleted; use another name or database`);
+    throw errors.invalidValue(
+      'username',
+      `user "${name}" of database "${db}" is hangar's own administrative user and cannot be created, changed or deleted; use another name or database`,
+    );
   }
 }
 
@@ -182,7 +229,10 @@ function assertRoles(roles: readonly MongoRole[]): MongoRole[] {
       throw errors.invalidValue(`roles[${i}].db`, `"roles[${i}].db": role ${r.role} is granted on the "admin" database only`);
     }
     if (USER_ADMIN_ROLES.includes(r.role) && r.db === 'admin') {
-      throw errors.invalidValue(`roles[${i}].db`, `"roles[${i}].db": role ${r.role} is not granted on the "admin" database: it administers the users of admin, hangar's own among them`);
+      throw errors.invalidValue(
+        `roles[${i}].db`,
+        `"roles[${i}].db": role ${r.role} is not granted on the "admin" database: it administers the users of admin, hangar's own among them`,
+      );
     }
     if (!out.some((o) => o.role === r.role && o.db === r.db)) out.push({ role: r.role, db: r.db });
   });

@@ -39,8 +39,11 @@ export class OperationService {
 
   /** One page of the caller's operations, newest first, and the cursor of the next page (null at the end). */
   async list(caller: Caller, q: OperationQuery): Promise<{ operations: Operation[]; nextCursor: string | null }> {
-    for (const s of q.states ?? []) if (!(OPERATION_STATES as readonly string[]).includes(s)) throw errors.invalidValue('state', `"state" ${JSON.stringify(s)} is not a state`, OPERATION_STATES);
-    for (const k of q.kinds ?? []) if (!/^[a-z]+(\.[a-z]+)?$/.test(k)) throw errors.invalidValue('kind', `"kind" ${JSON.stringify(k)} is not a kind`, OPERATION_KINDS);
+    for (const s of q.states ?? [])
+      if (!(OPERATION_STATES as readonly string[]).includes(s))
+        throw errors.invalidValue('state', `"state" ${JSON.stringify(s)} is not a state`, OPERATION_STATES);
+    for (const k of q.kinds ?? [])
+      if (!/^[a-z]+(\.[a-z]+)?$/.test(k)) throw errors.invalidValue('kind', `"kind" ${JSON.stringify(k)} is not a kind`, OPERATION_KINDS);
     const after = q.cursor === undefined ? undefined : parseCursor(q.cursor);
     let instance: { instanceId?: string; instanceName?: string } = {};
     if (q.instance !== undefined) {
@@ -95,10 +98,16 @@ export class OperationService {
         const done = await operations.cancel(op.id, message, trx);
         if (!done) throw BUILD_STARTED;
         // Only while no pass has taken it up: the pass that builds moves it to BUILDING first.
-        const marked = await bumpInstance(trx, instanceId, { deleting: true, state: 'DELETING', stateReason: 'its create was cancelled', transitionAt: now }, now, {
-          states: ['REQUESTED'],
-          notDeleting: true,
-        });
+        const marked = await bumpInstance(
+          trx,
+          instanceId,
+          { deleting: true, state: 'DELETING', stateReason: 'its create was cancelled', transitionAt: now },
+          now,
+          {
+            states: ['REQUESTED'],
+            notDeleting: true,
+          },
+        );
         if (!marked) throw BUILD_STARTED;
         return done;
       })

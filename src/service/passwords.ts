@@ -42,9 +42,15 @@ export class PasswordService {
     const now = this.deps.now();
     const password = randomHex(16);
     const endsAt = this.endsAt(now);
-    const { operation } = await recordAndApply(this.deps, inst, { kind: 'password.rotate', caller, origin, detail: { service: 'redis', previous_valid_until: endsAt } }, async (trx) => {
-      if (!(await startInstanceRotation(trx, this.deps.keyring, inst, password, endsAt, now))) throw errors.rotationInProgress(`instance "${name}"`);
-    });
+    const { operation } = await recordAndApply(
+      this.deps,
+      inst,
+      { kind: 'password.rotate', caller, origin, detail: { service: 'redis', previous_valid_until: endsAt } },
+      async (trx) => {
+        if (!(await startInstanceRotation(trx, this.deps.keyring, inst, password, endsAt, now)))
+          throw errors.rotationInProgress(`instance "${name}"`);
+      },
+    );
     return { result: { password, previousValidUntil: endsAt }, operation };
   }
 
@@ -52,7 +58,9 @@ export class PasswordService {
   async finishInstance(caller: Caller, name: string, origin: Origin = NO_ORIGIN): Promise<{ retired: boolean; operation?: Operation }> {
     const inst = await redisInstanceOf(this.instances, caller, name);
     const now = this.deps.now();
-    return this.finish(inst, { kind: 'password.finish', caller, origin, detail: { service: 'redis' } }, (trx) => endInstanceRotation(trx, inst.id, now));
+    return this.finish(inst, { kind: 'password.finish', caller, origin, detail: { service: 'redis' } }, (trx) =>
+      endInstanceRotation(trx, inst.id, now),
+    );
   }
 
   async rotateUser(caller: Caller, name: string, username: string, origin: Origin = NO_ORIGIN): Promise<Started<Rotation>> {
@@ -65,21 +73,33 @@ export class PasswordService {
     const { operation } = await recordAndApply(this.deps, inst, { kind: 'password.rotate', caller, origin, detail }, async (trx) => {
       const user = await findRedisUser(trx, this.deps.keyring, inst.id, username);
       if (!user) throw errors.redisUserNotFound(username, name);
-      if (!(await startRedisUserRotation(trx, this.deps.keyring, user, password, endsAt, now))) throw errors.rotationInProgress(`user "${username}" of instance "${name}"`);
+      if (!(await startRedisUserRotation(trx, this.deps.keyring, user, password, endsAt, now)))
+        throw errors.rotationInProgress(`user "${username}" of instance "${name}"`);
     });
     return { result: { password, previousValidUntil: endsAt }, operation };
   }
 
-  async finishUser(caller: Caller, name: string, username: string, origin: Origin = NO_ORIGIN): Promise<{ retired: boolean; operation?: Operation }> {
+  async finishUser(
+    caller: Caller,
+    name: string,
+    username: string,
+    origin: Origin = NO_ORIGIN,
+  ): Promise<{ retired: boolean; operation?: Operation }> {
     const inst = await redisInstanceOf(this.instances, caller, name);
     const now = this.deps.now();
     const user = await findRedisUser(this.deps.db, this.deps.keyring, inst.id, username);
     if (!user) throw errors.redisUserNotFound(username, name);
-    return this.finish(inst, { kind: 'password.finish', caller, origin, detail: { service: 'redis', username } }, (trx) => finishRedisUserRotation(trx, user.id, now));
+    return this.finish(inst, { kind: 'password.finish', caller, origin, detail: { service: 'redis', username } }, (trx) =>
+      finishRedisUserRotation(trx, user.id, now),
+    );
   }
 
   /** Ends a rotation now, as an operation; nothing (no operation) when there was none to end. */
-  private async finish(inst: Instance, op: ChangeOperation, retire: (trx: Db) => Promise<boolean>): Promise<{ retired: boolean; operation?: Operation }> {
+  private async finish(
+    inst: Instance,
+    op: ChangeOperation,
+    retire: (trx: Db) => Promise<boolean>,
+  ): Promise<{ retired: boolean; operation?: Operation }> {
     try {
       const { operation } = await recordAndApply(this.deps, inst, op, async (trx) => {
         if (!(await retire(trx))) throw NOTHING_TO_RETIRE;

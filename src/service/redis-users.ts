@@ -1,9 +1,7 @@
 import { newObjectId, randomHex } from '../lib/ids.js';
 import type { Db } from '../store/database.js';
 import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
-import {
-  findRedisUser, insertRedisUser, listRedisUsers, markRedisUserDeleting, updateRedisUser,
-} from '../store/redis-user-repository.js';
+import { findRedisUser, insertRedisUser, listRedisUsers, markRedisUserDeleting, updateRedisUser } from '../store/redis-user-repository.js';
 import { patternProblem, ruleProblem, usernameProblem } from '../engines/redis/redis-users.js';
 
 /** Command categories a user may be granted (engine knowledge, for the API's documentation). */
@@ -35,7 +33,7 @@ export interface RedisUserChange {
 /** The caller's redis instance by name; anything else is the same 404 as none. */
 export async function redisInstanceOf(instances: InstanceService, caller: Caller, name: string): Promise<Instance> {
   const inst = await instances.find(caller, name);
-  if (!inst || inst.service !== 'redis') throw errors.notARedisInstance(name);
+  if (inst?.service !== 'redis') throw errors.notARedisInstance(name);
   return inst;
 }
 
@@ -54,7 +52,11 @@ export interface ChangeOperation {
  * either way). The operation succeeds with the pass that carries the change out.
  */
 export async function recordAndApply<T>(
-  deps: ServiceDeps, inst: Instance, op: ChangeOperation, change: (trx: Db) => Promise<T>, settleMs = USER_SETTLE_MS,
+  deps: ServiceDeps,
+  inst: Instance,
+  op: ChangeOperation,
+  change: (trx: Db) => Promise<T>,
+  settleMs = USER_SETTLE_MS,
 ): Promise<Started<T>> {
   const now = deps.now();
   const out = await deps.db.transaction().execute(async (trx) => {
@@ -97,7 +99,12 @@ export class RedisUserService {
   }
 
   /** Creates a user; its password is the one given, or one hangar makes. Returns the user and its password. */
-  async create(caller: Caller, name: string, input: RedisUserInput, origin: Origin = NO_ORIGIN): Promise<Started<{ user: RedisUser; password: string }>> {
+  async create(
+    caller: Caller,
+    name: string,
+    input: RedisUserInput,
+    origin: Origin = NO_ORIGIN,
+  ): Promise<Started<{ user: RedisUser; password: string }>> {
     const problem = usernameProblem(input.username);
     if (problem) throw errors.invalidValue('username', `"username" ${problem}`);
     const password = input.password ?? randomHex(16);
@@ -108,14 +115,34 @@ export class RedisUserService {
     const inst = await redisInstanceOf(this.instances, caller, name);
     if (inst.deleting) throw errors.instanceDeleting(name);
     const now = this.deps.now();
-    const { operation } = await recordAndApply(this.deps, inst, { kind: 'user.create', caller, origin, detail: { service: 'redis', username: input.username } }, async (trx) => {
-      const inserted = await insertRedisUser(trx, this.deps.keyring, { id: newObjectId(now), instanceId: inst.id, username: input.username, password, keys, channels, commands, now });
-      if (!inserted) throw errors.redisUserExists(input.username, name);
-    });
+    const { operation } = await recordAndApply(
+      this.deps,
+      inst,
+      { kind: 'user.create', caller, origin, detail: { service: 'redis', username: input.username } },
+      async (trx) => {
+        const inserted = await insertRedisUser(trx, this.deps.keyring, {
+          id: newObjectId(now),
+          instanceId: inst.id,
+          username: input.username,
+          password,
+          keys,
+          channels,
+          commands,
+          now,
+        });
+        if (!inserted) throw errors.redisUserExists(input.username, name);
+      },
+    );
     return { result: { user: await this.get(caller, name, input.username), password }, operation };
   }
 
-  async update(caller: Caller, name: string, username: string, change: RedisUserChange, origin: Origin = NO_ORIGIN): Promise<Started<RedisUser>> {
+  async update(
+    caller: Caller,
+    name: string,
+    username: string,
+    change: RedisUserChange,
+    origin: Origin = NO_ORIGIN,
+  ): Promise<Started<RedisUser>> {
     if (change.password === undefined && change.keys === undefined && change.channels === undefined && change.commands === undefined) {
       throw errors.invalidBody('send at least one of "password", "keys", "channels", "commands"');
     }

@@ -155,7 +155,12 @@ export class RedisService {
    * values), has the reconciler apply them live to the primary and the replica and write them
    * into their configuration files, and returns every setting hangar holds for the instance.
    */
-  async setConfig(caller: Caller, name: string, values: Readonly<Record<string, string | number>>, origin: Origin = NO_ORIGIN): Promise<Started<Record<string, string>>> {
+  async setConfig(
+    caller: Caller,
+    name: string,
+    values: Readonly<Record<string, string | number>>,
+    origin: Origin = NO_ORIGIN,
+  ): Promise<Started<Record<string, string>>> {
     const checked: Record<string, string> = {};
     for (const [setting, raw] of Object.entries(values)) {
       const result = checkRedisSetting(setting, raw);
@@ -167,7 +172,13 @@ export class RedisService {
     if (inst.deleting) throw errors.instanceDeleting(name);
     const now = this.deps.now();
     const change = { kind: 'config.update', caller, origin, detail: { service: 'redis', settings: checked } };
-    const { operation } = await recordAndApply(this.deps, inst, change, (trx) => putRedisSettings(trx, inst.id, checked, now), CONFIG_SETTLE_MS);
+    const { operation } = await recordAndApply(
+      this.deps,
+      inst,
+      change,
+      (trx) => putRedisSettings(trx, inst.id, checked, now),
+      CONFIG_SETTLE_MS,
+    );
     return { result: await listRedisSettings(this.deps.db, inst.id), operation };
   }
 
@@ -181,7 +192,12 @@ export class RedisService {
     return this.live(caller, name, async (inst) => {
       const r = this.inspector(inst);
       const [stats, clients, memory, replication, server, keyspace, maxclients] = [
-        await r.info('stats'), await r.info('clients'), await r.info('memory'), await r.info('replication'), await r.info('server'), await r.info('keyspace'),
+        await r.info('stats'),
+        await r.info('clients'),
+        await r.info('memory'),
+        await r.info('replication'),
+        await r.info('server'),
+        await r.info('keyspace'),
         await r.configGet('maxclients'),
       ];
       const hits = num(stats.keyspace_hits);
@@ -190,7 +206,12 @@ export class RedisService {
       const replicas = Object.entries(replication)
         .filter(([k]) => /^slave\d+$/.test(k))
         .map(([, v]) => Object.fromEntries(v.split(',').map((kv) => kv.split('=') as [string, string])))
-        .map((s) => ({ state: s.state ?? 'unknown', offset: num(s.offset), lagBytes: Math.max(0, offset - num(s.offset)), lagSeconds: num(s.lag) }));
+        .map((s) => ({
+          state: s.state ?? 'unknown',
+          offset: num(s.offset),
+          lagBytes: Math.max(0, offset - num(s.offset)),
+          lagSeconds: num(s.lag),
+        }));
       return {
         opsPerSec: num(stats.instantaneous_ops_per_sec),
         totalCommands: num(stats.total_commands_processed),
@@ -222,7 +243,8 @@ export class RedisService {
     if (!plans.includes(newPlan)) throw errors.invalidValue('new_plan', `"new_plan" ${newPlan} is not a redis plan`, plans);
     if (newPlan <= inst.plan) {
       const larger = plans.filter((p) => p > inst.plan);
-      if (larger.length === 0) throw errors.invalidValue('new_plan', `"new_plan": instance "${name}" is on the largest plan (${inst.plan}) already`);
+      if (larger.length === 0)
+        throw errors.invalidValue('new_plan', `"new_plan": instance "${name}" is on the largest plan (${inst.plan}) already`);
       throw errors.invalidValue('new_plan', `"new_plan" must be larger than the current plan ${inst.plan}`, larger);
     }
     if (inst.deleting) throw errors.instanceDeleting(name);
@@ -231,23 +253,38 @@ export class RedisService {
     const zone = this.deps.zones.get(inst.zone);
     const { operations } = this.deps;
     // The larger plan must fit the zone before it is recorded (a zone no longer configured has no limits to check).
-    const operation = await this.deps.db.transaction().execute(async (trx): Promise<Operation | undefined> => {
-      const op = await operations.start(
-        { kind: 'resize', instance: { id: inst.id, name }, account: caller.accountId, ...origin, detail: { from_plan: inst.plan, to_plan: newPlan } },
-        trx,
-      );
-      if (zone) await this.zones.assertFits(trx, zone, { service: inst.service, type: inst.type, plan: newPlan }, inst.id);
-      const changed = await bumpInstance(trx, inst.id, { desiredPlan: newPlan, state: 'RESIZING', stateReason: null, transitionAt: now }, now, {
-        states: READY_STATES,
-        notDeleting: true,
+    const operation = await this.deps.db
+      .transaction()
+      .execute(async (trx): Promise<Operation | undefined> => {
+        const op = await operations.start(
+          {
+            kind: 'resize',
+            instance: { id: inst.id, name },
+            account: caller.accountId,
+            ...origin,
+            detail: { from_plan: inst.plan, to_plan: newPlan },
+          },
+          trx,
+        );
+        if (zone) await this.zones.assertFits(trx, zone, { service: inst.service, type: inst.type, plan: newPlan }, inst.id);
+        const changed = await bumpInstance(
+          trx,
+          inst.id,
+          { desiredPlan: newPlan, state: 'RESIZING', stateReason: null, transitionAt: now },
+          now,
+          {
+            states: READY_STATES,
+            notDeleting: true,
+          },
+        );
+        if (!changed) throw NOT_CHANGED;
+        await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
+        return op;
+      })
+      .catch((err: unknown) => {
+        if (err === NOT_CHANGED) return undefined;
+        throw err;
       });
-      if (!changed) throw NOT_CHANGED;
-      await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
-      return op;
-    }).catch((err: unknown) => {
-      if (err === NOT_CHANGED) return undefined;
-      throw err;
-    });
     if (!operation) {
       // Another request got there first.
       const current = await this.instances.find(caller, name);

@@ -60,7 +60,10 @@ export class RestoreRunner implements Restores {
     if (ctx.signal?.aborted) guard.abort();
     ctx.signal?.addEventListener('abort', onPassAbort, { once: true });
     const watch = setInterval(() => {
-      events?.stopped('restore', restore.id).then((why) => why !== undefined && stop(why), () => {});
+      events?.stopped('restore', restore.id).then(
+        (why) => why !== undefined && stop(why),
+        () => {},
+      );
     }, WATCH_MS);
     // Steps of the engine come synchronously; they reach the operation in order.
     let reported: Promise<unknown> = Promise.resolve();
@@ -68,22 +71,27 @@ export class RestoreRunner implements Restores {
       reported = reported.then(() => events?.step('restore', restore.id, { name, progress })).catch(() => {});
     };
     try {
-      if (events && !(await events.step('restore', restore.id, { name: 'reading', progress: 10 }))) stop((await events.stopped('restore', restore.id)) ?? 'its operation is no longer open');
+      if (events && !(await events.step('restore', restore.id, { name: 'reading', progress: 10 })))
+        stop((await events.stopped('restore', restore.id)) ?? 'its operation is no longer open');
       throwIfCancelled(guard.signal, 'reading the backup');
       const backup = await findBackup(db, keyring, restore.backupId);
-      if (!backup || backup.state !== 'COMPLETED') throw new Error(`backup ${restore.backupId} no longer exists`);
+      if (backup?.state !== 'COMPLETED') throw new Error(`backup ${restore.backupId} no longer exists`);
       const driver = target.engines.require(inst.service).backups;
       if (!driver) throw new Error(`backups of ${inst.service} are not supported`);
       let raw: Readable;
       try {
         raw = await this.deps.storage.get(backup.storageKey);
       } catch (err) {
-        if (err instanceof StorageError && err.kind === 'not-found') throw new CorruptBackup('its object is missing from the backup storage');
+        if (err instanceof StorageError && err.kind === 'not-found')
+          throw new CorruptBackup('its object is missing from the backup storage');
         throw err;
       }
       const checked = chain(raw, decryptStream(backup.dataKey), verifyStream({ sha256: backup.sha256!, sizeBytes: backup.sizeBytes! }));
       // Read whole and checked: the engine replaces the data from here on (BackupDriver.restore).
-      const source = chain(checked, whenEnded(() => (committed = true)));
+      const source = chain(
+        checked,
+        whenEnded(() => (committed = true)),
+      );
       let steps = 0;
       const stepping: StepContext = {
         signal: guard.signal,
@@ -130,7 +138,8 @@ export class RestoreRunner implements Restores {
   /** Fails the restores still asked for an instance that is deleted (their operations CANCELLED) or failed to build. */
   async cancelRestores(instanceId: string, reason: string, why: 'deleted' | 'failed'): Promise<void> {
     const { db, events, now } = this.deps;
-    const outcome: FlowOutcome = why === 'deleted' ? { state: 'CANCELLED', message: reason } : { state: 'FAILED', code: 'INSTANCE_FAILED', message: reason };
+    const outcome: FlowOutcome =
+      why === 'deleted' ? { state: 'CANCELLED', message: reason } : { state: 'FAILED', code: 'INSTANCE_FAILED', message: reason };
     for (const id of (await events?.open('restore', instanceId)) ?? []) {
       await inTransaction(db, (trx) => events!.finished('restore', id, outcome, trx));
     }
@@ -155,12 +164,18 @@ export class RestoreRunner implements Restores {
   private async outcomeOf(restore: Restore | undefined): Promise<FlowOutcome | undefined> {
     // every restore operation is started with its restore; one without is left to its deadline
     if (!restore) return undefined;
-    if (restore.state === 'FAILED') return { state: 'FAILED', code: 'RESTORE_FAILED', message: restore.stateReason ?? 'the restore failed' };
+    if (restore.state === 'FAILED')
+      return { state: 'FAILED', code: 'RESTORE_FAILED', message: restore.stateReason ?? 'the restore failed' };
     if (restore.state !== 'COMPLETED') return undefined;
     const inst = (await findInstanceStatuses(this.deps.db, [restore.instanceId])).get(restore.instanceId);
-    if (!inst || inst.deleting) return { state: 'CANCELLED', message: `instance "${restore.instanceName}" was deleted before it served the restored data` };
+    if (!inst || inst.deleting)
+      return { state: 'CANCELLED', message: `instance "${restore.instanceName}" was deleted before it served the restored data` };
     if (!READY_STATES.includes(inst.state)) return undefined;
-    return { state: 'SUCCEEDED', message: `backup ${restore.backupId} restored; instance "${restore.instanceName}" serves it`, detail: { backup_id: restore.backupId } };
+    return {
+      state: 'SUCCEEDED',
+      message: `backup ${restore.backupId} restored; instance "${restore.instanceName}" serves it`,
+      detail: { backup_id: restore.backupId },
+    };
   }
 }
 

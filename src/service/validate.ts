@@ -38,7 +38,11 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d
 /** An RFC 3339 date-time in the future, as epoch milliseconds. */
 export function assertFutureTime(field: string, text: string, now: number): number {
   const at = RFC3339.test(text) ? Date.parse(text) : NaN;
-  if (!Number.isFinite(at)) throw errors.invalidValue(field, `"${field}" must be an RFC 3339 date-time with a time zone, e.g. 2026-12-01T18:00:00Z; got ${JSON.stringify(text)}`);
+  if (!Number.isFinite(at))
+    throw errors.invalidValue(
+      field,
+      `"${field}" must be an RFC 3339 date-time with a time zone, e.g. 2026-12-01T18:00:00Z; got ${JSON.stringify(text)}`,
+    );
   if (at <= now) throw errors.invalidValue(field, `"${field}" ${text} is not in the future`);
   return at;
 }
@@ -51,9 +55,13 @@ export function assertFutureTime(field: string, text: string, now: number): numb
 export function assertAcl(input: AclInput, service: Service, now: number, field = ''): ValidAcl {
   const cidr = parseCidr(input.cidr_mask);
   if (!cidr) {
-    throw errors.invalidValue(`${field}cidr_mask`, `"${field}cidr_mask" must be an IP address (a.b.c.d) or a CIDR range (a.b.c.d/x), IPv4 or IPv6; got ${JSON.stringify(input.cidr_mask)}`);
+    throw errors.invalidValue(
+      `${field}cidr_mask`,
+      `"${field}cidr_mask" must be an IP address (a.b.c.d) or a CIDR range (a.b.c.d/x), IPv4 or IPv6; got ${JSON.stringify(input.cidr_mask)}`,
+    );
   }
-  if (input.description.length > 256) throw errors.invalidValue(`${field}description`, `"${field}description" must be at most 256 characters`);
+  if (input.description.length > 256)
+    throw errors.invalidValue(`${field}description`, `"${field}description" must be at most 256 characters`);
   const transport = input.transport ?? false;
   const kibana = input.kibana ?? false;
   // `false` asks for nothing, so only a true flag counts as "used" on another service.

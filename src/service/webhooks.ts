@@ -7,7 +7,14 @@ import { refusal, type TargetPolicy } from '../lib/ssrf-guard.js';
 import { sleep } from '../lib/time.js';
 import { TargetRefused, checkTarget } from '../lib/webhook-http.js';
 import {
-  countAttemptsInFlight, findWebhook, insertWebhook, listDeliveries, listWebhooks, markWebhookDeleted, removeWebhook, rotateWebhookSecret,
+  countAttemptsInFlight,
+  findWebhook,
+  insertWebhook,
+  listDeliveries,
+  listWebhooks,
+  markWebhookDeleted,
+  removeWebhook,
+  rotateWebhookSecret,
 } from '../store/webhook-repository.js';
 import type { Caller, ServiceDeps } from './deps.js';
 
@@ -45,12 +52,25 @@ export class WebhookService {
     const kinds = [...new Set(input.kinds ?? ['*'])];
     if (kinds.length === 0) throw errors.invalidValue('kinds', '"kinds" must name at least one kind (or "*" for all)');
     for (const k of kinds) {
-      if (!isKindFilter(k)) throw errors.invalidValue('kinds', `"kinds": ${JSON.stringify(k)} is no kind of event; give kinds, families (operation, instance) or *`);
+      if (!isKindFilter(k))
+        throw errors.invalidValue(
+          'kinds',
+          `"kinds": ${JSON.stringify(k)} is no kind of event; give kinds, families (operation, instance) or *`,
+        );
     }
     const now = this.deps.now();
     const secret = newSecret();
-    const webhook = { id: newObjectId(now), accountId: caller.accountId, url: url.toString(), kinds, description: input.description ?? '', secret, createdAt: now };
-    if (!(await insertWebhook(this.deps.db, this.deps.keyring, webhook, MAX_WEBHOOKS))) throw errors.quotaExceeded('webhooks per account', MAX_WEBHOOKS);
+    const webhook = {
+      id: newObjectId(now),
+      accountId: caller.accountId,
+      url: url.toString(),
+      kinds,
+      description: input.description ?? '',
+      secret,
+      createdAt: now,
+    };
+    if (!(await insertWebhook(this.deps.db, this.deps.keyring, webhook, MAX_WEBHOOKS)))
+      throw errors.quotaExceeded('webhooks per account', MAX_WEBHOOKS);
     return { ...webhook, updatedAt: now, previousSecretUntil: null };
   }
 
@@ -81,14 +101,21 @@ export class WebhookService {
   async rotateSecret(caller: Caller, id: string): Promise<WebhookWithSecret> {
     const now = this.deps.now();
     const secret = newSecret();
-    if (!(await rotateWebhookSecret(this.deps.db, this.deps.keyring, caller.accountId, id, secret, now, now + ROTATION_GRACE_MS))) throw errors.webhookNotFound(id);
+    if (!(await rotateWebhookSecret(this.deps.db, this.deps.keyring, caller.accountId, id, secret, now, now + ROTATION_GRACE_MS)))
+      throw errors.webhookNotFound(id);
     return { ...(await this.get(caller, id)), secret };
   }
 
   /** A webhook's deliveries, newest first. */
-  async deliveries(caller: Caller, id: string, opts: { limit: number; beforeEventId?: number; states?: readonly string[] }): Promise<WebhookDelivery[]> {
+  async deliveries(
+    caller: Caller,
+    id: string,
+    opts: { limit: number; beforeEventId?: number; states?: readonly string[] },
+  ): Promise<WebhookDelivery[]> {
     await this.get(caller, id);
-    for (const s of opts.states ?? []) if (!(DELIVERY_STATES as readonly string[]).includes(s)) throw errors.invalidValue('state', `"state" ${JSON.stringify(s)} is not a delivery state`, DELIVERY_STATES);
+    for (const s of opts.states ?? [])
+      if (!(DELIVERY_STATES as readonly string[]).includes(s))
+        throw errors.invalidValue('state', `"state" ${JSON.stringify(s)} is not a delivery state`, DELIVERY_STATES);
     return listDeliveries(this.deps.db, id, opts);
   }
 
@@ -102,15 +129,22 @@ export class WebhookService {
     }
     const allowHttp = this.deps.config.webhookAllowHttp;
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowHttp)) {
-      throw errors.invalidValue('url', `"url" must be an https:// URL${allowHttp ? ' or an http:// one' : ' (http:// only with HANGAR_WEBHOOK_ALLOW_HTTP=true)'}`);
+      throw errors.invalidValue(
+        'url',
+        `"url" must be an https:// URL${allowHttp ? ' or an http:// one' : ' (http:// only with HANGAR_WEBHOOK_ALLOW_HTTP=true)'}`,
+      );
     }
-    if (url.username !== '' || url.password !== '') throw errors.invalidValue('url', '"url" must not carry credentials: receivers check the signature instead');
+    if (url.username !== '' || url.password !== '')
+      throw errors.invalidValue('url', '"url" must not carry credentials: receivers check the signature instead');
     url.hash = '';
     try {
       await checkTarget(url, (ip, port) => refusal(ip, port, this.policy));
     } catch (err) {
       if (err instanceof TargetRefused) throw errors.targetNotAllowed(`"url": ${err.message}`);
-      throw errors.invalidValue('url', `"url": the host ${url.hostname} does not resolve (${(err as { code?: string }).code ?? (err as Error).message})`);
+      throw errors.invalidValue(
+        'url',
+        `"url": the host ${url.hostname} does not resolve (${(err as { code?: string }).code ?? (err as Error).message})`,
+      );
     }
     return url;
   }

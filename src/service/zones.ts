@@ -49,10 +49,14 @@ export class ZoneService {
   /** The zone a create of `service` goes to; 400 naming the zones that offer it when `name` is not one of them. */
   zoneFor(service: Service, name: string): ZoneView {
     const zone = this.zones.get(name);
-    if (zone && zone.services.includes(service)) return zone;
+    if (zone?.services.includes(service)) return zone;
     // Listed in the spec's order of the service's zones, then as configured.
     const rank = (z: string) => (ZONES[service].indexOf(z) + ZONES[service].length + 1) % (ZONES[service].length + 1);
-    const offering = this.zones.list().filter((z) => z.services.includes(service)).map((z) => z.name).sort((a, b) => rank(a) - rank(b));
+    const offering = this.zones
+      .list()
+      .filter((z) => z.services.includes(service))
+      .map((z) => z.name)
+      .sort((a, b) => rank(a) - rank(b));
     // The same words as any value not allowed, whether the zone does not exist or does not offer the service.
     const message = `"zone" of a ${service} instance ${JSON.stringify(name)} is not allowed`;
     throw errors.invalidValue('zone', message, offering);
@@ -74,7 +78,12 @@ export class ZoneService {
       const allocated = groups.filter((g) => counted.has(g.zone)).reduce((sum, g) => sum + g.count * promiseOf(g), 0);
       const free = limit.capacityMb - allocated;
       if (wanted > free) {
-        throw errors.capacityExceeded(limit.label, Math.max(0, free), limit.capacityMb, `a ${need.type} on plan ${need.plan} needs ${wanted} MB (${memoryRule(need.service, need.type, need.plan)})`);
+        throw errors.capacityExceeded(
+          limit.label,
+          Math.max(0, free),
+          limit.capacityMb,
+          `a ${need.type} on plan ${need.plan} needs ${wanted} MB (${memoryRule(need.service, need.type, need.plan)})`,
+        );
       }
     }
   }
@@ -86,7 +95,9 @@ export class ZoneService {
     const usedBy = (limit: CapacityLimit) => limit.zones.reduce((sum, z) => sum + (allocated.get(z) ?? 0), 0);
     return zones.map((zone) => {
       const offerings = zone.engines.offerings();
-      const tightest = zone.limits.map((l) => ({ capacity: l.capacityMb, free: l.capacityMb - usedBy(l) })).sort((a, b) => a.free - b.free)[0];
+      const tightest = zone.limits
+        .map((l) => ({ capacity: l.capacityMb, free: l.capacityMb - usedBy(l) }))
+        .sort((a, b) => a.free - b.free)[0];
       return {
         name: zone.name,
         runtime: zone.runtime,

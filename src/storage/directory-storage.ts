@@ -46,7 +46,8 @@ export class DirectoryStorage implements BackupStorage {
         /* the directory itself is the problem: there is nothing to remove */
       }
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOSPC' || code === 'EDQUOT') throw new StorageError('full', `no space left in the backup directory ${this.root}`, { cause: err });
+      if (code === 'ENOSPC' || code === 'EDQUOT')
+        throw new StorageError('full', `no space left in the backup directory ${this.root}`, { cause: err });
       if (code === 'EACCES' || code === 'EROFS' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EIO') {
         throw new StorageError('unavailable', `the backup directory ${this.root} cannot be written (${code})`, { cause: err });
       }

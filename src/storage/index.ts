@@ -10,7 +10,17 @@ export { type BackupStorage, StorageError, type StorageFailure } from './backup-
  * AWS SDK is loaded only for S3 (it is a large part of a start otherwise).
  */
 export async function openBackupStorage(
-  config: Pick<Config, 'dataDir' | 'backupDir' | 'backupS3Bucket' | 'backupS3Prefix' | 'backupS3Endpoint' | 'backupS3Region' | 'backupS3AccessKeyId' | 'backupS3SecretAccessKey'>,
+  config: Pick<
+    Config,
+    | 'dataDir'
+    | 'backupDir'
+    | 'backupS3Bucket'
+    | 'backupS3Prefix'
+    | 'backupS3Endpoint'
+    | 'backupS3Region'
+    | 'backupS3AccessKeyId'
+    | 'backupS3SecretAccessKey'
+  >,
 ): Promise<BackupStorage> {
   if (config.backupS3Bucket) {
     const { S3Storage } = await import('./s3-storage.js');

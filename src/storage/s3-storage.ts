@@ -91,9 +91,13 @@ export class S3Storage implements BackupStorage {
   private failure(err: unknown, what: string): unknown {
     if (err instanceof S3ServiceException) {
       const status = err.$metadata?.httpStatusCode;
-      if (err.name === 'NoSuchKey' || err.name === 'NotFound' || status === 404) return new StorageError('not-found', `${what}: no such object`, { cause: err });
-      if (err.name === 'EntityTooLarge' || err.name === 'QuotaExceeded') return new StorageError('full', `${what}: ${err.name}`, { cause: err });
-      return new StorageError('unavailable', `${what}: the object storage answered ${err.name}${status ? ` (HTTP ${status})` : ''}`, { cause: err });
+      if (err.name === 'NoSuchKey' || err.name === 'NotFound' || status === 404)
+        return new StorageError('not-found', `${what}: no such object`, { cause: err });
+      if (err.name === 'EntityTooLarge' || err.name === 'QuotaExceeded')
+        return new StorageError('full', `${what}: ${err.name}`, { cause: err });
+      return new StorageError('unavailable', `${what}: the object storage answered ${err.name}${status ? ` (HTTP ${status})` : ''}`, {
+        cause: err,
+      });
     }
     const code = (err as NodeJS.ErrnoException)?.code;
     if (code && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|EAI_AGAIN)$/.test(code)) {
@@ -116,7 +120,9 @@ function abortable(client: S3Client, signal: AbortSignal): S3Client {
     get(target, prop, receiver) {
       if (prop !== 'send') return Reflect.get(target, prop, receiver);
       return (command: Parameters<S3Client['send']>[0], options?: Record<string, unknown>) =>
-        command instanceof AbortMultipartUploadCommand ? target.send(command, options) : target.send(command, { ...options, abortSignal: signal });
+        command instanceof AbortMultipartUploadCommand
+          ? target.send(command, options)
+          : target.send(command, { ...options, abortSignal: signal });
     },
   });
 }

@@ -3,7 +3,10 @@ import type { Db } from './database.js';
 /** Accounts, their API key pairs and their tokens. */
 
 export async function insertAccount(db: Db, row: { id: string; login: string; passwordHash: string; createdAt: number }): Promise<void> {
-  await db.insertInto('accounts').values({ id: row.id, login: row.login, password_hash: row.passwordHash, created_at: row.createdAt }).execute();
+  await db
+    .insertInto('accounts')
+    .values({ id: row.id, login: row.login, password_hash: row.passwordHash, created_at: row.createdAt })
+    .execute();
 }
 
 export function findAccountByLogin(db: Db, login: string) {
@@ -22,10 +25,20 @@ export async function updateAccountPassword(db: Db, id: string, passwordHash: st
   await db.updateTable('accounts').set({ password_hash: passwordHash }).where('id', '=', id).execute();
 }
 
-export async function insertApiKey(db: Db, row: { id: string; accountId: string; userKey: string; secretHash: string; createdAt: number }): Promise<void> {
+export async function insertApiKey(
+  db: Db,
+  row: { id: string; accountId: string; userKey: string; secretHash: string; createdAt: number },
+): Promise<void> {
   await db
     .insertInto('api_keys')
-    .values({ id: row.id, account_id: row.accountId, user_key: row.userKey, secret_hash: row.secretHash, created_at: row.createdAt, last_used_at: null })
+    .values({
+      id: row.id,
+      account_id: row.accountId,
+      user_key: row.userKey,
+      secret_hash: row.secretHash,
+      created_at: row.createdAt,
+      last_used_at: null,
+    })
     .execute();
 }
 
@@ -45,12 +58,21 @@ export async function touchApiKey(db: Db, id: string, now: number): Promise<void
 }
 
 export function listApiKeys(db: Db, accountId: string) {
-  return db.selectFrom('api_keys').select(['id', 'user_key', 'created_at', 'last_used_at']).where('account_id', '=', accountId).orderBy('created_at').execute();
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'user_key', 'created_at', 'last_used_at'])
+    .where('account_id', '=', accountId)
+    .orderBy('created_at')
+    .execute();
 }
 
 /** How many key pairs the account has. */
 export async function countApiKeys(db: Db, accountId: string): Promise<number> {
-  const r = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number | string | bigint>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -65,10 +87,20 @@ export async function deleteApiKey(db: Db, accountId: string, userKey: string): 
   return Number(r.numDeletedRows) > 0;
 }
 
-export async function insertToken(db: Db, row: { id: string; accountId: string; tokenHash: string; createdAt: number; expiresAt: number }): Promise<void> {
+export async function insertToken(
+  db: Db,
+  row: { id: string; accountId: string; tokenHash: string; createdAt: number; expiresAt: number },
+): Promise<void> {
   await db
     .insertInto('tokens')
-    .values({ id: row.id, account_id: row.accountId, token_hash: row.tokenHash, created_at: row.createdAt, expires_at: row.expiresAt, revoked_at: null })
+    .values({
+      id: row.id,
+      account_id: row.accountId,
+      token_hash: row.tokenHash,
+      created_at: row.createdAt,
+      expires_at: row.expiresAt,
+      revoked_at: null,
+    })
     .execute();
 }
 
@@ -89,12 +121,20 @@ export async function revokeToken(db: Db, tokenHash: string, now: number): Promi
 }
 
 export async function revokeAccountTokens(db: Db, accountId: string, now: number): Promise<number> {
-  const r = await db.updateTable('tokens').set({ revoked_at: now }).where('account_id', '=', accountId).where('revoked_at', 'is', null).executeTakeFirst();
+  const r = await db
+    .updateTable('tokens')
+    .set({ revoked_at: now })
+    .where('account_id', '=', accountId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
 
 /** Drops tokens that expired or were revoked more than a day ago. */
 export async function purgeDeadTokens(db: Db, now: number): Promise<void> {
   const day = 86_400_000;
-  await db.deleteFrom('tokens').where((eb) => eb.or([eb('expires_at', '<', now - day), eb('revoked_at', '<', now - day)])).execute();
+  await db
+    .deleteFrom('tokens')
+    .where((eb) => eb.or([eb('expires_at', '<', now - day), eb('revoked_at', '<', now - day)]))
+    .execute();
 }

@@ -102,15 +102,29 @@ export async function findAcl(db: Db, instanceId: string, id: string, now: numbe
 }
 
 /** Changes what a bulk replace keeps of an ACL that stays: its description and its expiry. */
-export async function updateAcl(db: Db, instanceId: string, id: string, change: { description: string; expiresAt: number | null }): Promise<void> {
-  await db.updateTable('acls').set({ description: change.description, expires_at: change.expiresAt }).where('instance_id', '=', instanceId).where('id', '=', id).execute();
+export async function updateAcl(
+  db: Db,
+  instanceId: string,
+  id: string,
+  change: { description: string; expiresAt: number | null },
+): Promise<void> {
+  await db
+    .updateTable('acls')
+    .set({ description: change.description, expires_at: change.expiresAt })
+    .where('instance_id', '=', instanceId)
+    .where('id', '=', id)
+    .execute();
 }
 
 /**
  * Takes back the removal of an ACL that is still being taken off the edge (same range and
  * flags), with a new description and expiry; returns its id, or undefined when there is none.
  */
-export async function reviveAcl(db: Db, instanceId: string, rule: { cidrMask: string; transport: boolean; kibana: boolean; description: string; expiresAt: number | null }): Promise<string | undefined> {
+export async function reviveAcl(
+  db: Db,
+  instanceId: string,
+  rule: { cidrMask: string; transport: boolean; kibana: boolean; description: string; expiresAt: number | null },
+): Promise<string | undefined> {
   const row = await db
     .selectFrom('acls')
     .select('id')
@@ -121,7 +135,11 @@ export async function reviveAcl(db: Db, instanceId: string, rule: { cidrMask: st
     .where('deleting', '=', 1)
     .executeTakeFirst();
   if (!row) return undefined;
-  await db.updateTable('acls').set({ deleting: 0, description: rule.description, expires_at: rule.expiresAt }).where('id', '=', row.id).execute();
+  await db
+    .updateTable('acls')
+    .set({ deleting: 0, description: rule.description, expires_at: rule.expiresAt })
+    .where('id', '=', row.id)
+    .execute();
   return row.id;
 }
 
@@ -130,7 +148,13 @@ export async function reviveAcl(db: Db, instanceId: string, rule: { cidrMask: st
  * them. An expired ACL that was already marked is not returned again.
  */
 export async function markExpiredAcls(db: Db, instanceId: string, now: number): Promise<Acl[]> {
-  const rows = await db.selectFrom('acls').selectAll().where('instance_id', '=', instanceId).where('deleting', '=', 0).where('expires_at', '<=', now).execute();
+  const rows = await db
+    .selectFrom('acls')
+    .selectAll()
+    .where('instance_id', '=', instanceId)
+    .where('deleting', '=', 0)
+    .where('expires_at', '<=', now)
+    .execute();
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
   await db.updateTable('acls').set({ deleting: 1 }).where('instance_id', '=', instanceId).where('id', 'in', ids).execute();
@@ -143,7 +167,11 @@ export async function markExpiredAcls(db: Db, instanceId: string, now: number): 
  * account's audit log. Wherever the expiry is noticed first (a pass, a change of the ACLs), it
  * is recorded once. Run it in the transaction of the change that noticed it.
  */
-export async function expireAcls(db: Db, inst: { id: string; name: string; accountId: string; login: string }, now: number): Promise<Acl[]> {
+export async function expireAcls(
+  db: Db,
+  inst: { id: string; name: string; accountId: string; login: string },
+  now: number,
+): Promise<Acl[]> {
   const expired = await markExpiredAcls(db, inst.id, now);
   for (const acl of expired) {
     await appendAuditEvent(db, {
@@ -161,10 +189,15 @@ export async function expireAcls(db: Db, inst: { id: string; name: string; accou
   return expired;
 }
 
-
 /** Marks an ACL for removal; the reconciler takes it off the edge, then drops the row. */
 export async function markAclDeleting(db: Db, instanceId: string, id: string): Promise<boolean> {
-  const r = await db.updateTable('acls').set({ deleting: 1 }).where('instance_id', '=', instanceId).where('id', '=', id).where('deleting', '=', 0).executeTakeFirst();
+  const r = await db
+    .updateTable('acls')
+    .set({ deleting: 1 })
+    .where('instance_id', '=', instanceId)
+    .where('id', '=', id)
+    .where('deleting', '=', 0)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 

@@ -20,7 +20,10 @@ export async function appendAuditEvent(db: Db, e: AuditEvent): Promise<void> {
 }
 
 /** Newest first; the account's own events, or every event when `accountId` is undefined. */
-export async function listAuditEvents(db: Db, opts: { accountId?: string; limit: number; beforeId?: number }): Promise<RecordedAuditEvent[]> {
+export async function listAuditEvents(
+  db: Db,
+  opts: { accountId?: string; limit: number; beforeId?: number },
+): Promise<RecordedAuditEvent[]> {
   let q = db.selectFrom('audit_events').selectAll();
   if (opts.accountId !== undefined) q = q.where('account_id', '=', opts.accountId);
   if (opts.beforeId !== undefined) q = q.where('id', '<', opts.beforeId);

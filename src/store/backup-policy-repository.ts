@@ -31,7 +31,14 @@ export async function findPolicy(db: Db, instanceId: string): Promise<StoredPoli
 }
 
 /** Sets an instance's policy, with when it fires next. */
-export async function savePolicy(db: Db, instanceId: string, accountId: string, p: BackupPolicy, nextRunAt: number | null, now: number): Promise<void> {
+export async function savePolicy(
+  db: Db,
+  instanceId: string,
+  accountId: string,
+  p: BackupPolicy,
+  nextRunAt: number | null,
+  now: number,
+): Promise<void> {
   const values = {
     account_id: accountId,
     schedule: p.schedule.kind,
@@ -51,7 +58,12 @@ export async function savePolicy(db: Db, instanceId: string, accountId: string, 
 
 /** Policies whose schedule is due at `now`. */
 export async function listDuePolicies(db: Db, now: number): Promise<StoredPolicy[]> {
-  const rows = await db.selectFrom('backup_policies').selectAll().where('next_run_at', 'is not', null).where('next_run_at', '<=', now).execute();
+  const rows = await db
+    .selectFrom('backup_policies')
+    .selectAll()
+    .where('next_run_at', 'is not', null)
+    .where('next_run_at', '<=', now)
+    .execute();
   return rows.map(toPolicy);
 }
 
@@ -60,7 +72,12 @@ export async function listDuePolicies(db: Db, now: number): Promise<StoredPolicy
  * same schedule at once, exactly one gets true.
  */
 export async function advancePolicy(db: Db, instanceId: string, due: number, next: number | null): Promise<boolean> {
-  const r = await db.updateTable('backup_policies').set({ next_run_at: next }).where('instance_id', '=', instanceId).where('next_run_at', '=', due).executeTakeFirst();
+  const r = await db
+    .updateTable('backup_policies')
+    .set({ next_run_at: next })
+    .where('instance_id', '=', instanceId)
+    .where('next_run_at', '=', due)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
@@ -72,8 +89,12 @@ export async function deletePolicy(db: Db, instanceId: string): Promise<void> {
 export async function deleteOrphanPolicies(db: Db): Promise<number> {
   const r = await db
     .deleteFrom('backup_policies')
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('instances').select('instances.id').whereRef('instances.id', '=', 'backup_policies.instance_id'))))
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('backups').select('backups.id').whereRef('backups.instance_id', '=', 'backup_policies.instance_id'))))
+    .where((eb) =>
+      eb.not(eb.exists(eb.selectFrom('instances').select('instances.id').whereRef('instances.id', '=', 'backup_policies.instance_id'))),
+    )
+    .where((eb) =>
+      eb.not(eb.exists(eb.selectFrom('backups').select('backups.id').whereRef('backups.instance_id', '=', 'backup_policies.instance_id'))),
+    )
     .executeTakeFirst();
   return Number(r.numDeletedRows);
 }

@@ -37,7 +37,20 @@ export function toBackup(row: BackupRow, keyring: Keyring): Backup {
 /** What a backup request records (PENDING). */
 export type NewBackup = Pick<
   Backup,
-  'id' | 'accountId' | 'instanceId' | 'instanceName' | 'service' | 'engineVersion' | 'zone' | 'plan' | 'format' | 'scheduled' | 'storageKey' | 'location' | 'dataKey' | 'requestedAt'
+  | 'id'
+  | 'accountId'
+  | 'instanceId'
+  | 'instanceName'
+  | 'service'
+  | 'engineVersion'
+  | 'zone'
+  | 'plan'
+  | 'format'
+  | 'scheduled'
+  | 'storageKey'
+  | 'location'
+  | 'dataKey'
+  | 'requestedAt'
 >;
 
 /** Another backup of the instance is PENDING or RUNNING: the store keeps one at a time. */
@@ -95,7 +108,13 @@ export async function findBackup(db: Db, keyring: Keyring, id: string): Promise<
 
 /** The backups of an instance, newest first. */
 export async function listBackupsOfInstance(db: Db, keyring: Keyring, instanceId: string): Promise<Backup[]> {
-  const rows = await db.selectFrom('backups').selectAll().where('instance_id', '=', instanceId).orderBy('requested_at', 'desc').orderBy('id', 'desc').execute();
+  const rows = await db
+    .selectFrom('backups')
+    .selectAll()
+    .where('instance_id', '=', instanceId)
+    .orderBy('requested_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
   return rows.map((r) => toBackup(r, keyring));
 }
 
@@ -109,7 +128,9 @@ export async function listBackupsOfDeletedInstance(db: Db, keyring: Keyring, acc
     .selectAll()
     .where('account_id', '=', accountId)
     .where('instance_name', '=', name)
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('instances').select('instances.id').whereRef('instances.id', '=', 'backups.instance_id'))))
+    .where((eb) =>
+      eb.not(eb.exists(eb.selectFrom('instances').select('instances.id').whereRef('instances.id', '=', 'backups.instance_id'))),
+    )
     .orderBy('requested_at', 'desc')
     .orderBy('id', 'desc')
     .execute();
@@ -118,7 +139,12 @@ export async function listBackupsOfDeletedInstance(db: Db, keyring: Keyring, acc
 
 /** The instance's backup in the making (PENDING or RUNNING), if any. */
 export async function findActiveBackup(db: Db, instanceId: string): Promise<{ id: string; state: string } | undefined> {
-  return db.selectFrom('backups').select(['id', 'state']).where('instance_id', '=', instanceId).where('state', 'in', ACTIVE_BACKUP_STATES).executeTakeFirst();
+  return db
+    .selectFrom('backups')
+    .select(['id', 'state'])
+    .where('instance_id', '=', instanceId)
+    .where('state', 'in', ACTIVE_BACKUP_STATES)
+    .executeTakeFirst();
 }
 
 /** Ids of PENDING backups, oldest first. */
@@ -128,9 +154,20 @@ export async function listPendingBackupIds(db: Db): Promise<string[]> {
 }
 
 /** RUNNING backups with their holder and lease: those whose holder died are finished as FAILED. */
-export async function listRunningBackups(db: Db): Promise<{ id: string; storageKey: string; owner: string | null; expiresAt: number | null }[]> {
-  const rows = await db.selectFrom('backups').select(['id', 'storage_key', 'lease_owner', 'lease_expires_at']).where('state', '=', 'RUNNING').execute();
-  return rows.map((r) => ({ id: r.id, storageKey: r.storage_key, owner: r.lease_owner, expiresAt: r.lease_expires_at === null ? null : Number(r.lease_expires_at) }));
+export async function listRunningBackups(
+  db: Db,
+): Promise<{ id: string; storageKey: string; owner: string | null; expiresAt: number | null }[]> {
+  const rows = await db
+    .selectFrom('backups')
+    .select(['id', 'storage_key', 'lease_owner', 'lease_expires_at'])
+    .where('state', '=', 'RUNNING')
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    storageKey: r.storage_key,
+    owner: r.lease_owner,
+    expiresAt: r.lease_expires_at === null ? null : Number(r.lease_expires_at),
+  }));
 }
 
 /** PENDING -> RUNNING for `owner`, until `now + ttlMs`; true when this call claimed it. */
@@ -212,7 +249,9 @@ export async function deleteBackupRow(db: Db, id: string): Promise<boolean> {
 }
 
 /** Per instance that has one: its last successful backup (for /metrics). */
-export async function lastSuccessfulBackups(db: Db): Promise<{ instanceId: string; instanceName: string; service: string; finishedAt: number; sizeBytes: number }[]> {
+export async function lastSuccessfulBackups(
+  db: Db,
+): Promise<{ instanceId: string; instanceName: string; service: string; finishedAt: number; sizeBytes: number }[]> {
   const rows = await db
     .selectFrom('backups as b')
     .select(['b.instance_id', 'b.instance_name', 'b.service', 'b.finished_at', 'b.size_bytes'])
@@ -225,12 +264,23 @@ export async function lastSuccessfulBackups(db: Db): Promise<{ instanceId: strin
             .select('n.id')
             .whereRef('n.instance_id', '=', 'b.instance_id')
             .where('n.state', '=', 'COMPLETED')
-            .where((e) => e.or([e('n.finished_at', '>', e.ref('b.finished_at')), e.and([e('n.finished_at', '=', e.ref('b.finished_at')), e('n.id', '>', e.ref('b.id'))])])),
+            .where((e) =>
+              e.or([
+                e('n.finished_at', '>', e.ref('b.finished_at')),
+                e.and([e('n.finished_at', '=', e.ref('b.finished_at')), e('n.id', '>', e.ref('b.id'))]),
+              ]),
+            ),
         ),
       ),
     )
     .execute();
-  return rows.map((r) => ({ instanceId: r.instance_id, instanceName: r.instance_name, service: r.service, finishedAt: Number(r.finished_at), sizeBytes: Number(r.size_bytes ?? 0) }));
+  return rows.map((r) => ({
+    instanceId: r.instance_id,
+    instanceName: r.instance_name,
+    service: r.service,
+    finishedAt: Number(r.finished_at),
+    sizeBytes: Number(r.size_bytes ?? 0),
+  }));
 }
 
 /** Ids of instances that have backups (deleted ones included), for retention. */
@@ -264,7 +314,10 @@ export class RestoreConflictError extends Error {
 }
 
 /** Records a PENDING restore (in the caller's transaction); a second one of the instance is a RestoreConflictError. */
-export async function insertRestore(db: Db, r: Pick<Restore, 'id' | 'accountId' | 'instanceId' | 'instanceName' | 'backupId' | 'kind' | 'requestedAt'>): Promise<void> {
+export async function insertRestore(
+  db: Db,
+  r: Pick<Restore, 'id' | 'accountId' | 'instanceId' | 'instanceName' | 'backupId' | 'kind' | 'requestedAt'>,
+): Promise<void> {
   try {
     await insertRestoreRow(db, r);
   } catch (err) {
@@ -273,7 +326,10 @@ export async function insertRestore(db: Db, r: Pick<Restore, 'id' | 'accountId' 
   }
 }
 
-async function insertRestoreRow(db: Db, r: Pick<Restore, 'id' | 'accountId' | 'instanceId' | 'instanceName' | 'backupId' | 'kind' | 'requestedAt'>): Promise<void> {
+async function insertRestoreRow(
+  db: Db,
+  r: Pick<Restore, 'id' | 'accountId' | 'instanceId' | 'instanceName' | 'backupId' | 'kind' | 'requestedAt'>,
+): Promise<void> {
   await db
     .insertInto('restores')
     .values({
@@ -295,7 +351,12 @@ async function insertRestoreRow(db: Db, r: Pick<Restore, 'id' | 'accountId' | 'i
 
 /** The instance's restore in the making (PENDING or RUNNING), if any. */
 export async function findActiveRestore(db: Db, instanceId: string): Promise<Restore | undefined> {
-  const row = await db.selectFrom('restores').selectAll().where('instance_id', '=', instanceId).where('state', 'in', ACTIVE_BACKUP_STATES).executeTakeFirst();
+  const row = await db
+    .selectFrom('restores')
+    .selectAll()
+    .where('instance_id', '=', instanceId)
+    .where('state', 'in', ACTIVE_BACKUP_STATES)
+    .executeTakeFirst();
   return row && toRestore(row);
 }
 
@@ -306,7 +367,13 @@ export async function findRestore(db: Db, id: string): Promise<Restore | undefin
 
 /** The instance's restores, newest first. */
 export async function listRestores(db: Db, instanceId: string): Promise<Restore[]> {
-  const rows = await db.selectFrom('restores').selectAll().where('instance_id', '=', instanceId).orderBy('requested_at', 'desc').orderBy('id', 'desc').execute();
+  const rows = await db
+    .selectFrom('restores')
+    .selectAll()
+    .where('instance_id', '=', instanceId)
+    .orderBy('requested_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
   return rows.map(toRestore);
 }
 

@@ -1,7 +1,23 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, sql, SqliteDialect, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult, type Compilable, type CompiledQuery, type Generated, type Insertable, type Selectable, type SqliteDatabase, type Updateable } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  sql,
+  SqliteDialect,
+  type PostgresCursor,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type PostgresQueryResult,
+  type Compilable,
+  type CompiledQuery,
+  type Generated,
+  type Insertable,
+  type Selectable,
+  type SqliteDatabase,
+  type Updateable,
+} from 'kysely';
 import type pg from 'pg';
 import { migrateToLatest } from './migrations/index.js';
 import { isStoreUnavailable, StoreMissingError } from './errors.js';
@@ -358,7 +374,8 @@ export function reusableQuery<R>(build: (db: Db) => Compilable<R>): (db: Db, par
       q = build(db).compile();
       compiled.set(db, q);
     }
-    if (parameters.length !== q.parameters.length) throw new Error(`reusable query takes ${q.parameters.length} parameters, got ${parameters.length}`);
+    if (parameters.length !== q.parameters.length)
+      throw new Error(`reusable query takes ${q.parameters.length} parameters, got ${parameters.length}`);
     const direct = directReads.get(db);
     if (direct && q.query.kind === 'SelectQueryNode') {
       const rows = direct(q.sql, parameters) as R[] | undefined;
@@ -418,7 +435,9 @@ async function loadSqlite(): Promise<typeof SQLite> {
 
 /** Opens the store (SQLite file in the data dir, or PostgreSQL) and runs the migrations. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
-  const store = opts.databaseUrl ? openPostgres(await loadPg(), opts.databaseUrl, opts.poolSize ?? 10) : openSqlite(await loadSqlite(), opts.dataDir);
+  const store = opts.databaseUrl
+    ? openPostgres(await loadPg(), opts.databaseUrl, opts.poolSize ?? 10)
+    : openSqlite(await loadSqlite(), opts.dataDir);
   try {
     await migrateToLatest(store.db);
   } catch (err) {
@@ -500,7 +519,9 @@ function openSqlite(SQLite: Awaited<ReturnType<typeof loadSqlite>>, dataDir: str
   let statements = 0;
   const cached = withStatementCache(sqlite, () => statements++);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
-  directReads.set(db, (text, parameters) => (sqlite.inTransaction ? undefined : (cached.prepare(text) as unknown as SQLite.Statement).all(parameters as unknown[])));
+  directReads.set(db, (text, parameters) =>
+    sqlite.inTransaction ? undefined : (cached.prepare(text) as unknown as SQLite.Statement).all(parameters as unknown[]),
+  );
   return { db, dialect: 'sqlite', location: file, statements: () => statements, close: () => db.destroy() };
 }
 
@@ -546,7 +567,13 @@ function openPostgres(pg: Awaited<ReturnType<typeof loadPg>>, url: string, max: 
   const answering = new AnsweringPool(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: answering }) });
   const u = new URL(url);
-  return { db, dialect: 'postgres', location: `postgres://${u.host}${u.pathname}`, statements: () => answering.statements, close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    location: `postgres://${u.host}${u.pathname}`,
+    statements: () => answering.statements,
+    close: () => db.destroy(),
+  };
 }
 
 /**
@@ -579,7 +606,16 @@ class AnsweringPool implements PostgresPool {
         (client) => {
           // a connection that comes after this waiter gave up goes back at once
           if (settled) client.release();
-          else settle(() => resolve(new AnsweringClient(client, () => (this.lastAnswer = Date.now()), () => this.statements++)));
+          else
+            settle(() =>
+              resolve(
+                new AnsweringClient(
+                  client,
+                  () => (this.lastAnswer = Date.now()),
+                  () => this.statements++,
+                ),
+              ),
+            );
         },
         (err: unknown) => {
           if (!settled) settle(() => reject(err));

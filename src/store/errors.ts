@@ -5,7 +5,16 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
-const NET_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'SQLITE_BUSY', 'SQLITE_LOCKED']);
+const NET_UNAVAILABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+]);
 
 /**
  * Errors of node-postgres (the client and its pool) that carry no code: a connection ended while
@@ -14,7 +23,8 @@ const NET_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPI
  * query that timed out. Matched by their fixed message, the only thing they carry; every other
  * failure is told by its code.
  */
-const PG_CLIENT_UNAVAILABLE = /^(Connection terminated|timeout exceeded when trying to connect|timeout expired$|Query read timeout|Client has encountered a connection error)/;
+const PG_CLIENT_UNAVAILABLE =
+  /^(Connection terminated|timeout exceeded when trying to connect|timeout expired$|Query read timeout|Client has encountered a connection error)/;
 
 /** True when the store cannot be reached right now (the request may succeed later). */
 export function isStoreUnavailable(err: unknown): boolean {

@@ -67,7 +67,10 @@ export async function appendEvent(trx: Db, e: NewEvent): Promise<number> {
 }
 
 /** Events after `afterId` (oldest first): of one account when given, at most up to `throughId`. */
-export async function listEventsAfter(db: Db, opts: { afterId: number; accountId?: string; throughId?: number; limit: number }): Promise<StreamEvent[]> {
+export async function listEventsAfter(
+  db: Db,
+  opts: { afterId: number; accountId?: string; throughId?: number; limit: number },
+): Promise<StreamEvent[]> {
   let q = db.selectFrom('events').selectAll().where('id', '>', opts.afterId);
   if (opts.accountId !== undefined) q = q.where('account_id', '=', opts.accountId);
   if (opts.throughId !== undefined) q = q.where('id', '<=', opts.throughId);
@@ -77,7 +80,10 @@ export async function listEventsAfter(db: Db, opts: { afterId: number; accountId
 
 /** The id of the newest event; 0 when there is none. */
 export async function latestEventId(db: Db): Promise<number> {
-  const r = await db.selectFrom('events').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst();
+  const r = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirst();
   return r?.id === null || r?.id === undefined ? 0 : Number(r.id);
 }
 

@@ -26,14 +26,32 @@ export async function reserveIdempotencyKey(db: Db, accountId: string, key: stri
 }
 
 export async function findIdempotencyKey(db: Db, accountId: string, key: string): Promise<IdempotencyRecord | undefined> {
-  const row = await db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', accountId).where('idem_key', '=', key).executeTakeFirst();
-  return row && {
-    requestHash: row.request_hash, statusCode: row.status_code ?? undefined, response: row.response ?? undefined, createdAt: row.created_at, operationId: row.operation_id ?? undefined,
-  };
+  const row = await db
+    .selectFrom('idempotency_keys')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('idem_key', '=', key)
+    .executeTakeFirst();
+  return (
+    row && {
+      requestHash: row.request_hash,
+      statusCode: row.status_code ?? undefined,
+      response: row.response ?? undefined,
+      createdAt: row.created_at,
+      operationId: row.operation_id ?? undefined,
+    }
+  );
 }
 
 /** Records the answer given to the request that reserved the key. */
-export async function completeIdempotencyKey(db: Db, accountId: string, key: string, statusCode: number, response: string, operationId?: string): Promise<void> {
+export async function completeIdempotencyKey(
+  db: Db,
+  accountId: string,
+  key: string,
+  statusCode: number,
+  response: string,
+  operationId?: string,
+): Promise<void> {
   await db
     .updateTable('idempotency_keys')
     .set({ status_code: statusCode, response, ...(operationId !== undefined ? { operation_id: operationId } : {}) })
@@ -44,7 +62,11 @@ export async function completeIdempotencyKey(db: Db, accountId: string, key: str
 
 /** Frees a key (its request failed without an answer worth repeating, or was abandoned). */
 export async function releaseIdempotencyKey(db: Db, accountId: string, key: string, onlyIfBefore?: number): Promise<boolean> {
-  let q = db.deleteFrom('idempotency_keys').where('account_id', '=', accountId).where('idem_key', '=', key).where('status_code', 'is', null);
+  let q = db
+    .deleteFrom('idempotency_keys')
+    .where('account_id', '=', accountId)
+    .where('idem_key', '=', key)
+    .where('status_code', 'is', null);
   if (onlyIfBefore !== undefined) q = q.where('created_at', '<', onlyIfBefore);
   const r = await q.executeTakeFirst();
   return Number(r.numDeletedRows) > 0;

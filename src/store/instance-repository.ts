@@ -109,7 +109,21 @@ export async function createInstance(
 ): Promise<Instance> {
   const row = newInstanceRow(inst, keyring);
   await insertInstanceRow(db, row, hostId, acls, opts.maxInstances, opts.guard, opts.before);
-  return { ...inst, namePrior: null, desiredPlan: inst.plan, state: 'REQUESTED', stateReason: null, deleting: false, specVersion: 1, observedVersion: 0, updatedAt: inst.createdAt, transitionAt: inst.createdAt, address: null, passwordPrior: null, passwordRotationEndsAt: null };
+  return {
+    ...inst,
+    namePrior: null,
+    desiredPlan: inst.plan,
+    state: 'REQUESTED',
+    stateReason: null,
+    deleting: false,
+    specVersion: 1,
+    observedVersion: 0,
+    updatedAt: inst.createdAt,
+    transitionAt: inst.createdAt,
+    address: null,
+    passwordPrior: null,
+    passwordRotationEndsAt: null,
+  };
 }
 
 /**
@@ -201,7 +215,12 @@ export interface OwnedInstance {
  * The account's instance named `name`, or (with `byId`) whose id is `name`, checked before its
  * name; undefined when the account has none (another account's instance is none).
  */
-export async function findOwnedInstance(db: Db, accountId: string, name: string, opts: { byId?: boolean } = {}): Promise<OwnedInstance | undefined> {
+export async function findOwnedInstance(
+  db: Db,
+  accountId: string,
+  name: string,
+  opts: { byId?: boolean } = {},
+): Promise<OwnedInstance | undefined> {
   const q = db.selectFrom('instances').select(['id', 'name', 'service']).where('account_id', '=', accountId);
   if (opts.byId) {
     const byId = await q.where('id', '=', name).executeTakeFirst();
@@ -217,7 +236,10 @@ export async function listInstances(db: Db, keyring: Keyring, accountId: string)
 
 /** Whether the account has an instance called `name`. */
 export async function instanceNameTaken(db: Db, accountId: string, name: string): Promise<boolean> {
-  return (await db.selectFrom('instances').select('id').where('account_id', '=', accountId).where('name', '=', name).executeTakeFirst()) !== undefined;
+  return (
+    (await db.selectFrom('instances').select('id').where('account_id', '=', accountId).where('name', '=', name).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 /** Where an instance's pending work stands (no secret is read); undefined when there is none. */
@@ -227,7 +249,15 @@ export async function findInstanceProgress(db: Db, id: string): Promise<Instance
     .select(['account_id', 'state', 'spec_version', 'observed_version', 'lease_owner'])
     .where('id', '=', id)
     .executeTakeFirst();
-  return r && { accountId: r.account_id, state: r.state as InstanceState, specVersion: r.spec_version, observedVersion: r.observed_version, leaseOwner: r.lease_owner };
+  return (
+    r && {
+      accountId: r.account_id,
+      state: r.state as InstanceState,
+      specVersion: r.spec_version,
+      observedVersion: r.observed_version,
+      leaseOwner: r.lease_owner,
+    }
+  );
 }
 
 /** Where an instance stands, as operations judge it (no secret is read). */
@@ -255,8 +285,15 @@ export async function findInstanceStatuses(db: Db, ids: readonly string[]): Prom
     rows.map((r) => [
       r.id,
       {
-        id: r.id, name: r.name, state: r.state as InstanceState, stateReason: r.state_reason, deleting: r.deleting === 1,
-        specVersion: r.spec_version, observedVersion: r.observed_version, plan: r.plan, desiredPlan: r.desired_plan,
+        id: r.id,
+        name: r.name,
+        state: r.state as InstanceState,
+        stateReason: r.state_reason,
+        deleting: r.deleting === 1,
+        specVersion: r.spec_version,
+        observedVersion: r.observed_version,
+        plan: r.plan,
+        desiredPlan: r.desired_plan,
       },
     ]),
   );
@@ -281,7 +318,11 @@ export async function getInstanceListVersion(db: Db, accountId: string): Promise
 }
 
 export async function countInstances(db: Db, accountId: string): Promise<number> {
-  const r = await db.selectFrom('instances').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('instances')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -300,7 +341,12 @@ export async function listAllInstanceIds(db: Db): Promise<string[]> {
  * Updates an instance if it still is at `specVersion` (when given): the store's optimistic
  * check that keeps a reconcile pass from overwriting a newer request. True when a row changed.
  */
-export async function updateInstance(db: Db, id: string, patch: InstancePatch, where: { specVersion?: number; states?: readonly string[]; notDeleting?: boolean } = {}): Promise<boolean> {
+export async function updateInstance(
+  db: Db,
+  id: string,
+  patch: InstancePatch,
+  where: { specVersion?: number; states?: readonly string[]; notDeleting?: boolean } = {},
+): Promise<boolean> {
   let q = db.updateTable('instances').set(patchRow(patch)).where('id', '=', id);
   if (where.specVersion !== undefined) q = q.where('spec_version', '=', where.specVersion);
   if (where.states) q = q.where('state', 'in', where.states);
@@ -310,7 +356,13 @@ export async function updateInstance(db: Db, id: string, patch: InstancePatch, w
 }
 
 /** Records a new desired state: bumps the spec version with the change. */
-export async function bumpInstance(db: Db, id: string, patch: InstancePatch, now: number, where: { states?: readonly string[]; notDeleting?: boolean } = {}): Promise<boolean> {
+export async function bumpInstance(
+  db: Db,
+  id: string,
+  patch: InstancePatch,
+  now: number,
+  where: { states?: readonly string[]; notDeleting?: boolean } = {},
+): Promise<boolean> {
   let q = db
     .updateTable('instances')
     .set((eb) => ({ ...patchRow(patch), spec_version: eb('spec_version', '+', 1), updated_at: now }))
@@ -326,7 +378,14 @@ export async function bumpInstance(db: Db, id: string, patch: InstancePatch, now
  * shows it), the current one stays accepted until `endsAt`. Bumps the spec version (the
  * reconciler applies it). False when a rotation is in progress or the instance is being deleted.
  */
-export async function startInstanceRotation(db: Db, keyring: Keyring, inst: Instance, password: string, endsAt: number, now: number): Promise<boolean> {
+export async function startInstanceRotation(
+  db: Db,
+  keyring: Keyring,
+  inst: Instance,
+  password: string,
+  endsAt: number,
+  now: number,
+): Promise<boolean> {
   if (inst.password === null) return false;
   const r = await db
     .updateTable('instances')
@@ -416,13 +475,24 @@ export async function takeInstanceClaim(db: Db, id: string, from: string, owner:
 }
 
 export async function releaseInstance(db: Db, id: string, owner: string): Promise<void> {
-  await db.updateTable('instances').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', id).where('lease_owner', '=', owner).execute();
+  await db
+    .updateTable('instances')
+    .set({ lease_owner: null, lease_expires_at: null })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .execute();
 }
 
 /** Every port in use on a host. */
 /** The ports of `hostId` held in the store from `from` to `to` (both included). */
 export async function listUsedPortsBetween(db: Db, hostId: string, from: number, to: number): Promise<Set<number>> {
-  const rows = await db.selectFrom('ports').select('port').where('host_id', '=', hostId).where('port', '>=', from).where('port', '<=', to).execute();
+  const rows = await db
+    .selectFrom('ports')
+    .select('port')
+    .where('host_id', '=', hostId)
+    .where('port', '>=', from)
+    .where('port', '<=', to)
+    .execute();
   return new Set(rows.map((r) => r.port));
 }
 
@@ -451,7 +521,11 @@ async function movePort(db: Db, hostId: string, instanceId: string, role: string
     await trx.insertInto('ports').values({ host_id: hostId, port, instance_id: instanceId, role }).execute();
     const row = await trx.selectFrom('instances').select('ports').where('id', '=', instanceId).executeTakeFirstOrThrow();
     const ports = { ...(JSON.parse(row.ports) as PortMap), [role]: port };
-    await trx.updateTable('instances').set({ ports: JSON.stringify(ports) }).where('id', '=', instanceId).execute();
+    await trx
+      .updateTable('instances')
+      .set({ ports: JSON.stringify(ports) })
+      .where('id', '=', instanceId)
+      .execute();
   });
 }
 
@@ -489,7 +563,14 @@ export async function countPlacements(db: Db, zones?: readonly string[], except?
   if (zones !== undefined) q = q.where('zone', 'in', zones);
   if (except !== undefined) q = q.where('id', '!=', except);
   const rows = await q.execute();
-  return rows.map((r) => ({ zone: r.zone, service: r.service as Service, type: r.type as InstanceType, plan: r.plan, desiredPlan: r.desired_plan, count: Number(r.n) }));
+  return rows.map((r) => ({
+    zone: r.zone,
+    service: r.service as Service,
+    type: r.type as InstanceType,
+    plan: r.plan,
+    desiredPlan: r.desired_plan,
+    count: Number(r.n),
+  }));
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { Keyring, SecretKeyError, loadKeyring } from '../lib/secrets.js';
+import { type Keyring, SecretKeyError, loadKeyring } from '../lib/secrets.js';
 import type { Db } from './database.js';
 import { getMeta, setMeta } from './lease-repository.js';
 
@@ -35,7 +35,10 @@ export async function sealingKeyIds(db: Db): Promise<Map<string, number>> {
     const id = sealed.split('.')[1] ?? '?';
     ids.set(id, (ids.get(id) ?? 0) + 1);
   };
-  for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc']).execute()) {
+  for (const r of await db
+    .selectFrom('instances')
+    .select(['api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc'])
+    .execute()) {
     add(r.api_key_enc);
     add(r.password_enc);
     add(r.admin_secret_enc);
@@ -76,7 +79,10 @@ export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
   const resealOrNull = (v: string | null) => (v === null ? null : reseal(v));
   let n = 0;
   await db.transaction().execute(async (trx) => {
-    for (const r of await trx.selectFrom('instances').select(['id', 'api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc']).execute()) {
+    for (const r of await trx
+      .selectFrom('instances')
+      .select(['id', 'api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc'])
+      .execute()) {
       await trx
         .updateTable('instances')
         .set({
@@ -90,25 +96,40 @@ export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
       n += 2 + (r.password_enc === null ? 0 : 1) + (r.password_prior_enc === null ? 0 : 1);
     }
     for (const r of await trx.selectFrom('mongodb_users').select(['id', 'password_enc']).execute()) {
-      await trx.updateTable('mongodb_users').set({ password_enc: reseal(r.password_enc) }).where('id', '=', r.id).execute();
+      await trx
+        .updateTable('mongodb_users')
+        .set({ password_enc: reseal(r.password_enc) })
+        .where('id', '=', r.id)
+        .execute();
       n++;
     }
     for (const r of await trx.selectFrom('webhooks').select(['id', 'secret_enc', 'previous_secret_enc']).execute()) {
       await trx
         .updateTable('webhooks')
-        .set({ secret_enc: reseal(r.secret_enc), previous_secret_enc: r.previous_secret_enc === null ? null : reseal(r.previous_secret_enc) })
+        .set({
+          secret_enc: reseal(r.secret_enc),
+          previous_secret_enc: r.previous_secret_enc === null ? null : reseal(r.previous_secret_enc),
+        })
         .where('id', '=', r.id)
         .execute();
       n += r.previous_secret_enc === null ? 1 : 2;
     }
     for (const r of await trx.selectFrom('redis_users').select(['id', 'password_enc', 'password_prior_enc']).execute()) {
-      await trx.updateTable('redis_users').set({ password_enc: reseal(r.password_enc), password_prior_enc: resealOrNull(r.password_prior_enc) }).where('id', '=', r.id).execute();
+      await trx
+        .updateTable('redis_users')
+        .set({ password_enc: reseal(r.password_enc), password_prior_enc: resealOrNull(r.password_prior_enc) })
+        .where('id', '=', r.id)
+        .execute();
       n += r.password_prior_enc === null ? 1 : 2;
     }
     // A backup's object is encrypted with a data key of its own, sealed here: resealing the key
     // keeps the object readable without rewriting it.
     for (const r of await trx.selectFrom('backups').select(['id', 'data_key_enc']).execute()) {
-      await trx.updateTable('backups').set({ data_key_enc: reseal(r.data_key_enc) }).where('id', '=', r.id).execute();
+      await trx
+        .updateTable('backups')
+        .set({ data_key_enc: reseal(r.data_key_enc) })
+        .where('id', '=', r.id)
+        .execute();
       n++;
     }
     await setMeta(trx, 'secret_check', keyring.encrypt('hangar'));

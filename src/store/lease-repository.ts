@@ -15,7 +15,10 @@ export async function acquireLease(db: Db, name: string, owner: string, now: num
     .executeTakeFirst();
   if (Number(r.numUpdatedRows) > 0) return true;
   try {
-    await db.insertInto('leases').values({ name, owner, expires_at: now + ttlMs }).execute();
+    await db
+      .insertInto('leases')
+      .values({ name, owner, expires_at: now + ttlMs })
+      .execute();
     return true;
   } catch (err) {
     if (isUniqueViolation(err)) return false;
@@ -29,7 +32,12 @@ export async function acquireLease(db: Db, name: string, owner: string, now: num
  * exactly one wins. True when `owner` holds it afterwards.
  */
 export async function takeLease(db: Db, name: string, from: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
-  const r = await db.updateTable('leases').set({ owner, expires_at: now + ttlMs }).where('name', '=', name).where('owner', '=', from).executeTakeFirst();
+  const r = await db
+    .updateTable('leases')
+    .set({ owner, expires_at: now + ttlMs })
+    .where('name', '=', name)
+    .where('owner', '=', from)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 

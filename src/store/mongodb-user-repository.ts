@@ -49,7 +49,13 @@ export async function insertMongoUser(
 
 /** Every user of an instance (those being dropped too), passwords unsealed: what a pass applies. */
 export async function listMongoUsers(db: Db, keyring: Keyring, instanceId: string): Promise<MongoUser[]> {
-  const rows = await db.selectFrom('mongodb_users').selectAll().where('instance_id', '=', instanceId).orderBy('database_name').orderBy('username').execute();
+  const rows = await db
+    .selectFrom('mongodb_users')
+    .selectAll()
+    .where('instance_id', '=', instanceId)
+    .orderBy('database_name')
+    .orderBy('username')
+    .execute();
   return rows.map((r) => toMongoUser(r, keyring));
 }
 
@@ -80,7 +86,13 @@ export async function findMongoUserId(db: Db, instanceId: string, database: stri
 }
 
 /** Records a new password and/or role list to apply; false when the user does not exist. */
-export async function updateMongoUser(db: Db, keyring: Keyring, id: string, patch: { password?: string; roles?: readonly MongoRole[] }, now: number): Promise<boolean> {
+export async function updateMongoUser(
+  db: Db,
+  keyring: Keyring,
+  id: string,
+  patch: { password?: string; roles?: readonly MongoRole[] },
+  now: number,
+): Promise<boolean> {
   const r = await db
     .updateTable('mongodb_users')
     .set((eb) => ({
@@ -96,13 +108,23 @@ export async function updateMongoUser(db: Db, keyring: Keyring, id: string, patc
 }
 
 export async function markMongoUserDeleting(db: Db, id: string, now: number): Promise<boolean> {
-  const r = await db.updateTable('mongodb_users').set({ deleting: 1, updated_at: now }).where('id', '=', id).where('deleting', '=', 0).executeTakeFirst();
+  const r = await db
+    .updateTable('mongodb_users')
+    .set({ deleting: 1, updated_at: now })
+    .where('id', '=', id)
+    .where('deleting', '=', 0)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
 /** Records that the engine holds the user at `version` (only if nothing newer was asked since). */
 export async function markMongoUserApplied(db: Db, id: string, version: number): Promise<void> {
-  await db.updateTable('mongodb_users').set({ applied_version: version }).where('id', '=', id).where('spec_version', '=', version).execute();
+  await db
+    .updateTable('mongodb_users')
+    .set({ applied_version: version })
+    .where('id', '=', id)
+    .where('spec_version', '=', version)
+    .execute();
 }
 
 export async function deleteMongoUserRow(db: Db, id: string): Promise<void> {

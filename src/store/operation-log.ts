@@ -1,7 +1,15 @@
 import { newObjectId } from '../lib/ids.js';
 import {
-  OPEN_OPERATION_STATES, deadlineSeconds, isInstanceKind, operationEventKind,
-  type Operation, type OperationDeadlines, type OperationError, type OperationKind, type OperationState, type RequestedBy,
+  OPEN_OPERATION_STATES,
+  deadlineSeconds,
+  isInstanceKind,
+  operationEventKind,
+  type Operation,
+  type OperationDeadlines,
+  type OperationError,
+  type OperationKind,
+  type OperationState,
+  type RequestedBy,
 } from '../domain/operations.js';
 import type { Db } from './database.js';
 import { appendEvent } from './event-repository.js';
@@ -142,7 +150,9 @@ export class OperationLog {
 
   /** Finishes an open operation as SUCCEEDED (progress 100). False when it was no longer open. */
   async succeed(id: string, opts: { message?: string; detail?: Readonly<Record<string, unknown>> } = {}): Promise<boolean> {
-    return (await this.change(id, (op, now) => finished(op, 'SUCCEEDED', now, { message: opts.message, detail: opts.detail }))) !== undefined;
+    return (
+      (await this.change(id, (op, now) => finished(op, 'SUCCEEDED', now, { message: opts.message, detail: opts.detail }))) !== undefined
+    );
   }
 
   /** Finishes an open operation as FAILED with `error`. False when it was no longer open. */
@@ -172,7 +182,8 @@ export class OperationLog {
     known?: Operation,
   ): Promise<Operation | undefined> {
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const op = attempt === 0 && known !== undefined && known.id === id && trx === undefined ? known : await findOperation(trx ?? this.db, id);
+      const op =
+        attempt === 0 && known !== undefined && known.id === id && trx === undefined ? known : await findOperation(trx ?? this.db, id);
       if (!op || !OPEN_OPERATION_STATES.includes(op.state)) return undefined;
       const now = this.opts.now();
       const changed = next(op, now);
@@ -201,7 +212,15 @@ export class OperationLog {
 }
 
 function eventOf(op: Operation, kind: string, now: number) {
-  return { accountId: op.accountId, kind, instanceId: op.instanceId, instanceName: op.instanceName, operationId: op.id, data: { ...op }, createdAt: now };
+  return {
+    accountId: op.accountId,
+    kind,
+    instanceId: op.instanceId,
+    instanceName: op.instanceName,
+    operationId: op.id,
+    data: { ...op },
+    createdAt: now,
+  };
 }
 
 /** The operation RUNNING: its start recorded if it was PENDING. */

@@ -107,7 +107,9 @@ export async function listOperations(db: Db, f: OperationFilter): Promise<Operat
   if (f.kinds && f.kinds.length > 0) q = q.where('kind', 'in', f.kinds);
   const after = f.after;
   if (after) {
-    q = q.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
+    q = q.where((eb) =>
+      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
+    );
   }
   const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
   return rows.map(toOperation);
@@ -130,6 +132,13 @@ export async function listOpenOperations(db: Db, opts: { instanceId?: string; ki
 export async function pruneOperations(db: Db, before: number, batch: number): Promise<number> {
   const old = await db.selectFrom('operations').select('id').where('finished_at', '<', before).limit(batch).execute();
   if (old.length === 0) return 0;
-  await db.deleteFrom('operations').where('id', 'in', old.map((r) => r.id)).execute();
+  await db
+    .deleteFrom('operations')
+    .where(
+      'id',
+      'in',
+      old.map((r) => r.id),
+    )
+    .execute();
   return old.length;
 }

@@ -68,7 +68,13 @@ export async function listRedisUsers(db: Db, keyring: Keyring, instanceId: strin
 
 /** One user (not being removed), or undefined. */
 export async function findRedisUser(db: Db, keyring: Keyring, instanceId: string, username: string): Promise<RedisUser | undefined> {
-  const row = await db.selectFrom('redis_users').selectAll().where('instance_id', '=', instanceId).where('username', '=', username).where('deleting', '=', 0).executeTakeFirst();
+  const row = await db
+    .selectFrom('redis_users')
+    .selectAll()
+    .where('instance_id', '=', instanceId)
+    .where('username', '=', username)
+    .where('deleting', '=', 0)
+    .executeTakeFirst();
   return row && toRedisUser(row, keyring);
 }
 
@@ -83,7 +89,9 @@ export async function updateRedisUser(
   const r = await db
     .updateTable('redis_users')
     .set({
-      ...(patch.password !== undefined ? { password_enc: keyring.encrypt(patch.password), password_prior_enc: null, rotation_ends_at: null } : {}),
+      ...(patch.password !== undefined
+        ? { password_enc: keyring.encrypt(patch.password), password_prior_enc: null, rotation_ends_at: null }
+        : {}),
       ...(patch.keys !== undefined ? { keys: JSON.stringify(patch.keys) } : {}),
       ...(patch.channels !== undefined ? { channels: JSON.stringify(patch.channels) } : {}),
       ...(patch.commands !== undefined ? { commands: JSON.stringify(patch.commands) } : {}),
@@ -99,10 +107,22 @@ export async function updateRedisUser(
  * Starts a rotation: `password` becomes the user's password, the current one stays accepted
  * until `endsAt`. False when a rotation is in progress already (or the user is gone).
  */
-export async function startRedisUserRotation(db: Db, keyring: Keyring, user: RedisUser, password: string, endsAt: number, now: number): Promise<boolean> {
+export async function startRedisUserRotation(
+  db: Db,
+  keyring: Keyring,
+  user: RedisUser,
+  password: string,
+  endsAt: number,
+  now: number,
+): Promise<boolean> {
   const r = await db
     .updateTable('redis_users')
-    .set({ password_enc: keyring.encrypt(password), password_prior_enc: keyring.encrypt(user.password), rotation_ends_at: endsAt, updated_at: now })
+    .set({
+      password_enc: keyring.encrypt(password),
+      password_prior_enc: keyring.encrypt(user.password),
+      rotation_ends_at: endsAt,
+      updated_at: now,
+    })
     .where('id', '=', user.id)
     .where('deleting', '=', 0)
     .where('password_prior_enc', 'is', null)
@@ -123,19 +143,32 @@ export async function finishRedisUserRotation(db: Db, id: string, now: number): 
 
 /** Ends the rotations whose grace period is over at `now`; returns the names of those users. */
 export async function endDueRedisUserRotations(db: Db, instanceId: string, now: number): Promise<string[]> {
-  const rows = await db.selectFrom('redis_users').select(['id', 'username']).where('instance_id', '=', instanceId).where('rotation_ends_at', '<=', now).execute();
+  const rows = await db
+    .selectFrom('redis_users')
+    .select(['id', 'username'])
+    .where('instance_id', '=', instanceId)
+    .where('rotation_ends_at', '<=', now)
+    .execute();
   if (rows.length === 0) return [];
   await db
     .updateTable('redis_users')
     .set({ password_prior_enc: null, rotation_ends_at: null, updated_at: now })
-    .where('id', 'in', rows.map((r) => r.id))
+    .where(
+      'id',
+      'in',
+      rows.map((r) => r.id),
+    )
     .execute();
   return rows.map((r) => r.username);
 }
 
-
 export async function markRedisUserDeleting(db: Db, id: string, now: number): Promise<boolean> {
-  const r = await db.updateTable('redis_users').set({ deleting: 1, updated_at: now }).where('id', '=', id).where('deleting', '=', 0).executeTakeFirst();
+  const r = await db
+    .updateTable('redis_users')
+    .set({ deleting: 1, updated_at: now })
+    .where('id', '=', id)
+    .where('deleting', '=', 0)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
@@ -147,7 +180,12 @@ export async function purgeDeletedRedisUsers(db: Db, instanceId: string, ids: re
 
 /** The settings a tenant chose for a Redis instance, by name. */
 export async function listRedisSettings(db: Db, instanceId: string): Promise<Record<string, string>> {
-  const rows = await db.selectFrom('redis_settings').select(['name', 'value']).where('instance_id', '=', instanceId).orderBy('name').execute();
+  const rows = await db
+    .selectFrom('redis_settings')
+    .select(['name', 'value'])
+    .where('instance_id', '=', instanceId)
+    .orderBy('name')
+    .execute();
   return Object.fromEntries(rows.map((r) => [r.name, r.value]));
 }
 

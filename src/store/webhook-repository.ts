@@ -42,7 +42,8 @@ export function toDelivery(r: WebhookDeliveryRow): WebhookDelivery {
 /** The secrets that sign a webhook's deliveries now: the current one, and the previous one during its grace time. */
 export function signingSecrets(r: WebhookRow, keyring: Keyring, now: number): string[] {
   const out = [keyring.decrypt(r.secret_enc)];
-  if (r.previous_secret_enc !== null && r.previous_secret_until !== null && Number(r.previous_secret_until) > now) out.push(keyring.decrypt(r.previous_secret_enc));
+  if (r.previous_secret_enc !== null && r.previous_secret_until !== null && Number(r.previous_secret_until) > now)
+    out.push(keyring.decrypt(r.previous_secret_enc));
   return out;
 }
 
@@ -64,7 +65,12 @@ export async function insertWebhook(db: Db, keyring: Keyring, w: NewWebhook, max
   return db.transaction().execute(async (trx) => {
     // Under the events lock, as fan-outs are: the events up to `after_event_id` are all there.
     await lockEvents(trx);
-    const n = await trx.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', w.accountId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
+    const n = await trx
+      .selectFrom('webhooks')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('account_id', '=', w.accountId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirstOrThrow();
     if (Number(n.n) >= max) return false;
     const after = await latestEventId(trx);
     // The store's first webhook starts the fan-out here, so that the events after it are sent
@@ -93,19 +99,38 @@ export async function insertWebhook(db: Db, keyring: Keyring, w: NewWebhook, max
 }
 
 export async function listWebhooks(db: Db, accountId: string): Promise<Webhook[]> {
-  const rows = await db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();
+  const rows = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return rows.map(toWebhook);
 }
 
 /** An account's webhook (not deleted), or undefined. */
 export async function findWebhook(db: Db, accountId: string, id: string): Promise<Webhook | undefined> {
-  const r = await db.selectFrom('webhooks').selectAll().where('id', '=', id).where('account_id', '=', accountId).where('deleted_at', 'is', null).executeTakeFirst();
+  const r = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
   return r && toWebhook(r);
 }
 
 /** Marks a webhook deleted: no delivery of it starts from now on. True when it was there. */
 export async function markWebhookDeleted(db: Db, accountId: string, id: string, now: number): Promise<boolean> {
-  const r = await db.updateTable('webhooks').set({ deleted_at: now, updated_at: now }).where('id', '=', id).where('account_id', '=', accountId).where('deleted_at', 'is', null).executeTakeFirst();
+  const r = await db
+    .updateTable('webhooks')
+    .set({ deleted_at: now, updated_at: now })
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
@@ -136,13 +161,32 @@ export async function countAttemptsInFlight(db: Db, webhookId: string, now: numb
 }
 
 /** A new secret signs from now on; the old one also signs until `previousUntil`. True when the webhook was there. */
-export async function rotateWebhookSecret(db: Db, keyring: Keyring, accountId: string, id: string, secret: string, now: number, previousUntil: number): Promise<boolean> {
+export async function rotateWebhookSecret(
+  db: Db,
+  keyring: Keyring,
+  accountId: string,
+  id: string,
+  secret: string,
+  now: number,
+  previousUntil: number,
+): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const r = await trx.selectFrom('webhooks').select('secret_enc').where('id', '=', id).where('account_id', '=', accountId).where('deleted_at', 'is', null).executeTakeFirst();
+    const r = await trx
+      .selectFrom('webhooks')
+      .select('secret_enc')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
     if (!r) return false;
     await trx
       .updateTable('webhooks')
-      .set({ secret_enc: keyring.encrypt(secret), previous_secret_enc: r.secret_enc, previous_secret_until: previousUntil, updated_at: now })
+      .set({
+        secret_enc: keyring.encrypt(secret),
+        previous_secret_enc: r.secret_enc,
+        previous_secret_until: previousUntil,
+        updated_at: now,
+      })
       .where('id', '=', id)
       .execute();
     return true;
@@ -175,7 +219,10 @@ export async function fanOutEvents(db: Db, render: (e: StreamEvent) => string, n
       const events = await listEventsAfter(trx, { afterId: Number(mark), limit: batch });
       if (events.length === 0) return 0;
       const last = events[events.length - 1]!.id;
-      const hooks = (await trx.selectFrom('webhooks').selectAll().where('deleted_at', 'is', null).execute()).map((r) => ({ ...toWebhook(r), after: Number(r.after_event_id) }));
+      const hooks = (await trx.selectFrom('webhooks').selectAll().where('deleted_at', 'is', null).execute()).map((r) => ({
+        ...toWebhook(r),
+        after: Number(r.after_event_id),
+      }));
       const rows = [];
       for (const e of events) {
         for (const h of hooks) {
@@ -201,9 +248,18 @@ export async function fanOutEvents(db: Db, render: (e: StreamEvent) => string, n
         }
       }
       for (let i = 0; i < rows.length; i += 100) {
-        await trx.insertInto('webhook_deliveries').values(rows.slice(i, i + 100)).onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing()).execute();
+        await trx
+          .insertInto('webhook_deliveries')
+          .values(rows.slice(i, i + 100))
+          .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
+          .execute();
       }
-      const moved = await trx.updateTable('meta').set({ value: String(last) }).where('key', '=', FANNED_OUT).where('value', '=', mark).executeTakeFirst();
+      const moved = await trx
+        .updateTable('meta')
+        .set({ value: String(last) })
+        .where('key', '=', FANNED_OUT)
+        .where('value', '=', mark)
+        .executeTakeFirst();
       if (Number(moved.numUpdatedRows) === 0) throw new FanOutRace();
       return events.length;
     })
@@ -217,7 +273,11 @@ class FanOutRace extends Error {}
 
 /** Sets where the fan-out starts (the events up to `eventId` are not sent), unless it has started. */
 async function startFanOut(trx: Db, eventId: number): Promise<void> {
-  await trx.insertInto('meta').values({ key: FANNED_OUT, value: String(eventId) }).onConflict((oc) => oc.column('key').doNothing()).execute();
+  await trx
+    .insertInto('meta')
+    .values({ key: FANNED_OUT, value: String(eventId) })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
 }
 
 /** Claims up to `limit` deliveries due now (of live webhooks) for `owner` until `now + leaseMs`; returns their ids. */
@@ -251,15 +311,31 @@ export async function claimDueDeliveries(db: Db, owner: string, now: number, lea
 export async function findDeliveryToSend(db: Db, id: string): Promise<{ delivery: WebhookDeliveryRow; webhook: WebhookRow } | undefined> {
   const delivery = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
   if (!delivery) return undefined;
-  const webhook = await db.selectFrom('webhooks').selectAll().where('id', '=', delivery.webhook_id).where('deleted_at', 'is', null).executeTakeFirst();
+  const webhook = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', delivery.webhook_id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
   return webhook && { delivery, webhook };
 }
 
 /** How an attempt went: delivered, to be tried again at `retryAt`, or given up. */
-export type AttemptOutcome = { readonly state: 'DELIVERED' } | { readonly state: 'PENDING'; readonly retryAt: number } | { readonly state: 'FAILED' };
+export type AttemptOutcome =
+  | { readonly state: 'DELIVERED' }
+  | { readonly state: 'PENDING'; readonly retryAt: number }
+  | { readonly state: 'FAILED' };
 
 /** Records an attempt of a delivery claimed by `owner` and lets the claim go. */
-export async function recordAttempt(db: Db, id: string, owner: string, outcome: AttemptOutcome, status: number | null, error: string | null, now: number): Promise<void> {
+export async function recordAttempt(
+  db: Db,
+  id: string,
+  owner: string,
+  outcome: AttemptOutcome,
+  status: number | null,
+  error: string | null,
+  now: number,
+): Promise<void> {
   await db
     .updateTable('webhook_deliveries')
     .set((eb) => ({
@@ -280,11 +356,20 @@ export async function recordAttempt(db: Db, id: string, owner: string, outcome: 
 
 /** Lets a claim go without an attempt (hangar is stopping). */
 export async function releaseDelivery(db: Db, id: string, owner: string): Promise<void> {
-  await db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', id).where('lease_owner', '=', owner).execute();
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ lease_owner: null, lease_expires_at: null })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .execute();
 }
 
 /** A webhook's deliveries, newest first; older than delivery `before` when given. */
-export async function listDeliveries(db: Db, webhookId: string, opts: { limit: number; beforeEventId?: number; states?: readonly string[] }): Promise<WebhookDelivery[]> {
+export async function listDeliveries(
+  db: Db,
+  webhookId: string,
+  opts: { limit: number; beforeEventId?: number; states?: readonly string[] },
+): Promise<WebhookDelivery[]> {
   let q = db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId);
   if (opts.beforeEventId !== undefined) q = q.where('event_id', '<', opts.beforeEventId);
   if (opts.states && opts.states.length > 0) q = q.where('state', 'in', opts.states);
@@ -294,8 +379,21 @@ export async function listDeliveries(db: Db, webhookId: string, opts: { limit: n
 
 /** Removes finished delivery records last changed before `before`, at most `batch`. */
 export async function pruneDeliveries(db: Db, before: number, batch: number): Promise<number> {
-  const old = await db.selectFrom('webhook_deliveries').select('id').where('state', 'in', ['DELIVERED', 'FAILED']).where('updated_at', '<', before).limit(batch).execute();
+  const old = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('state', 'in', ['DELIVERED', 'FAILED'])
+    .where('updated_at', '<', before)
+    .limit(batch)
+    .execute();
   if (old.length === 0) return 0;
-  await db.deleteFrom('webhook_deliveries').where('id', 'in', old.map((r) => r.id)).execute();
+  await db
+    .deleteFrom('webhook_deliveries')
+    .where(
+      'id',
+      'in',
+      old.map((r) => r.id),
+    )
+    .execute();
   return old.length;
 }

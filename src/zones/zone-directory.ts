@@ -13,7 +13,6 @@ import type { PortPool } from '../store/ports.js';
 import type { Target, Targets } from '../reconciler/reconcile-instance.js';
 import type { CapacityLimit, ZoneView, Zones } from '../service/deps.js';
 
-
 /** A zone with its target. */
 export interface PlacedZone extends ZoneView {
   readonly target: Target;
@@ -65,7 +64,11 @@ export function hostCapacityMb(config: Pick<Config, 'memoryReserveMb'>, physical
 export async function buildZones(config: Config, log: Logger, zones: readonly Zone[] | undefined): Promise<ZoneDirectory> {
   const declared: Zone[] = zones
     ? [...zones]
-    : [...new Set(SERVICES.flatMap((s) => ZONES[s]))].map((name) => ({ name, runtime: config.runtime, services: SERVICES.filter((s) => ZONES[s].includes(name)) }));
+    : [...new Set(SERVICES.flatMap((s) => ZONES[s]))].map((name) => ({
+        name,
+        runtime: config.runtime,
+        services: SERVICES.filter((s) => ZONES[s].includes(name)),
+      }));
   // One target for the local zones of this host, one for the emulated ones, one per Kubernetes zone.
   const targets = new Map<string, Target>();
   const targetOf = async (z: Zone): Promise<Target> => {
@@ -84,7 +87,11 @@ export async function buildZones(config: Config, log: Logger, zones: readonly Zo
   for (const z of declared) {
     const target = await targetOf(z);
     const limits: CapacityLimit[] =
-      z.capacityMb !== undefined ? [{ label: `zone "${z.name}"`, zones: [z.name], capacityMb: z.capacityMb }] : z.runtime === 'local' ? [host] : [];
+      z.capacityMb !== undefined
+        ? [{ label: `zone "${z.name}"`, zones: [z.name], capacityMb: z.capacityMb }]
+        : z.runtime === 'local'
+          ? [host]
+          : [];
     placed.push({
       name: z.name,
       runtime: z.runtime,
@@ -129,7 +136,7 @@ async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Ta
         import('../runtimes/kubernetes/kubernetes-runtime.js'),
       ]);
       const target = zone.kubernetes!;
-      let kc;
+      let kc: ReturnType<typeof loadKubeConfig>;
       try {
         kc = loadKubeConfig(target);
       } catch (err) {
@@ -139,7 +146,12 @@ async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Ta
       return {
         runtime,
         engines: kubernetesEngines(config, target.images),
-        ports: { scope: `kubernetes:${zone.name}`, ...target.nodePortRange, setting: `the node_port_range of zone ${zone.name}`, portIsFree: async () => true },
+        ports: {
+          scope: `kubernetes:${zone.name}`,
+          ...target.nodePortRange,
+          setting: `the node_port_range of zone ${zone.name}`,
+          portIsFree: async () => true,
+        },
       };
     }
   }

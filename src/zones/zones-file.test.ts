@@ -67,7 +67,13 @@ describe('the zones file', () => {
 
   it('gives a kubernetes zone its defaults: namespace hangar, NodePort, source kept by the node, volumes deleted', () => {
     expect(parseZones({ K: { runtime: 'kubernetes', in_cluster: true } }, '/etc/hangar/zones.yaml')[0]!.kubernetes).toEqual({
-      inCluster: true, namespace: 'hangar', nodeSelector: {}, serviceType: 'NodePort', sourceAddress: 'local', images: {}, volumeRetention: 'delete',
+      inCluster: true,
+      namespace: 'hangar',
+      nodeSelector: {},
+      serviceType: 'NodePort',
+      sourceAddress: 'local',
+      images: {},
+      volumeRetention: 'delete',
       nodePortRange: { first: 30000, last: 32767 },
     });
   });
@@ -82,7 +88,10 @@ describe('the zones file', () => {
     [{ A: { runtime: 'local', namespace: 'x' } }, /zone "A": "namespace" applies to kubernetes zones only/],
     [{ A: { runtime: 'local', colour: 'blue' } }, /zone "A": unknown field "colour"/],
     [{ A: { runtime: 'kubernetes' } }, /needs "kubeconfig" \(a path\) or "in_cluster": true/],
-    [{ A: { runtime: 'kubernetes', in_cluster: true, service_type: 'Ingress' } }, /"service_type" must be one of ClusterIP, NodePort, LoadBalancer/],
+    [
+      { A: { runtime: 'kubernetes', in_cluster: true, service_type: 'Ingress' } },
+      /"service_type" must be one of ClusterIP, NodePort, LoadBalancer/,
+    ],
     [{ A: { runtime: 'kubernetes', in_cluster: true, namespace: 'Big_Name' } }, /"namespace" must be a Kubernetes name/],
   ])('refuses %j naming the zone and the field', (doc, message) => {
     expect(() => parseZones(doc, '/etc/hangar/zones.yaml')).toThrow(message);

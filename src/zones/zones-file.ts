@@ -11,8 +11,18 @@ const KUBE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 const ZONE_KEYS = new Set(['runtime', 'services', 'capacity_mb']);
 const KUBE_KEYS = new Set([
-  'kubeconfig', 'in_cluster', 'context', 'namespace', 'node_selector', 'topology_zone', 'storage_class', 'service_type', 'source_address', 'images',
-  'volume_retention', 'node_port_range',
+  'kubeconfig',
+  'in_cluster',
+  'context',
+  'namespace',
+  'node_selector',
+  'topology_zone',
+  'storage_class',
+  'service_type',
+  'source_address',
+  'images',
+  'volume_retention',
+  'node_port_range',
 ]);
 
 type Json = Record<string, unknown>;
@@ -45,7 +55,8 @@ export function parseZones(doc: unknown, file: string): Zone[] {
     throw new ConfigError(`HANGAR_ZONES: ${file}: ${message}`);
   };
   const root = isObject(doc) && isObject(doc.zones) ? doc.zones : doc;
-  if (!isObject(root) || Object.keys(root).length === 0) fail('expected a map of zone names to their targets, e.g. {"US-Dallas": {"runtime": "local"}}');
+  if (!isObject(root) || Object.keys(root).length === 0)
+    fail('expected a map of zone names to their targets, e.g. {"US-Dallas": {"runtime": "local"}}');
   const zones: Zone[] = [];
   for (const [name, raw] of Object.entries(root as Json)) {
     const at = (field: string) => `zone "${name}": "${field}"`;
@@ -56,7 +67,8 @@ export function parseZones(doc: unknown, file: string): Zone[] {
       if (!ZONE_KEYS.has(key) && !KUBE_KEYS.has(key)) fail(`zone "${name}": unknown field "${key}"`);
     }
     const runtime = z.runtime;
-    if (typeof runtime !== 'string' || !(RUNTIMES as readonly string[]).includes(runtime)) fail(`${at('runtime')} must be one of ${RUNTIMES.join(', ')}`);
+    if (typeof runtime !== 'string' || !(RUNTIMES as readonly string[]).includes(runtime))
+      fail(`${at('runtime')} must be one of ${RUNTIMES.join(', ')}`);
     let services: Service[] | undefined;
     if (z.services !== undefined) {
       if (!Array.isArray(z.services) || z.services.length === 0 || z.services.some((s) => !(SERVICES as readonly unknown[]).includes(s))) {
@@ -66,7 +78,8 @@ export function parseZones(doc: unknown, file: string): Zone[] {
     }
     let capacityMb: number | undefined;
     if (z.capacity_mb !== undefined) {
-      if (typeof z.capacity_mb !== 'number' || !Number.isSafeInteger(z.capacity_mb) || z.capacity_mb < 1) fail(`${at('capacity_mb')} must be a positive integer (MB)`);
+      if (typeof z.capacity_mb !== 'number' || !Number.isSafeInteger(z.capacity_mb) || z.capacity_mb < 1)
+        fail(`${at('capacity_mb')} must be a positive integer (MB)`);
       capacityMb = z.capacity_mb as number;
     }
     const kubeFields = Object.keys(z).filter((k) => KUBE_KEYS.has(k));
@@ -101,7 +114,8 @@ function kubernetesTarget(z: Json, file: string, at: (field: string) => string, 
   if (!inCluster && kubeconfig === undefined) fail(`zone needs "kubeconfig" (a path) or "in_cluster": true`);
   if (inCluster && kubeconfig !== undefined) fail(`${at('kubeconfig')} and "in_cluster" exclude each other`);
   const namespace = str('namespace') ?? 'hangar';
-  if (!KUBE_NAME.test(namespace) || namespace.length > 63) fail(`${at('namespace')} must be a Kubernetes name (lower case letters, digits and "-")`);
+  if (!KUBE_NAME.test(namespace) || namespace.length > 63)
+    fail(`${at('namespace')} must be a Kubernetes name (lower case letters, digits and "-")`);
   const serviceType = str('service_type') ?? 'NodePort';
   if (!(SERVICE_TYPES as readonly string[]).includes(serviceType)) fail(`${at('service_type')} must be one of ${SERVICE_TYPES.join(', ')}`);
   const sourceAddress = str('source_address') ?? 'local';
@@ -112,7 +126,8 @@ function kubernetesTarget(z: Json, file: string, at: (field: string) => string, 
   const m = /^(\d+)-(\d+)$/.exec(range);
   const first = Number(m?.[1]);
   const last = Number(m?.[2]);
-  if (!m || first < 1 || last > 65535 || last - first < 16) fail(`${at('node_port_range')} must be FIRST-LAST with at least 16 ports (the cluster's --service-node-port-range)`);
+  if (!m || first < 1 || last > 65535 || last - first < 16)
+    fail(`${at('node_port_range')} must be FIRST-LAST with at least 16 ports (the cluster's --service-node-port-range)`);
   const context = str('context');
   const topologyZone = str('topology_zone');
   const storageClass = str('storage_class');

@@ -31,14 +31,19 @@ function onPath(command: string): string | null {
  */
 function inTerminal(args: string[], env: Record<string, string>, answer: (output: string) => string | undefined = () => undefined) {
   const line = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  const child = spawn('script', ['-qfec', line, '/dev/null'], { env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn('script', ['-qfec', line, '/dev/null'], {
+    env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (c: Buffer) => {
     output += c.toString();
     const typed = answer(output);
     if (typed !== undefined) child.stdin.write(typed);
   });
-  const done = new Promise<{ code: number; output: string }>((resolve) => child.once('close', (code) => resolve({ code: code ?? -1, output })));
+  const done = new Promise<{ code: number; output: string }>((resolve) =>
+    child.once('close', (code) => resolve({ code: code ?? -1, output })),
+  );
   return { output: () => output, done };
 }
 
@@ -128,18 +133,33 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     expect(stats.code).toBe(0);
     expect(stats.stdout).toMatch(/maxmemory-policy:\s+noeviction/);
     expect(stats.stdout).toMatch(/connected replicas:\s+1/);
-    expect(JSON.parse((await cli(['redis', 'stats', 'cache', '--json'])).stdout)).toMatchObject({ plan: 500, connectedSlaves: 1, maxClients: '10000' });
+    expect(JSON.parse((await cli(['redis', 'stats', 'cache', '--json'])).stdout)).toMatchObject({
+      plan: 500,
+      connectedSlaves: 1,
+      maxClients: '10000',
+    });
 
     const port = new URL(record.connect_string).port;
     const print = await cli(['connect', 'cache', '--print']);
     expect(print.stdout.trim()).toBe(`REDISCLI_AUTH=${record.password} redis-cli -h 127.0.0.1 -p ${port}`);
-    expect((await cli(['connect', 'cache', '--print', '--', 'INFO', 'memory'])).stdout.trim()).toBe(`REDISCLI_AUTH=${record.password} redis-cli -h 127.0.0.1 -p ${port} INFO memory`);
+    expect((await cli(['connect', 'cache', '--print', '--', 'INFO', 'memory'])).stdout.trim()).toBe(
+      `REDISCLI_AUTH=${record.password} redis-cli -h 127.0.0.1 -p ${port} INFO memory`,
+    );
     const printed = JSON.parse((await cli(['connect', 'cache', '--print', '--json'])).stdout);
-    expect(printed).toEqual({ command: 'redis-cli', args: ['-h', '127.0.0.1', '-p', port], env: { REDISCLI_AUTH: record.password }, path: onPath('redis-cli') });
+    expect(printed).toEqual({
+      command: 'redis-cli',
+      args: ['-h', '127.0.0.1', '-p', port],
+      env: { REDISCLI_AUTH: record.password },
+      path: onPath('redis-cli'),
+    });
 
     // The emulated runtime runs no engine: a real redis-server, on the instance's address and with
     // its password, shows that what connect runs reaches it and authenticates.
-    const redis = spawn('redis-server', ['--port', port, '--bind', '127.0.0.1', '--requirepass', record.password, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const redis = spawn(
+      'redis-server',
+      ['--port', port, '--bind', '127.0.0.1', '--requirepass', record.password, '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
     try {
       await until('redis-server to listen', () => listening(Number(port)));
       const ping = await cli(['connect', 'cache', '--', 'PING']);
@@ -168,8 +188,16 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     it('asks for the login and the password, without echoing the password', async () => {
       const h = tempDir('hangar-cli-tty-');
       const asked = new Set<string>();
-      const once = (out: string, prompt: string, text: string) => (out.includes(prompt) && !asked.has(prompt) ? (asked.add(prompt), text) : undefined);
-      const res = await inTerminal(['login', '--url', th.url], { HOME: h }, (out) => once(out, 'Login: ', `${alice.login}\r`) ?? once(out, 'Password: ', `${PASSWORD}\r`)).done;
+      const once = (out: string, prompt: string, text: string) => {
+        if (!out.includes(prompt) || asked.has(prompt)) return undefined;
+        asked.add(prompt);
+        return text;
+      };
+      const res = await inTerminal(
+        ['login', '--url', th.url],
+        { HOME: h },
+        (out) => once(out, 'Login: ', `${alice.login}\r`) ?? once(out, 'Password: ', `${PASSWORD}\r`),
+      ).done;
       expect(res.code, res.output).toBe(0);
       expect(res.output).toContain(`Login: ${alice.login}`);
       expect(res.output).toContain('Logged in to');
@@ -178,7 +206,13 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
 
     it('rewrites the progress line in place', async () => {
       const release = th.hold();
-      const run = inTerminal(['instances', 'create', 'tty', ...REDIS], { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), HANGAR_URL: th.url, HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD });
+      const run = inTerminal(['instances', 'create', 'tty', ...REDIS], {
+        HOME: home,
+        XDG_CONFIG_HOME: join(home, '.config'),
+        HANGAR_URL: th.url,
+        HANGAR_LOGIN: alice.login,
+        HANGAR_PASSWORD: PASSWORD,
+      });
       try {
         await until('the live line', () => /\r\x1b\[2K\S tty: BUILDING \(\d+\.\ds\)/.test(run.output()));
       } finally {
@@ -196,7 +230,9 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     it('--no-wait answers at once with the record, REQUESTED', async () => {
       const release = th.hold();
       try {
-        const res = await cli(['instances', 'create', 'later', ...REDIS, '--no-wait', '--json'], { env: { HANGAR_URL: th.url, HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD } });
+        const res = await cli(['instances', 'create', 'later', ...REDIS, '--no-wait', '--json'], {
+          env: { HANGAR_URL: th.url, HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD },
+        });
         expect(res.code, res.stderr).toBe(0);
         expect(JSON.parse(res.stdout)).toMatchObject({ name: 'later', state: 'REQUESTED' });
         expect(res.stderr).toBe('');
@@ -208,7 +244,9 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     it('--timeout gives up with exit code 5, and says hangar keeps working', async () => {
       const release = th.hold();
       try {
-        const res = await cli(['instances', 'create', 'slow', ...REDIS, '--timeout', '0.5', '--url', th.url], { env: { HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD } });
+        const res = await cli(['instances', 'create', 'slow', ...REDIS, '--timeout', '0.5', '--url', th.url], {
+          env: { HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD },
+        });
         expect(res.code).toBe(5);
         expect(res.stderr).toMatch(/instance "slow" is still (REQUESTED|BUILDING) after/);
         expect(res.stderr).toContain('keeps working');
@@ -220,7 +258,9 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     it('an instance that turns FAILED: exit code 1 with the reason', async () => {
       const restore = th.runtime.failWith(new TerminalError('the engine cannot start: disk full'));
       try {
-        const res = await cli(['instances', 'create', 'doomed', ...REDIS, '--url', th.url], { env: { HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD } });
+        const res = await cli(['instances', 'create', 'doomed', ...REDIS, '--url', th.url], {
+          env: { HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD },
+        });
         expect(res.code).toBe(1);
         expect(res.stderr).toContain('instance "doomed" FAILED: the engine cannot start: disk full');
       } finally {
@@ -231,7 +271,8 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
 
   describe('every command', () => {
     const env = () => ({ HANGAR_URL: th.url, HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD });
-    const run = (args: string[], input?: string) => runCli(args, { home: tempDir('hangar-cli-env-'), env: env(), ...(input !== undefined ? { input } : {}) });
+    const run = (args: string[], input?: string) =>
+      runCli(args, { home: tempDir('hangar-cli-env-'), env: env(), ...(input !== undefined ? { input } : {}) });
 
     beforeAll(async () => {
       await alice.ready(redisBody('r1'));
@@ -243,16 +284,44 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
       const table = await run(['instances', 'ls']);
       expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+SERVICE\s+TYPE\s+PLAN\s+VERSION\s+ZONE\s+STATE\s+CREATED$/);
       expect(table.stdout).toMatch(/\nr1\s+redis\s+redis_ha_instance\s+500\s+7\.0\.15\s+US-Dallas\s+ACTIVE/);
-      expect((JSON.parse((await run(['instances', 'ls', '--json'])).stdout) as { name: string }[]).map((i) => i.name)).toEqual(expect.arrayContaining(['r1', 'm1', 'e1']));
+      expect((JSON.parse((await run(['instances', 'ls', '--json'])).stdout) as { name: string }[]).map((i) => i.name)).toEqual(
+        expect.arrayContaining(['r1', 'm1', 'e1']),
+      );
       expect((await run(['instances', 'ls', '-q'])).stdout.split('\n')).toEqual(expect.arrayContaining(['r1', 'm1', 'e1']));
     });
 
     it('instances create of mongodb and elasticsearch, with ACLs from the start', async () => {
-      const m = await run(['instances', 'create', 'm2', '--service', 'mongodb', '--type', 'mongodb_singledb', '--version', '3.4.2', '--zone', 'US-West', '--acl', '198.51.100.0/24', '--json']);
+      const m = await run([
+        'instances',
+        'create',
+        'm2',
+        '--service',
+        'mongodb',
+        '--type',
+        'mongodb_singledb',
+        '--version',
+        '3.4.2',
+        '--zone',
+        'US-West',
+        '--acl',
+        '198.51.100.0/24',
+        '--json',
+      ]);
       expect(m.code, m.stderr).toBe(0);
       expect(JSON.parse(m.stdout)).toMatchObject({ name: 'm2', state: 'ACTIVE', type: 'mongodb_singledb' });
       expect((await alice.get('/v2/instances/m2/acls/')).body.data[0].cidr_mask).toBe('198.51.100.0/24');
-      const e = await run(['instances', 'create', 'e2', '--service', 'elasticsearch', '--version', '6.4.1', '--zone', 'US-Dallas', '--my-ip']);
+      const e = await run([
+        'instances',
+        'create',
+        'e2',
+        '--service',
+        'elasticsearch',
+        '--version',
+        '6.4.1',
+        '--zone',
+        'US-Dallas',
+        '--my-ip',
+      ]);
       expect(e.code, e.stderr).toBe(0);
       expect((await alice.get('/v2/instances/e2/acls/')).body.data[0].cidr_mask).toBe('127.0.0.1');
       expect(e.stderr).toContain('e2: COMPLETED after');
@@ -283,7 +352,10 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
       const release = th.hold();
       const create = startCli(['instances', 'create', 'streamed', ...REDIS], { home: tempDir('hangar-cli-env-'), env: env() });
       try {
-        await until('the CLI to follow the stream while the build is held', async () => create.stderr().includes('streamed: BUILDING (') && (await openStreams()) >= 1);
+        await until(
+          'the CLI to follow the stream while the build is held',
+          async () => create.stderr().includes('streamed: BUILDING (') && (await openStreams()) >= 1,
+        );
       } finally {
         release();
       }
@@ -336,18 +408,28 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
       expect(log.stdout.split('\n')[0]).toMatch(/^ID\s+WHEN\s+ACTION\s+TARGET\s+OUTCOME\s+FROM$/);
       expect((await run(['events', '--instance', 'r1'])).code).toBe(2);
       // the create's operation.created and its next event (operation.succeeded, or a progress first when its pass is long)
-      const follow = startCli(['events', '--follow', '--json', '--kind', 'operation', '--count', '2'], { home: tempDir('hangar-cli-env-'), env: env() });
+      const follow = startCli(['events', '--follow', '--json', '--kind', 'operation', '--count', '2'], {
+        home: tempDir('hangar-cli-env-'),
+        env: env(),
+      });
       await until('the follower to connect', () => follow.stderr().includes('following the events of this account'));
       await alice.post('/v2/instances/', redisBody('followed'));
       const res = await follow.done;
       expect(res.code, res.stderr).toBe(0);
-      const events = res.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const events = res.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       expect(events).toHaveLength(2);
       expect(events[0]).toMatchObject({ kind: 'operation.created', instance_name: 'followed', data: { kind: 'create', state: 'PENDING' } });
       expect(events.every((e: { kind: string }) => e.kind.startsWith('operation.'))).toBe(true);
       const text = await run(['events', '-f', '--since', String(events[0].id - 1), '--kind', 'operation', '--count', '1']);
       expect(text.code, text.stderr).toBe(0);
-      expect(text.stdout).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\s+${events[0].id}\\s+operation\\.created\\s+followed\\s+create [0-9a-f]{24} PENDING recorded`));
+      expect(text.stdout).toMatch(
+        new RegExp(
+          `^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\s+${events[0].id}\\s+operation\\.created\\s+followed\\s+create [0-9a-f]{24} PENDING recorded`,
+        ),
+      );
       await alice.waitFor('followed', (r) => r?.state === 'ACTIVE');
     });
 
@@ -443,13 +525,18 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     });
 
     it('mongo users ls, add, set, rm', async () => {
-      const add = await run(['mongo', 'users', 'add', 'm1', 'app', '--db', 'shop', '--role', 'readWrite', '--role', 'read@reports', '--password-stdin'], 'password-1\n');
+      const add = await run(
+        ['mongo', 'users', 'add', 'm1', 'app', '--db', 'shop', '--role', 'readWrite', '--role', 'read@reports', '--password-stdin'],
+        'password-1\n',
+      );
       expect(add.code, add.stderr).toBe(0);
       const ls = await run(['mongo', 'users', 'ls', 'm1', '--db', 'shop']);
       expect(ls.stdout.trim()).toMatch(/^USER\s+ROLES\napp\s+readWrite, read@reports$/);
       const set = await run(['mongo', 'users', 'set', 'm1', 'app', '--db', 'shop', '--role', 'read']);
       expect(set.code, set.stderr).toBe(0);
-      expect(JSON.parse((await run(['mongo', 'users', 'ls', 'm1', '--db', 'shop', '--json'])).stdout)).toEqual([{ name: 'app', roles: [{ role: 'read', db: 'shop' }] }]);
+      expect(JSON.parse((await run(['mongo', 'users', 'ls', 'm1', '--db', 'shop', '--json'])).stdout)).toEqual([
+        { name: 'app', roles: [{ role: 'read', db: 'shop' }] },
+      ]);
       expect((await run(['mongo', 'users', 'set', 'm1', 'app', '--db', 'shop'])).code).toBe(2);
       expect((await run(['mongo', 'users', 'add', 'm1', 'other', '--db', 'shop'])).code).toBe(2);
       expect((await run(['mongo', 'users', 'rm', 'm1', 'app', '--db', 'shop'])).code).toBe(0);
@@ -482,12 +569,22 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
 
     it('whoami and logout', async () => {
       const h = tempDir('hangar-cli-who-');
-      expect((await runCli(['login', '--url', th.url, '--login', alice.login], { home: h, env: { HANGAR_PASSWORD: PASSWORD } })).code).toBe(0);
+      expect((await runCli(['login', '--url', th.url, '--login', alice.login], { home: h, env: { HANGAR_PASSWORD: PASSWORD } })).code).toBe(
+        0,
+      );
       const who = await runCli(['whoami', '--json'], { home: h });
       expect(JSON.parse(who.stdout)).toMatchObject({ url: th.url, login: alice.login });
       const token = JSON.parse(readFileSync(join(h, '.config', 'hangar', 'config.json'), 'utf8')).token as string;
       expect((await runCli(['logout'], { home: h })).stdout).toContain(`Logged out of ${th.url}`);
-      expect((await fetch(`${th.url}/v2/tokens/verify/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) })).status).toBe(401);
+      expect(
+        (
+          await fetch(`${th.url}/v2/tokens/verify/`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ token }),
+          })
+        ).status,
+      ).toBe(401);
       expect((await runCli(['instances', 'ls'], { home: h })).code).toBe(4);
     });
 
@@ -502,7 +599,10 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     });
 
     it('wrong password: exit code 4; wrong usage: exit code 2; an API refusal: exit code 1 with the allowed values', async () => {
-      const bad = await runCli(['login', '--url', th.url, '--login', alice.login, '--password-stdin'], { home: tempDir('hangar-cli-bad-'), input: 'nope\n' });
+      const bad = await runCli(['login', '--url', th.url, '--login', alice.login, '--password-stdin'], {
+        home: tempDir('hangar-cli-bad-'),
+        input: 'nope\n',
+      });
       expect(bad.code).toBe(4);
       // said once: no "log in again" after a login that was just refused
       expect(bad.stderr.trim()).toBe('hangar: wrong login or password');
@@ -543,11 +643,24 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
 
   it('--help of every group of commands (instances, acls, mongo, mongo users, keys...): its commands, exit code 0', async () => {
     const all = [...CLIENT_COMMANDS, ...OPERATOR_COMMANDS];
-    const groups = new Set(all.flatMap((c) => c.name.split(' ').slice(0, -1).map((_, i, words) => words.slice(0, i + 1).join(' '))));
-    expect([...groups]).toEqual(expect.arrayContaining(['instances', 'acls', 'redis', 'mongo', 'mongo users', 'keys', 'tokens', 'accounts', 'secrets']));
+    const groups = new Set(
+      all.flatMap((c) =>
+        c.name
+          .split(' ')
+          .slice(0, -1)
+          .map((_, i, words) => words.slice(0, i + 1).join(' ')),
+      ),
+    );
+    expect([...groups]).toEqual(
+      expect.arrayContaining(['instances', 'acls', 'redis', 'mongo', 'mongo users', 'keys', 'tokens', 'accounts', 'secrets']),
+    );
     for (const group of groups) {
       const members = all.filter((c) => c.name.startsWith(`${group} `));
-      for (const args of [[...group.split(' '), '--help'], [...group.split(' '), '-h'], ['help', ...group.split(' ')]]) {
+      for (const args of [
+        [...group.split(' '), '--help'],
+        [...group.split(' '), '-h'],
+        ['help', ...group.split(' ')],
+      ]) {
         const res = await inProcess(args);
         expect(res.code, `${args.join(' ')}: ${res.stderr}`).toBe(0);
         for (const c of members) expect(res.stdout, args.join(' ')).toContain(`  ${c.name} `);
@@ -583,8 +696,23 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     const complete = async (script: string, words: string[]) => {
       const { stdout } = await promisify(execFile)(
         'bash',
-        ['-c', `source "$1"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _hangar; printf '%s\\n' "\${COMPREPLY[@]}"`, 'bash', script],
-        { env: { PATH: `${bin}${delimiter}${process.env.PATH}`, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), HANGAR_URL: th.url, HANGAR_LOGIN: alice.login, HANGAR_PASSWORD: PASSWORD }, encoding: 'utf8' },
+        [
+          '-c',
+          `source "$1"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _hangar; printf '%s\\n' "\${COMPREPLY[@]}"`,
+          'bash',
+          script,
+        ],
+        {
+          env: {
+            PATH: `${bin}${delimiter}${process.env.PATH}`,
+            HOME: home,
+            XDG_CONFIG_HOME: join(home, '.config'),
+            HANGAR_URL: th.url,
+            HANGAR_LOGIN: alice.login,
+            HANGAR_PASSWORD: PASSWORD,
+          },
+          encoding: 'utf8',
+        },
       );
       return stdout.split('\n').filter(Boolean);
     };
@@ -595,15 +723,29 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
       const script = join(bin, 'hangar.bash');
       writeFileSync(script, res.stdout);
       execFileSync('bash', ['-n', script]);
-      expect(await complete(script, ['hangar', ''])).toEqual(expect.arrayContaining(['instances', 'acls', 'redis', 'mongo', 'connect', 'login', 'serve', 'accounts']));
-      expect(await complete(script, ['hangar', 'instances', ''])).toEqual(['ls', 'create', 'show', 'rotate-password', 'rename', 'rm', 'restore']);
+      expect(await complete(script, ['hangar', ''])).toEqual(
+        expect.arrayContaining(['instances', 'acls', 'redis', 'mongo', 'connect', 'login', 'serve', 'accounts']),
+      );
+      expect(await complete(script, ['hangar', 'instances', ''])).toEqual([
+        'ls',
+        'create',
+        'show',
+        'rotate-password',
+        'rename',
+        'rm',
+        'restore',
+      ]);
       expect(await complete(script, ['hangar', 'backups', ''])).toEqual(['ls', 'create', 'rm', 'download']);
       expect(await complete(script, ['hangar', 'backups', 'ls', 'lis'])).toEqual(['listed']);
       expect(await complete(script, ['hangar', 'mongo', 'users', ''])).toEqual(['ls', 'add', 'set', 'rm']);
       expect(await complete(script, ['hangar', 'redis', 'users', ''])).toEqual(['ls', 'add', 'set', 'rm', 'rotate-password']);
       expect(await complete(script, ['hangar', 'acls', ''])).toEqual(['ls', 'add', 'rm', 'check', 'effective', 'denied']);
       expect(await complete(script, ['hangar', 'instances', 'create', 'x', '--ser'])).toEqual(['--service']);
-      expect(await complete(script, ['hangar', 'instances', 'create', 'x', '--service', ''])).toEqual(['elasticsearch', 'mongodb', 'redis']);
+      expect(await complete(script, ['hangar', 'instances', 'create', 'x', '--service', ''])).toEqual([
+        'elasticsearch',
+        'mongodb',
+        'redis',
+      ]);
       expect(await complete(script, ['hangar', 'instances', 'create', 'x', '--service', 'redis', '--zone', 'US-D'])).toEqual(['US-Dallas']);
       expect(await complete(script, ['hangar', 'connect', 'lis'])).toEqual(['listed']);
       expect(await complete(script, ['hangar', 'instances', 'create', 'lis'])).toEqual([]);

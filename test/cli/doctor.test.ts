@@ -55,8 +55,21 @@ function asUser(uid: number, view: string): { command: string; args: string[] } 
   return {
     command: 'unshare',
     args: [
-      '--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$1" "$2" && shift 2 && exec "$@"', 'sh', CHECKOUT, view,
-      'setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, join(view, relative(CHECKOUT, BIN)),
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      'mount --bind "$1" "$2" && shift 2 && exec "$@"',
+      'sh',
+      CHECKOUT,
+      view,
+      'setpriv',
+      `--reuid=${uid}`,
+      `--regid=${uid}`,
+      '--clear-groups',
+      process.execPath,
+      join(view, relative(CHECKOUT, BIN)),
     ],
   };
 }
@@ -114,12 +127,22 @@ describe('hangar doctor on this machine', () => {
     const version = redisVersion();
     const r = await doctor([]);
     expect(r.code, r.stderr).toBe(0);
-    expect(serviceLine(r.stdout, 'redis')).toMatch(new RegExp(`available +versions ${version.replace(/\./g, '\\.')}, ${version.split('.').slice(0, 2).join('\\.')} \\(redis-server ${version.replace(/\./g, '\\.')}, haproxy \\d+\\.\\d+\\.\\d+\\)`));
+    expect(serviceLine(r.stdout, 'redis')).toMatch(
+      new RegExp(
+        `available +versions ${version.replace(/\./g, '\\.')}, ${version.split('.').slice(0, 2).join('\\.')} \\(redis-server ${version.replace(/\./g, '\\.')}, haproxy \\d+\\.\\d+\\.\\d+\\)`,
+      ),
+    );
     expect(r.stdout).toMatch(new RegExp(`redis-server +${version.replace(/\./g, '\\.')} +/\\S*redis-server`));
-    expect(serviceLine(r.stdout, 'mongodb')).toMatch(/unavailable .*`mongod` was not found.*HANGAR_MONGOD_BIN.*`mongos` was not found.*HANGAR_MONGOS_BIN/);
-    expect(serviceLine(r.stdout, 'elasticsearch')).toMatch(/unavailable .*`elasticsearch` or `opensearch` was not found.*HANGAR_ELASTICSEARCH_BIN/);
+    expect(serviceLine(r.stdout, 'mongodb')).toMatch(
+      /unavailable .*`mongod` was not found.*HANGAR_MONGOD_BIN.*`mongos` was not found.*HANGAR_MONGOS_BIN/,
+    );
+    expect(serviceLine(r.stdout, 'elasticsearch')).toMatch(
+      /unavailable .*`elasticsearch` or `opensearch` was not found.*HANGAR_ELASTICSEARCH_BIN/,
+    );
     expect(r.stdout).toContain('To host mongodb:');
-    expect(r.stdout).toMatch(/mongod: install package mongodb-org-server .*https:\/\/www\.mongodb\.com\/docs\/manual\/administration\/install-on-linux\/; or set HANGAR_MONGOD_BIN/);
+    expect(r.stdout).toMatch(
+      /mongod: install package mongodb-org-server .*https:\/\/www\.mongodb\.com\/docs\/manual\/administration\/install-on-linux\/; or set HANGAR_MONGOD_BIN/,
+    );
     expect(r.stdout).toMatch(/mongos: install package mongodb-org-mongos .*HANGAR_MONGOS_BIN/);
     expect(r.stdout).toContain('To host elasticsearch:');
     expect(r.stdout).toMatch(/elasticsearch or opensearch: install package elasticsearch .*opensearch.*HANGAR_ELASTICSEARCH_BIN/);
@@ -136,20 +159,31 @@ describe('hangar doctor on this machine', () => {
     expect(report.services.redis).toMatchObject({ available: true, versions: [version, version.split('.').slice(0, 2).join('.')] });
     expect(report.services.redis.engines.map((e: { name: string }) => e.name)).toEqual(['redis-server', 'haproxy']);
     expect(report.services.mongodb).toMatchObject({ available: false, versions: [], reason: expect.stringMatching(/HANGAR_MONGOD_BIN/) });
-    expect(report.services.mongodb.install).toEqual([expect.stringMatching(/^mongod: .*HANGAR_MONGOD_BIN/), expect.stringMatching(/^mongos: .*HANGAR_MONGOS_BIN/)]);
+    expect(report.services.mongodb.install).toEqual([
+      expect.stringMatching(/^mongod: .*HANGAR_MONGOD_BIN/),
+      expect.stringMatching(/^mongos: .*HANGAR_MONGOS_BIN/),
+    ]);
     expect(report.services.elasticsearch).toMatchObject({ available: false, reason: expect.stringMatching(/HANGAR_ELASTICSEARCH_BIN/) });
     const programs = Object.fromEntries(report.programs.map((p: { program: string }) => [p.program, p]));
     expect(programs['redis-server']).toMatchObject({ found: true, version });
-    expect(programs.mongod).toMatchObject({ found: false, variable: 'HANGAR_MONGOD_BIN', install: expect.stringContaining('mongodb-org-server') });
+    expect(programs.mongod).toMatchObject({
+      found: false,
+      variable: 'HANGAR_MONGOD_BIN',
+      install: expect.stringContaining('mongodb-org-server'),
+    });
     expect(programs['kibana or opensearch-dashboards']).toMatchObject({ found: false, variable: 'HANGAR_KIBANA_BIN' });
   });
 
   it('exits 1 when redis, the default service, cannot run, saying why and what to install', async () => {
     const r = await doctor([], { env: { HANGAR_REDIS_SERVER_BIN: '/nonexistent/redis-server' } });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/redis, the default service, cannot run on this machine: .*\/nonexistent\/redis-server.*HANGAR_REDIS_SERVER_BIN/);
+    expect(r.stderr).toMatch(
+      /redis, the default service, cannot run on this machine: .*\/nonexistent\/redis-server.*HANGAR_REDIS_SERVER_BIN/,
+    );
     expect(serviceLine(r.stdout, 'redis')).toMatch(/unavailable/);
-    expect(r.stdout).toMatch(/To host redis:\n {2}redis-server: install Debian\/Ubuntu package redis-server \(apt-get install redis-server\)/);
+    expect(r.stdout).toMatch(
+      /To host redis:\n {2}redis-server: install Debian\/Ubuntu package redis-server \(apt-get install redis-server\)/,
+    );
     expect(JSON.parse((await doctor(['--json'], { env: { HANGAR_REDIS_SERVER_BIN: '/nonexistent/redis-server' } })).stdout).ok).toBe(false);
   });
 });
@@ -173,16 +207,25 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     expect(report.notes).toContain('kibana 8.11.1 serves the Kibana listeners of elasticsearch instances');
     const text = await doctor([], { path: `${bin}:${searchPath}`, ...(isRoot ? { uid: NOBODY } : {}) });
     expect(serviceLine(text.stdout, 'mongodb')).toMatch(/available +versions 7\.0\.2, 7\.0 \(mongod 7\.0\.2, mongos 7\.0\.2, haproxy/);
-    expect(serviceLine(text.stdout, 'elasticsearch')).toMatch(/available +versions 8\.11\.1, 8\.11 \(elasticsearch 8\.11\.1, haproxy \S+, kibana 8\.11\.1\)/);
+    expect(serviceLine(text.stdout, 'elasticsearch')).toMatch(
+      /available +versions 8\.11\.1, 8\.11 \(elasticsearch 8\.11\.1, haproxy \S+, kibana 8\.11\.1\)/,
+    );
     expect(text.stdout).not.toContain('To host');
   });
 
   it('offers OpenSearch under the elasticsearch service, and says why a Kibana of another release is not used', async () => {
-    const bin = standIns({ opensearch: 'Version: 2.11.0, Build: tar/4dcad6dd1fd45b6bd91f041a041829c8687278fa/2023-10-13T02:55:55.511945994Z, JVM: 17.0.8', kibana: '8.11.1' });
+    const bin = standIns({
+      opensearch: 'Version: 2.11.0, Build: tar/4dcad6dd1fd45b6bd91f041a041829c8687278fa/2023-10-13T02:55:55.511945994Z, JVM: 17.0.8',
+      kibana: '8.11.1',
+    });
     const r = await doctor(['--json'], { path: `${bin}:${searchPath}`, ...(isRoot ? { uid: NOBODY } : {}) });
     const report = JSON.parse(r.stdout);
     expect(report.services.elasticsearch).toMatchObject({ available: true, versions: ['2.11.0', '2.11'] });
-    expect(report.notes).toContainEqual(expect.stringMatching(/no Kibana for elasticsearch instances: kibana 8\.11\.1 does not work with opensearch: install opensearch-dashboards/));
+    expect(report.notes).toContainEqual(
+      expect.stringMatching(
+        /no Kibana for elasticsearch instances: kibana 8\.11\.1 does not work with opensearch: install opensearch-dashboards/,
+      ),
+    );
   });
 
   it('refuses what hangar cannot drive, saying why: MongoDB older than 4.2, a mongos of another release, Elasticsearch run by root', async () => {
@@ -193,14 +236,19 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     expect(oldReport.services.mongodb.install).toBeUndefined();
 
     const mixed = standIns({ mongod: 'db version v7.0.2', mongos: 'mongos version v6.0.5' });
-    expect(JSON.parse((await doctor(['--json'], { path: `${mixed}:${searchPath}` })).stdout).services.mongodb.reason).toMatch(/different release series/);
+    expect(JSON.parse((await doctor(['--json'], { path: `${mixed}:${searchPath}` })).stdout).services.mongodb.reason).toMatch(
+      /different release series/,
+    );
 
     // Elasticsearch and OpenSearch refuse root; only a test running as root can run hangar as root
     // (elasticsearch-versions.test.ts covers the rule itself)
     if (isRoot) {
       const es = standIns(ELASTICSEARCH_8);
       const asRoot = JSON.parse((await doctor(['--json'], { path: `${es}:${searchPath}` })).stdout);
-      expect(asRoot.services.elasticsearch).toMatchObject({ available: false, reason: expect.stringMatching(/refuses to run as root.*unprivileged user/) });
+      expect(asRoot.services.elasticsearch).toMatchObject({
+        available: false,
+        reason: expect.stringMatching(/refuses to run as root.*unprivileged user/),
+      });
     }
   });
 });

@@ -31,9 +31,14 @@ describe('the operator commands keep their flags and environment', () => {
     const key = await op(['keys', 'create', '--login', 'ops@example.com'], env);
     expect(key.code, key.stderr).toBe(0);
     const { user_key } = JSON.parse(key.stdout);
-    expect(JSON.parse((await op(['keys', 'ls', '--login', 'ops@example.com'], env)).stdout)).toEqual([{ user_key, created: expect.any(String) }]);
+    expect(JSON.parse((await op(['keys', 'ls', '--login', 'ops@example.com'], env)).stdout)).toEqual([
+      { user_key, created: expect.any(String) },
+    ]);
     expect((await op(['keys', 'rm', '--login', 'ops@example.com', '--user-key', user_key], env)).code).toBe(0);
-    expect(JSON.parse((await op(['tokens', 'revoke', '--login', 'ops@example.com'], env)).stdout)).toEqual({ login: 'ops@example.com', revoked: 0 });
+    expect(JSON.parse((await op(['tokens', 'revoke', '--login', 'ops@example.com'], env)).stdout)).toEqual({
+      login: 'ops@example.com',
+      revoked: 0,
+    });
     expect((await op(['audit', '--limit', '5'], env)).code).toBe(0);
     expect((await op(['--data-dir', dataDir, 'keys', 'ls', '--login', 'ops@example.com'])).code).toBe(0);
     const usage = await op(['accounts', 'create', '--login', 'x@example.com'], env);
@@ -64,7 +69,12 @@ describe('operator JSON', () => {
     const created = JSON.parse((await op(['accounts', 'create', '--init', '--login', 'fmt@example.com', '--password', PASSWORD])).stdout);
     expect(created.created).toMatch(CREATED);
     const key = JSON.parse((await op(['keys', 'create', '--login', 'fmt@example.com'])).stdout);
-    expect(key).toEqual({ id: expect.stringMatching(/^[0-9a-f]{24}$/), user_key: expect.any(String), pass_key: expect.any(String), created: expect.stringMatching(CREATED) });
+    expect(key).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{24}$/),
+      user_key: expect.any(String),
+      pass_key: expect.any(String),
+      created: expect.stringMatching(CREATED),
+    });
     expect(JSON.parse((await op(['keys', 'ls', '--login', 'fmt@example.com'])).stdout)[0].created).toMatch(CREATED);
     const events = JSON.parse((await op(['audit', '--limit', '2'])).stdout);
     expect(events.length).toBeGreaterThan(0);
@@ -107,7 +117,11 @@ describe.each(DIALECTS)('operator commands on a data dir or database without a s
       const res = await runCli([...args, '--data-dir', dataDir], { home, env: { HANGAR_LOG_LEVEL: 'silent', ...where } });
       const what = args.join(' ');
       expect(res.code, `${what}: ${res.stderr}`).toBe(2);
-      expect(res.stderr, what).toContain(dialect === 'postgres' ? `no hangar store in the database postgres://${new URL(pgdb!.url).host}${new URL(pgdb!.url).pathname}` : `no hangar store in the data dir ${dataDir}`);
+      expect(res.stderr, what).toContain(
+        dialect === 'postgres'
+          ? `no hangar store in the database postgres://${new URL(pgdb!.url).host}${new URL(pgdb!.url).pathname}`
+          : `no hangar store in the data dir ${dataDir}`,
+      );
       expect(res.stderr, what).toContain('--init');
       expect(existsSync(dataDir), `${what} made the data dir`).toBe(false);
     }
@@ -151,7 +165,11 @@ describe('an operator command run from a directory without a store, with the def
   it('says where it looked (./.hangar there), exit code 2, and leaves nothing', async () => {
     const cwd = mkdtempSync(join(parent, 'cwd-'));
     const res = await new Promise<{ code: number; stderr: string }>((resolveRun) => {
-      const child = spawn(process.execPath, [BIN, 'audit'], { cwd, env: { PATH: process.env.PATH ?? '', HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, 'audit'], {
+        cwd,
+        env: { PATH: process.env.PATH ?? '', HOME: home },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       child.once('close', (code) => resolveRun({ code: code ?? -1, stderr }));
@@ -160,15 +178,18 @@ describe('an operator command run from a directory without a store, with the def
     expect(res.stderr).toContain(`no hangar store in the data dir ${join(cwd, '.hangar')}`);
     expect(existsSync(join(cwd, '.hangar'))).toBe(false);
   });
-
 });
 
 describe('the package', () => {
   it('exports the client as hangar/client from the build', () => {
     assertBuilt();
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', "const c = await import('hangar/client'); console.log(typeof c.HangarClient, typeof c.HangarApiError)"], {
-      encoding: 'utf8',
-    });
+    const out = execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', "const c = await import('hangar/client'); console.log(typeof c.HangarClient, typeof c.HangarApiError)"],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(out.trim()).toBe('function function');
   });
 });

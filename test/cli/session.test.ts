@@ -24,7 +24,12 @@ describe('the session kept by hangar login', () => {
 
   it('is written 0600 in a 0700 directory; logout keeps the URL and login but not the token', () => {
     const env = { HOME: home() };
-    const file = saveSession(env, { url: 'http://127.0.0.1:8080', login: 'me@example.com', token: 't0k3n', token_expires: '2026-11-22 09:00:00' });
+    const file = saveSession(env, {
+      url: 'http://127.0.0.1:8080',
+      login: 'me@example.com',
+      token: 't0k3n',
+      token_expires: '2026-11-22 09:00:00',
+    });
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(statSync(configDir(env)).mode & 0o777).toBe(0o700);
     forgetToken(env);

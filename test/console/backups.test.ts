@@ -109,7 +109,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     await expect.poll(() => rows().getAttribute('data-state'), { timeout: 10_000 }).toBe('COMPLETED');
     backupId = (await rows().getAttribute('data-backup'))!;
     expect(await card.getAttribute('data-operation')).toBe(backupId);
-    await page.getByRole('status').filter({ hasText: /^The backup is COMPLETED \(/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^The backup is COMPLETED \(/ })
+      .waitFor();
     expect(await marker()).toBe(1);
 
     // the row says what the API says
@@ -138,23 +141,36 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
       if (new URL(r.url()).pathname.endsWith('/download')) asked.push(r);
     };
     page.on('request', onRequest);
-    const [download] = await Promise.all([page.waitForEvent('download'), row(backupId).getByRole('button', { name: /^Download/ }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      row(backupId)
+        .getByRole('button', { name: /^Download/ })
+        .click(),
+    ]);
     expect(download.suggestedFilename()).toBe(`store-${backupId}.rdb`);
     const file = await download.path();
     const bytes = readFileSync(file);
     expect(bytes.length).toBe(b.size_bytes);
     expect(createHash('sha256').update(bytes).digest('hex')).toBe(b.sha256);
     expect(bytes.subarray(0, 5).toString('latin1')).toBe('REDIS');
-    await page.getByRole('status').filter({ hasText: `Saved store-${backupId}.rdb (` }).filter({ hasText: 'SHA-256 checked' }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Saved store-${backupId}.rdb (` })
+      .filter({ hasText: 'SHA-256 checked' })
+      .waitFor();
     page.off('request', onRequest);
     // the download went with the session's token in a header: the address alone gives nothing
     expect(asked.length).toBe(1);
-    expect(asked[0]!.headers()['x-auth-token']).toBe(await page.evaluate(() => JSON.parse(sessionStorage.getItem('hangar.session')!).token as string));
+    expect(asked[0]!.headers()['x-auth-token']).toBe(
+      await page.evaluate(() => JSON.parse(sessionStorage.getItem('hangar.session')!).token as string),
+    );
     expect((await fetch(`${hangar.url}/v2/instances/store/backups/${backupId}/download`)).status).toBe(401);
   });
 
   it('restores the backup into a new instance through the create form, restore_from filled in', async () => {
-    await row(backupId).getByRole('link', { name: /^New instance/ }).click();
+    await row(backupId)
+      .getByRole('link', { name: /^New instance/ })
+      .click();
     await heading('Restore a backup into a new instance').waitFor();
     expect(await page.getByLabel('Restore from backup').inputValue()).toBe(backupId);
     await page.getByText(/^Taken of store at .* UTC: redis /).waitFor();
@@ -167,7 +183,9 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     await page.locator('.title-row .badge', { hasText: 'ACTIVE' }).waitFor({ timeout: 60_000 });
     const copy = await hangar.waitFor('copy', (rec) => rec?.state === 'ACTIVE');
     // the restore is settled just after the instance is ACTIVE
-    await expect.poll(async () => (await hangar.get('/v2/instances/copy/restores/')).body.data, { timeout: 10_000 }).toMatchObject([{ backup_id: backupId, kind: 'new_instance', state: 'COMPLETED' }]);
+    await expect
+      .poll(async () => (await hangar.get('/v2/instances/copy/restores/')).body.data, { timeout: 10_000 })
+      .toMatchObject([{ backup_id: backupId, kind: 'new_instance', state: 'COMPLETED' }]);
     expect(await readKey(portOf(copy.public_connect_string), copy.password, 'restored-key')).toBe('before');
   });
 
@@ -186,7 +204,9 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     await heading('Backups of store').waitFor();
     await mark(2);
 
-    await row(backupId).getByRole('button', { name: /^Restore/ }).click();
+    await row(backupId)
+      .getByRole('button', { name: /^Restore/ })
+      .click();
     const dialog = page.getByRole('dialog', { name: 'Restore store from this backup?' });
     await dialog.waitFor();
     const confirm = dialog.getByRole('button', { name: 'Restore store' });
@@ -210,7 +230,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
       openGate();
     }
     await badge.filter({ hasText: 'ACTIVE' }).waitFor({ timeout: 60_000 });
-    await page.getByRole('status').filter({ hasText: /^store is restored from the backup of .* and ACTIVE again\.$/ }).waitFor({ timeout: 30_000 });
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^store is restored from the backup of .* and ACTIVE again\.$/ })
+      .waitFor({ timeout: 30_000 });
     await expect.poll(() => card.getAttribute('data-state')).toBe('SUCCEEDED');
     expect(await marker()).toBe(2);
     expect(await readKey(port, password, 'restored-key')).toBe('before');
@@ -223,7 +246,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     await policy.getByLabel('Schedule').selectOption('every');
     await policy.getByLabel('Hours between backups').fill('0');
     await policy.getByRole('button', { name: 'Save policy' }).click();
-    const hoursError = policy.locator('.field.invalid').filter({ has: page.getByLabel('Hours between backups') }).locator('.field-error');
+    const hoursError = policy
+      .locator('.field.invalid')
+      .filter({ has: page.getByLabel('Hours between backups') })
+      .locator('.field-error');
     await hoursError.waitFor();
     expect(await hoursError.textContent()).toContain('"every_hours" must be a whole number of hours from 1 to 8760');
     expect(await policy.getByLabel('Hours between backups').getAttribute('aria-invalid')).toBe('true');
@@ -231,7 +257,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     await policy.getByLabel('Schedule').selectOption('daily');
     await policy.getByLabel('Time of day (UTC)').fill('25:00');
     await policy.getByRole('button', { name: 'Save policy' }).click();
-    const timeError = policy.locator('.field.invalid').filter({ has: page.getByLabel('Time of day (UTC)') }).locator('.field-error');
+    const timeError = policy
+      .locator('.field.invalid')
+      .filter({ has: page.getByLabel('Time of day (UTC)') })
+      .locator('.field-error');
     await timeError.waitFor();
     expect(await timeError.textContent()).toContain('"daily_at" must be a time of day HH:MM');
     expect((await hangar.get('/v2/instances/store/backup-policy/')).body.data.schedule).toBe('off');
@@ -242,14 +271,19 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     await policy.getByLabel('Keep the last N backups').fill('5');
     await policy.getByLabel('Keep the backups of the last N days').fill('30');
     await policy.getByRole('button', { name: 'Save policy' }).click();
-    await policy.getByRole('status').filter({ hasText: `Policy saved: Daily at ${at} UTC; keeping the last 5 and those of the last 30 days.` }).waitFor();
+    await policy
+      .getByRole('status')
+      .filter({ hasText: `Policy saved: Daily at ${at} UTC; keeping the last 5 and those of the last 30 days.` })
+      .waitFor();
     expect(await policy.locator('.field-error').count()).toBe(0);
     const saved = (await hangar.get('/v2/instances/store/backup-policy/')).body.data;
     expect(saved).toMatchObject({ schedule: 'daily', daily_at: at, every_hours: null, keep_last: 5, keep_days: 30 });
 
     await page.reload();
     await heading('Backups of store').waitFor();
-    await policy.getByText(`Now: Daily at ${at} UTC; keeping the last 5 and those of the last 30 days. Next backup at ${saved.next_run} UTC.`).waitFor();
+    await policy
+      .getByText(`Now: Daily at ${at} UTC; keeping the last 5 and those of the last 30 days. Next backup at ${saved.next_run} UTC.`)
+      .waitFor();
     expect(await policy.getByLabel('Schedule').inputValue()).toBe('daily');
     expect(await policy.getByLabel('Time of day (UTC)').inputValue()).toBe(at);
     expect(await policy.getByLabel('Keep the last N backups').inputValue()).toBe('5');
@@ -298,7 +332,9 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
   it('deletes a backup only after asking', async () => {
     const newest = (await rows().first().getAttribute('data-backup'))!;
     expect(newest).not.toBe(backupId);
-    await row(newest).getByRole('button', { name: /^Delete/ }).click();
+    await row(newest)
+      .getByRole('button', { name: /^Delete/ })
+      .click();
     const dialog = page.getByRole('dialog', { name: 'Delete this backup?' });
     await dialog.waitFor();
     expect(await dialog.textContent()).toContain('it can no longer be downloaded or restored');
@@ -307,9 +343,14 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     expect(await row(newest).count()).toBe(1);
     expect((await hangar.get(`/v2/instances/store/backups/${newest}/`)).status).toBe(200);
 
-    await row(newest).getByRole('button', { name: /^Delete/ }).click();
+    await row(newest)
+      .getByRole('button', { name: /^Delete/ })
+      .click();
     await dialog.getByRole('button', { name: 'Delete backup' }).click();
-    await page.getByRole('status').filter({ hasText: /^The backup of .* UTC is deleted\.$/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^The backup of .* UTC is deleted\.$/ })
+      .waitFor();
     await row(newest).waitFor({ state: 'detached' });
     expect((await hangar.get(`/v2/instances/store/backups/${newest}/`)).status).toBe(404);
     expect(await row(backupId).count()).toBe(1);
@@ -325,7 +366,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
       await p.locator('form.policy select[name="schedule"]').waitFor();
       const page1 = await seriousViolations(p);
       if (page1.length > 0) found[`${colorScheme} page`] = page1;
-      await p.locator(`tr[data-backup="${backupId}"]`).getByRole('button', { name: /^Restore/ }).click();
+      await p
+        .locator(`tr[data-backup="${backupId}"]`)
+        .getByRole('button', { name: /^Restore/ })
+        .click();
       await p.getByRole('dialog').waitFor();
       const dialog = await seriousViolations(p);
       if (dialog.length > 0) found[`${colorScheme} restore dialog`] = dialog;
@@ -339,10 +383,13 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
     let release = () => {};
     const held = new Promise<void>((r) => (release = r));
     // the list (GET /v2/instances/) is held back; the instance's own record is not
-    await p.route((url) => url.pathname === '/v2/instances/', async (route) => {
-      await held;
-      await route.continue();
-    });
+    await p.route(
+      (url) => url.pathname === '/v2/instances/',
+      async (route) => {
+        await held;
+        await route.continue();
+      },
+    );
     try {
       await p.goto(`${hangar.url}/#/backups/store`);
       await logIn(p, LOGIN, PASSWORD);
@@ -352,7 +399,14 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
       release();
       expect((await listed).status()).toBe(200);
       // once read, the list's own option is the chosen one (no second "store")
-      await expect.poll(() => p.getByLabel('Instance').locator('option', { hasText: /^store$/ }).count()).toBe(1);
+      await expect
+        .poll(() =>
+          p
+            .getByLabel('Instance')
+            .locator('option', { hasText: /^store$/ })
+            .count(),
+        )
+        .toBe(1);
       expect(await p.getByLabel('Instance').inputValue()).toBe('store');
     } finally {
       release();
@@ -362,7 +416,9 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the Backups page on t
 
   it('broke no Content-Security-Policy rule, threw nothing, and asked no other host', () => {
     // the refusals the story provokes (the invalid policy values, the 404 of a deleted backup) are logged by the browser itself
-    const errors = problems.consoleErrors.filter((e) => !/^Failed to load resource: the server responded with a status of (400|404) /.test(e));
+    const errors = problems.consoleErrors.filter(
+      (e) => !/^Failed to load resource: the server responded with a status of (400|404) /.test(e),
+    );
     expect(errors).toEqual([]);
     expect(problems.foreignRequests).toEqual([]);
   });

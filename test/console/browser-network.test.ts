@@ -23,7 +23,10 @@ describe.runIf(chromiumAvailable() && process.getuid?.() === 0)("the console tes
   beforeAll(async () => {
     server = createServer((req, res) => {
       const slow = req.url!.startsWith('/slow');
-      setTimeout(() => res.writeHead(200, { 'content-type': 'text/html' }).end(slow || req.url === '/' ? '<title>t</title>' : 'ok'), slow ? 1000 : 10);
+      setTimeout(
+        () => res.writeHead(200, { 'content-type': 'text/html' }).end(slow || req.url === '/' ? '<title>t</title>' : 'ok'),
+        slow ? 1000 : 10,
+      );
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -43,7 +46,10 @@ describe.runIf(chromiumAvailable() && process.getuid?.() === 0)("the console tes
     const address = `198.51.100.${(process.pid % 250) + 1}/32`;
     const churn = spawn(
       'sh',
-      ['-c', `trap 'ip link del hni${tag}a 2>/dev/null' EXIT; for i in 1 2 3 4 5; do ip link add hni${tag}a type veth peer name hni${tag}b; ip link set hni${tag}a up; ip link set hni${tag}b up; ip addr add ${address} dev hni${tag}a; sleep 0.6; ip link del hni${tag}a; sleep 0.2; done`],
+      [
+        '-c',
+        `trap 'ip link del hni${tag}a 2>/dev/null' EXIT; for i in 1 2 3 4 5; do ip link add hni${tag}a type veth peer name hni${tag}b; ip link set hni${tag}a up; ip link set hni${tag}b up; ip addr add ${address} dev hni${tag}a; sleep 0.6; ip link del hni${tag}a; sleep 0.2; done`,
+      ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let churnErr = '';
@@ -61,7 +67,8 @@ describe.runIf(chromiumAvailable() && process.getuid?.() === 0)("the console tes
         }
       };
       const t0 = Date.now();
-      while (Date.now() - t0 < 5000) await Promise.all([...Array.from({ length: 6 }, () => one('/slow')), ...Array.from({ length: 3 }, () => one('/quick'))]);
+      while (Date.now() - t0 < 5000)
+        await Promise.all([...Array.from({ length: 6 }, () => one('/slow')), ...Array.from({ length: 3 }, () => one('/quick'))]);
       return { ok, failed };
     });
     expect(await churned, `the interfaces could not be changed: ${churnErr}`).toBe(0);

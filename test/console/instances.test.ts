@@ -49,7 +49,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
   });
 
   it('creates a Redis instance with choices read from the API, and shows it turn ACTIVE', async () => {
-    const zones = (await hangar.get('/v2/zones/')).body.data as { name: string; services: { service: string; plans: number[]; versions: string[] }[] }[];
+    const zones = (await hangar.get('/v2/zones/')).body.data as {
+      name: string;
+      services: { service: string; plans: number[]; versions: string[] }[];
+    }[];
     await page.getByRole('link', { name: 'Create instance' }).click();
     await heading('Create an instance').waitFor();
     // the form comes once the zones are read
@@ -65,7 +68,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
     // an invalid name: the API's 400 is shown next to the field
     await page.getByLabel('Name').fill('no spaces allowed');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
-    const nameError = page.locator('.field.invalid').filter({ has: page.getByLabel('Name') }).locator('.field-error');
+    const nameError = page
+      .locator('.field.invalid')
+      .filter({ has: page.getByLabel('Name') })
+      .locator('.field-error');
     await nameError.waitFor();
     expect(await nameError.textContent()).toMatch(/name/i);
     expect(await page.getByLabel('Name').getAttribute('aria-invalid')).toBe('true');
@@ -132,12 +138,18 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
 
   it('deletes an ACL after asking, and the edge refuses again', async () => {
     await tab('ACLs').click();
-    await page.locator('tr[data-acl="127.0.0.1"]').getByRole('button', { name: /Delete/ }).click();
+    await page
+      .locator('tr[data-acl="127.0.0.1"]')
+      .getByRole('button', { name: /Delete/ })
+      .click();
     const dialog = page.getByRole('dialog', { name: 'Delete this ACL?' });
     await dialog.waitFor();
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     expect(await page.locator('tr[data-acl="127.0.0.1"]').count()).toBe(1);
-    await page.locator('tr[data-acl="127.0.0.1"]').getByRole('button', { name: /Delete/ }).click();
+    await page
+      .locator('tr[data-acl="127.0.0.1"]')
+      .getByRole('button', { name: /Delete/ })
+      .click();
     await dialog.getByRole('button', { name: 'Delete 127.0.0.1' }).click();
     await page.getByText('No address is admitted yet.').waitFor();
     await eventually('refused', async () => (await pingOutcome(port, password)) === 'refused', 3000);
@@ -250,7 +262,9 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
 
   it('broke no Content-Security-Policy rule, threw nothing, and asked no other host', () => {
     // refused requests the story provokes (the invalid name, the wrong password, the 404 once deleted) are logged by the browser itself
-    const errors = problems.consoleErrors.filter((e) => !/^Failed to load resource: the server responded with a status of (400|401|404) /.test(e));
+    const errors = problems.consoleErrors.filter(
+      (e) => !/^Failed to load resource: the server responded with a status of (400|401|404) /.test(e),
+    );
     expect(errors).toEqual([]);
     expect(problems.foreignRequests).toEqual([]);
   });

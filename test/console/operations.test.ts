@@ -42,14 +42,17 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('operations and live s
     await page.goto(`${hangar.url}/#${path}`);
     await page.getByRole('heading', { level: 1, name: 'Log in to hangar' }).waitFor();
     await logIn(page, LOGIN, PASSWORD);
-    await page.waitForFunction(() => sessionStorage.getItem('hangar.session') !== null && document.querySelector('main h1')?.textContent !== 'Log in to hangar');
+    await page.waitForFunction(
+      () => sessionStorage.getItem('hangar.session') !== null && document.querySelector('main h1')?.textContent !== 'Log in to hangar',
+    );
     return { page, problems, context, requests };
   }
 
   const mark = (page: Page, value: number) => page.evaluate((v) => ((window as unknown as { marker: number }).marker = v), value);
   const marker = (page: Page) => page.evaluate(() => (window as unknown as { marker?: number }).marker);
   // the refusals a test provokes (the 409 of a cancel, the 404 of a deleted instance) are logged by the browser itself
-  const unexpected = (errors: string[]) => errors.filter((e) => !/^Failed to load resource: the server responded with a status of (404|409) /.test(e));
+  const unexpected = (errors: string[]) =>
+    errors.filter((e) => !/^Failed to load resource: the server responded with a status of (404|409) /.test(e));
   const streamed = (requests: Request[]) => requests.filter((r) => new URL(r.url()).pathname === '/v2/events/stream');
 
   it("shows a create's operation appear, run and turn SUCCEEDED without a reload, from the event stream; Cancel shows the API's refusal", async () => {
@@ -134,7 +137,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('operations and live s
     openGate();
     await expect.poll(() => create.getAttribute('data-state'), { timeout: 30_000 }).toBe('SUCCEEDED');
     // finished, it stays in sight until dismissed
-    await create.locator('xpath=..').getByRole('button', { name: /Dismiss/ }).click();
+    await create
+      .locator('xpath=..')
+      .getByRole('button', { name: /Dismiss/ })
+      .click();
     await expect.poll(() => page.locator('.instance-operations [data-operation]').count()).toBe(0);
 
     await page.getByRole('navigation', { name: 'Instance sections' }).getByRole('link', { name: 'Settings' }).click();
@@ -157,7 +163,9 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('operations and live s
     await page.goto(`${hangar.url}/#/operations?instance=console-made`);
     await page.getByRole('heading', { level: 1, name: 'Operations' }).waitFor();
     const cards = page.locator('.op-list [data-operation]');
-    await expect.poll(() => cards.evaluateAll((els) => els.map((e) => e.querySelector('h3')!.textContent!.split(' ')[0]))).toEqual(['delete', 'resize', 'create']);
+    await expect
+      .poll(() => cards.evaluateAll((els) => els.map((e) => e.querySelector('h3')!.textContent!.split(' ')[0])))
+      .toEqual(['delete', 'resize', 'create']);
     await page.getByLabel('Kind').selectOption('resize');
     await expect.poll(() => page.evaluate(() => window.location.hash)).toBe('#/operations?instance=console-made&kind=resize');
     await expect.poll(() => cards.count()).toBe(1);
@@ -178,7 +186,11 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('operations and live s
     let refused = 0;
     await page.route('**/v2/events/stream**', (route) => {
       refused++;
-      return route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ message: 'the stream is down for this test' }) });
+      return route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({ message: 'the stream is down for this test' }),
+      });
     });
     await page.goto(`${hangar.url}/#/instances`);
     await logIn(page, LOGIN, PASSWORD);

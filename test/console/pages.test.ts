@@ -35,13 +35,27 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    hangar = await HangarProcess.start({ runtime: 'emulated', env: { HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    hangar = await HangarProcess.start({
+      runtime: 'emulated',
+      env: { HANGAR_WEBHOOK_ALLOW_HTTP: 'true', HANGAR_WEBHOOK_ALLOW_PRIVATE: 'true' },
+    });
     // registered first, so that the instances below give it deliveries
-    const hook = await hangar.post('/v2/webhooks/', { url: `${receiverUrl}/axe`, kinds: ['instance'], description: 'for the accessibility check' });
+    const hook = await hangar.post('/v2/webhooks/', {
+      url: `${receiverUrl}/axe`,
+      kinds: ['instance'],
+      description: 'for the accessibility check',
+    });
     expect(hook.status).toBe(200);
     axeWebhook = hook.body.data.id;
     await hangar.createRedis('cache', { version: '7.2.4', acls: [{ cidr_mask: '10.0.0.0/8', description: 'office' }] });
-    const mongo = await hangar.post('/v2/instances/', { name: 'docs', service: 'mongodb', type: 'mongodb_replica_set', plan: 5, version: '3.4.2', zone: 'US-West' });
+    const mongo = await hangar.post('/v2/instances/', {
+      name: 'docs',
+      service: 'mongodb',
+      type: 'mongodb_replica_set',
+      plan: 5,
+      version: '3.4.2',
+      zone: 'US-West',
+    });
     expect(mongo.status).toBe(200);
     mongoId = (await hangar.waitFor('docs', (r) => r?.state === 'ACTIVE')).id;
     tb = await startBrowser(hangar.url);
@@ -60,7 +74,9 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     await page.getByRole('heading', { level: 1, name: 'Log in to hangar' }).waitFor();
     await logIn(page, LOGIN, PASSWORD);
     // logged in: a session kept, and the page asked for in place of the login page
-    await page.waitForFunction(() => sessionStorage.getItem('hangar.session') !== null && document.querySelector('main h1')?.textContent !== 'Log in to hangar');
+    await page.waitForFunction(
+      () => sessionStorage.getItem('hangar.session') !== null && document.querySelector('main h1')?.textContent !== 'Log in to hangar',
+    );
     return { page, problems, context };
   }
 
@@ -68,51 +84,57 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
 
   // one case per colour scheme: fourteen pages and the login each, checked by axe-core, which
   // takes seconds a page on a loaded 2-core machine
-  it.each(['light', 'dark'] as const)('has no serious or critical accessibility violation on any page (axe-core), %s', async (colorScheme) => {
-    const { page, problems, context } = await tb.newPage({ colorScheme });
-    await page.goto(`${hangar.url}/`);
-    await page.getByRole('heading', { name: 'Log in to hangar' }).waitFor();
-    const found: Record<string, unknown> = {};
-    const check = async (name: string) => {
-      const v = await seriousViolations(page);
-      if (v.length > 0) found[`${colorScheme} ${name}`] = v;
-    };
-    await check('login');
-    if (colorScheme === 'light') {
-      // the checker itself finds a known fault: an input without a label
-      await page.evaluate(() => document.querySelector('main')!.append(Object.assign(document.createElement('input'), { id: 'unlabelled' })));
-      expect((await seriousViolations(page)).map((v) => v.id)).toContain('label');
-      await page.evaluate(() => document.getElementById('unlabelled')!.remove());
-    }
-    await logIn(page, LOGIN, PASSWORD);
-    await page.getByRole('heading', { level: 1, name: 'Instances' }).waitFor();
-    const operationId = (await hangar.get('/v2/operations/?kind=create&limit=1')).body.data[0].id as string;
-    const pages: [string, string][] = [
-      ['/instances', 'tr[data-instance="cache"]'],
-      ['/instances/new', 'form.create select[name="plan"] option'],
-      ['/instances/cache', '[data-metric="maxClients"]'],
-      ['/instances/cache/acls', 'tr[data-acl]'],
-      ['/instances/cache/settings', 'select[name="new_plan"] option'],
-      ['/instances/docs/users', 'text=Add a user to admin'],
-      ['/keys', 'text=No API key yet.'],
-      ['/events', 'tbody tr'],
-      ['/operations', '.op-list [data-operation]'],
-      [`/operations/${operationId}`, '.op-steps li'],
-      ['/webhooks', `tr[data-webhook="${axeWebhook}"]`],
-      [`/webhooks/${axeWebhook}`, 'tr[data-delivery]'],
-      ['/backups', 'select[name="instance"] option:text-is("cache")'],
-      ['/backups/cache', 'form.policy select[name="schedule"]'],
-    ];
-    for (const [path, ready] of pages) {
-      await page.evaluate((p) => (window.location.hash = p), path);
-      await page.locator(ready).first().waitFor({ state: 'attached' });
-      await check(path);
-    }
-    expect(found).toEqual({});
-    expect(problems.consoleErrors).toEqual([]);
-    expect(problems.foreignRequests).toEqual([]);
-    await context.close();
-  }, 120_000);
+  it.each(['light', 'dark'] as const)(
+    'has no serious or critical accessibility violation on any page (axe-core), %s',
+    async (colorScheme) => {
+      const { page, problems, context } = await tb.newPage({ colorScheme });
+      await page.goto(`${hangar.url}/`);
+      await page.getByRole('heading', { name: 'Log in to hangar' }).waitFor();
+      const found: Record<string, unknown> = {};
+      const check = async (name: string) => {
+        const v = await seriousViolations(page);
+        if (v.length > 0) found[`${colorScheme} ${name}`] = v;
+      };
+      await check('login');
+      if (colorScheme === 'light') {
+        // the checker itself finds a known fault: an input without a label
+        await page.evaluate(() =>
+          document.querySelector('main')!.append(Object.assign(document.createElement('input'), { id: 'unlabelled' })),
+        );
+        expect((await seriousViolations(page)).map((v) => v.id)).toContain('label');
+        await page.evaluate(() => document.getElementById('unlabelled')!.remove());
+      }
+      await logIn(page, LOGIN, PASSWORD);
+      await page.getByRole('heading', { level: 1, name: 'Instances' }).waitFor();
+      const operationId = (await hangar.get('/v2/operations/?kind=create&limit=1')).body.data[0].id as string;
+      const pages: [string, string][] = [
+        ['/instances', 'tr[data-instance="cache"]'],
+        ['/instances/new', 'form.create select[name="plan"] option'],
+        ['/instances/cache', '[data-metric="maxClients"]'],
+        ['/instances/cache/acls', 'tr[data-acl]'],
+        ['/instances/cache/settings', 'select[name="new_plan"] option'],
+        ['/instances/docs/users', 'text=Add a user to admin'],
+        ['/keys', 'text=No API key yet.'],
+        ['/events', 'tbody tr'],
+        ['/operations', '.op-list [data-operation]'],
+        [`/operations/${operationId}`, '.op-steps li'],
+        ['/webhooks', `tr[data-webhook="${axeWebhook}"]`],
+        [`/webhooks/${axeWebhook}`, 'tr[data-delivery]'],
+        ['/backups', 'select[name="instance"] option:text-is("cache")'],
+        ['/backups/cache', 'form.policy select[name="schedule"]'],
+      ];
+      for (const [path, ready] of pages) {
+        await page.evaluate((p) => (window.location.hash = p), path);
+        await page.locator(ready).first().waitFor({ state: 'attached' });
+        await check(path);
+      }
+      expect(found).toEqual({});
+      expect(problems.consoleErrors).toEqual([]);
+      expect(problems.foreignRequests).toEqual([]);
+      await context.close();
+    },
+    120_000,
+  );
 
   it('follows the system colour scheme', async () => {
     const bg = async (colorScheme: 'light' | 'dark') => {
@@ -133,7 +155,15 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     expect(await noHorizontalScroll(page)).toBe(true);
     expect(await page.locator('table.instances thead').boundingBox()).toMatchObject({ height: expect.any(Number) });
     expect(await page.locator('tr[data-instance="cache"] td[data-label="Zone"]').isVisible()).toBe(true);
-    for (const path of ['/instances/cache', '/instances/cache/acls', '/instances/new', '/keys', '/operations', '/webhooks', `/webhooks/${axeWebhook}`]) {
+    for (const path of [
+      '/instances/cache',
+      '/instances/cache/acls',
+      '/instances/new',
+      '/keys',
+      '/operations',
+      '/webhooks',
+      `/webhooks/${axeWebhook}`,
+    ]) {
       await page.evaluate((p) => (window.location.hash = p), path);
       await page.locator('main h1').waitFor();
       await page.waitForTimeout(300);
@@ -161,9 +191,15 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     await page.locator(`tr[data-key="${userKey}"]`).waitFor();
     expect(await page.locator('main').textContent()).not.toContain(passKey);
 
-    await page.locator(`tr[data-key="${userKey}"]`).getByRole('button', { name: /Delete/ }).click();
+    await page
+      .locator(`tr[data-key="${userKey}"]`)
+      .getByRole('button', { name: /Delete/ })
+      .click();
     await page.getByRole('dialog', { name: 'Delete this API key?' }).getByRole('button', { name: 'Delete key' }).click();
-    await page.getByRole('status').filter({ hasText: `Key ${userKey} is deleted` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Key ${userKey} is deleted` })
+      .waitFor();
     // the status can come before the list is drawn again without the row
     await expect.poll(() => page.locator(`tr[data-key="${userKey}"]`).count()).toBe(0);
     expect((await fetch(`${hangar.url}/v2/tokens/`, { headers: { authorization: `Basic ${basic}` } })).status).toBe(401);
@@ -229,7 +265,8 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
   });
 
   it('operations: a page at a time, newest first, the next with the cursor, none twice', async () => {
-    for (let i = 1; i <= 22; i++) expect((await hangar.post('/v2/instances/cache/acls/', { cidr_mask: `10.1.0.${i}`, description: `paging ${i}` })).status).toBe(200);
+    for (let i = 1; i <= 22; i++)
+      expect((await hangar.post('/v2/instances/cache/acls/', { cidr_mask: `10.1.0.${i}`, description: `paging ${i}` })).status).toBe(200);
     const { page, context } = await open('/operations?kind=acl.add');
     const cards = page.locator('.op-list [data-operation]');
     await expect.poll(() => cards.count()).toBe(20);
@@ -281,11 +318,18 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     await expect.poll(() => hooks.received.filter((r) => r.path === '/hook').length, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
     const first = hooks.received.find((r) => r.path === '/hook')!;
     const [t, ...v1] = String(first.headers['x-hangar-signature']).split(',');
-    expect(v1).toContain(`v1=${createHmac('sha256', secret).update(`${t!.slice(2)}.${first.body}`).digest('hex')}`);
+    expect(v1).toContain(
+      `v1=${createHmac('sha256', secret)
+        .update(`${t!.slice(2)}.${first.body}`)
+        .digest('hex')}`,
+    );
 
     await row.getByRole('link', { name: /Deliveries/ }).click();
     await page.getByRole('heading', { level: 1, name: 'Deliveries' }).waitFor();
-    const failing = page.locator('tr[data-delivery][data-state="PENDING"]').filter({ has: page.locator('[data-field="last_status"]', { hasText: '500' }) }).first();
+    const failing = page
+      .locator('tr[data-delivery][data-state="PENDING"]')
+      .filter({ has: page.locator('[data-field="last_status"]', { hasText: '500' }) })
+      .first();
     await failing.waitFor({ timeout: 15_000 });
     expect(Number(await failing.locator('[data-field="attempts"]').textContent())).toBeGreaterThanOrEqual(1);
     expect(await failing.locator('[data-field="last_error"]').textContent()).toMatch(/500/);
@@ -313,7 +357,10 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     expect(await row.count()).toBe(1);
     await row.getByRole('button', { name: /Delete/ }).click();
     await dialog.getByRole('button', { name: 'Delete webhook' }).click();
-    await page.getByRole('status').filter({ hasText: `The webhook to ${receiverUrl}/hook is deleted` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `The webhook to ${receiverUrl}/hook is deleted` })
+      .waitFor();
     await expect.poll(() => row.count()).toBe(0);
     expect((await hangar.get(`/v2/webhooks/${listed.id}/`)).status).toBe(404);
     await context.close();

@@ -26,7 +26,10 @@ describe('README', () => {
     const SHELL = new Set(['export', 'for', 'do', 'done', 'echo', 'sleep']);
     const programs = new Set<string>();
     for (const line of walkthrough.split('\n').filter((l) => l.startsWith('$ '))) {
-      const code = line.slice(2).replace(/'[^']*'/g, "''").replace(/"[^"]*"/g, '""');
+      const code = line
+        .slice(2)
+        .replace(/'[^']*'/g, "''")
+        .replace(/"[^"]*"/g, '""');
       for (const stage of code.split(/[|;]|\$\(/)) {
         const word = stage.trim().split(/\s+/)[0] ?? '';
         if (/^[a-z][\w.-]*$/.test(word) && !SHELL.has(word)) programs.add(word);

@@ -2,14 +2,23 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, LOGIN, PASSWORD, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
-import { connectRedis, connectRedisAs, enginePid, enginePort, engineSetting, eventually, pingOutcome, type RedisClient } from './helpers/redis.js';
+import {
+  connectRedis,
+  connectRedisAs,
+  enginePid,
+  enginePort,
+  engineSetting,
+  eventually,
+  pingOutcome,
+  type RedisClient,
+} from './helpers/redis.js';
 import { edgeCommand } from './helpers/what-runs.js';
 
 // Access and Redis day two on real redis-server processes behind the real HAProxy edge, driven
 // through hangar's HTTP API: expiring ACLs, "would this address get in?", what the edge enforces,
 // refused connections, the bulk replace, Redis users, password rotation and settings.
 
-const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
+const _inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Closes clients, whatever state they are in. */
@@ -24,7 +33,11 @@ function closeAll(...clients: (RedisClient | undefined)[]): void {
 }
 
 /** What a command answers, or the error it gets. */
-const outcome = (p: Promise<unknown>): Promise<unknown> => p.then((v) => v, (err: Error) => `error: ${err.message}`);
+const outcome = (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
+    (v) => v,
+    (err: Error) => `error: ${err.message}`,
+  );
 
 describe.runIf(enginesAvailable())('access and Redis day two on the local runtime', () => {
   let hangar: HangarProcess;
@@ -37,7 +50,8 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
     await hangar?.destroy();
   });
 
-  const events = async (action: string): Promise<any[]> => (await hangar.get('/v2/events/?limit=200')).body.data.filter((e: any) => e.action === action);
+  const events = async (action: string): Promise<any[]> =>
+    (await hangar.get('/v2/events/?limit=200')).body.data.filter((e: any) => e.action === action);
   const check = async (name: string, ip: string): Promise<boolean> => {
     const res = await hangar.post(`/v2/instances/${name}/acls/check`, { ip });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -49,7 +63,11 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       const inst = await hangar.createRedis('exp', { acls: [{ cidr_mask: '127.0.0.5', description: 'stays' }] });
       const port = portOf(inst.public_connect_string);
       const at = Date.now() + 4000;
-      const res = await hangar.post('/v2/instances/exp/acls/', { cidr_mask: '127.0.0.1', description: 'for a while', expires_at: new Date(at).toISOString() });
+      const res = await hangar.post('/v2/instances/exp/acls/', {
+        cidr_mask: '127.0.0.1',
+        description: 'for a while',
+        expires_at: new Date(at).toISOString(),
+      });
       expect(res.status).toBe(200);
       const client = await connectRedis(port, inst.password);
       const other = await connectRedis(port, inst.password, '127.0.0.5');
@@ -70,7 +88,13 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       const inst = await hangar.createRedis('down');
       const port = portOf(inst.public_connect_string);
       const at = Date.now() + 2500;
-      const id = (await hangar.post('/v2/instances/down/acls/', { cidr_mask: '127.0.0.1', description: 'short', expires_at: new Date(at).toISOString() })).body.data;
+      const id = (
+        await hangar.post('/v2/instances/down/acls/', {
+          cidr_mask: '127.0.0.1',
+          description: 'short',
+          expires_at: new Date(at).toISOString(),
+        })
+      ).body.data;
       expect(await pingOutcome(port, inst.password)).toBe('PONG');
       await hangar.stop();
       await sleep(Math.max(0, at - Date.now()) + 500);
@@ -87,11 +111,26 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       const inst = await hangar.createRedis('chk', { acls: acls.map((cidr_mask) => ({ cidr_mask, description: cidr_mask })) });
       const port = portOf(inst.public_connect_string);
       const addresses = [
-        '127.10.0.1', '127.10.0.254', '127.10.1.1', '127.9.255.255',
-        '127.20.0.5', '127.20.0.4', '127.20.0.6', '127.20.1.5',
-        '127.30.0.1', '127.30.255.254', '127.31.0.1', '127.29.255.255',
-        '127.40.1.1', '127.40.1.15', '127.40.1.16', '127.40.0.1',
-        '127.0.0.1', '127.0.0.2', '127.50.0.1', '127.200.200.200',
+        '127.10.0.1',
+        '127.10.0.254',
+        '127.10.1.1',
+        '127.9.255.255',
+        '127.20.0.5',
+        '127.20.0.4',
+        '127.20.0.6',
+        '127.20.1.5',
+        '127.30.0.1',
+        '127.30.255.254',
+        '127.31.0.1',
+        '127.29.255.255',
+        '127.40.1.1',
+        '127.40.1.15',
+        '127.40.1.16',
+        '127.40.0.1',
+        '127.0.0.1',
+        '127.0.0.2',
+        '127.50.0.1',
+        '127.200.200.200',
       ];
       let admitted = 0;
       for (const ip of addresses) {
@@ -130,7 +169,9 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       const port = portOf(inst.public_connect_string);
       const refused = async () => {
         const text = await (await fetch(`${hangar.url}/metrics`)).text();
-        return Number(new RegExp(`hangar_edge_connections_total\\{instance_id="${inst.id}",outcome="refused"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+        return Number(
+          new RegExp(`hangar_edge_connections_total\\{instance_id="${inst.id}",outcome="refused"\\} (\\d+)`).exec(text)?.[1] ?? 0,
+        );
       };
       const before = await refused();
       const started = Date.now();
@@ -153,14 +194,27 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
     });
 
     it('a bulk replace keeps what both lists share admitted throughout; a stale ETag is a 412', async () => {
-      const inst = await hangar.createRedis('put', { acls: [{ cidr_mask: '127.0.0.1', description: 'kept' }, { cidr_mask: '127.0.0.6', description: 'dropped' }] });
+      const inst = await hangar.createRedis('put', {
+        acls: [
+          { cidr_mask: '127.0.0.1', description: 'kept' },
+          { cidr_mask: '127.0.0.6', description: 'dropped' },
+        ],
+      });
       const port = portOf(inst.public_connect_string);
       const kept = await connectRedis(port, inst.password);
       const dropped = await connectRedis(port, inst.password, '127.0.0.6');
       try {
         const list = await fetch(`${hangar.url}/v2/instances/put/acls/`, { headers: { 'x-auth-token': await token(hangar) } });
         const etag = list.headers.get('etag')!;
-        const res = await replace(hangar, 'put', [{ cidr_mask: '127.0.0.1', description: 'kept' }, { cidr_mask: '127.0.0.7', description: 'new' }], etag);
+        const res = await replace(
+          hangar,
+          'put',
+          [
+            { cidr_mask: '127.0.0.1', description: 'kept' },
+            { cidr_mask: '127.0.0.7', description: 'new' },
+          ],
+          etag,
+        );
         expect(res.status).toBe(200);
         expect(await kept.ping()).toBe('PONG');
         await eventually('the dropped source cut', () => !dropped.isOpen, 5000);
@@ -186,7 +240,12 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       const admin = await connectRedis(port, inst.password);
       await admin.set('other:1', 'secret');
       admin.destroy();
-      const res = await hangar.post('/v2/redis/u/users/', { username: 'app', password: 'app-password-1', keys: ['app:*'], commands: ['+@read', '+@write', '-@dangerous', '+@connection'] });
+      const res = await hangar.post('/v2/redis/u/users/', {
+        username: 'app',
+        password: 'app-password-1',
+        keys: ['app:*'],
+        commands: ['+@read', '+@write', '-@dangerous', '+@connection'],
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       const app = await connectRedisAs(port, 'app', 'app-password-1');
       try {
@@ -219,13 +278,17 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       }
       const pid = enginePid(hangar.dataDir, inst.id, 'primary');
       process.kill(pid, 'SIGKILL');
-      await eventually('the primary runs again', () => {
-        try {
-          return enginePid(hangar.dataDir, inst.id, 'primary') !== pid;
-        } catch {
-          return false;
-        }
-      }, 15_000);
+      await eventually(
+        'the primary runs again',
+        () => {
+          try {
+            return enginePid(hangar.dataDir, inst.id, 'primary') !== pid;
+          } catch {
+            return false;
+          }
+        },
+        15_000,
+      );
       await hangar.waitFor('u', (r) => r?.state === 'ACTIVE');
       const app = await connectRedisAs(portOf(inst.public_connect_string), 'app', 'app-password-1');
       try {
@@ -257,7 +320,12 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
     });
 
     it('deleting a user closes its connections and refuses it', async () => {
-      await hangar.post('/v2/redis/u/users/', { username: 'temp', password: 'temp-password-1', keys: ['*'], commands: ['+@read', '+@connection'] });
+      await hangar.post('/v2/redis/u/users/', {
+        username: 'temp',
+        password: 'temp-password-1',
+        keys: ['*'],
+        commands: ['+@read', '+@connection'],
+      });
       const port = portOf(inst.public_connect_string);
       const temp = await connectRedisAs(port, 'temp', 'temp-password-1');
       expect((await hangar.delete('/v2/redis/u/users/temp/')).status).toBe(200);
@@ -305,7 +373,10 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
     });
 
     const replicaSetting = async (name: string): Promise<string> => {
-      const c = await connectRedis(enginePort(hangar.dataDir, inst.id, 'replica'), (await hangar.get('/v2/instances/cfg/')).body.data.password);
+      const c = await connectRedis(
+        enginePort(hangar.dataDir, inst.id, 'replica'),
+        (await hangar.get('/v2/instances/cfg/')).body.data.password,
+      );
       try {
         return (await c.configGet(name))[name]!;
       } finally {
@@ -314,11 +385,22 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
     };
 
     it("a change shows through the spec's endpoints, runs on the replica too, and survives an engine restart and a hangar restart", async () => {
-      const res = await hangar.patch('/v2/redis/cfg/config/', { 'maxmemory-policy': 'allkeys-lru', maxclients: 5000, 'notify-keyspace-events': 'Ex' });
+      const res = await hangar.patch('/v2/redis/cfg/config/', {
+        'maxmemory-policy': 'allkeys-lru',
+        maxclients: 5000,
+        'notify-keyspace-events': 'Ex',
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      const spec = async () => [(await hangar.get('/v2/redis/cfg/maxMemoryPolicy/')).body.data, (await hangar.get('/v2/redis/cfg/maxClients/')).body.data];
+      const spec = async () => [
+        (await hangar.get('/v2/redis/cfg/maxMemoryPolicy/')).body.data,
+        (await hangar.get('/v2/redis/cfg/maxClients/')).body.data,
+      ];
       expect(await spec()).toEqual(['allkeys-lru', '5000']);
-      expect((await hangar.get('/v2/redis/cfg/config/')).body.data).toMatchObject({ 'maxmemory-policy': 'allkeys-lru', maxclients: '5000', 'notify-keyspace-events': 'xE' });
+      expect((await hangar.get('/v2/redis/cfg/config/')).body.data).toMatchObject({
+        'maxmemory-policy': 'allkeys-lru',
+        maxclients: '5000',
+        'notify-keyspace-events': 'xE',
+      });
       // on the replica, which a failover would make the primary
       expect(await replicaSetting('maxmemory-policy')).toBe('allkeys-lru');
       expect(await replicaSetting('maxclients')).toBe('5000');
@@ -328,13 +410,17 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       }
       const pid = enginePid(hangar.dataDir, inst.id, 'primary');
       process.kill(pid, 'SIGKILL');
-      await eventually('the primary runs again', () => {
-        try {
-          return enginePid(hangar.dataDir, inst.id, 'primary') !== pid;
-        } catch {
-          return false;
-        }
-      }, 15_000);
+      await eventually(
+        'the primary runs again',
+        () => {
+          try {
+            return enginePid(hangar.dataDir, inst.id, 'primary') !== pid;
+          } catch {
+            return false;
+          }
+        },
+        15_000,
+      );
       await hangar.waitFor('cfg', (r) => r?.state === 'ACTIVE');
       expect(await spec()).toEqual(['allkeys-lru', '5000']);
       await hangar.stop();
@@ -366,7 +452,14 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
       }
       const slowlog = (await hangar.get('/v2/redis/cfg/slowlog/?limit=50')).body.data;
       expect(slowlog.some((e: any) => e.command[0] === 'ECHO' && e.command[1] === 'slow-log-marker')).toBe(true);
-      expect(slowlog[0]).toEqual({ id: expect.any(Number), time: expect.any(String), duration_us: expect.any(Number), command: expect.any(Array), client: expect.any(String), client_name: expect.any(String) });
+      expect(slowlog[0]).toEqual({
+        id: expect.any(Number),
+        time: expect.any(String),
+        duration_us: expect.any(Number),
+        command: expect.any(Array),
+        client: expect.any(String),
+        client_name: expect.any(String),
+      });
       const stats = (await hangar.get('/v2/redis/cfg/stats/')).body.data;
       expect(stats).toMatchObject({ role: 'master', maxclients: 5000, maxmemory: 500 * 1024 * 1024, replicas: [{ state: 'online' }] });
       expect(stats.keyspace_hits).toBeGreaterThanOrEqual(2);
@@ -382,7 +475,9 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
 /** The token of the hangar's account (a fresh login). */
 async function token(h: HangarProcess): Promise<string> {
   const basic = Buffer.from(`${LOGIN}:${PASSWORD}`).toString('base64');
-  return ((await (await fetch(`${h.url}/v2/tokens/`, { headers: { authorization: `Basic ${basic}` } })).json()) as { data: { token: string } }).data.token;
+  return (
+    (await (await fetch(`${h.url}/v2/tokens/`, { headers: { authorization: `Basic ${basic}` } })).json()) as { data: { token: string } }
+  ).data.token;
 }
 
 /** PUT .../acls/ with If-Match. */

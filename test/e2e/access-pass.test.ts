@@ -14,7 +14,9 @@ async function commandCalls(client: RedisClient): Promise<Record<string, number>
 
 /** The commands whose count differs between two readings. */
 function changed(before: Record<string, number>, after: Record<string, number>, ignore: readonly string[]): string[] {
-  return [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((c) => !ignore.includes(c) && (before[c] ?? 0) !== (after[c] ?? 0)).sort();
+  return [...new Set([...Object.keys(before), ...Object.keys(after)])]
+    .filter((c) => !ignore.includes(c) && (before[c] ?? 0) !== (after[c] ?? 0))
+    .sort();
 }
 
 describe.runIf(enginesAvailable())('the pass of an ACL change on the local runtime', () => {

@@ -32,7 +32,9 @@ async function finished(h: HangarProcess, name: string, id: string, ms = 60_000)
 /** Every file under a directory. */
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name));
 }
 
 /** Runs the built CLI against the hangar, logged in through the environment. */
@@ -110,10 +112,14 @@ describe.runIf(enginesAvailable())('backups of redis instances on the local runt
     const states = new Set<string>();
     const res = await h.post('/v2/instances/src/restore/', { backup_id: backup.id });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    await h.waitFor('src', (r) => {
-      states.add(r?.state);
-      return r?.state === 'ACTIVE';
-    }, 60_000);
+    await h.waitFor(
+      'src',
+      (r) => {
+        states.add(r?.state);
+        return r?.state === 'ACTIVE';
+      },
+      60_000,
+    );
     const restores = (await h.get('/v2/instances/src/restores/')).body.data;
     expect(restores[0]).toMatchObject({ id: res.body.data.id, backup_id: backup.id, state: 'COMPLETED', state_reason: null });
     const r = await connectRedis(portOf(src.public_connect_string), src.password);
@@ -127,14 +133,18 @@ describe.runIf(enginesAvailable())('backups of redis instances on the local runt
     }
     expect((await h.get('/v2/redis/src/connectedSlaves/')).body.data).toBe(1);
     // the replica holds the restored data too (a full resync)
-    await eventually('the replica has the restored keys', async () => {
-      const rep = await connectRedis(enginePort(h.dataDir, src.id, 'replica'), src.password);
-      try {
-        return (await rep.dbSize()) === KEYS + 1 && (await rep.get('after:1')) === null;
-      } finally {
-        rep.destroy();
-      }
-    }, 20_000);
+    await eventually(
+      'the replica has the restored keys',
+      async () => {
+        const rep = await connectRedis(enginePort(h.dataDir, src.id, 'replica'), src.password);
+        try {
+          return (await rep.dbSize()) === KEYS + 1 && (await rep.get('after:1')) === null;
+        } finally {
+          rep.destroy();
+        }
+      },
+      20_000,
+    );
   });
 
   it('keeps the restored data across a restart of the engines (the append-only directory has it)', async () => {
@@ -142,31 +152,44 @@ describe.runIf(enginesAvailable())('backups of redis instances on the local runt
     expect(manifest).toMatch(/type b/);
     const before = enginePid(h.dataDir, src.id, 'primary');
     process.kill(before, 'SIGKILL');
-    await eventually('the primary runs again', () => {
-      try {
-        return enginePid(h.dataDir, src.id, 'primary') !== before;
-      } catch {
-        return false;
-      }
-    }, 20_000);
-    await h.waitFor('src', (r) => r?.state === 'ACTIVE', 30_000);
-    await eventually('the restarted primary answers with the restored keys', async () => {
-      try {
-        const c = await connectRedis(portOf(src.public_connect_string), src.password);
+    await eventually(
+      'the primary runs again',
+      () => {
         try {
-          return (await c.dbSize()) === KEYS + 1 && (await c.get('before:0')) === 'value 0' && (await c.get('after:1')) === null;
-        } finally {
-          c.destroy();
+          return enginePid(h.dataDir, src.id, 'primary') !== before;
+        } catch {
+          return false;
         }
-      } catch {
-        return false;
-      }
-    }, 20_000);
+      },
+      20_000,
+    );
+    await h.waitFor('src', (r) => r?.state === 'ACTIVE', 30_000);
+    await eventually(
+      'the restarted primary answers with the restored keys',
+      async () => {
+        try {
+          const c = await connectRedis(portOf(src.public_connect_string), src.password);
+          try {
+            return (await c.dbSize()) === KEYS + 1 && (await c.get('before:0')) === 'value 0' && (await c.get('after:1')) === null;
+          } finally {
+            c.destroy();
+          }
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+    );
   });
 
   it("a restore keeps the instance's Redis users and settings (hangar's, not the snapshot's); its operation SUCCEEDS once the instance serves", async () => {
     // both made after the backup was taken
-    const user = await h.post('/v2/redis/src/users/', { username: 'app', password: 'app-password-1', keys: ['*'], commands: ['+@read', '+@connection'] });
+    const user = await h.post('/v2/redis/src/users/', {
+      username: 'app',
+      password: 'app-password-1',
+      keys: ['*'],
+      commands: ['+@read', '+@connection'],
+    });
     expect(user.status, JSON.stringify(user.body)).toBe(200);
     const set = await h.patch('/v2/redis/src/config/', { 'maxmemory-policy': 'allkeys-lru' });
     expect(set.status, JSON.stringify(set.body)).toBe(200);
@@ -175,9 +198,17 @@ describe.runIf(enginesAvailable())('backups of redis instances on the local runt
     const id = res.headers.get('x-operation-id');
     expect(id).toBe(res.body.data.id);
     let op: any;
-    await eventually('the restore operation to finish', async () => ['SUCCEEDED', 'FAILED'].includes((op = (await h.get(`/v2/operations/${id}/`)).body.data).state), 60_000);
+    await eventually(
+      'the restore operation to finish',
+      async () => {
+        op = (await h.get(`/v2/operations/${id}/`)).body.data;
+        return ['SUCCEEDED', 'FAILED'].includes(op.state);
+      },
+      60_000,
+    );
     expect(op).toMatchObject({ kind: 'restore', state: 'SUCCEEDED', progress: 100 });
-    for (const step of ['reading', 'restore:staged', 'restore:engines-stopped', 'restore:data-swapped', 'restored']) expect(op.steps.map((s: any) => s.name)).toContain(step);
+    for (const step of ['reading', 'restore:staged', 'restore:engines-stopped', 'restore:data-swapped', 'restored'])
+      expect(op.steps.map((s: any) => s.name)).toContain(step);
     expect((await h.get('/v2/instances/src/')).body.data.state).toBe('ACTIVE');
     const port = portOf(src.public_connect_string);
     const app = await connectRedisAs(port, 'app', 'app-password-1');
@@ -186,15 +217,19 @@ describe.runIf(enginesAvailable())('backups of redis instances on the local runt
     } finally {
       app.destroy();
     }
-    await eventually('the resynced replica knows the user', async () => {
-      try {
-        const rep = await connectRedisAs(enginePort(h.dataDir, src.id, 'replica'), 'app', 'app-password-1');
-        rep.destroy();
-        return true;
-      } catch {
-        return false;
-      }
-    }, 20_000);
+    await eventually(
+      'the resynced replica knows the user',
+      async () => {
+        try {
+          const rep = await connectRedisAs(enginePort(h.dataDir, src.id, 'replica'), 'app', 'app-password-1');
+          rep.destroy();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+    );
     expect((await h.get('/v2/redis/src/config/')).body.data).toMatchObject({ 'maxmemory-policy': 'allkeys-lru' });
     for (const role of ['primary', 'replica'] as const) {
       const c = await connectRedis(enginePort(h.dataDir, src.id, role), src.password);
@@ -254,7 +289,9 @@ describe.runIf(enginesAvailable() && canMount())('no space left in the backup di
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hangar-bkfull-'));
     mkdirSync(join(dir, 'backups'), { mode: 0o700 });
-    const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'hangar-test-backups', join(dir, 'backups')], { encoding: 'utf8' });
+    const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'hangar-test-backups', join(dir, 'backups')], {
+      encoding: 'utf8',
+    });
     expect(mount.status, mount.stderr).toBe(0);
     mounted = true;
     h = await HangarProcess.start({ env: { HANGAR_BACKUP_DIR: join(dir, 'backups') } });

@@ -98,10 +98,14 @@ describe.runIf(enginesAvailable())('the edge and hangar down, on the local runti
       last = now;
       return now;
     };
-    await eventually('the edge counted them', async () => {
-      const n = await read();
-      return n.admitted >= 5 && n.refused >= 3;
-    }, 10_000);
+    await eventually(
+      'the edge counted them',
+      async () => {
+        const n = await read();
+        return n.admitted >= 5 && n.refused >= 3;
+      },
+      10_000,
+    );
 
     // a create reloads the edge: its new worker counts from 0
     await h.createRedis('reloader', { acls: LOCAL });
@@ -112,7 +116,11 @@ describe.runIf(enginesAvailable())('the edge and hangar down, on the local runti
     // the edge killed: hangar starts it again
     const before = edgePid(h.dataDir)!;
     process.kill(before, 'SIGKILL');
-    await eventually('a new edge', () => edgePid(h.dataDir) !== undefined && edgePid(h.dataDir) !== before && isAlive(edgePid(h.dataDir)!), 15_000);
+    await eventually(
+      'a new edge',
+      () => edgePid(h.dataDir) !== undefined && edgePid(h.dataDir) !== before && isAlive(edgePid(h.dataDir)!),
+      15_000,
+    );
     await h.waitFor('counted', (r) => r?.state === 'ACTIVE');
     await read();
     await touch(port, '127.0.0.2');
@@ -151,7 +159,11 @@ describe.runIf(enginesAvailable())('the edge and hangar down, on the local runti
     await h.serve();
     const back = await h.waitFor('durable', (r) => r?.state === 'ACTIVE');
     expect(back.public_connect_string).toBe(d.public_connect_string);
-    await eventually('the instance answers again', async () => (await pingOutcome(portOf(d.public_connect_string), d.password)) === 'PONG', 20_000);
+    await eventually(
+      'the instance answers again',
+      async () => (await pingOutcome(portOf(d.public_connect_string), d.password)) === 'PONG',
+      20_000,
+    );
     const after = await connectRedis(portOf(d.public_connect_string), d.password);
     try {
       expect(await after.get('kept')).toBe('across hangar down');

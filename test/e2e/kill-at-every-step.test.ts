@@ -2,7 +2,16 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HangarProcess, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
-import { connectRedis, connectRedisAs, enginePid, enginePort, engineSetting, eventually, pingOutcome, tcpAccepts } from './helpers/redis.js';
+import {
+  connectRedis,
+  connectRedisAs,
+  enginePid,
+  enginePort,
+  engineSetting,
+  eventually,
+  pingOutcome,
+  tcpAccepts,
+} from './helpers/redis.js';
 import { COMPUTED_STEPS, USER_STEPS, literalStepNames } from './helpers/steps.js';
 import { edgeAllowList, expectApiMatchesWhatRuns } from './helpers/what-runs.js';
 
@@ -44,10 +53,14 @@ const aclsOf = async (h: HangarProcess, name: string): Promise<any[]> => (await 
 /** Waits until the edge admits exactly what the API lists for the instance. */
 async function edgeFollowsApi(h: HangarProcess, rec: RedisRecord): Promise<string[]> {
   let listed: string[] = [];
-  await eventually(`the edge admits what the API lists for ${rec.name}`, async () => {
-    listed = (await aclsOf(h, rec.name)).map((a) => a.cidr_mask).sort();
-    return JSON.stringify(await edgeAllowList(h.dataDir, rec.id).catch(() => ['?'])) === JSON.stringify(listed);
-  }, CONVERGE_MS);
+  await eventually(
+    `the edge admits what the API lists for ${rec.name}`,
+    async () => {
+      listed = (await aclsOf(h, rec.name)).map((a) => a.cidr_mask).sort();
+      return JSON.stringify(await edgeAllowList(h.dataDir, rec.id).catch(() => ['?'])) === JSON.stringify(listed);
+    },
+    CONVERGE_MS,
+  );
   return listed;
 }
 
@@ -132,7 +145,15 @@ const OPERATIONS: Record<string, Operation> = {
   // history: killed between, the restarted hangar applies it on both.
   'redis-user': {
     setup: (h) => h.createRedis('x', { acls: LOCAL }),
-    act: (h) => survive(h.post('/v2/redis/x/users/', { username: 'app', password: 'app-password-1', keys: ['app:*'], commands: ['+@read', '+@write', '-@dangerous', '+@connection'] })),
+    act: (h) =>
+      survive(
+        h.post('/v2/redis/x/users/', {
+          username: 'app',
+          password: 'app-password-1',
+          keys: ['app:*'],
+          commands: ['+@read', '+@write', '-@dangerous', '+@connection'],
+        }),
+      ),
     async verify(h, inst) {
       await h.waitFor('x', (r) => r?.state === 'ACTIVE', CONVERGE_MS);
       for (const role of ['primary', 'replica'] as const) {
@@ -155,10 +176,14 @@ const OPERATIONS: Record<string, Operation> = {
 /** Every backup of the instance once none is PENDING or RUNNING (each COMPLETED or FAILED, never stuck). */
 async function settledBackups(h: HangarProcess, name: string): Promise<any[]> {
   let list: any[] = [];
-  await eventually(`the backups of ${name} are COMPLETED or FAILED`, async () => {
-    list = (await h.get(`/v2/instances/${name}/backups/`)).body.data ?? [];
-    return list.every((b) => b.state === 'COMPLETED' || b.state === 'FAILED');
-  }, CONVERGE_MS);
+  await eventually(
+    `the backups of ${name} are COMPLETED or FAILED`,
+    async () => {
+      list = (await h.get(`/v2/instances/${name}/backups/`)).body.data ?? [];
+      return list.every((b) => b.state === 'COMPLETED' || b.state === 'FAILED');
+    },
+    CONVERGE_MS,
+  );
   return list;
 }
 
@@ -166,7 +191,9 @@ async function settledBackups(h: HangarProcess, name: string): Promise<any[]> {
 function backupFiles(dataDir: string): string[] {
   const dir = join(dataDir, 'backups');
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name));
 }
 
 OPERATIONS.backup = {
@@ -185,11 +212,18 @@ OPERATIONS.backup = {
     // nothing half-written: an object for each COMPLETED backup, none for a FAILED one, no partial file
     const files = backupFiles(h.dataDir);
     expect(files.filter((f) => f.endsWith('.partial'))).toEqual([]);
-    for (const b of list) expect(files.some((f) => f.includes(b.id)), `${b.id} ${b.state} ${b.state_reason}`).toBe(b.state === 'COMPLETED');
+    for (const b of list)
+      expect(
+        files.some((f) => f.includes(b.id)),
+        `${b.id} ${b.state} ${b.state_reason}`,
+      ).toBe(b.state === 'COMPLETED');
     for (const b of list.filter((x) => x.state === 'FAILED')) expect(b.state_reason).toMatch(/hangar stopped while the backup ran/);
     // each backup's operation (of its id) tells the same story: they are written together
     for (const b of list) {
-      expect((await h.get(`/v2/operations/${b.id}/`)).body.data, b.id).toMatchObject({ kind: 'backup', state: b.state === 'COMPLETED' ? 'SUCCEEDED' : 'FAILED' });
+      expect((await h.get(`/v2/operations/${b.id}/`)).body.data, b.id).toMatchObject({
+        kind: 'backup',
+        state: b.state === 'COMPLETED' ? 'SUCCEEDED' : 'FAILED',
+      });
     }
     expect(await pingOutcome(portOf(inst!.public_connect_string), inst!.password)).toBe('PONG');
     // and backups work again
@@ -211,13 +245,21 @@ OPERATIONS.restore = {
     return inst;
   },
   act: async (h) => survive(h.post('/v2/instances/x/restore/', { backup_id: (await h.get('/v2/instances/x/backups/')).body.data[0].id })),
-  async verify(h, inst) {
+  async verify(h, _inst) {
     const rec = await h.waitFor('x', (r) => r?.state === 'ACTIVE', CONVERGE_MS);
     const restores = (await h.get('/v2/instances/x/restores/')).body.data;
     expect(restores.map((r: any) => r.state)).toEqual(['COMPLETED']);
     // its operation (of its id) SUCCEEDS too, whichever pass finished the restore
-    await eventually('the restore operation to succeed', async () => (await h.get(`/v2/operations/${restores[0].id}/`)).body.data.state === 'SUCCEEDED', CONVERGE_MS);
-    await eventually('the instance answers', async () => (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG', 10_000);
+    await eventually(
+      'the restore operation to succeed',
+      async () => (await h.get(`/v2/operations/${restores[0].id}/`)).body.data.state === 'SUCCEEDED',
+      CONVERGE_MS,
+    );
+    await eventually(
+      'the instance answers',
+      async () => (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG',
+      10_000,
+    );
     const c = await connectRedis(portOf(rec.public_connect_string), rec.password);
     try {
       expect(await c.get('kept')).toBe('in the backup');
@@ -244,7 +286,11 @@ function healOf(role: 'primary' | 'replica'): Operation {
     },
     async verify(h, inst) {
       const rec = await h.waitFor('x', (r) => r?.state === 'ACTIVE', CONVERGE_MS);
-      await eventually('the instance answers', async () => (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG', 10_000);
+      await eventually(
+        'the instance answers',
+        async () => (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG',
+        10_000,
+      );
       const c = await connectRedis(portOf(inst!.public_connect_string), inst!.password);
       try {
         expect(await c.get('kept')).toBe(`across a kill of the ${role}`);
@@ -312,7 +358,7 @@ async function settled(check: () => Promise<void>, ms = CONVERGE_MS): Promise<vo
 }
 
 describe('the step list', () => {
-  it('covers every step the local runtime\'s work names (MongoDB user steps run on the emulated runtime)', () => {
+  it("covers every step the local runtime's work names (MongoDB user steps run on the emulated runtime)", () => {
     const covered = new Set([...CASES.map((c) => c.step), ...USER_STEPS]);
     expect(literalStepNames().filter((s) => !covered.has(s))).toEqual([]);
     expect(COMPUTED_STEPS.filter((s) => !covered.has(s))).toEqual([]);
@@ -320,24 +366,28 @@ describe('the step list', () => {
 });
 
 describe.runIf(enginesAvailable()).concurrent('hangar killed at every step, on the local runtime', () => {
-  it.each(CASES)('$op killed at $step converges after a restart, and the API lists exactly what runs', async ({ op, step, cleanSetup }) => {
-    const operation = OPERATIONS[op]!;
-    const fault = { HANGAR_TEST_DIE_AT: step };
-    const h = await HangarProcess.start({ serveEnv: cleanSetup ? {} : fault });
-    try {
-      const inst = await operation.setup(h);
-      if (cleanSetup) {
-        expect((await h.stop()).code).toBe(0);
-        await h.serve(fault);
-        await h.waitSupervising();
+  it.each(CASES)(
+    '$op killed at $step converges after a restart, and the API lists exactly what runs',
+    async ({ op, step, cleanSetup }) => {
+      const operation = OPERATIONS[op]!;
+      const fault = { HANGAR_TEST_DIE_AT: step };
+      const h = await HangarProcess.start({ serveEnv: cleanSetup ? {} : fault });
+      try {
+        const inst = await operation.setup(h);
+        if (cleanSetup) {
+          expect((await h.stop()).code).toBe(0);
+          await h.serve(fault);
+          await h.waitSupervising();
+        }
+        const answer = await operation.act(h, inst);
+        expect(await h.waitExit(20_000), `hangar should die at ${step}`).toEqual({ code: null, signal: 'SIGKILL' });
+        await h.serve();
+        await operation.verify(h, inst, answer, IN_TRANSACTION.has(step));
+        await settled(() => expectApiMatchesWhatRuns(h));
+      } finally {
+        await h.destroy();
       }
-      const answer = await operation.act(h, inst);
-      expect(await h.waitExit(20_000), `hangar should die at ${step}`).toEqual({ code: null, signal: 'SIGKILL' });
-      await h.serve();
-      await operation.verify(h, inst, answer, IN_TRANSACTION.has(step));
-      await settled(() => expectApiMatchesWhatRuns(h));
-    } finally {
-      await h.destroy();
-    }
-  }, 150_000);
+    },
+    150_000,
+  );
 });

@@ -65,30 +65,36 @@ const OPERATIONS: Record<'create' | 'update' | 'delete', UserOperation> = {
 const CASES = USER_STEPS.map((step) => ({ op: step.slice('user-'.length, step.indexOf(':')) as keyof typeof OPERATIONS, step }));
 
 describe.concurrent('MongoDB user work killed at every step, on the emulated runtime', () => {
-  it.each(CASES)('user $op killed at $step: the users listed after a restart are those asked for', async ({ op, step }) => {
-    const operation = OPERATIONS[op];
-    const h = await HangarProcess.start({ runtime: 'emulated', serveEnv: { HANGAR_TEST_DIE_AT: step } });
-    try {
-      const created = await h.post('/v2/instances/', MONGO);
-      expect(created.status).toBe(200);
-      const id = created.body.data.id;
-      await h.waitFor('m', (r) => r?.state === 'ACTIVE');
-      if (operation.existing) {
-        expect((await h.post(`/v2/mongodb/${id}/databases/app/users`, { username: 'u', password: 'password-1', roles: READ })).status).toBe(200);
+  it.each(CASES)(
+    'user $op killed at $step: the users listed after a restart are those asked for',
+    async ({ op, step }) => {
+      const operation = OPERATIONS[op];
+      const h = await HangarProcess.start({ runtime: 'emulated', serveEnv: { HANGAR_TEST_DIE_AT: step } });
+      try {
+        const created = await h.post('/v2/instances/', MONGO);
+        expect(created.status).toBe(200);
+        const id = created.body.data.id;
+        await h.waitFor('m', (r) => r?.state === 'ACTIVE');
+        if (operation.existing) {
+          expect(
+            (await h.post(`/v2/mongodb/${id}/databases/app/users`, { username: 'u', password: 'password-1', roles: READ })).status,
+          ).toBe(200);
+        }
+        const answer = await operation.act(h, id);
+        expect(await h.waitExit(20_000), `hangar should die at ${step}`).toEqual({ code: null, signal: 'SIGKILL' });
+        await h.serve();
+        await h.waitFor('m', (r) => r?.state === 'ACTIVE');
+        // the users are applied again to the rebuilt engine by the passes after the restart; the
+        // list is the store's, as the API shows it
+        const users = (await h.get(`/v2/mongodb/${id}/databases/app/users`)).body.data;
+        operation.verify(users, answer, IN_TRANSACTION.has(step));
+        // and nothing is left pending: a new change goes through and answers
+        const again = await h.post(`/v2/mongodb/${id}/databases/app/users`, { username: 'v', password: 'password-3', roles: READ });
+        expect(again.status).toBe(200);
+      } finally {
+        await h.destroy();
       }
-      const answer = await operation.act(h, id);
-      expect(await h.waitExit(20_000), `hangar should die at ${step}`).toEqual({ code: null, signal: 'SIGKILL' });
-      await h.serve();
-      await h.waitFor('m', (r) => r?.state === 'ACTIVE');
-      // the users are applied again to the rebuilt engine by the passes after the restart; the
-      // list is the store's, as the API shows it
-      const users = (await h.get(`/v2/mongodb/${id}/databases/app/users`)).body.data;
-      operation.verify(users, answer, IN_TRANSACTION.has(step));
-      // and nothing is left pending: a new change goes through and answers
-      const again = await h.post(`/v2/mongodb/${id}/databases/app/users`, { username: 'v', password: 'password-3', roles: READ });
-      expect(again.status).toBe(200);
-    } finally {
-      await h.destroy();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

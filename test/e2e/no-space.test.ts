@@ -12,7 +12,7 @@ import { expectApiMatchesWhatRuns, listeningPorts } from './helpers/what-runs.js
  * filled up. A create then fails cleanly: FAILED with the reason, and nothing half-made (no
  * engine process, no edge listener, no data dir); once space is freed, creates work again.
  */
-describe.runIf(enginesAvailable() && canMount())('no space left for an instance\'s data, on the local runtime', () => {
+describe.runIf(enginesAvailable() && canMount())("no space left for an instance's data, on the local runtime", () => {
   let dataDir: string;
   let instances: string;
   let h: HangarProcess;

@@ -51,7 +51,8 @@ describe.runIf(enginesAvailable())('operations on the local runtime', () => {
       expect(op).toMatchObject({ kind: 'create', state: 'SUCCEEDED', progress: 100 });
       // the real steps of the build, in order, with their times
       const names: string[] = op.steps.map((s: any) => s.name);
-      for (const step of ['recorded', 'started', 'create:building', 'create:primary-started', 'create:replica-started', 'succeeded']) expect(names, names.join(' ')).toContain(step);
+      for (const step of ['recorded', 'started', 'create:building', 'create:primary-started', 'create:replica-started', 'succeeded'])
+        expect(names, names.join(' ')).toContain(step);
       expect(names.indexOf('create:primary-started')).toBeLessThan(names.indexOf('create:replica-started'));
       const rec: RedisRecord = (await h.get('/v2/instances/ops/')).body.data;
       expect(rec.state).toBe('ACTIVE');
@@ -65,7 +66,11 @@ describe.runIf(enginesAvailable())('operations on the local runtime', () => {
       expect(await pingOutcome(portOf(rec.public_connect_string), rec.password, '127.0.0.2')).toBe('refused');
 
       const resize = await started(h, 'POST', '/v2/redis/ops/resize/', { new_plan: 1000 });
-      expect(await finished(h, resize.operation)).toMatchObject({ kind: 'resize', state: 'SUCCEEDED', detail: { from_plan: 500, to_plan: 1000 } });
+      expect(await finished(h, resize.operation)).toMatchObject({
+        kind: 'resize',
+        state: 'SUCCEEDED',
+        detail: { from_plan: 500, to_plan: 1000 },
+      });
       const client = await connectRedis(portOf(rec.public_connect_string), rec.password);
       try {
         expect((await client.configGet('maxmemory')).maxmemory).toBe(String(1000 * 1024 * 1024));
@@ -83,7 +88,9 @@ describe.runIf(enginesAvailable())('operations on the local runtime', () => {
       expect(await tcpAccepts(portOf(rec.public_connect_string))).toBe(false);
 
       const ids = [create, add, del, resize, rename, drop].map((x) => x.operation);
-      await stream.until('every operation to finish', (ms) => ids.every((id) => ms.some((m) => m.event === 'operation.succeeded' && m.data.operation_id === id)));
+      await stream.until('every operation to finish', (ms) =>
+        ids.every((id) => ms.some((m) => m.event === 'operation.succeeded' && m.data.operation_id === id)),
+      );
       const events = stream.events;
       expect(events.map((m) => m.id!)).toEqual([...events.map((m) => m.id!)].sort((a, b) => a - b));
     } finally {
@@ -101,7 +108,10 @@ describe.runIf(enginesAvailable())('operations on the local runtime', () => {
       const op = await finished(h, resize.operation);
       expect(op).toMatchObject({
         state: 'FAILED',
-        error: { code: 'DEADLINE_EXCEEDED', message: expect.stringMatching(/^resize not finished within its deadline of 4 s; the instance is DEGRADED/) },
+        error: {
+          code: 'DEADLINE_EXCEEDED',
+          message: expect.stringMatching(/^resize not finished within its deadline of 4 s; the instance is DEGRADED/),
+        },
       });
       expect((await h.get('/v2/instances/stuck/')).body.data.state).toBe('DEGRADED');
       process.kill(primary, 'SIGCONT');
@@ -124,27 +134,36 @@ describe.runIf(enginesAvailable()).concurrent('operations when hangar is killed 
     { op: 'create', step: 'create:primary-started' },
     { op: 'resize', step: 'resize:primary-set' },
     { op: 'delete', step: 'delete:engines-stopped' },
-  ])('a $op killed at $step SUCCEEDS after the restart', async ({ op, step }) => {
-    const h = await HangarProcess.start({ serveEnv: op === 'create' ? { HANGAR_TEST_DIE_AT: step } : {} });
-    try {
-      if (op !== 'create') {
-        await h.createRedis('x', { acls: LOCAL });
-        expect((await h.stop()).code).toBe(0);
-        await h.serve({ HANGAR_TEST_DIE_AT: step });
-        await h.waitSupervising();
+  ])(
+    'a $op killed at $step SUCCEEDS after the restart',
+    async ({ op, step }) => {
+      const h = await HangarProcess.start({ serveEnv: op === 'create' ? { HANGAR_TEST_DIE_AT: step } : {} });
+      try {
+        if (op !== 'create') {
+          await h.createRedis('x', { acls: LOCAL });
+          expect((await h.stop()).code).toBe(0);
+          await h.serve({ HANGAR_TEST_DIE_AT: step });
+          await h.waitSupervising();
+        }
+        const request =
+          op === 'create'
+            ? h.post('/v2/instances/', h.redisBody('x', { acls: LOCAL }))
+            : op === 'resize'
+              ? h.post('/v2/redis/x/resize/', { new_plan: 1000 })
+              : h.delete('/v2/instances/x/');
+        await request.catch(() => undefined);
+        expect(await h.waitExit(20_000), `hangar should die at ${step}`).toEqual({ code: null, signal: 'SIGKILL' });
+        await h.serve();
+        const kind = op;
+        const list = (await h.get(`/v2/operations/?instance=x&kind=${kind}`)).body.data;
+        expect(list).toHaveLength(1);
+        expect(await finished(h, list[0].id, 30_000)).toMatchObject({ kind, state: 'SUCCEEDED' });
+        if (op === 'delete') expect((await h.get('/v2/instances/x/')).status).toBe(404);
+        else expect((await h.get('/v2/instances/x/')).body.data).toMatchObject({ state: 'ACTIVE', plan: op === 'resize' ? 1000 : 500 });
+      } finally {
+        await h.destroy();
       }
-      const request = op === 'create' ? h.post('/v2/instances/', h.redisBody('x', { acls: LOCAL })) : op === 'resize' ? h.post('/v2/redis/x/resize/', { new_plan: 1000 }) : h.delete('/v2/instances/x/');
-      await request.catch(() => undefined);
-      expect(await h.waitExit(20_000), `hangar should die at ${step}`).toEqual({ code: null, signal: 'SIGKILL' });
-      await h.serve();
-      const kind = op;
-      const list = (await h.get(`/v2/operations/?instance=x&kind=${kind}`)).body.data;
-      expect(list).toHaveLength(1);
-      expect(await finished(h, list[0].id, 30_000)).toMatchObject({ kind, state: 'SUCCEEDED' });
-      if (op === 'delete') expect((await h.get('/v2/instances/x/')).status).toBe(404);
-      else expect((await h.get('/v2/instances/x/')).body.data).toMatchObject({ state: 'ACTIVE', plan: op === 'resize' ? 1000 : 500 });
-    } finally {
-      await h.destroy();
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

@@ -5,7 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
 import { processesUnder } from './helpers/processes.js';
 import {
-  connectRedis, enginePid, enginePort, engineSetting, eventually, pingOutcome, tcpAccepts, type RedisClient,
+  connectRedis,
+  enginePid,
+  enginePort,
+  engineSetting,
+  eventually,
+  pingOutcome,
+  tcpAccepts,
+  type RedisClient,
 } from './helpers/redis.js';
 
 // Real redis-server processes behind the real HAProxy edge, driven through hangar's HTTP API.
@@ -65,7 +72,11 @@ describe.runIf(enginesAvailable())('redis instances on the local runtime', () =>
         for (const acl of list.body.data) {
           expect((await hangar.delete(`/v2/instances/${open.name}/acls/${acl._id.$oid}/`)).status).toBe(200);
         }
-        await eventually('new connections refused', async () => (await pingOutcome(portOf(open.public_connect_string), open.password)) === 'refused', 1000);
+        await eventually(
+          'new connections refused',
+          async () => (await pingOutcome(portOf(open.public_connect_string), open.password)) === 'refused',
+          1000,
+        );
         await eventually('the open connection closed', () => !client.isOpen, 1000);
         await expect(client.ping()).rejects.toThrow();
         // another instance's connection from the same source is untouched
@@ -89,9 +100,14 @@ describe.runIf(enginesAvailable())('redis instances on the local runtime', () =>
       return res.body.data;
     };
     const info = async (section: string) =>
-      Object.fromEntries((await direct.info(section)).split('\r\n').filter((l) => l.includes(':')).map((l) => l.split(':', 2) as [string, string]));
+      Object.fromEntries(
+        (await direct.info(section))
+          .split('\r\n')
+          .filter((l) => l.includes(':'))
+          .map((l) => l.split(':', 2) as [string, string]),
+      );
 
-    it('connectedSlaves is the primary\'s connected_slaves: one replica', async () => {
+    it("connectedSlaves is the primary's connected_slaves: one replica", async () => {
       expect(await metric('connectedSlaves')).toBe(Number((await info('replication')).connected_slaves));
       expect(await metric('connectedSlaves')).toBe(1);
     });
@@ -178,15 +194,30 @@ describe.runIf(enginesAvailable())('redis instances on the local runtime', () =>
 
   describe('services whose engine is not installed here', () => {
     it('refuses a mongodb instance up front, naming the missing binary and its variable; nothing is recorded', async () => {
-      const res = await hangar.post('/v2/instances/', { name: 'mongo', plan: 1, service: 'mongodb', type: 'mongodb_singledb', version: '3.4.2', zone: 'US-Dallas' });
+      const res = await hangar.post('/v2/instances/', {
+        name: 'mongo',
+        plan: 1,
+        service: 'mongodb',
+        type: 'mongodb_singledb',
+        version: '3.4.2',
+        zone: 'US-Dallas',
+      });
       expect(res.status).toBe(422);
       expect(res.body.message).toMatch(/mongod/);
-      if (spawnSync('sh', ['-c', 'command -v mongod'], { stdio: 'ignore' }).status !== 0) expect(res.body.message).toMatch(/HANGAR_MONGOD_BIN/);
+      if (spawnSync('sh', ['-c', 'command -v mongod'], { stdio: 'ignore' }).status !== 0)
+        expect(res.body.message).toMatch(/HANGAR_MONGOD_BIN/);
       expect((await hangar.get('/v2/instances/mongo/')).status).toBe(404);
     });
 
     it('refuses an elasticsearch instance the same way', async () => {
-      const res = await hangar.post('/v2/instances/', { name: 'es', plan: 4, service: 'elasticsearch', type: 'elasticsearch', version: '6.4.1', zone: 'US-Dallas' });
+      const res = await hangar.post('/v2/instances/', {
+        name: 'es',
+        plan: 4,
+        service: 'elasticsearch',
+        type: 'elasticsearch',
+        version: '6.4.1',
+        zone: 'US-Dallas',
+      });
       expect(res.status).toBe(422);
       expect(res.body.message).toMatch(/elasticsearch|opensearch/);
     });

@@ -41,10 +41,14 @@ describe.runIf(enginesAvailable())('supervision on the local runtime', () => {
     client.destroy();
     const before = enginePid(hangar.dataDir, inst.id, 'primary');
     process.kill(before, 'SIGKILL');
-    await eventually('a new primary', () => {
-      const now = enginePid(hangar.dataDir, inst.id, 'primary');
-      return now !== before && isAlive(now);
-    }, 5000);
+    await eventually(
+      'a new primary',
+      () => {
+        const now = enginePid(hangar.dataDir, inst.id, 'primary');
+        return now !== before && isAlive(now);
+      },
+      5000,
+    );
     await eventually('the instance answers again', async () => (await pingOutcome(port(), inst.password)) === 'PONG', 5000);
     const again = await connectRedis(port(), inst.password);
     try {
@@ -59,10 +63,14 @@ describe.runIf(enginesAvailable())('supervision on the local runtime', () => {
     const oldGroup = census(hangar.dataDir).edgeMasters.map((p) => p.pid);
     process.kill(edge.pid, 'SIGKILL');
     // the killed master's worker can still answer for a moment: the answer must come from the new edge
-    await eventually('the edge serves again', async () => {
-      const now = pidFiles(hangar.dataDir).find((f) => f.file.endsWith('/edge/process.pid'))?.pid;
-      return now !== undefined && now !== edge.pid && isAlive(now) && (await pingOutcome(port(), inst.password)) === 'PONG';
-    }, 5000);
+    await eventually(
+      'the edge serves again',
+      async () => {
+        const now = pidFiles(hangar.dataDir).find((f) => f.file.endsWith('/edge/process.pid'))?.pid;
+        return now !== undefined && now !== edge.pid && isAlive(now) && (await pingOutcome(port(), inst.password)) === 'PONG';
+      },
+      5000,
+    );
     expect(oldGroup).toEqual([edge.pid]);
   });
 
@@ -80,7 +88,11 @@ describe.runIf(enginesAvailable())('supervision on the local runtime', () => {
     expect((await hangar.waitFor(inst.name, (r) => r?.state === 'ACTIVE')).state).toBe('ACTIVE');
     const after = census(hangar.dataDir);
     // one process per engine, the same ones as before, and one edge master
-    for (const [unit, procs] of after.engines) expect(procs.map((p) => p.pid), unit).toEqual(before.engines.get(unit)!.map((p) => p.pid));
+    for (const [unit, procs] of after.engines)
+      expect(
+        procs.map((p) => p.pid),
+        unit,
+      ).toEqual(before.engines.get(unit)!.map((p) => p.pid));
     expect([...after.engines.keys()].sort()).toEqual([`${inst.id}/primary`, `${inst.id}/replica`]);
     expect(after.edgeMasters.map((p) => p.pid)).toEqual(before.edgeMasters.map((p) => p.pid));
     expect(after.edgeMasters).toHaveLength(1);
@@ -111,7 +123,11 @@ describe.runIf(enginesAvailable())('supervision on the local runtime', () => {
     await eventually('the orphan runs', async () => processesUnder(dir).length === 1 && (await tcpAccepts(orphanPort)));
     await hangar.serve();
     await hangar.waitSupervising();
-    await eventually('the orphan is stopped and its data removed', () => !isAlive(child.pid!) && !existsSync(join(hangar.dataDir, 'instances', orphan)), 10_000);
+    await eventually(
+      'the orphan is stopped and its data removed',
+      () => !isAlive(child.pid!) && !existsSync(join(hangar.dataDir, 'instances', orphan)),
+      10_000,
+    );
     expect(await tcpAccepts(orphanPort)).toBe(false);
     expect(await pingOutcome(port(), inst.password)).toBe('PONG');
   });

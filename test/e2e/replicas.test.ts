@@ -28,7 +28,11 @@ describe.runIf(POSTGRES_URL !== undefined && enginesAvailable())('hangar replica
   async function replicas(n: number, opts: { firstEnv?: Record<string, string>; leaseTtl?: number } = {}): Promise<HangarProcess[]> {
     const db = await freshPostgres();
     dropDb = () => db.drop();
-    const first = await HangarProcess.start({ databaseUrl: db.url, serveEnv: opts.firstEnv ?? {}, ...(opts.leaseTtl ? { leaseTtl: opts.leaseTtl } : {}) });
+    const first = await HangarProcess.start({
+      databaseUrl: db.url,
+      serveEnv: opts.firstEnv ?? {},
+      ...(opts.leaseTtl ? { leaseTtl: opts.leaseTtl } : {}),
+    });
     started.push(first);
     await first.waitSupervising();
     for (let i = 1; i < n; i++) started.push(await HangarProcess.replicaOf(first));
@@ -38,7 +42,14 @@ describe.runIf(POSTGRES_URL !== undefined && enginesAvailable())('hangar replica
   /** The replica that owns the runtime now, among the living (it says so in its log). */
   async function owner(of: readonly HangarProcess[], ms = 10_000): Promise<HangarProcess> {
     let found: HangarProcess | undefined;
-    await eventually('a replica owns the runtime', () => (found = of.find((h) => h.running && h.supervising)) !== undefined, ms);
+    await eventually(
+      'a replica owns the runtime',
+      () => {
+        found = of.find((h) => h.running && h.supervising);
+        return found !== undefined;
+      },
+      ms,
+    );
     return found!;
   }
 
@@ -50,16 +61,23 @@ describe.runIf(POSTGRES_URL !== undefined && enginesAvailable())('hangar replica
 
   /** Waits until one of `names` is being built, as seen through `via`. */
   async function midBuild(via: HangarProcess, names: readonly string[]): Promise<void> {
-    await eventually('a create is being built', async () => {
-      const list = (await via.get('/v2/instances/')).body.data as any[];
-      return list.some((r) => names.includes(r.name) && r.state === 'BUILDING');
-    }, 10_000);
+    await eventually(
+      'a create is being built',
+      async () => {
+        const list = (await via.get('/v2/instances/')).body.data as any[];
+        return list.some((r) => names.includes(r.name) && r.state === 'BUILDING');
+      },
+      10_000,
+    );
   }
 
   /** Kills the owner and measures how long until another replica supervises the engines. */
   async function takeover(dead: HangarProcess, living: readonly HangarProcess[]): Promise<{ next: HangarProcess; ms: number }> {
     const t0 = Date.now();
-    const next = await owner(living.filter((h) => h !== dead), 10_000);
+    const next = await owner(
+      living.filter((h) => h !== dead),
+      10_000,
+    );
     return { next, ms: Date.now() - t0 };
   }
 

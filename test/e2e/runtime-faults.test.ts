@@ -59,7 +59,11 @@ async function readyzQueued(url: string, requestId: string): Promise<{ answer: P
   });
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);
-    socket.once('connect', () => socket.write(`GET /readyz HTTP/1.1\r\nHost: ${hostname}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n`, (err) => (err ? reject(err) : resolve())));
+    socket.once('connect', () =>
+      socket.write(`GET /readyz HTTP/1.1\r\nHost: ${hostname}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n`, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
   });
   return { answer };
 }
@@ -79,7 +83,9 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
   beforeAll(async () => {
     h = await HangarProcess.start();
     const made = await Promise.all(names.map((n) => h.createRedis(n, { acls: LOCAL })));
-    names.forEach((n, i) => (inst[n] = made[i]!));
+    names.forEach((n, i) => {
+      inst[n] = made[i]!;
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -90,7 +96,11 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
   async function allHealthy(): Promise<void> {
     for (const n of names) {
       await h.waitFor(n, (r) => r?.state === 'ACTIVE', 20_000);
-      await eventually(`${n} answers`, async () => (await pingOutcome(portOf(inst[n]!.public_connect_string), inst[n]!.password)) === 'PONG', 10_000);
+      await eventually(
+        `${n} answers`,
+        async () => (await pingOutcome(portOf(inst[n]!.public_connect_string), inst[n]!.password)) === 'PONG',
+        10_000,
+      );
     }
     await eventually('/readyz is ready', async () => (await h.readyz()).status === 200, 10_000);
   }
@@ -150,7 +160,11 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
     const watch = new Observer(h, i.name);
     try {
       process.kill(enginePid(h.dataDir, i.id, 'primary'), 'SIGKILL');
-      await watch.until('DEGRADED naming the primary', () => watch.firstState('DEGRADED', /primary/) !== undefined || saidInLog(i.name, 'DEGRADED', /primary/), 5000);
+      await watch.until(
+        'DEGRADED naming the primary',
+        () => watch.firstState('DEGRADED', /primary/) !== undefined || saidInLog(i.name, 'DEGRADED', /primary/),
+        5000,
+      );
       await watch.until('a /readyz problem naming the instance', () => watch.firstProblem(new RegExp(i.id)) !== undefined, 5000);
       await watch.until('ACTIVE again', () => watch.states.at(-1)?.state === 'ACTIVE' && watch.states.length > 1);
     } finally {
@@ -186,19 +200,27 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
         // the killed engine's connections can hold its port for a moment after it is gone
         // (seen: FIN-WAIT-1 towards the paused hangar): take it as soon as the kernel lets go
         let refusal: Error | undefined;
-        await eventually('the stranger takes the engine port', async () => {
-          try {
-            held = await stranger(taken);
-            return true;
-          } catch (err) {
-            refusal = err as Error;
-            return false;
-          }
-        }, 10_000).catch((err: Error) => {
+        await eventually(
+          'the stranger takes the engine port',
+          async () => {
+            try {
+              held = await stranger(taken);
+              return true;
+            } catch (err) {
+              refusal = err as Error;
+              return false;
+            }
+          },
+          10_000,
+        ).catch((err: Error) => {
           throw new Error(`${err.message}: ${refusal?.message}`);
         });
       });
-      await watch.until('DEGRADED saying the port is taken and moved', () => watch.firstState('DEGRADED', new RegExp(`port ${taken}.*in use by another process; moving engine.primary`)) !== undefined, 5000);
+      await watch.until(
+        'DEGRADED saying the port is taken and moved',
+        () => watch.firstState('DEGRADED', new RegExp(`port ${taken}.*in use by another process; moving engine.primary`)) !== undefined,
+        5000,
+      );
       await watch.until('a /readyz problem naming the instance', () => watch.firstProblem(new RegExp(i.id)) !== undefined, 5000);
       await watch.until('ACTIVE again', () => watch.states.at(-1)?.state === 'ACTIVE' && watch.states.length > 1, 20_000);
     } finally {
@@ -247,10 +269,16 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
       // answers the request (its hooks run before the readiness check does), and then "ready"
       // is the truth; otherwise the edge is down
       let taken: LogEntry | undefined;
-      await eventually('the /readyz request in the log', () => (taken = logEntries().find((e) => e.request_id === READYZ_ID)) !== undefined);
+      await eventually('the /readyz request in the log', () => {
+        taken = logEntries().find((e) => e.request_id === READYZ_ID);
+        return taken !== undefined;
+      });
       const servingAgain = logEntries().find((e) => e.msg === 'edge started' && e.time >= killedAt);
       // what hangar logged from the kill on, shown when the answer is not the one expected
-      const since = `hangar's log since the kill (at ${killedAt}):\n${logEntries().filter((e) => e.time >= killedAt - 50).map((e) => JSON.stringify(e)).join('\n')}`;
+      const since = `hangar's log since the kill (at ${killedAt}):\n${logEntries()
+        .filter((e) => e.time >= killedAt - 50)
+        .map((e) => JSON.stringify(e))
+        .join('\n')}`;
       if (servingAgain && servingAgain.time <= taken!.time) {
         expect(answer.status, since).toBe(200);
       } else {
@@ -259,7 +287,11 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
       }
       // said in the instance's state too (a client polling closely may miss so short a while:
       // hangar's log of state changes has it)
-      await watch.until('DEGRADED saying the edge is down', () => watch.firstState('DEGRADED', /edge/) !== undefined || saidInLog(i.name, 'DEGRADED', /edge/), 5000);
+      await watch.until(
+        'DEGRADED saying the edge is down',
+        () => watch.firstState('DEGRADED', /edge/) !== undefined || saidInLog(i.name, 'DEGRADED', /edge/),
+        5000,
+      );
       await watch.until('ACTIVE again', () => watch.states.at(-1)?.state === 'ACTIVE' && watch.states.length > 1);
     } finally {
       await watch.stop();
@@ -269,39 +301,51 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
     await expectApiMatchesWhatRuns(h);
   });
 
-  it.runIf(canMount())('the data dir of one instance unwritable: DEGRADED and a /readyz problem within 5 s, the engines keep serving, ACTIVE once writable again', async () => {
-    await allHealthy();
-    const i = inst.readonly!;
-    const dir = join(h.dataDir, 'instances', i.id);
-    // A read-only filesystem mounted over the instance's directory: every write hangar tries
-    // there fails with EROFS, as on a disk the kernel turned read-only after I/O errors (root
-    // ignores permission bits, not a read-only mount). The engines keep the files they have
-    // open and their working directory on the filesystem underneath, so they serve on.
-    const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'hangar-test-ro', dir], { encoding: 'utf8' });
-    expect(mount.status, mount.stderr).toBe(0);
-    const watch = new Observer(h, i.name);
-    try {
-      await watch.until('DEGRADED saying the data dir is not writable', () => watch.firstState('DEGRADED', /not writable \(EROFS\)/) !== undefined, 5000);
-      await watch.until('a /readyz problem naming the instance', () => watch.firstProblem(new RegExp(`${i.id}.*not writable`)) !== undefined, 5000);
-      expect(await pingOutcome(portOf(i.public_connect_string), i.password)).toBe('PONG');
-      for (const other of names.filter((n) => n !== i.name)) expect((await h.get(`/v2/instances/${other}/`)).body.data.state).toBe('ACTIVE');
-      // hangar leaves it as it is while the fault lasts: still DEGRADED a few retries later
-      await new Promise((r) => setTimeout(r, 1500));
-      expect((await h.get(`/v2/instances/${i.name}/`)).body.data.state).toBe('DEGRADED');
-    } finally {
-      spawnSync('umount', [dir]);
-    }
-    try {
-      await watch.until('ACTIVE once writable', () => watch.states.at(-1)?.state === 'ACTIVE', 10_000);
-    } finally {
-      await watch.stop();
-    }
-    report('data dir read-only (ACTIVE after the unmount)', watch);
-    await allHealthy();
-    await expectApiMatchesWhatRuns(h);
-  });
+  it.runIf(canMount())(
+    'the data dir of one instance unwritable: DEGRADED and a /readyz problem within 5 s, the engines keep serving, ACTIVE once writable again',
+    async () => {
+      await allHealthy();
+      const i = inst.readonly!;
+      const dir = join(h.dataDir, 'instances', i.id);
+      // A read-only filesystem mounted over the instance's directory: every write hangar tries
+      // there fails with EROFS, as on a disk the kernel turned read-only after I/O errors (root
+      // ignores permission bits, not a read-only mount). The engines keep the files they have
+      // open and their working directory on the filesystem underneath, so they serve on.
+      const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'hangar-test-ro', dir], { encoding: 'utf8' });
+      expect(mount.status, mount.stderr).toBe(0);
+      const watch = new Observer(h, i.name);
+      try {
+        await watch.until(
+          'DEGRADED saying the data dir is not writable',
+          () => watch.firstState('DEGRADED', /not writable \(EROFS\)/) !== undefined,
+          5000,
+        );
+        await watch.until(
+          'a /readyz problem naming the instance',
+          () => watch.firstProblem(new RegExp(`${i.id}.*not writable`)) !== undefined,
+          5000,
+        );
+        expect(await pingOutcome(portOf(i.public_connect_string), i.password)).toBe('PONG');
+        for (const other of names.filter((n) => n !== i.name))
+          expect((await h.get(`/v2/instances/${other}/`)).body.data.state).toBe('ACTIVE');
+        // hangar leaves it as it is while the fault lasts: still DEGRADED a few retries later
+        await new Promise((r) => setTimeout(r, 1500));
+        expect((await h.get(`/v2/instances/${i.name}/`)).body.data.state).toBe('DEGRADED');
+      } finally {
+        spawnSync('umount', [dir]);
+      }
+      try {
+        await watch.until('ACTIVE once writable', () => watch.states.at(-1)?.state === 'ACTIVE', 10_000);
+      } finally {
+        await watch.stop();
+      }
+      report('data dir read-only (ACTIVE after the unmount)', watch);
+      await allHealthy();
+      await expectApiMatchesWhatRuns(h);
+    },
+  );
 
-  it('an edge listener\'s port taken by a stranger: that instance DEGRADED and left out of the edge, every other one served, and back once the port is free', async () => {
+  it("an edge listener's port taken by a stranger: that instance DEGRADED and left out of the edge, every other one served, and back once the port is free", async () => {
     await allHealthy();
     const i = inst.blocked!;
     const port = portOf(i.public_connect_string);
@@ -321,8 +365,16 @@ describe.runIf(enginesAvailable())('faults on a running system, on the local run
           }
         });
       });
-      await watch.until('DEGRADED saying the port is taken', () => watch.firstState('DEGRADED', new RegExp(`port ${port} .*in use by another process`)) !== undefined, 5000);
-      await watch.until('a /readyz problem naming the instance', () => watch.firstProblem(new RegExp(`${i.id}.*port ${port}`)) !== undefined, 5000);
+      await watch.until(
+        'DEGRADED saying the port is taken',
+        () => watch.firstState('DEGRADED', new RegExp(`port ${port} .*in use by another process`)) !== undefined,
+        5000,
+      );
+      await watch.until(
+        'a /readyz problem naming the instance',
+        () => watch.firstProblem(new RegExp(`${i.id}.*port ${port}`)) !== undefined,
+        5000,
+      );
       for (const other of names.filter((n) => n !== i.name)) {
         await h.waitFor(other, (r) => r?.state === 'ACTIVE', 10_000);
         expect(await pingOutcome(portOf(inst[other]!.public_connect_string), inst[other]!.password), other).toBe('PONG');

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, statSync, type Stats } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ function walk(dir: string): { path: string; mode: number; dir: boolean }[] {
   const out: { path: string; mode: number; dir: boolean }[] = [];
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
-    let st;
+    let st: Stats;
     try {
       st = statSync(p);
     } catch {
@@ -39,7 +39,16 @@ function listeningAddresses(pid: number): string[] {
       const f = line.trim().split(/\s+/);
       if (f.length < 10 || f[3] !== '0A' || !inodes.has(f[9]!)) continue; // 0A: LISTEN
       const [hex, port] = f[1]!.split(':') as [string, string];
-      const address = table === 'tcp' ? hex.match(/../g)!.reverse().map((b) => parseInt(b, 16)).join('.') : hex === '00000000000000000000000001000000' ? '::1' : hex;
+      const address =
+        table === 'tcp'
+          ? hex
+              .match(/../g)!
+              .reverse()
+              .map((b) => parseInt(b, 16))
+              .join('.')
+          : hex === '00000000000000000000000001000000'
+            ? '::1'
+            : hex;
       out.push(`${address}:${parseInt(port, 16)}`);
     }
   }
@@ -100,7 +109,9 @@ describe.runIf(enginesAvailable())('engines are reachable by hangar only', () =>
     const entries = walk(hangar.dataDir);
     const shown = (e: { path: string; mode: number }) => `${e.path.slice(hangar.dataDir.length)} ${e.mode.toString(8)}`;
     // what the engines write themselves (redis-server's data files) included
-    expect(entries.map((e) => e.path)).toEqual(expect.arrayContaining([join(hangar.dataDir, 'instances', redis.id, 'primary', 'redis.conf'), join(hangar.dataDir, 'secret.key')]));
+    expect(entries.map((e) => e.path)).toEqual(
+      expect.arrayContaining([join(hangar.dataDir, 'instances', redis.id, 'primary', 'redis.conf'), join(hangar.dataDir, 'secret.key')]),
+    );
     expect(entries.some((e) => /appendonly|dump\.rdb/.test(e.path))).toBe(true);
     for (const e of entries) expect(shown(e)).toBe(shown({ ...e, mode: e.dir ? 0o700 : e.mode & 0o700 }));
     for (const e of entries.filter((x) => /\.(conf|cfg|key)$/.test(x.path))) expect(shown(e)).toBe(shown({ ...e, mode: 0o600 }));

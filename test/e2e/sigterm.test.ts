@@ -66,14 +66,18 @@ describe.runIf(enginesAvailable())('SIGTERM on the local runtime', () => {
     await h.waitFor('a', (r) => r?.state === 'ACTIVE');
     const acls = (await h.get('/v2/instances/a/acls/')).body.data.map((x: any) => x.cidr_mask).sort();
     expect(acls).toEqual(['127.0.0.1', '192.0.2.0/24']);
-    await eventually('what the API lists runs', async () => {
-      try {
-        await expectApiMatchesWhatRuns(h);
-        return true;
-      } catch {
-        return false;
-      }
-    }, 10_000);
+    await eventually(
+      'what the API lists runs',
+      async () => {
+        try {
+          await expectApiMatchesWhatRuns(h);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+    );
     await expectApiMatchesWhatRuns(h);
   });
 });
@@ -107,7 +111,9 @@ describe('SIGTERM under load with keep-alive clients (emulated runtime)', () => 
 
   it('/readyz turns 503 first, requests are served through the drain with Connection: close, no 5xx, exit 0', async () => {
     const basic = `Basic ${Buffer.from(`${LOGIN}:${PASSWORD}`).toString('base64')}`;
-    const token = ((await sendRequest(h.url, 'GET', '/v2/tokens/', { headers: { authorization: basic } })).json as { data: { token: string } }).data.token;
+    const token = (
+      (await sendRequest(h.url, 'GET', '/v2/tokens/', { headers: { authorization: basic } })).json as { data: { token: string } }
+    ).data.token;
     const seen: Seen[] = [];
     const failures: string[] = [];
     let notReady: unknown;
@@ -121,11 +127,20 @@ describe('SIGTERM under load with keep-alive clients (emulated runtime)', () => 
       for (let n = 0; !exited; n++) {
         const afterNotReady = notReady !== undefined;
         const [method, path, body] =
-          n % 3 === 0 ? ['GET', '/v2/instances/'] : n % 3 === 1 ? ['GET', '/v2/instances/a/'] : ['POST', '/v2/instances/a/acls/', JSON.stringify({ cidr_mask: `10.${i}.${n % 250}.0/24`, description: 'load' })];
+          n % 3 === 0
+            ? ['GET', '/v2/instances/']
+            : n % 3 === 1
+              ? ['GET', '/v2/instances/a/']
+              : ['POST', '/v2/instances/a/acls/', JSON.stringify({ cidr_mask: `10.${i}.${n % 250}.0/24`, description: 'load' })];
         try {
           const res = await sendRequest(h.url, method!, path!, { headers, agent, ...(body ? { body } : {}) });
           const connection = res.headers.connection;
-          seen.push({ afterNotReady, status: res.status, connection: typeof connection === 'string' ? connection : undefined, body: res.json ?? res.text });
+          seen.push({
+            afterNotReady,
+            status: res.status,
+            connection: typeof connection === 'string' ? connection : undefined,
+            body: res.json ?? res.text,
+          });
         } catch (err) {
           // once the listener is closed: refused, or a kept-alive connection closed as the request went out
           failures.push((err as NodeJS.ErrnoException).code ?? (err as Error).message);
@@ -169,7 +184,12 @@ describe('SIGTERM under load with keep-alive clients (emulated runtime)', () => 
     const draining = seen.filter((x) => x.afterNotReady);
     expect(draining.filter((x) => x.status === 200).length, 'answers during the drain').toBeGreaterThan(0);
     expect(draining.filter((x) => x.connection !== 'close')).toEqual([]);
-    expect(failures.every((f) => ['ECONNREFUSED', 'ECONNRESET', 'socket hang up', 'EPIPE'].includes(f)), failures.join(', ')).toBe(true);
-    console.info(`${seen.length} answers (${draining.length} during the drain), ${failures.length} refused connections after the listener closed`);
+    expect(
+      failures.every((f) => ['ECONNREFUSED', 'ECONNRESET', 'socket hang up', 'EPIPE'].includes(f)),
+      failures.join(', '),
+    ).toBe(true);
+    console.info(
+      `${seen.length} answers (${draining.length} during the drain), ${failures.length} refused connections after the listener closed`,
+    );
   });
 });

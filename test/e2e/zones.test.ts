@@ -17,7 +17,18 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
   beforeAll(async () => {
     writeFileSync(
       zonesFile,
-      ['Dallas-A:', '  runtime: local', '  capacity_mb: 3000', 'Dallas-B:', '  runtime: local', 'Sandbox:', '  runtime: emulated', '  capacity_mb: 2000', '  services: [redis]', ''].join('\n'),
+      [
+        'Dallas-A:',
+        '  runtime: local',
+        '  capacity_mb: 3000',
+        'Dallas-B:',
+        '  runtime: local',
+        'Sandbox:',
+        '  runtime: emulated',
+        '  capacity_mb: 2000',
+        '  services: [redis]',
+        '',
+      ].join('\n'),
     );
     hangar = await HangarProcess.start({ env: { HANGAR_ZONES: zonesFile, HANGAR_MEMORY_RESERVE_MB: String(RESERVE_MB) } });
   }, 60_000);
@@ -28,7 +39,12 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
   });
 
   const create = (name: string, zone: string, plan = 500, service = 'redis') =>
-    hangar.post('/v2/instances/', { ...hangar.redisBody(name), zone, plan, ...(service === 'redis' ? {} : { service, type: 'mongodb_singledb', version: '3.4.2' }) });
+    hangar.post('/v2/instances/', {
+      ...hangar.redisBody(name),
+      zone,
+      plan,
+      ...(service === 'redis' ? {} : { service, type: 'mongodb_singledb', version: '3.4.2' }),
+    });
   const ready = async (name: string) => hangar.waitFor(name, (r) => r?.state === 'ACTIVE');
   const zone = async (name: string) => ((await hangar.get('/v2/zones/')).body.data as any[]).find((z) => z.name === name);
 
@@ -43,12 +59,22 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
     ]);
     const sandbox = res.body.data[2];
     expect(sandbox.services.map((s: any) => s.service)).toEqual(['redis']);
-    expect(res.body.data[0].services.find((s: any) => s.service === 'redis')).toMatchObject({ available: true, versions: expect.arrayContaining([await hangar.redisVersion()]) });
-    expect(res.body.data[0].services.find((s: any) => s.service === 'mongodb')).toMatchObject({ available: false, reason: expect.stringMatching(/mongod/) });
+    expect(res.body.data[0].services.find((s: any) => s.service === 'redis')).toMatchObject({
+      available: true,
+      versions: expect.arrayContaining([await hangar.redisVersion()]),
+    });
+    expect(res.body.data[0].services.find((s: any) => s.service === 'mongodb')).toMatchObject({
+      available: false,
+      reason: expect.stringMatching(/mongod/),
+    });
   });
 
   it('creates in each zone: real engines in the local zones, models in the emulated one', async () => {
-    for (const [name, z] of [['in-a', 'Dallas-A'], ['in-b', 'Dallas-B'], ['in-sandbox', 'Sandbox']] as const) {
+    for (const [name, z] of [
+      ['in-a', 'Dallas-A'],
+      ['in-b', 'Dallas-B'],
+      ['in-sandbox', 'Sandbox'],
+    ] as const) {
       const res = await create(name, z);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       expect(res.body.data.zone).toBe(z);
@@ -83,7 +109,9 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
     expect((await hangar.get('/v2/instances/too-big/')).status).toBe(404);
     const host = await create('bigger-than-the-host', 'Dallas-B', 100000);
     expect(host.status).toBe(409);
-    expect(host.body.message).toMatch(/^not enough memory left in this host \(local zones Dallas-B\): \d+ MB free of \d+ MB; a redis_ha_instance on plan 100000 needs 200000 MB/);
+    expect(host.body.message).toMatch(
+      /^not enough memory left in this host \(local zones Dallas-B\): \d+ MB free of \d+ MB; a redis_ha_instance on plan 100000 needs 200000 MB/,
+    );
   });
 
   it('409 for a resize that does not fit; a delete frees its capacity and the resize then passes', async () => {
@@ -111,7 +139,13 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
   });
 
   it('hangar zones ls prints them', () => {
-    const env = { ...process.env, HANGAR_URL: hangar.url, HANGAR_LOGIN: 'e2e@example.com', HANGAR_PASSWORD: 'correct-horse-battery-staple', HOME: dir };
+    const env = {
+      ...process.env,
+      HANGAR_URL: hangar.url,
+      HANGAR_LOGIN: 'e2e@example.com',
+      HANGAR_PASSWORD: 'correct-horse-battery-staple',
+      HOME: dir,
+    };
     const text = spawnSync(process.execPath, [BIN, 'zones', 'ls'], { env, encoding: 'utf8' });
     expect(text.status, text.stderr).toBe(0);
     const lines = text.stdout.trim().split('\n');

@@ -44,7 +44,13 @@ function sendOnItsOwnConnection(url: string, init: TestRequest): Promise<Respons
       res.on('error', reject);
       res.on('end', () => {
         const body = Buffer.concat(chunks);
-        resolve(new Response(body.length > 0 ? body : null, { status: res.statusCode ?? 0, statusText: res.statusMessage, headers: toHeaders(res.headers) }));
+        resolve(
+          new Response(body.length > 0 ? body : null, {
+            status: res.statusCode ?? 0,
+            statusText: res.statusMessage,
+            headers: toHeaders(res.headers),
+          }),
+        );
       });
     });
     req.on('error', reject);

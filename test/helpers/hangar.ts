@@ -47,16 +47,27 @@ export class Client {
   ) {}
 
   /** One request through the target: over the network, or injected into the app. */
-  private async send(method: string, path: string, headers: Record<string, string>, body: string | undefined): Promise<{ status: number; text: string; headers: Headers }> {
+  private async send(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+  ): Promise<{ status: number; text: string; headers: Headers }> {
     if (typeof this.target === 'string') {
       const res = await fetchClearOfStaleConnections(`${this.target}${path}`, { method, headers, body });
       return { status: res.status, text: await res.text(), headers: res.headers };
     }
-    const res = await this.target.app().inject({ method: method as 'GET', url: path, headers, ...(body !== undefined ? { payload: body } : {}) });
+    const res = await this.target
+      .app()
+      .inject({ method: method as 'GET', url: path, headers, ...(body !== undefined ? { payload: body } : {}) });
     return { status: res.statusCode, text: res.body, headers: toHeaders(res.headers) };
   }
 
-  async request<T = any>(method: string, path: string, opts: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
+  async request<T = any>(
+    method: string,
+    path: string,
+    opts: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<Reply<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     if (this.auth && 'token' in this.auth) headers['x-auth-token'] = this.auth.token;
     if (this.auth && 'basic' in this.auth) headers.authorization = `Basic ${Buffer.from(this.auth.basic.join(':')).toString('base64')}`;
@@ -162,7 +173,11 @@ export interface TestHangarOptions {
 /** Starts a real hangar with a temp data dir and the emulated runtime; listening on a free port when asked. */
 export async function startTestHangar(opts: TestHangarOptions = {}): Promise<TestHangar> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'));
-  const pgdb = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : opts.dialect === 'postgres' ? await freshPostgres() : undefined;
+  const pgdb = opts.databaseUrl
+    ? { url: opts.databaseUrl, drop: async () => {} }
+    : opts.dialect === 'postgres'
+      ? await freshPostgres()
+      : undefined;
   const makeConfig = (extra: Record<string, string> = {}) =>
     loadConfig(
       {},

@@ -33,7 +33,9 @@ export async function spawnServe(opts: { dataDir: string; databaseUrl?: string; 
   let err = '';
   let out = '';
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal })),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`hangar serve did not start within 20 s:\n${err}`)), 20_000);
     child.stderr!.on('data', (chunk: Buffer) => {

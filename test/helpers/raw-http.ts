@@ -24,7 +24,11 @@ export function sendRequest(baseUrl: string, method: string, path: string, opts:
   return new Promise((resolve, reject) => {
     const req = request(
       {
-        host: url.hostname, port: url.port, path, method, headers,
+        host: url.hostname,
+        port: url.port,
+        path,
+        method,
+        headers,
         ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
         ...(opts.agent ? { agent: opts.agent } : {}),
       },
@@ -53,7 +57,12 @@ export function sendRequest(baseUrl: string, method: string, path: string, opts:
  * One HTTP request with exactly the headers and body given (fetch would add a Content-Type to a
  * string body): to send what real clients send, byte for byte.
  */
-export function rawRequest(baseUrl: string, method: string, path: string, opts: { headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<RawReply> {
+export function rawRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: { headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<RawReply> {
   const url = new URL(path, baseUrl);
   return sendRequest(baseUrl, method, url.pathname + url.search, opts);
 }

@@ -34,8 +34,7 @@ export class SseReader {
         res.on('data', (chunk: string) => {
           r.text += chunk;
           buffer += chunk;
-          let i: number;
-          while ((i = buffer.indexOf('\n\n')) >= 0) {
+          for (let i = buffer.indexOf('\n\n'); i >= 0; i = buffer.indexOf('\n\n')) {
             const block = buffer.slice(0, i);
             buffer = buffer.slice(i + 2);
             const m: Message = {};
@@ -58,7 +57,10 @@ export class SseReader {
         resolve(r);
       });
       r.destroy = () => req.destroy();
-      req.on('error', (err) => (r.status === 0 ? reject(err) : (r.ended = true)));
+      req.on('error', (err) => {
+        if (r.status === 0) reject(err);
+        else r.ended = true;
+      });
       req.end();
     });
   }
@@ -76,7 +78,8 @@ export class SseReader {
   async until(what: string, predicate: (messages: Message[]) => boolean, ms = 15_000): Promise<void> {
     const end = Date.now() + ms;
     while (!predicate(this.messages)) {
-      if (Date.now() > end) throw new Error(`no ${what} within ${ms} ms; received: ${JSON.stringify(this.messages.map((m) => [m.id, m.event]))}`);
+      if (Date.now() > end)
+        throw new Error(`no ${what} within ${ms} ms; received: ${JSON.stringify(this.messages.map((m) => [m.id, m.event]))}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }

@@ -81,7 +81,10 @@ export class Receiver {
   async until(what: string, predicate: (received: Received[]) => boolean, ms = 20_000): Promise<void> {
     const end = Date.now() + ms;
     while (!predicate(this.received)) {
-      if (Date.now() > end) throw new Error(`receiver: no ${what} within ${ms} ms; got ${JSON.stringify(this.received.map((r) => [r.event?.id, r.event?.kind]))}`);
+      if (Date.now() > end)
+        throw new Error(
+          `receiver: no ${what} within ${ms} ms; got ${JSON.stringify(this.received.map((r) => [r.event?.id, r.event?.kind]))}`,
+        );
       await new Promise((r) => setTimeout(r, 20));
     }
   }

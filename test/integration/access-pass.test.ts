@@ -21,7 +21,11 @@ describe.each(DIALECTS)('the pass of an access change, on %s', (dialect) => {
   afterAll(() => th.close());
 
   const whole = () => th.runtime.wholePasses.get(inst.id) ?? 0;
-  const rules = () => th.runtime.rulesOf(inst.id)?.map((r) => r.cidr).sort();
+  const rules = () =>
+    th.runtime
+      .rulesOf(inst.id)
+      ?.map((r) => r.cidr)
+      .sort();
   const record = async () => (await alice.get('/v2/instances/r/')).body.data;
 
   it('an ACL add and delete on a serving instance reach the edge without converging its units again', async () => {

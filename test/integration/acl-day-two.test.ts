@@ -29,7 +29,11 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
   afterAll(() => th.close());
 
   const acls = (who: Account, name: string) => who.get(`/v2/instances/${name}/acls/`);
-  const rulesOf = (id: string) => th.runtime.rulesOf(id)?.map((r) => r.cidr).sort();
+  const rulesOf = (id: string) =>
+    th.runtime
+      .rulesOf(id)
+      ?.map((r) => r.cidr)
+      .sort();
 
   describe('expires_at', () => {
     it('400: a time in the past, or not RFC 3339 with a time zone', async () => {
@@ -38,7 +42,10 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
         expect(res.status, expires_at).toBe(400);
         expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'expires_at' });
       }
-      const inBody = await alice.post('/v2/instances/', redisBody('past', { acls: [{ cidr_mask: '192.0.2.1', description: 'x', expires_at: inMs(-1) }] }));
+      const inBody = await alice.post(
+        '/v2/instances/',
+        redisBody('past', { acls: [{ cidr_mask: '192.0.2.1', description: 'x', expires_at: inMs(-1) }] }),
+      );
       expect(inBody.body).toMatchObject({ code: 'INVALID_VALUE', field: 'acls[0].expires_at' });
     });
 
@@ -59,19 +66,24 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
       expect((await acls(alice, 'exp')).body.data.map((a: any) => a._id.$oid)).toEqual([forever]);
       expect((await alice.get(`/v2/instances/exp/acls/${id}/`)).status).toBe(404);
       const events = (await alice.get('/v2/events/?limit=20')).body.data;
-      expect(events.filter((e: any) => e.action === 'acl.expire')).toEqual([expect.objectContaining({ target: `instance:exp/acl:${id}`, outcome: 'success', request_id: null })]);
+      expect(events.filter((e: any) => e.action === 'acl.expire')).toEqual([
+        expect.objectContaining({ target: `instance:exp/acl:${id}`, outcome: 'success', request_id: null }),
+      ]);
     });
 
     it('an expiry that passed while hangar was down is carried out at start, and audited once', async () => {
       await alice.ready(redisBody('down'));
-      const id = (await alice.post('/v2/instances/down/acls/', { cidr_mask: '192.0.2.3', description: 'short', expires_at: inMs(800) })).body.data;
+      const id = (await alice.post('/v2/instances/down/acls/', { cidr_mask: '192.0.2.3', description: 'short', expires_at: inMs(800) }))
+        .body.data;
       await th.stop();
       await new Promise((r) => setTimeout(r, 1200));
       await th.restart();
       const inst = (await alice.get('/v2/instances/down/')).body.data;
       expect((await acls(alice, 'down')).body.data).toEqual([]);
       await until('the restarted edge runs without it', async () => JSON.stringify(rulesOf(inst.id)) === '[]');
-      const events = (await alice.get('/v2/events/?limit=50')).body.data.filter((e: any) => e.action === 'acl.expire' && e.target.endsWith(id));
+      const events = (await alice.get('/v2/events/?limit=50')).body.data.filter(
+        (e: any) => e.action === 'acl.expire' && e.target.endsWith(id),
+      );
       expect(events).toHaveLength(1);
     });
 
@@ -88,7 +100,11 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
   describe('POST /v2/instances/<name>/acls/check', () => {
     beforeAll(async () => {
       await alice.ready(redisBody('chk'));
-      for (const [cidr_mask, description] of [['10.0.0.0/8', 'wide'], ['10.1.2.0/24', 'narrow'], ['2001:db8::/32', 'v6']]) {
+      for (const [cidr_mask, description] of [
+        ['10.0.0.0/8', 'wide'],
+        ['10.1.2.0/24', 'narrow'],
+        ['2001:db8::/32', 'v6'],
+      ]) {
         await alice.post('/v2/instances/chk/acls/', { cidr_mask, description });
       }
     });
@@ -96,10 +112,21 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
     it('200: admitted by the most specific ACL, or not admitted', async () => {
       const one = await alice.post('/v2/instances/chk/acls/check', { ip: '10.1.2.3' });
       expect(one.status).toBe(200);
-      expect(one.body.data).toMatchObject({ ip: '10.1.2.3', admitted: true, acl: { cidr_mask: '10.1.2.0/24', description: 'narrow', instance: 'chk' } });
+      expect(one.body.data).toMatchObject({
+        ip: '10.1.2.3',
+        admitted: true,
+        acl: { cidr_mask: '10.1.2.0/24', description: 'narrow', instance: 'chk' },
+      });
       expect((await alice.post('/v2/instances/chk/acls/check', { ip: '10.200.0.1' })).body.data.acl.description).toBe('wide');
-      expect((await alice.post('/v2/instances/chk/acls/check', { ip: '2001:0db8:0:0::7' })).body.data).toMatchObject({ ip: '2001:db8::7', admitted: true });
-      expect((await alice.post('/v2/instances/chk/acls/check', { ip: '192.0.2.9' })).body.data).toEqual({ ip: '192.0.2.9', admitted: false, acl: null });
+      expect((await alice.post('/v2/instances/chk/acls/check', { ip: '2001:0db8:0:0::7' })).body.data).toMatchObject({
+        ip: '2001:db8::7',
+        admitted: true,
+      });
+      expect((await alice.post('/v2/instances/chk/acls/check', { ip: '192.0.2.9' })).body.data).toEqual({
+        ip: '192.0.2.9',
+        admitted: false,
+        acl: null,
+      });
     });
 
     it('200: agrees with what the edge does for every address tried', async () => {
@@ -126,7 +153,14 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
 
   describe('GET /v2/instances/<name>/acls/effective', () => {
     it('200: what the edge runs equals the store', async () => {
-      await alice.ready(redisBody('eff', { acls: [{ cidr_mask: '198.51.100.0/24', description: 'office' }, { cidr_mask: '203.0.113.7', description: 'laptop' }] }));
+      await alice.ready(
+        redisBody('eff', {
+          acls: [
+            { cidr_mask: '198.51.100.0/24', description: 'office' },
+            { cidr_mask: '203.0.113.7', description: 'laptop' },
+          ],
+        }),
+      );
       const res = await alice.get('/v2/instances/eff/acls/effective');
       expect(res.status).toBe(200);
       expect(res.body.data).toEqual({
@@ -142,10 +176,17 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
       // no pass runs while held: the drift stays until it is released
       const release = th.hold();
       try {
-        th.runtime.tamper(inst.id, [{ cidr: '203.0.113.7', transport: false, kibana: false }, { cidr: '192.0.2.66', transport: false, kibana: false }]);
+        th.runtime.tamper(inst.id, [
+          { cidr: '203.0.113.7', transport: false, kibana: false },
+          { cidr: '192.0.2.66', transport: false, kibana: false },
+        ]);
         const drift = (await alice.get('/v2/instances/eff/acls/effective')).body.data;
         expect(drift.in_sync).toBe(false);
-        expect(drift.enforcers[0]).toMatchObject({ in_sync: false, missing: { main: ['198.51.100.0/24'] }, extra: { main: ['192.0.2.66'] } });
+        expect(drift.enforcers[0]).toMatchObject({
+          in_sync: false,
+          missing: { main: ['198.51.100.0/24'] },
+          extra: { main: ['192.0.2.66'] },
+        });
       } finally {
         release();
       }
@@ -155,7 +196,14 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
     });
 
     it('200: elasticsearch listeners by group', async () => {
-      await alice.ready(esBody('es', { acls: [{ cidr_mask: '192.0.2.1', description: 't', transport: true }, { cidr_mask: '192.0.2.2', description: 'k', kibana: true }] }));
+      await alice.ready(
+        esBody('es', {
+          acls: [
+            { cidr_mask: '192.0.2.1', description: 't', transport: true },
+            { cidr_mask: '192.0.2.2', description: 'k', kibana: true },
+          ],
+        }),
+      );
       const data = (await alice.get('/v2/instances/es/acls/effective')).body.data;
       expect(data.desired).toEqual({ main: ['192.0.2.1'], transport: ['192.0.2.1'], kibana: ['192.0.2.2'] });
       expect(data.in_sync).toBe(true);
@@ -191,17 +239,30 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
 
   describe('PUT /v2/instances/<name>/acls/', () => {
     it('200: applies the difference; kept ACLs keep their ids; answers the list and its new ETag', async () => {
-      await alice.ready(redisBody('put', { acls: [{ cidr_mask: '192.0.2.1', description: 'keep' }, { cidr_mask: '192.0.2.2', description: 'drop' }] }));
+      await alice.ready(
+        redisBody('put', {
+          acls: [
+            { cidr_mask: '192.0.2.1', description: 'keep' },
+            { cidr_mask: '192.0.2.2', description: 'drop' },
+          ],
+        }),
+      );
       const before = await acls(alice, 'put');
       const etag = before.headers.get('etag')!;
       expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
       const keep = before.body.data.find((a: any) => a.description === 'keep')._id.$oid;
       const res = await alice.request('PUT', '/v2/instances/put/acls/', {
-        body: [{ cidr_mask: '192.0.2.1', description: 'kept, renamed' }, { cidr_mask: '192.0.2.3', description: 'new', expires_at: inMs(3_600_000) }],
+        body: [
+          { cidr_mask: '192.0.2.1', description: 'kept, renamed' },
+          { cidr_mask: '192.0.2.3', description: 'new', expires_at: inMs(3_600_000) },
+        ],
         headers: { 'if-match': etag },
       });
       expect(res.status).toBe(200);
-      expect(res.body.data.map((a: any) => [a.cidr_mask, a.description])).toEqual([['192.0.2.1', 'kept, renamed'], ['192.0.2.3', 'new']]);
+      expect(res.body.data.map((a: any) => [a.cidr_mask, a.description])).toEqual([
+        ['192.0.2.1', 'kept, renamed'],
+        ['192.0.2.3', 'new'],
+      ]);
       expect(res.body.data[0]._id.$oid).toBe(keep);
       expect(res.headers.get('etag')).not.toBe(etag);
       expect((await acls(alice, 'put')).headers.get('etag')).toBe(res.headers.get('etag'));
@@ -221,7 +282,14 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
     });
 
     it('200: without If-Match (or with *), whatever the list is; an empty list admits nobody', async () => {
-      expect((await alice.request('PUT', '/v2/instances/put/acls/', { body: [{ cidr_mask: '192.0.2.1', description: 'only' }], headers: { 'if-match': '*' } })).status).toBe(200);
+      expect(
+        (
+          await alice.request('PUT', '/v2/instances/put/acls/', {
+            body: [{ cidr_mask: '192.0.2.1', description: 'only' }],
+            headers: { 'if-match': '*' },
+          })
+        ).status,
+      ).toBe(200);
       const res = await alice.request('PUT', '/v2/instances/put/acls/', { body: [] });
       expect(res.status).toBe(200);
       expect(res.body.data).toEqual([]);
@@ -248,8 +316,20 @@ describe.each(DIALECTS)('ACLs, day two, on %s', (dialect) => {
     });
 
     it('400: the same range twice, a bad range, not a list; 409: over the quota; 404: another account', async () => {
-      expect((await alice.request('PUT', '/v2/instances/put/acls/', { body: [{ cidr_mask: '192.0.2.1', description: 'a' }, { cidr_mask: '192.0.2.1/32', description: 'b' }] })).status).toBe(400);
-      expect((await alice.request('PUT', '/v2/instances/put/acls/', { body: [{ cidr_mask: 'x', description: 'a' }] })).body).toMatchObject({ code: 'INVALID_VALUE', field: '[0].cidr_mask' });
+      expect(
+        (
+          await alice.request('PUT', '/v2/instances/put/acls/', {
+            body: [
+              { cidr_mask: '192.0.2.1', description: 'a' },
+              { cidr_mask: '192.0.2.1/32', description: 'b' },
+            ],
+          })
+        ).status,
+      ).toBe(400);
+      expect((await alice.request('PUT', '/v2/instances/put/acls/', { body: [{ cidr_mask: 'x', description: 'a' }] })).body).toMatchObject({
+        code: 'INVALID_VALUE',
+        field: '[0].cidr_mask',
+      });
       expect((await alice.request('PUT', '/v2/instances/put/acls/', { body: { cidr_mask: '192.0.2.1' } })).status).toBe(400);
       const many = Array.from({ length: 101 }, (_, i) => ({ cidr_mask: `10.0.${i}.0/24`, description: String(i) }));
       expect((await alice.request('PUT', '/v2/instances/put/acls/', { body: many })).body.code).toBe('QUOTA_EXCEEDED');

@@ -51,7 +51,12 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
           metadata: {},
           port: portOf(inst.public_connect_string),
         },
-        expect.objectContaining({ _id: { $oid: id2 }, cidr_mask: '198.51.100.0/24', description: 'two', port: portOf(inst.public_connect_string) }),
+        expect.objectContaining({
+          _id: { $oid: id2 },
+          cidr_mask: '198.51.100.0/24',
+          description: 'two',
+          port: portOf(inst.public_connect_string),
+        }),
       ]);
       for (const a of res.body.data) {
         expect(keysOf(a)).toEqual(ACL_KEYS.sort());
@@ -71,7 +76,10 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
     });
 
     it("404: an unknown instance, and another account's", async () => {
-      expect((await alice.get('/v2/instances/nope/acls/')).body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: 'instance "nope" not found' });
+      expect((await alice.get('/v2/instances/nope/acls/')).body).toEqual({
+        code: 'INSTANCE_NOT_FOUND',
+        message: 'instance "nope" not found',
+      });
       await create(bob, 'r', { cidr_mask: '203.0.113.9', description: 'bobs' });
       await create(bob, 'bobs-only', { cidr_mask: '203.0.113.10', description: 'bobs' });
       const res = await alice.get('/v2/instances/bobs-only/acls/');
@@ -129,11 +137,14 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
     });
 
     describe('400', () => {
-      it.each([['10.0.0.256'], ['abc'], ['10.0.0.1/33'], [''], ['10.0.0'], ['1.2.3.4/'], ['fe80::1%eth0'], [' 1.2.3.4']])('cidr_mask %j is neither an address nor a range', async (cidr) => {
-        const res = await create(alice, 'r', { cidr_mask: cidr, description: 'x' });
-        expect(res.status).toBe(400);
-        expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'cidr_mask', message: expect.stringContaining('CIDR') });
-      });
+      it.each([['10.0.0.256'], ['abc'], ['10.0.0.1/33'], [''], ['10.0.0'], ['1.2.3.4/'], ['fe80::1%eth0'], [' 1.2.3.4']])(
+        'cidr_mask %j is neither an address nor a range',
+        async (cidr) => {
+          const res = await create(alice, 'r', { cidr_mask: cidr, description: 'x' });
+          expect(res.status).toBe(400);
+          expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'cidr_mask', message: expect.stringContaining('CIDR') });
+        },
+      );
 
       it('transport and kibana together (spec 7.4)', async () => {
         const res = await create(alice, 'e', { cidr_mask: '192.0.2.40', description: 'x', transport: true, kibana: true });
@@ -184,7 +195,10 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
         expect(again.body).toEqual({ code: 'ACL_EXISTS', message: 'an ACL for 192.0.2.52/32 already exists on instance "r"' });
         // host bits are cleared: 198.51.100.53/24 is 198.51.100.0/24
         expect((await create(alice, 'r', { cidr_mask: '198.51.100.0/24', description: 'e' })).status).toBe(200);
-        expect((await create(alice, 'r', { cidr_mask: '198.51.100.53/24', description: 'f' })).body).toEqual({ code: 'ACL_EXISTS', message: 'an ACL for 198.51.100.0/24 already exists on instance "r"' });
+        expect((await create(alice, 'r', { cidr_mask: '198.51.100.53/24', description: 'f' })).body).toEqual({
+          code: 'ACL_EXISTS',
+          message: 'an ACL for 198.51.100.0/24 already exists on instance "r"',
+        });
       });
 
       it('an instance being deleted', async () => {
@@ -244,7 +258,7 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
         expect(res.body).toEqual({ code: 'ACL_NOT_FOUND', message: 'ACL "000000000000000000000000" not found on instance "r"' });
       });
 
-      it("the id of an ACL of another instance of the account", async () => {
+      it('the id of an ACL of another instance of the account', async () => {
         const id = (await create(alice, 'm', { cidr_mask: '192.0.2.71', description: 'x' })).body.data;
         expect((await alice.get(`/v2/instances/r/acls/${id}/`)).status).toBe(404);
       });

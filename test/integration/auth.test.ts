@@ -72,11 +72,14 @@ describe.each(DIALECTS)('authentication on %s', (dialect) => {
         expect(res.headers.get('content-type')).toMatch(/^application\/json/);
       });
 
-      it.each([['Basic !!!'], ['Basic ' + Buffer.from('no-colon').toString('base64')], ['Bearer abc'], ['Basic']])('a malformed Authorization header %j', async (header) => {
-        const res = await th.anonymous().get('/v2/tokens/', { headers: { authorization: header } });
-        expect(res.status).toBe(401);
-        expect(res.body).toEqual(UNAUTHORIZED);
-      });
+      it.each([['Basic !!!'], [`Basic ${Buffer.from('no-colon').toString('base64')}`], ['Bearer abc'], ['Basic']])(
+        'a malformed Authorization header %j',
+        async (header) => {
+          const res = await th.anonymous().get('/v2/tokens/', { headers: { authorization: header } });
+          expect(res.status).toBe(401);
+          expect(res.body).toEqual(UNAUTHORIZED);
+        },
+      );
 
       it('a deleted API key pair', async () => {
         // (A pair the server verified in the last few seconds stays trusted that long: its cache.)

@@ -16,7 +16,16 @@ import { type Account, Client, type TestHangar, startTestHangar, startWithTwoAcc
 // instance holds (its MongoDB users): what is restored is what was there when the backup was
 // taken. Objects go to a real directory (encrypted) or to s3rver. Real Redis: test/e2e/backups.test.ts.
 
-type Backup = { id: string; state: string; state_reason: string | null; sha256: string | null; size_bytes: number | null; location: string; scheduled: boolean; instance_name: string };
+type Backup = {
+  id: string;
+  state: string;
+  state_reason: string | null;
+  sha256: string | null;
+  size_bytes: number | null;
+  location: string;
+  scheduled: boolean;
+  instance_name: string;
+};
 
 /** Polls a backup until it is COMPLETED or FAILED. */
 async function finished(who: Client, name: string, id: string, ms = 10_000): Promise<Backup> {
@@ -70,7 +79,9 @@ async function holdPasses(th: TestHangar, who: Client, name: string): Promise<()
 /** Every file under a directory. */
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name));
 }
 
 describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (dialect) => {
@@ -91,7 +102,13 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
     it('takes a backup: PENDING, then COMPLETED with size, SHA-256 and where it is; listed newest first', async () => {
       const first = await backUp(alice, 'cache');
       const second = await backUp(alice, 'cache');
-      expect(second).toMatchObject({ state: 'COMPLETED', state_reason: null, scheduled: false, instance_name: 'cache', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(second).toMatchObject({
+        state: 'COMPLETED',
+        state_reason: null,
+        scheduled: false,
+        instance_name: 'cache',
+        sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
       expect(second.size_bytes).toBeGreaterThan(0);
       expect(second.location).toMatch(new RegExp(`^file://.*/backups/[0-9a-f]{24}/${second.id}\\.emulated\\.hgb$`));
       const list = (await alice.get('/v2/instances/cache/backups/')).body.data as Backup[];
@@ -118,7 +135,15 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
     it('restores in place: RESTORING, then ACTIVE with what the backup held and nothing written after it; users stay', async () => {
       const id = await idOf(alice, 'docs');
       const mongo = engineOf(th, 'mongodb');
-      expect((await alice.post('/v2/mongodb/docs/databases/app/users', { username: 'app', password: 'a-password-long-enough', roles: [{ role: 'read', db: 'app' }] })).status).toBe(200);
+      expect(
+        (
+          await alice.post('/v2/mongodb/docs/databases/app/users', {
+            username: 'app',
+            password: 'a-password-long-enough',
+            roles: [{ role: 'read', db: 'app' }],
+          })
+        ).status,
+      ).toBe(200);
       mongo.write(id, 'before', '1');
       const b = await backUp(alice, 'docs');
       mongo.write(id, 'after', '2');
@@ -168,10 +193,25 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
     });
 
     it('reads and sets the backup policy', async () => {
-      expect((await alice.get('/v2/instances/cache/backup-policy/')).body.data).toEqual({ schedule: 'off', every_hours: null, daily_at: null, keep_last: null, keep_days: null, next_run: null });
-      const res = await alice.request('PUT', '/v2/instances/cache/backup-policy/', { body: { schedule: 'daily', daily_at: '03:30', keep_last: 5 } });
+      expect((await alice.get('/v2/instances/cache/backup-policy/')).body.data).toEqual({
+        schedule: 'off',
+        every_hours: null,
+        daily_at: null,
+        keep_last: null,
+        keep_days: null,
+        next_run: null,
+      });
+      const res = await alice.request('PUT', '/v2/instances/cache/backup-policy/', {
+        body: { schedule: 'daily', daily_at: '03:30', keep_last: 5 },
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body.data).toMatchObject({ schedule: 'daily', daily_at: '03:30', keep_last: 5, keep_days: null, next_run: expect.stringMatching(/ 03:30:00$/) });
+      expect(res.body.data).toMatchObject({
+        schedule: 'daily',
+        daily_at: '03:30',
+        keep_last: 5,
+        keep_days: null,
+        next_run: expect.stringMatching(/ 03:30:00$/),
+      });
       expect((await alice.get('/v2/instances/cache/backup-policy/')).body.data).toEqual(res.body.data);
       await alice.request('PUT', '/v2/instances/cache/backup-policy/', { body: { schedule: 'off' } });
     });
@@ -192,7 +232,11 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
 
     it('refuses restore_from into a plan smaller than what the instance used, naming the plans that fit', async () => {
       const b = await backUp(alice, 'cache');
-      await th.hangar.store.db.updateTable('backups').set({ used_bytes: 700 * 1024 * 1024 }).where('id', '=', b.id).execute();
+      await th.hangar.store.db
+        .updateTable('backups')
+        .set({ used_bytes: 700 * 1024 * 1024 })
+        .where('id', '=', b.id)
+        .execute();
       const res = await alice.post('/v2/instances/', redisBody('small', { restore_from: b.id }));
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'plan' });
@@ -202,7 +246,11 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
 
     it('refuses a policy that is not one, naming the field', async () => {
       const put = (body: unknown) => alice.request('PUT', '/v2/instances/cache/backup-policy/', { body });
-      expect((await put({ schedule: 'hourly' })).body).toMatchObject({ code: 'INVALID_VALUE', field: 'schedule', allowed: ['off', 'every', 'daily'] });
+      expect((await put({ schedule: 'hourly' })).body).toMatchObject({
+        code: 'INVALID_VALUE',
+        field: 'schedule',
+        allowed: ['off', 'every', 'daily'],
+      });
       expect((await put({ schedule: 'every' })).body).toMatchObject({ code: 'INVALID_VALUE', field: 'every_hours' });
       expect((await put({ schedule: 'daily', daily_at: '24:00' })).body).toMatchObject({ code: 'INVALID_VALUE', field: 'daily_at' });
       expect((await put({ schedule: 'off', daily_at: '03:00' })).body).toMatchObject({ code: 'INVALID_VALUE', field: 'daily_at' });
@@ -300,12 +348,18 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
       const rec = (await alice.get('/v2/instances/docs/')).body.data;
       expect(rec.state).toBe('ACTIVE');
       expect(engineOf(th, 'mongodb').dataOf(rec.id)).toMatchObject({ 'still-here': '1', 'written-later': '2' });
-      expect((await alice.post('/v2/instances/', mongoBody('from-corrupt', 'mongodb_replica_set', { restore_from: b.id }))).body.code).toBe('BACKUP_CORRUPT');
+      expect((await alice.post('/v2/instances/', mongoBody('from-corrupt', 'mongodb_replica_set', { restore_from: b.id }))).body.code).toBe(
+        'BACKUP_CORRUPT',
+      );
     });
 
     it('refuses a restore whose recorded SHA-256 no longer matches', async () => {
       const b = await backUp(alice, 'docs');
-      await th.hangar.store.db.updateTable('backups').set({ sha256: 'f'.repeat(64) }).where('id', '=', b.id).execute();
+      await th.hangar.store.db
+        .updateTable('backups')
+        .set({ sha256: 'f'.repeat(64) })
+        .where('id', '=', b.id)
+        .execute();
       const res = await alice.post('/v2/instances/docs/restore/', { backup_id: b.id });
       expect(res.status).toBe(422);
       expect(res.body.message).toMatch(/its SHA-256 is [0-9a-f]{64} .* not the f{64}/);
@@ -336,7 +390,11 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
         release();
       }
       await eventually(async () => (await alice.get('/v2/instances/docs/restores/')).body.data[0].state === 'FAILED');
-      expect((await alice.get('/v2/instances/docs/restores/')).body.data[0]).toMatchObject({ id: restoreId!, state: 'FAILED', state_reason: 'its object is missing from the backup storage' });
+      expect((await alice.get('/v2/instances/docs/restores/')).body.data[0]).toMatchObject({
+        id: restoreId!,
+        state: 'FAILED',
+        state_reason: 'its object is missing from the backup storage',
+      });
       await alice.waitFor('docs', (r) => r?.state === 'ACTIVE');
       expect(engineOf(th, 'mongodb').dataOf(id)).toMatchObject({ untouched: 'yes' });
     });
@@ -361,7 +419,9 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
       const b = await backUp(alice, 'cache');
       const text = (await th.anonymous().get('/metrics')).body as string;
       const id = (await alice.get('/v2/instances/cache/')).body.data.id;
-      expect(text).toMatch(new RegExp(`hangar_backup_last_success_age_seconds\\{instance_id="${id}",instance_name="cache",service="redis"\\} [0-9.e+-]+`));
+      expect(text).toMatch(
+        new RegExp(`hangar_backup_last_success_age_seconds\\{instance_id="${id}",instance_name="cache",service="redis"\\} [0-9.e+-]+`),
+      );
       expect(text).toContain(`hangar_backup_last_size_bytes{instance_id="${id}",instance_name="cache",service="redis"} ${b.size_bytes}`);
       expect(text).toMatch(/hangar_backup_duration_seconds_count\{kind="backup",service="redis",outcome="completed"\} [1-9]/);
       expect(text).toMatch(/hangar_backup_duration_seconds_count\{kind="restore",service="mongodb",outcome="completed"\} [1-9]/);
@@ -410,8 +470,14 @@ describe.each(DIALECTS)('backups and restores as operations (%s)', (dialect) => 
     const { op } = await ended(id);
     const b = await finished(alice, 'docs', id);
     expect(op).toMatchObject({
-      kind: 'backup', state: 'SUCCEEDED', progress: 100, instance_name: 'docs', cancellable: true, error: null,
-      requested_by: { login: alice.login, credential: 'token' }, request_id: res.headers.get('x-request-id'),
+      kind: 'backup',
+      state: 'SUCCEEDED',
+      progress: 100,
+      instance_name: 'docs',
+      cancellable: true,
+      error: null,
+      requested_by: { login: alice.login, credential: 'token' },
+      request_id: res.headers.get('x-request-id'),
       detail: { backup_id: id, scheduled: false, size_bytes: b.size_bytes, sha256: b.sha256 },
     });
     expect(b.state).toBe('COMPLETED');
@@ -428,7 +494,13 @@ describe.each(DIALECTS)('backups and restores as operations (%s)', (dialect) => 
     expect(id).toBe(res.body.data.id);
     const { op, state } = await ended(id, 'docs');
     expect(state).toBe('ACTIVE');
-    expect(op).toMatchObject({ kind: 'restore', state: 'SUCCEEDED', progress: 100, cancellable: false, detail: { backup_id: b.id, in_place: true } });
+    expect(op).toMatchObject({
+      kind: 'restore',
+      state: 'SUCCEEDED',
+      progress: 100,
+      cancellable: false,
+      detail: { backup_id: b.id, in_place: true },
+    });
     expect(names(op)).toEqual(['recorded', 'reading', 'emulated:restore-staged', 'restored', 'succeeded']);
     expect(op.steps.map((s: any) => s.at.$date)).toEqual([...op.steps.map((s: any) => s.at.$date)].sort((x, y) => x - y));
   });
@@ -437,10 +509,19 @@ describe.each(DIALECTS)('backups and restores as operations (%s)', (dialect) => 
     const b = await backUp(alice, 'docs');
     const res = await alice.post('/v2/instances/', mongoBody('from-backup', 'mongodb_replica_set', { restore_from: b.id }));
     const create = await ended(started(res), 'from-backup');
-    expect(create.op).toMatchObject({ kind: 'create', state: 'SUCCEEDED', detail: { restore_from: b.id, restore_id: expect.stringMatching(/^[0-9a-f]{24}$/) } });
+    expect(create.op).toMatchObject({
+      kind: 'create',
+      state: 'SUCCEEDED',
+      detail: { restore_from: b.id, restore_id: expect.stringMatching(/^[0-9a-f]{24}$/) },
+    });
     const restoreId = create.op.detail.restore_id;
     const restore = await ended(restoreId, 'from-backup');
-    expect(restore.op).toMatchObject({ kind: 'restore', state: 'SUCCEEDED', instance_name: 'from-backup', detail: { backup_id: b.id, in_place: false } });
+    expect(restore.op).toMatchObject({
+      kind: 'restore',
+      state: 'SUCCEEDED',
+      instance_name: 'from-backup',
+      detail: { backup_id: b.id, in_place: false },
+    });
     expect(restore.state).toBe('ACTIVE');
     expect((await alice.get('/v2/instances/from-backup/restores/')).body.data.map((r: any) => r.id)).toEqual([restoreId]);
   });
@@ -510,7 +591,11 @@ describe('backups that fail', () => {
       await alice.ready(redisBody('cache'));
       engineOf(th, 'redis').write(await idOf(alice, 'cache'), 'k', 'v'.repeat(100_000));
       const b = await backUp(alice, 'cache');
-      await th.hangar.store.db.updateTable('backups').set({ sha256: 'f'.repeat(64) }).where('id', '=', b.id).execute();
+      await th.hangar.store.db
+        .updateTable('backups')
+        .set({ sha256: 'f'.repeat(64) })
+        .where('id', '=', b.id)
+        .execute();
       const token = (alice.auth as { token: string }).token;
       const res = await fetch(`${th.url}/v2/instances/cache/backups/${b.id}/download`, { headers: { 'x-auth-token': token } });
       expect(res.status).toBe(200);
@@ -528,14 +613,21 @@ describe('backups that fail', () => {
 
   it('S3 storage unreachable: FAILED with the reason, the instance untouched', async () => {
     const th = await startTestHangar({
-      env: { HANGAR_BACKUP_S3_BUCKET: 'nowhere', HANGAR_BACKUP_S3_ENDPOINT: 'http://127.0.0.1:9', HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'k', HANGAR_BACKUP_S3_SECRET_ACCESS_KEY: 's' },
+      env: {
+        HANGAR_BACKUP_S3_BUCKET: 'nowhere',
+        HANGAR_BACKUP_S3_ENDPOINT: 'http://127.0.0.1:9',
+        HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'k',
+        HANGAR_BACKUP_S3_SECRET_ACCESS_KEY: 's',
+      },
     });
     try {
       const alice = await th.signup();
       await alice.ready(redisBody('cache'));
       const b = await backUp(alice, 'cache');
       expect(b.state).toBe('FAILED');
-      expect(b.state_reason).toMatch(/^the backup storage failed: storing s3:\/\/nowhere\/hangar\/.*: the object storage is unreachable \(ECONNREFUSED\)/);
+      expect(b.state_reason).toMatch(
+        /^the backup storage failed: storing s3:\/\/nowhere\/hangar\/.*: the object storage is unreachable \(ECONNREFUSED\)/,
+      );
       expect((await alice.get('/v2/instances/cache/')).body.data.state).toBe('ACTIVE');
     } finally {
       await th.close();
@@ -551,7 +643,11 @@ describe('backups that fail', () => {
       const id = (await alice.post('/v2/instances/cache/backups/')).body.data.id as string;
       // as a replica that died while storing it leaves it: RUNNING under its name, a partial object
       const row = await th.hangar.store.db.selectFrom('backups').select('storage_key').where('id', '=', id).executeTakeFirstOrThrow();
-      await th.hangar.store.db.updateTable('backups').set({ state: 'RUNNING', lease_owner: 'gone:1', lease_expires_at: Date.now() + 60_000 }).where('id', '=', id).execute();
+      await th.hangar.store.db
+        .updateTable('backups')
+        .set({ state: 'RUNNING', lease_owner: 'gone:1', lease_expires_at: Date.now() + 60_000 })
+        .where('id', '=', id)
+        .execute();
       const partial = join(th.config.dataDir, 'backups', `${row.storage_key}.partial`);
       mkdirSync(join(partial, '..'), { recursive: true });
       writeFileSync(partial, 'half');
@@ -581,7 +677,9 @@ describe('schedules and retention (a test clock)', () => {
   const scheduled = async () => ((await alice.get('/v2/instances/cache/backups/')).body.data as Backup[]).filter((b) => b.scheduled);
 
   it('fires every N hours, once per due run, keeps the last K; the schedule survives a restart', async () => {
-    const set = await alice.request('PUT', '/v2/instances/cache/backup-policy/', { body: { schedule: 'every', every_hours: 6, keep_last: 2 } });
+    const set = await alice.request('PUT', '/v2/instances/cache/backup-policy/', {
+      body: { schedule: 'every', every_hours: 6, keep_last: 2 },
+    });
     expect(set.status).toBe(200);
     // the schedule counts from when it was set (the API's clock); move the test clock past it
     const next = Date.parse(`${set.body.data.next_run.replace(' ', 'T')}Z`);
@@ -598,7 +696,11 @@ describe('schedules and retention (a test clock)', () => {
       expect(fresh.length).toBe(1);
       await finished(alice, 'cache', fresh[0]!.id);
       // its operation, of its id, was asked by nobody
-      expect((await alice.get(`/v2/operations/${fresh[0]!.id}/`)).body.data).toMatchObject({ kind: 'backup', requested_by: null, detail: { scheduled: true } });
+      expect((await alice.get(`/v2/operations/${fresh[0]!.id}/`)).body.data).toMatchObject({
+        kind: 'backup',
+        requested_by: null,
+        detail: { scheduled: true },
+      });
       await th.hangar.backups.scheduler.tick();
       expect((await scheduled()).length).toBe(Math.min(i, 2));
     }
@@ -619,7 +721,9 @@ describe('schedules and retention (a test clock)', () => {
   });
 
   it('daily at HH:MM UTC, and retention by age prunes what is older than D days', async () => {
-    const set = await alice.request('PUT', '/v2/instances/cache/backup-policy/', { body: { schedule: 'daily', daily_at: '03:00', keep_days: 1 } });
+    const set = await alice.request('PUT', '/v2/instances/cache/backup-policy/', {
+      body: { schedule: 'daily', daily_at: '03:00', keep_days: 1 },
+    });
     expect(set.body.data.next_run).toMatch(/ 03:00:00$/);
     for (const b of await scheduled()) await finished(alice, 'cache', b.id);
     const before = (await alice.get('/v2/instances/cache/backups/')).body.data as Backup[];
@@ -664,7 +768,12 @@ describe.runIf(POSTGRES_URL !== undefined)('two replicas on one PostgreSQL', () 
       const set = await alice.request('PUT', '/v2/instances/cache/backup-policy/', { body: { schedule: 'every', every_hours: 1 } });
       // next_run is shown to the second
       clock = Date.parse(`${set.body.data.next_run.replace(' ', 'T')}Z`) + 1000;
-      await Promise.all([a.hangar.backups.scheduler.tick(), b.hangar.backups.scheduler.tick(), a.hangar.backups.scheduler.tick(), b.hangar.backups.scheduler.tick()]);
+      await Promise.all([
+        a.hangar.backups.scheduler.tick(),
+        b.hangar.backups.scheduler.tick(),
+        a.hangar.backups.scheduler.tick(),
+        b.hangar.backups.scheduler.tick(),
+      ]);
       const list = (await alice.get('/v2/instances/cache/backups/')).body.data as Backup[];
       expect(list.length).toBe(1);
       expect(list[0]!.scheduled).toBe(true);
@@ -701,7 +810,11 @@ describe('key rotation', () => {
       const again = new Client(th.target, alice.auth);
       const dl = await again.get(`/v2/instances/docs/backups/${b.id}/download`);
       expect(dl.status).toBe(200);
-      expect(createHash('sha256').update(typeof dl.body === 'string' ? dl.body : JSON.stringify(dl.body)).digest('hex')).toBe(b.sha256);
+      expect(
+        createHash('sha256')
+          .update(typeof dl.body === 'string' ? dl.body : JSON.stringify(dl.body))
+          .digest('hex'),
+      ).toBe(b.sha256);
       const res = await again.post('/v2/instances/docs/restore/', { backup_id: b.id });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       const rec = await again.waitFor('docs', (r) => r?.state === 'ACTIVE');
@@ -725,12 +838,20 @@ describe('S3-compatible storage (s3rver, a stand-in for S3 started by the test)'
     server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3dir });
     const { port } = await server.run();
     const endpoint = `http://127.0.0.1:${port}`;
-    s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    s3 = new S3Client({
+      endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     th = await startTestHangar({
       env: {
-        HANGAR_BACKUP_S3_BUCKET: bucket, HANGAR_BACKUP_S3_ENDPOINT: endpoint, HANGAR_BACKUP_S3_PREFIX: 'team-a/',
-        HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'S3RVER', HANGAR_BACKUP_S3_SECRET_ACCESS_KEY: 'S3RVER',
+        HANGAR_BACKUP_S3_BUCKET: bucket,
+        HANGAR_BACKUP_S3_ENDPOINT: endpoint,
+        HANGAR_BACKUP_S3_PREFIX: 'team-a/',
+        HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'S3RVER',
+        HANGAR_BACKUP_S3_SECRET_ACCESS_KEY: 'S3RVER',
       },
     });
     alice = await th.signup();

@@ -134,14 +134,23 @@ describe('HangarClient', () => {
       await hangar.createAcl('day2', { cidr_mask: '198.51.100.0/24', description: 'office', expires_at });
       const { acls, etag } = await hangar.listAclsWithEtag('day2');
       expect(acls[0]!.expires_at).toBe(expires_at);
-      const replaced = await hangar.replaceAcls('day2', [{ cidr_mask: '198.51.100.0/24', description: 'office' }, { cidr_mask: '203.0.113.7', description: 'laptop' }], { ifMatch: etag });
+      const replaced = await hangar.replaceAcls(
+        'day2',
+        [
+          { cidr_mask: '198.51.100.0/24', description: 'office' },
+          { cidr_mask: '203.0.113.7', description: 'laptop' },
+        ],
+        { ifMatch: etag },
+      );
       expect(replaced.acls.map((a) => a.cidr_mask)).toEqual(['198.51.100.0/24', '203.0.113.7']);
       expect(replaced.etag).not.toBe(etag);
       expect(await failure(hangar.replaceAcls('day2', [], { ifMatch: etag }))).toMatchObject({ status: 412, code: 'PRECONDITION_FAILED' });
       expect(await hangar.checkAcl('day2', '198.51.100.9')).toMatchObject({ admitted: true, acl: { cidr_mask: '198.51.100.0/24' } });
       expect((await hangar.effectiveAcls('day2')).in_sync).toBe(true);
       th.runtime.connect(inst.id, '192.0.2.5');
-      expect(await hangar.deniedConnections('day2', { limit: 5 })).toEqual([{ source: '192.0.2.5', time: expect.any(String), listener: 'public' }]);
+      expect(await hangar.deniedConnections('day2', { limit: 5 })).toEqual([
+        { source: '192.0.2.5', time: expect.any(String), listener: 'public' },
+      ]);
     });
 
     it('redis, day two: users, password rotation, settings, slow log, stats', async () => {
@@ -169,7 +178,9 @@ describe('HangarClient', () => {
     it('MongoDB users: create, list, update, delete', async () => {
       const m = await hangar.createInstance(mongoBody('docs'));
       await hangar.waitUntilReady('docs');
-      expect(await hangar.createMongoUser(m.id, 'app', { username: 'u', password: 'password-1', roles: [{ role: 'readWrite', db: 'app' }] })).toContain('u');
+      expect(
+        await hangar.createMongoUser(m.id, 'app', { username: 'u', password: 'password-1', roles: [{ role: 'readWrite', db: 'app' }] }),
+      ).toContain('u');
       expect(await hangar.listMongoUsers(m.id, 'app')).toEqual([{ name: 'u', roles: [{ role: 'readWrite', db: 'app' }] }]);
       expect(await hangar.updateMongoUser('docs', 'app', 'u', { roles: [{ role: 'read', db: 'app' }] })).toContain('updated');
       expect((await hangar.listMongoUsers(m.id, 'app'))[0]!.roles).toEqual([{ role: 'read', db: 'app' }]);
@@ -211,7 +222,9 @@ describe('HangarClient', () => {
     });
 
     it('no hangar at the address: status 0, NETWORK_ERROR', async () => {
-      const err = await failure(new HangarClient({ url: `http://127.0.0.1:${await closedPort()}`, login, password: PASSWORD }).listInstances());
+      const err = await failure(
+        new HangarClient({ url: `http://127.0.0.1:${await closedPort()}`, login, password: PASSWORD }).listInstances(),
+      );
       expect(err).toMatchObject({ status: 0, code: 'NETWORK_ERROR', message: expect.stringContaining('cannot reach hangar') });
     });
 
@@ -238,7 +251,9 @@ describe('HangarClient', () => {
               return;
             }
             const answer = head.startsWith('GET') ? '{"data":[]}' : '{"data":{"id":"x"}}';
-            socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\nconnection: keep-alive\r\n\r\n${answer}`);
+            socket.write(
+              `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\nconnection: keep-alive\r\n\r\n${answer}`,
+            );
           }
         });
       });
@@ -254,7 +269,12 @@ describe('HangarClient', () => {
         closedUnanswered = 0;
         const outcomes: string[] = [];
         for (let i = 0; i < 6 && closedUnanswered === 0; i++) {
-          outcomes.push(await client.createAcl('cache', { cidr_mask: '10.0.0.1', description: 'x' }).then(() => 'ok', (e: HangarApiError) => e.code));
+          outcomes.push(
+            await client.createAcl('cache', { cidr_mask: '10.0.0.1', description: 'x' }).then(
+              () => 'ok',
+              (e: HangarApiError) => e.code,
+            ),
+          );
         }
         expect(outcomes.at(-1)).toBe('NETWORK_ERROR');
         expect(seen).toEqual(outcomes.map(() => 'POST /v2/instances/cache/acls/'));
@@ -311,7 +331,9 @@ describe('HangarClient', () => {
       await hangar.resizeRedis('client-op', 1000, { onOperation: (id) => (resized = id) });
       const page = await hangar.listOperations({ instance: 'client-op', limit: 1 });
       expect(page.operations.map((o) => o.id)).toEqual([resized]);
-      expect((await hangar.listOperations({ instance: 'client-op', limit: 1, cursor: page.nextCursor! })).operations.map((o) => o.id)).toEqual([started]);
+      expect(
+        (await hangar.listOperations({ instance: 'client-op', limit: 1, cursor: page.nextCursor! })).operations.map((o) => o.id),
+      ).toEqual([started]);
       expect((await hangar.waitForOperation(resized!)).state).toBe('SUCCEEDED');
       const refused = await failure(hangar.cancelOperation(resized!));
       expect(refused).toMatchObject({ status: 409, code: 'OPERATION_NOT_CANCELLABLE' });
@@ -341,7 +363,11 @@ describe('HangarClient', () => {
       expect(await hangar.listWebhookDeliveries(w.id)).toEqual([]);
       await hangar.deleteWebhook(w.id);
       expect(await failure(hangar.getWebhook(w.id))).toMatchObject({ status: 404, code: 'WEBHOOK_NOT_FOUND' });
-      expect(await failure(hangar.createWebhook({ url: 'https://10.0.0.7/' }))).toMatchObject({ status: 400, code: 'TARGET_NOT_ALLOWED', field: 'url' });
+      expect(await failure(hangar.createWebhook({ url: 'https://10.0.0.7/' }))).toMatchObject({
+        status: 400,
+        code: 'TARGET_NOT_ALLOWED',
+        field: 'url',
+      });
     });
   });
 
@@ -349,14 +375,21 @@ describe('HangarClient', () => {
     it('takes, waits for, downloads and restores a backup, and sets a policy', async () => {
       await hangar.createInstance(mongoBody('bk', 'mongodb_replica_set'));
       const inst = await hangar.waitUntilReady('bk', { intervalMs: 20 });
-      const engine = th.hangar.zones.targets()[0]!.engines.require('mongodb') as unknown as { write(id: string, k: string, v: string): void; dataOf(id: string): Record<string, string> };
+      const engine = th.hangar.zones.targets()[0]!.engines.require('mongodb') as unknown as {
+        write(id: string, k: string, v: string): void;
+        dataOf(id: string): Record<string, string>;
+      };
       engine.write(inst.id, 'k', 'v1');
       let operation: string | undefined;
       const started = await hangar.createBackup('bk', { onOperation: (id) => (operation = id) });
       expect(started.state).toBe('PENDING');
       // the backup's operation has its id, and follows it to its end
       expect(operation).toBe(started.id);
-      expect(await hangar.waitForOperation(operation!)).toMatchObject({ kind: 'backup', state: 'SUCCEEDED', detail: { backup_id: started.id } });
+      expect(await hangar.waitForOperation(operation!)).toMatchObject({
+        kind: 'backup',
+        state: 'SUCCEEDED',
+        detail: { backup_id: started.id },
+      });
       const states: string[] = [];
       const done = await hangar.waitForBackup('bk', started.id, { intervalMs: 10, onPoll: (b) => states.push(b.state) });
       expect(done).toMatchObject({ id: started.id, state: 'COMPLETED', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
@@ -373,7 +406,11 @@ describe('HangarClient', () => {
       expect(await hangar.waitForOperation(restoring!)).toMatchObject({ kind: 'restore', state: 'SUCCEEDED' });
       await hangar.waitUntilReady('bk', { intervalMs: 20 });
       expect(engine.dataOf(inst.id)).toEqual({ k: 'v1' });
-      expect(await hangar.setBackupPolicy('bk', { schedule: 'every', every_hours: 12, keep_last: 3 })).toMatchObject({ schedule: 'every', every_hours: 12, keep_last: 3 });
+      expect(await hangar.setBackupPolicy('bk', { schedule: 'every', every_hours: 12, keep_last: 3 })).toMatchObject({
+        schedule: 'every',
+        every_hours: 12,
+        keep_last: 3,
+      });
       expect((await hangar.getBackupPolicy('bk')).keep_last).toBe(3);
       const missing = await failure(hangar.downloadBackup('bk', '6560a1f2c3d4e5f607182950'));
       expect(missing).toMatchObject({ status: 404, code: 'BACKUP_NOT_FOUND' });

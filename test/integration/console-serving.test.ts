@@ -49,10 +49,18 @@ describe('the web console, as served', () => {
     }
   });
 
-  it("sends a strict Content-Security-Policy with the page: everything from hangar, no inline code, no frames", async () => {
+  it('sends a strict Content-Security-Policy with the page: everything from hangar, no inline code, no frames', async () => {
     const res = await fetch(`${th.url}/`);
     const csp = res.headers.get('content-security-policy')!;
-    for (const d of ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"]) {
+    for (const d of [
+      "default-src 'self'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "connect-src 'self'",
+      "object-src 'none'",
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+    ]) {
       expect(csp).toContain(d);
     }
     expect(csp).not.toContain('unsafe-inline');
@@ -62,7 +70,10 @@ describe('the web console, as served', () => {
   });
 
   it('leaves the /v2 answers as they were: JSON, no console policy', async () => {
-    for (const res of [await fetch(`${th.url}/v2/instances/`, { headers: { 'x-auth-token': (alice.auth as { token: string }).token } }), await fetch(`${th.url}/v2/instances/`)]) {
+    for (const res of [
+      await fetch(`${th.url}/v2/instances/`, { headers: { 'x-auth-token': (alice.auth as { token: string }).token } }),
+      await fetch(`${th.url}/v2/instances/`),
+    ]) {
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
       expect(res.headers.get('content-security-policy')).toBeNull();
       expect(res.headers.get('x-frame-options')).toBeNull();

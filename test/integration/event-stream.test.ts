@@ -15,8 +15,10 @@ const token = (a: Account) => (a.auth as { token: string }).token;
 const open = (th: TestHangar, who: Account, query = '', headers: Record<string, string> = {}) =>
   SseReader.open(`${th.url}/v2/events/stream${query}`, { 'x-auth-token': token(who), ...headers });
 const idsOf = (ms: Message[]) => ms.filter((m) => m.id !== undefined).map((m) => m.id!);
-const succeeded = (name: string, kind = 'create') => (ms: Message[]) =>
-  ms.some((m) => m.event === 'operation.succeeded' && m.data.instance_name === name && m.data.data.kind === kind);
+const succeeded =
+  (name: string, kind = 'create') =>
+  (ms: Message[]) =>
+    ms.some((m) => m.event === 'operation.succeeded' && m.data.instance_name === name && m.data.data.kind === kind);
 
 describe.each(DIALECTS)('GET /v2/events/stream (%s)', (dialect) => {
   let th: TestHangar;
@@ -50,10 +52,21 @@ describe.each(DIALECTS)('GET /v2/events/stream (%s)', (dialect) => {
       expect(kinds).toContain('instance.created');
       expect(kinds.at(-1)).toBe('operation.succeeded');
       const states = mine.filter((m) => m.event === 'instance.state').map((m) => [m.data.data.from, m.data.data.to]);
-      expect(states).toEqual([['REQUESTED', 'BUILDING'], ['BUILDING', 'ACTIVE']]);
+      expect(states).toEqual([
+        ['REQUESTED', 'BUILDING'],
+        ['BUILDING', 'ACTIVE'],
+      ]);
       for (const m of mine) {
-        expect(m.data).toMatchObject({ id: m.id, kind: m.event, instance_name: 'live', instance_id: created.body.data._id.$oid, created: expect.any(String), date_created: { $date: expect.any(Number) } });
-        if (m.event!.startsWith('operation.')) expect(m.data).toMatchObject({ operation_id: opId, data: { id: opId, kind: 'create', last_event_id: m.id } });
+        expect(m.data).toMatchObject({
+          id: m.id,
+          kind: m.event,
+          instance_name: 'live',
+          instance_id: created.body.data._id.$oid,
+          created: expect.any(String),
+          date_created: { $date: expect.any(Number) },
+        });
+        if (m.event!.startsWith('operation.'))
+          expect(m.data).toMatchObject({ operation_id: opId, data: { id: opId, kind: 'create', last_event_id: m.id } });
       }
       expect(mine.at(-1)!.data.data).toMatchObject({ state: 'SUCCEEDED', progress: 100 });
     } finally {
@@ -94,7 +107,7 @@ describe.each(DIALECTS)('GET /v2/events/stream (%s)', (dialect) => {
     }
   });
 
-  it("200: an account sees its own events only; kinds and instance filter them", async () => {
+  it('200: an account sees its own events only; kinds and instance filter them', async () => {
     await alice.ready(redisBody('only-me'));
     const bobs = await open(th, bob);
     const ops = await open(th, alice, '?kinds=operation');
@@ -109,8 +122,13 @@ describe.each(DIALECTS)('GET /v2/events/stream (%s)', (dialect) => {
       await ops.until("alice's second resize", succeeded('not-me', 'resize'));
       expect(bobs.events.every((m) => m.data.instance_name === 'bobs')).toBe(true);
       expect(ops.events.every((m) => m.event!.startsWith('operation.'))).toBe(true);
-      await one.until('only-me ACTIVE on its new plan', (ms) => ms.some((m) => m.event === 'instance.state' && m.data.data.to === 'ACTIVE' && m.data.data.plan === 1000));
-      expect(one.events.map((m) => [m.event, m.data.instance_name, m.data.data.to])).toEqual([['instance.state', 'only-me', 'RESIZING'], ['instance.state', 'only-me', 'ACTIVE']]);
+      await one.until('only-me ACTIVE on its new plan', (ms) =>
+        ms.some((m) => m.event === 'instance.state' && m.data.data.to === 'ACTIVE' && m.data.data.plan === 1000),
+      );
+      expect(one.events.map((m) => [m.event, m.data.instance_name, m.data.data.to])).toEqual([
+        ['instance.state', 'only-me', 'RESIZING'],
+        ['instance.state', 'only-me', 'ACTIVE'],
+      ]);
     } finally {
       for (const s of [bobs, ops, one]) s.close();
     }
@@ -222,10 +240,14 @@ describe.each(DIALECTS)('GET /v2/events/stream (%s)', (dialect) => {
       await expect.poll(() => opened).toBe(1);
       const from = (await listEventsAfter(th.hangar.store.db, { afterId: 0, limit: 100_000 })).at(-1)?.id ?? 0;
       await alice.ready(redisBody('iter-1'));
-      await expect.poll(() => seen.some((e) => e.kind === 'operation.succeeded' && e.instance_name === 'iter-1'), { timeout: 15_000 }).toBe(true);
+      await expect
+        .poll(() => seen.some((e) => e.kind === 'operation.succeeded' && e.instance_name === 'iter-1'), { timeout: 15_000 })
+        .toBe(true);
       await th.restart();
       await alice.ready(redisBody('iter-2'));
-      await expect.poll(() => seen.some((e) => e.kind === 'operation.succeeded' && e.instance_name === 'iter-2'), { timeout: 30_000 }).toBe(true);
+      await expect
+        .poll(() => seen.some((e) => e.kind === 'operation.succeeded' && e.instance_name === 'iter-2'), { timeout: 30_000 })
+        .toBe(true);
       expect(opened).toBeGreaterThanOrEqual(2);
       const account = (await alice.get('/v2/whoami/')).body.data.account_id;
       const stored = await listEventsAfter(th.hangar.store.db, { afterId: from, accountId: account, limit: 100_000 });
@@ -278,8 +300,13 @@ describe.runIf(DIALECTS.includes('postgres'))('events across two replicas on one
     th = await startTestHangar({ dialect: 'postgres', listen: true });
     alice = await th.signup();
     const env: Record<string, string> = {
-      HANGAR_PORT: '0', HANGAR_DATA_DIR: th.config.dataDir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent',
-      HANGAR_HOST_ID: th.config.hostId, HANGAR_DATABASE_URL: th.config.databaseUrl!, HANGAR_REPLICA_ID: 'second-replica',
+      HANGAR_PORT: '0',
+      HANGAR_DATA_DIR: th.config.dataDir,
+      HANGAR_RUNTIME: 'emulated',
+      HANGAR_LOG_LEVEL: 'silent',
+      HANGAR_HOST_ID: th.config.hostId,
+      HANGAR_DATABASE_URL: th.config.databaseUrl!,
+      HANGAR_REPLICA_ID: 'second-replica',
     };
     other = await startHangar(loadConfig({}, env), undefined, { listen: true });
   });

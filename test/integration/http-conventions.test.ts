@@ -60,7 +60,9 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
       const json = { 'content-type': 'application/json' };
       expect((await raw('POST', '/v2/instances', { headers: json, body: JSON.stringify(redisBody('noslash')) })).status).toBe(200);
       expect((await raw('POST', '/v2/instances/noslash/rename', { headers: json, body: '{"name":"noslash-2"}' })).status).toBe(200);
-      expect((await raw('POST', '/v2/instances/noslash-2/acls', { headers: json, body: '{"cidr_mask":"192.0.2.9","description":"x"}' })).status).toBe(200);
+      expect(
+        (await raw('POST', '/v2/instances/noslash-2/acls', { headers: json, body: '{"cidr_mask":"192.0.2.9","description":"x"}' })).status,
+      ).toBe(200);
       await alice.waitFor('noslash-2', (r) => r?.state === 'ACTIVE');
       expect((await raw('POST', '/v2/redis/noslash-2/resize', { headers: json, body: '{"new_plan":1000}' })).status).toBe(200);
     });
@@ -68,7 +70,9 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     it('PATCH and DELETE of a user with the slash', async () => {
       const json = { 'content-type': 'application/json' };
       await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'slash', password: 'password-1', roles: [] });
-      expect((await raw('PATCH', `/v2/mongodb/${m.id}/databases/app/users/slash/`, { headers: json, body: '{"roles":[]}' })).status).toBe(200);
+      expect((await raw('PATCH', `/v2/mongodb/${m.id}/databases/app/users/slash/`, { headers: json, body: '{"roles":[]}' })).status).toBe(
+        200,
+      );
       expect((await raw('DELETE', `/v2/mongodb/${m.id}/databases/app/users/slash/`)).status).toBe(200);
     });
   });
@@ -81,7 +85,10 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     });
 
     it.each([[''], [' ']])('200: a JSON body with an empty Content-Type header (%j) is taken as one without', async (type) => {
-      const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': type }, body: JSON.stringify(redisBody(`empty-type-${type.length}`)) });
+      const res = await raw('POST', '/v2/instances/', {
+        headers: { 'content-type': type },
+        body: JSON.stringify(redisBody(`empty-type-${type.length}`)),
+      });
       expect(res.status, res.text).toBe(200);
       expect(res.json.data).toMatchObject({ name: `empty-type-${type.length}`, state: 'REQUESTED' });
       const invalid = await raw('POST', '/v2/instances/r/rename/', { headers: { 'content-type': type }, body: '{"name": ' });
@@ -95,14 +102,26 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     });
 
     it('200: Content-Type with a charset', async () => {
-      const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify(redisBody('charset')) });
+      const res = await raw('POST', '/v2/instances/', {
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+        body: JSON.stringify(redisBody('charset')),
+      });
       expect(res.status).toBe(200);
     });
 
     it.each([
       ['an instance', async () => (await alice.post('/v2/instances/', redisBody('empty-del'))) && '/v2/instances/empty-del/'],
-      ['an ACL', async () => `/v2/instances/r/acls/${(await alice.post('/v2/instances/r/acls/', { cidr_mask: '192.0.2.200', description: 'x' })).body.data}/`],
-      ['a user', async () => (await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'empty-del', password: 'password-1', roles: [] })) && `/v2/mongodb/${m.id}/databases/app/users/empty-del`],
+      [
+        'an ACL',
+        async () =>
+          `/v2/instances/r/acls/${(await alice.post('/v2/instances/r/acls/', { cidr_mask: '192.0.2.200', description: 'x' })).body.data}/`,
+      ],
+      [
+        'a user',
+        async () =>
+          (await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'empty-del', password: 'password-1', roles: [] })) &&
+          `/v2/mongodb/${m.id}/databases/app/users/empty-del`,
+      ],
     ])('200: DELETE of %s with Content-Type: application/json and an empty body (the python client)', async (_what, path) => {
       const res = await raw('DELETE', await path(), { headers: { 'content-type': 'application/json' }, body: '' });
       expect(res.status).toBe(200);
@@ -136,15 +155,18 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
       expect((await alice.get('/v2/instances/proto/')).status).toBe(404);
     });
 
-    it.each([['text/plain'], ['application/x-www-form-urlencoded'], ['multipart/form-data; boundary=x'], ['application/xml'], ['application/jsonx']])(
-      '415: a declared Content-Type %s, and nothing is created',
-      async (type) => {
-        const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': type }, body: JSON.stringify(redisBody('typed')) });
-        expect(res.status).toBe(415);
-        expectErrorBody(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
-        expect((await alice.get('/v2/instances/typed/')).status).toBe(404);
-      },
-    );
+    it.each([
+      ['text/plain'],
+      ['application/x-www-form-urlencoded'],
+      ['multipart/form-data; boundary=x'],
+      ['application/xml'],
+      ['application/jsonx'],
+    ])('415: a declared Content-Type %s, and nothing is created', async (type) => {
+      const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': type }, body: JSON.stringify(redisBody('typed')) });
+      expect(res.status).toBe(415);
+      expectErrorBody(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+      expect((await alice.get('/v2/instances/typed/')).status).toBe(404);
+    });
 
     it('413: a body over 64 KiB, and nothing is created', async () => {
       const body = JSON.stringify(redisBody('huge', { acls: [{ cidr_mask: '192.0.2.1', description: 'x'.repeat(65 * 1024) }] }));

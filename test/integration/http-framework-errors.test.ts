@@ -19,7 +19,11 @@ describe('errors outside the routes', () => {
   });
   afterAll(() => th.close());
 
-  const expectOwnError = (res: { status: number; headers: Record<string, unknown>; json: any; text: string }, status: number, code: string) => {
+  const expectOwnError = (
+    res: { status: number; headers: Record<string, unknown>; json: any; text: string },
+    status: number,
+    code: string,
+  ) => {
     expect({ status: res.status, body: res.json }).toEqual({ status, body: { message: expect.any(String), code } });
     expect(res.json.message.length).toBeGreaterThan(10);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
@@ -52,8 +56,14 @@ describe('errors outside the routes', () => {
       ['an unknown method', () => 'BREW /v2/instances/ HTTP/1.1\r\nHost: x\r\n\r\n'],
       ['a control character in a header value', () => get('X-Note: a\x01b\r\n')],
       ['a space in a header name', () => get('Bad Name: x\r\n')],
-      ['two different Content-Lengths', () => 'POST /v2/tokens/verify/ HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'],
-      ['Content-Length with Transfer-Encoding', () => 'POST /v2/tokens/verify/ HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+      [
+        'two different Content-Lengths',
+        () => 'POST /v2/tokens/verify/ HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}',
+      ],
+      [
+        'Content-Length with Transfer-Encoding',
+        () => 'POST /v2/tokens/verify/ HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      ],
       ['a version that is not HTTP/1.x', () => 'GET /v2/instances/ HTTP/7.1\r\nHost: x\r\n\r\n'],
     ])('400 BAD_REQUEST: %s', async (_what, request) => {
       expectOwnError(await sendRaw(th.url, request()), 400, 'BAD_REQUEST');
@@ -85,8 +95,15 @@ describe('errors outside the routes', () => {
   });
 
   it('400 INVALID_BODY: a body that is not UTF-8, and nothing is created', async () => {
-    const body = Buffer.concat([Buffer.from('{"name": "caf'), Buffer.from([0xe9]), Buffer.from('", "plan": 500, "service": "redis", "type": "redis_ha_instance", "version": "7.0.15", "zone": "US-Dallas"}')]);
-    const res = await rawRequest(th.url, 'POST', '/v2/instances/', { headers: { 'x-auth-token': token, 'content-type': 'application/json' }, body });
+    const body = Buffer.concat([
+      Buffer.from('{"name": "caf'),
+      Buffer.from([0xe9]),
+      Buffer.from('", "plan": 500, "service": "redis", "type": "redis_ha_instance", "version": "7.0.15", "zone": "US-Dallas"}'),
+    ]);
+    const res = await rawRequest(th.url, 'POST', '/v2/instances/', {
+      headers: { 'x-auth-token': token, 'content-type': 'application/json' },
+      body,
+    });
     expect(res.status).toBe(400);
     expect(res.json).toEqual({ message: 'the body is not valid UTF-8', code: 'INVALID_BODY' });
     expect((await alice.get('/v2/instances/')).body.data).toEqual([]);

@@ -71,7 +71,14 @@ describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
   });
 
   it('a PATCH repeated with its key is applied once', async () => {
-    const created = await alice.post('/v2/instances/', { ...redis('idem-users'), service: 'mongodb', type: 'mongodb_singledb', plan: 1, version: '3.4.2', zone: 'US-West' });
+    const created = await alice.post('/v2/instances/', {
+      ...redis('idem-users'),
+      service: 'mongodb',
+      type: 'mongodb_singledb',
+      plan: 1,
+      version: '3.4.2',
+      zone: 'US-West',
+    });
     const id = created.body.data.id as string;
     await alice.waitFor('idem-users', (r) => r?.state === 'ACTIVE');
     const users = `/v2/mongodb/${id}/databases/shop/users`;
@@ -113,7 +120,8 @@ describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
   });
 
   it('a replay is not a second change in the audit log', async () => {
-    const creates = async () => ((await alice.get('/v2/events/?limit=1000')).body.data as { action: string }[]).filter((e) => e.action === 'instance.create').length;
+    const creates = async () =>
+      ((await alice.get('/v2/events/?limit=1000')).body.data as { action: string }[]).filter((e) => e.action === 'instance.create').length;
     const before = await creates();
     await alice.post('/v2/instances/', redis('idem-audit'), key('k-audit'));
     await alice.post('/v2/instances/', redis('idem-audit'), key('k-audit'));

@@ -46,7 +46,15 @@ describe.each(DIALECTS)('instance delete and rename on %s', (dialect) => {
     it('takes its ACLs and users with it: a new instance of the same name starts empty', async () => {
       const old = await alice.ready(mongoBody('del-2', 'mongodb_singledb'));
       expect((await alice.post('/v2/instances/del-2/acls/', { cidr_mask: '10.0.0.1', description: 'x' })).status).toBe(200);
-      expect((await alice.post(`/v2/mongodb/${old.id}/databases/app/users`, { username: 'u1', password: 'password-1', roles: [{ role: 'read', db: 'app' }] })).status).toBe(200);
+      expect(
+        (
+          await alice.post(`/v2/mongodb/${old.id}/databases/app/users`, {
+            username: 'u1',
+            password: 'password-1',
+            roles: [{ role: 'read', db: 'app' }],
+          })
+        ).status,
+      ).toBe(200);
       expect((await alice.delete('/v2/instances/del-2/')).status).toBe(200);
       await alice.waitGone('del-2');
       const db = th.hangar.store.db;
@@ -88,7 +96,11 @@ describe.each(DIALECTS)('instance delete and rename on %s', (dialect) => {
     it('200: a string naming old and new name; the instance, its ACLs and users move with it', async () => {
       const inst = await alice.ready(mongoBody('ren-1', 'mongodb_singledb'));
       const aclId = (await alice.post('/v2/instances/ren-1/acls/', { cidr_mask: '10.0.0.1', description: 'x' })).body.data;
-      await alice.post(`/v2/mongodb/${inst.id}/databases/app/users`, { username: 'u1', password: 'password-1', roles: [{ role: 'read', db: 'app' }] });
+      await alice.post(`/v2/mongodb/${inst.id}/databases/app/users`, {
+        username: 'u1',
+        password: 'password-1',
+        roles: [{ role: 'read', db: 'app' }],
+      });
 
       const res = await alice.post('/v2/instances/ren-1/rename/', { name: 'ren-2' });
       expect(res.status).toBe(200);
@@ -96,7 +108,13 @@ describe.each(DIALECTS)('instance delete and rename on %s', (dialect) => {
 
       expect((await alice.get('/v2/instances/ren-1/')).status).toBe(404);
       const moved = await alice.waitFor('ren-2', (r) => r?.state === 'ACTIVE');
-      expect(moved).toMatchObject({ id: inst.id, name: 'ren-2', connect_string: inst.connect_string, api_key: inst.api_key, created: inst.created });
+      expect(moved).toMatchObject({
+        id: inst.id,
+        name: 'ren-2',
+        connect_string: inst.connect_string,
+        api_key: inst.api_key,
+        created: inst.created,
+      });
       const acls = (await alice.get('/v2/instances/ren-2/acls/')).body.data;
       expect(acls).toHaveLength(1);
       expect(acls[0]).toMatchObject({ _id: { $oid: aclId }, instance: 'ren-2' });

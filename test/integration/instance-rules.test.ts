@@ -64,12 +64,15 @@ describe.each(DIALECTS)('instance create rules on %s', (dialect) => {
       elasticsearch: { plan: 1, type: 'mongodb_singledb', zone: 'US-West', version: '7.0.15' },
     } as const;
     describe.each(['redis', 'mongodb', 'elasticsearch'] as const)('%s', (service) => {
-      it.each(['plan', 'type', 'zone', 'version'] as const)('a %s outside the list of the service, naming the allowed values', async (field) => {
-        const body = await expect400({ ...BODY_OF[service]('x'), [field]: wrong[service][field] }, field);
-        expect(body.allowed).toEqual(allowed[service][field]);
-        expect(body.message).toContain(allowed[service][field].join(', '));
-        expect(body.message).toContain(service);
-      });
+      it.each(['plan', 'type', 'zone', 'version'] as const)(
+        'a %s outside the list of the service, naming the allowed values',
+        async (field) => {
+          const body = await expect400({ ...BODY_OF[service]('x'), [field]: wrong[service][field] }, field);
+          expect(body.allowed).toEqual(allowed[service][field]);
+          expect(body.message).toContain(allowed[service][field].join(', '));
+          expect(body.message).toContain(service);
+        },
+      );
     });
 
     it.each([['rocksdb'], ['WiredTiger']])('storage_engine %j on mongodb', async (engine) => {
@@ -82,10 +85,13 @@ describe.each(DIALECTS)('instance create rules on %s', (dialect) => {
       expect(body.message).toContain('mongodb');
     });
 
-    it.each([[''], ['x'.repeat(65)], ['a.b'], ['a b'], ['a/b'], ['é'], ['a:b'], ['name\n']])('a name %j outside 1-64 of letters, digits, "-", "_"', async (name) => {
-      const body = await expect400(redisBody(name), 'name');
-      expect(body.message).toContain('1 to 64');
-    });
+    it.each([[''], ['x'.repeat(65)], ['a.b'], ['a b'], ['a/b'], ['é'], ['a:b'], ['name\n']])(
+      'a name %j outside 1-64 of letters, digits, "-", "_"',
+      async (name) => {
+        const body = await expect400(redisBody(name), 'name');
+        expect(body.message).toContain('1 to 64');
+      },
+    );
 
     it.each(['name', 'plan', 'service', 'type', 'version', 'zone'])('a missing %s', async (field) => {
       const body: Record<string, unknown> = redisBody('x');
@@ -129,7 +135,15 @@ describe.each(DIALECTS)('instance create rules on %s', (dialect) => {
     });
 
     it('the same range twice in the ACLs of the create body', async () => {
-      const body = await expect400(redisBody('x', { acls: [{ cidr_mask: '10.0.0.1', description: 'a' }, { cidr_mask: '10.0.0.1/32', description: 'b' }] }), 'acls');
+      const body = await expect400(
+        redisBody('x', {
+          acls: [
+            { cidr_mask: '10.0.0.1', description: 'a' },
+            { cidr_mask: '10.0.0.1/32', description: 'b' },
+          ],
+        }),
+        'acls',
+      );
       expect(body.message).toContain('10.0.0.1');
     });
 

@@ -12,8 +12,18 @@ const RECORD_KEYS = {
   elasticsearch: [...COMMON, 'connection_strings', 'encrypted', 'settings'].sort(),
 };
 /** Fields the creation record (spec 2.3) adds to the instance record. */
-const CREATION_EXTRA = (service: string) =>
-  ['_id', 'ansible_group', 'build_id', 'dtcreated', `${service}_version`, 'instance_name_prior', 'instance_service', 'instance_type', 'login', 'login_prior'];
+const CREATION_EXTRA = (service: string) => [
+  '_id',
+  'ansible_group',
+  'build_id',
+  'dtcreated',
+  `${service}_version`,
+  'instance_name_prior',
+  'instance_service',
+  'instance_type',
+  'login',
+  'login_prior',
+];
 
 const HOST_PORT = /^127\.0\.0\.1:(\d+)$/;
 const portOf = (s: string): number => Number(/:(\d+)$/.exec(s)![1]);
@@ -110,7 +120,13 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
       const rec = res.body.data;
       const keys = type === 'mongodb_sharded' ? RECORD_KEYS.mongodb_sharded : RECORD_KEYS.mongodb;
       expect(keysOf(rec)).toEqual([...keys, ...CREATION_EXTRA('mongodb')].sort());
-      expect(rec).toMatchObject({ mongodb_version: '3.4.2', instance_service: 'mongodb', instance_type: type, state: 'REQUESTED', login: alice.login });
+      expect(rec).toMatchObject({
+        mongodb_version: '3.4.2',
+        instance_service: 'mongodb',
+        instance_type: type,
+        state: 'REQUESTED',
+        login: alice.login,
+      });
       const entries = rec.connect_string.split(',');
       expect(entries).toHaveLength(hosts);
       for (const e of entries) expect(e).toMatch(HOST_PORT);
@@ -126,7 +142,13 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
       expect(res.status).toBe(200);
       const rec = res.body.data;
       expect(keysOf(rec)).toEqual([...RECORD_KEYS.elasticsearch, ...CREATION_EXTRA('elasticsearch')].sort());
-      expect(rec).toMatchObject({ elasticsearch_version: '6.4.1', instance_service: 'elasticsearch', state: 'REQUESTED', encrypted: false, settings: {} });
+      expect(rec).toMatchObject({
+        elasticsearch_version: '6.4.1',
+        instance_service: 'elasticsearch',
+        state: 'REQUESTED',
+        encrypted: false,
+        settings: {},
+      });
     });
 
     it('the worker, not the request, takes the instance through BUILDING to ACTIVE', async () => {
@@ -156,11 +178,17 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
     });
 
     it.each(['mmapv1', 'wiredtiger'])('200: storage_engine %s on mongodb', async (engine) => {
-      expect((await alice.post('/v2/instances/', mongoBody(`se-${engine}`, 'mongodb_singledb', { storage_engine: engine }))).status).toBe(200);
+      expect((await alice.post('/v2/instances/', mongoBody(`se-${engine}`, 'mongodb_singledb', { storage_engine: engine }))).status).toBe(
+        200,
+      );
     });
 
     it('200: ACLs given in the create body are recorded, normalised, with the instance', async () => {
-      const acls3 = [{ cidr_mask: '10.1.2.3/8', description: 'office' }, { cidr_mask: '192.0.2.7', description: 'ci' }, { cidr_mask: '192.0.2.8/32', description: 'vpn' }];
+      const acls3 = [
+        { cidr_mask: '10.1.2.3/8', description: 'office' },
+        { cidr_mask: '192.0.2.7', description: 'ci' },
+        { cidr_mask: '192.0.2.8/32', description: 'vpn' },
+      ];
       const res = await alice.post('/v2/instances/', redisBody('with-acls', { acls: acls3 }));
       expect(res.status).toBe(200);
       const acls = await alice.get('/v2/instances/with-acls/acls/');
@@ -185,7 +213,6 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
       expect((await alice.get('/v2/instances/CASE/')).status).toBe(404);
     });
 
-
     describe('409', () => {
       it('a name taken in the account; the same name in another account is fine', async () => {
         expect((await alice.post('/v2/instances/', redisBody('dup'))).status).toBe(200);
@@ -197,7 +224,10 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
       });
 
       it('two creates of one name at once: one wins, the other is a 409', async () => {
-        const [a, b] = await Promise.all([alice.post('/v2/instances/', redisBody('race')), alice.post('/v2/instances/', redisBody('race'))]);
+        const [a, b] = await Promise.all([
+          alice.post('/v2/instances/', redisBody('race')),
+          alice.post('/v2/instances/', redisBody('race')),
+        ]);
         expect([a.status, b.status].sort()).toEqual([200, 409]);
         const list = await alice.get('/v2/instances/');
         expect(list.body.data.filter((r: any) => r.name === 'race')).toHaveLength(1);
@@ -220,12 +250,15 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
       for (const k of RECORD_KEYS.redis) if (k !== 'state') expect(rec[k]).toEqual(created[k]);
     });
 
-    it.each<MongoType>(['mongodb_replica_set', 'mongodb_jumbo_replica_set', 'mongodb_singledb', 'mongodb_sharded'])('200: a %s record carries state, ACTIVE when ready', async (type) => {
-      await alice.post('/v2/instances/', mongoBody(`get-${type}`, type));
-      const rec = await alice.waitFor(`get-${type}`, (r) => r?.state === 'ACTIVE');
-      expect(keysOf(rec)).toEqual(type === 'mongodb_sharded' ? RECORD_KEYS.mongodb_sharded : RECORD_KEYS.mongodb);
-      expect(rec).toMatchObject({ service: 'mongodb', type, plan: 1, version: '3.4.2', zone: 'US-West', caster: null });
-    });
+    it.each<MongoType>(['mongodb_replica_set', 'mongodb_jumbo_replica_set', 'mongodb_singledb', 'mongodb_sharded'])(
+      '200: a %s record carries state, ACTIVE when ready',
+      async (type) => {
+        await alice.post('/v2/instances/', mongoBody(`get-${type}`, type));
+        const rec = await alice.waitFor(`get-${type}`, (r) => r?.state === 'ACTIVE');
+        expect(keysOf(rec)).toEqual(type === 'mongodb_sharded' ? RECORD_KEYS.mongodb_sharded : RECORD_KEYS.mongodb);
+        expect(rec).toMatchObject({ service: 'mongodb', type, plan: 1, version: '3.4.2', zone: 'US-West', caster: null });
+      },
+    );
 
     it('200: an elasticsearch record, COMPLETED when ready, with connection_strings as spec 2.2', async () => {
       await alice.post('/v2/instances/', esBody('get-es', { plan: 8 }));

@@ -50,7 +50,11 @@ const MONGO: Endpoint[] = [
   { method: 'POST', path: '/v2/mongodb/{inst}/databases/app/users', body: { username: 'intruder', password: 'password-9', roles: [] } },
 ];
 const USER: Endpoint[] = [
-  { method: 'PATCH', path: '/v2/mongodb/{inst}/databases/app/users/{user}', body: { password: 'password-9', roles: [{ role: 'dbOwner', db: 'app' }] } },
+  {
+    method: 'PATCH',
+    path: '/v2/mongodb/{inst}/databases/app/users/{user}',
+    body: { password: 'password-9', roles: [{ role: 'dbOwner', db: 'app' }] },
+  },
   { method: 'DELETE', path: '/v2/mongodb/{inst}/databases/app/users/{user}' },
 ];
 
@@ -67,7 +71,11 @@ const INVALID_BODIES: Endpoint[] = [
   { method: 'POST', path: '/v2/instances/{inst}/acls/', body: '{"cidr_mask": ' },
   { method: 'POST', path: '/v2/redis/{inst}/resize/', body: { new_plan: 'big' } },
   { method: 'POST', path: '/v2/redis/{inst}/resize/', body: { new_plan: 700 } },
-  { method: 'POST', path: '/v2/mongodb/{inst}/databases/app/users', body: { username: 'intruder', password: 'password-9', roles: [{ role: 'not-a-role', db: 'app' }] } },
+  {
+    method: 'POST',
+    path: '/v2/mongodb/{inst}/databases/app/users',
+    body: { username: 'intruder', password: 'password-9', roles: [{ role: 'not-a-role', db: 'app' }] },
+  },
   { method: 'POST', path: '/v2/mongodb/{inst}/databases/app/users', body: { username: 'intruder', password: 'short', roles: [] } },
   { method: 'POST', path: '/v2/mongodb/{inst}/databases/app/users', body: { username: 'intruder' } },
   { method: 'PATCH', path: '/v2/mongodb/{inst}/databases/app/users/{user}', body: { roles: 'all' } },
@@ -107,7 +115,11 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
     a.es = await alice.ready(esBody('a-es'));
     aclId = (await alice.post('/v2/instances/a-redis/acls/', { cidr_mask: '203.0.113.7', description: 'alice office' })).body.data;
     await alice.post('/v2/instances/a-mongo/acls/', { cidr_mask: '203.0.113.8', description: 'alice office' });
-    await alice.post(`/v2/mongodb/${a.mongo.id}/databases/app/users`, { username: 'a-user', password: 'alice-password', roles: [{ role: 'read', db: 'app' }] });
+    await alice.post(`/v2/mongodb/${a.mongo.id}/databases/app/users`, {
+      username: 'a-user',
+      password: 'alice-password',
+      roles: [{ role: 'read', db: 'app' }],
+    });
     await bob.ready(redisBody('b-redis'));
     await bob.ready(mongoBody('b-mongo'));
     backupId = (await alice.post('/v2/instances/a-redis/backups/')).body.data.id;
@@ -142,25 +154,53 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
     const redis = refs('redis', 'a-redis');
     const mongo = refs('mongo', 'a-mongo');
     const es = refs('es', 'a-es');
-    for (const e of INSTANCE) for (const [l, v, g] of [...redis, ...mongo, ...es]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
-    for (const e of REDIS) for (const [l, v, g] of [...redis, ...mongo]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
-    for (const e of BACKUPS) for (const [l, v, g] of [...redis, ...mongo]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
+    for (const e of INSTANCE)
+      for (const [l, v, g] of [...redis, ...mongo, ...es]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
+    for (const e of REDIS)
+      for (const [l, v, g] of [...redis, ...mongo]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
+    for (const e of BACKUPS)
+      for (const [l, v, g] of [...redis, ...mongo]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
     for (const e of BACKUP) {
-      for (const [l, v, g] of redis) out.push([`${e.method} ${e.path}: alice's backup on ${l}`, e, { inst: v!, backup: '@backup' }, { inst: g!, backup: GHOST_ID }]);
-      out.push([`${e.method} ${e.path}: alice's backup through bob's own instance`, e, { inst: 'b-redis', backup: '@backup' }, { inst: 'b-redis', backup: GHOST_ID }]);
+      for (const [l, v, g] of redis)
+        out.push([`${e.method} ${e.path}: alice's backup on ${l}`, e, { inst: v!, backup: '@backup' }, { inst: g!, backup: GHOST_ID }]);
+      out.push([
+        `${e.method} ${e.path}: alice's backup through bob's own instance`,
+        e,
+        { inst: 'b-redis', backup: '@backup' },
+        { inst: 'b-redis', backup: GHOST_ID },
+      ]);
     }
     for (const e of INVALID_BODIES) {
       const targets = e.path.startsWith('/v2/redis/') ? redis : e.path.startsWith('/v2/mongodb/') ? mongo : [...redis, ...mongo];
-      for (const [l, v, g] of targets) out.push([`${e.method} ${e.path} with the body ${JSON.stringify(e.body)} on ${l}`, e, { inst: v!, user: 'a-user' }, { inst: g!, user: 'a-user' }]);
+      for (const [l, v, g] of targets)
+        out.push([
+          `${e.method} ${e.path} with the body ${JSON.stringify(e.body)} on ${l}`,
+          e,
+          { inst: v!, user: 'a-user' },
+          { inst: g!, user: 'a-user' },
+        ]);
     }
-    for (const e of MONGO) for (const [l, v, g] of [...mongo, ...redis]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
+    for (const e of MONGO)
+      for (const [l, v, g] of [...mongo, ...redis]) out.push([`${e.method} ${e.path} on ${l}`, e, { inst: v! }, { inst: g! }]);
     for (const e of ACL) {
-      for (const [l, v, g] of redis) out.push([`${e.method} ${e.path}: alice's ACL on ${l}`, e, { inst: v!, acl: '@acl' }, { inst: g!, acl: GHOST_ID }]);
-      out.push([`${e.method} ${e.path}: alice's ACL through bob's own instance`, e, { inst: 'b-redis', acl: '@acl' }, { inst: 'b-redis', acl: GHOST_ID }]);
+      for (const [l, v, g] of redis)
+        out.push([`${e.method} ${e.path}: alice's ACL on ${l}`, e, { inst: v!, acl: '@acl' }, { inst: g!, acl: GHOST_ID }]);
+      out.push([
+        `${e.method} ${e.path}: alice's ACL through bob's own instance`,
+        e,
+        { inst: 'b-redis', acl: '@acl' },
+        { inst: 'b-redis', acl: GHOST_ID },
+      ]);
     }
     for (const e of USER) {
-      for (const [l, v, g] of mongo) out.push([`${e.method} ${e.path}: alice's user on ${l}`, e, { inst: v!, user: 'a-user' }, { inst: g!, user: 'ghost-user' }]);
-      out.push([`${e.method} ${e.path}: alice's user through bob's own instance`, e, { inst: 'b-mongo', user: 'a-user' }, { inst: 'b-mongo', user: 'ghost-user' }]);
+      for (const [l, v, g] of mongo)
+        out.push([`${e.method} ${e.path}: alice's user on ${l}`, e, { inst: v!, user: 'a-user' }, { inst: g!, user: 'ghost-user' }]);
+      out.push([
+        `${e.method} ${e.path}: alice's user through bob's own instance`,
+        e,
+        { inst: 'b-mongo', user: 'a-user' },
+        { inst: 'b-mongo', user: 'ghost-user' },
+      ]);
     }
     return out;
   };
@@ -174,14 +214,28 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
 
   /** Whatever of alice's a body must not show (names sent by bob himself excepted). */
   const secretsOf = (sent: Record<string, string>) =>
-    [alice.login, a.redis.id, a.mongo.id, a.es.id, backupId, a.redis.password, a.redis.api_key, a.mongo.api_key, a.es.api_key, aclId, '203.0.113.7', 'alice office', 'a-user', String(Number(/:(\d+)$/.exec(a.redis.connect_string)![1]))]
-      .filter((s) => !Object.values(sent).includes(s));
+    [
+      alice.login,
+      a.redis.id,
+      a.mongo.id,
+      a.es.id,
+      backupId,
+      a.redis.password,
+      a.redis.api_key,
+      a.mongo.api_key,
+      a.es.api_key,
+      aclId,
+      '203.0.113.7',
+      'alice office',
+      'a-user',
+      String(Number(/:(\d+)$/.exec(a.redis.connect_string)![1])),
+    ].filter((s) => !Object.values(sent).includes(s));
 
   for (const auth of ['token', 'basic'] as const) {
     describe(`bob with ${auth === 'token' ? 'X-Auth-Token' : 'HTTP Basic'}`, () => {
       const client = () => (auth === 'token' ? bob : new Client(th.target, { basic: [bob.login, bob.password] }));
 
-      it('sees none of alice\'s instances in his list', async () => {
+      it("sees none of alice's instances in his list", async () => {
         const res = await client().get('/v2/instances/');
         expect(res.body.data.map((r: any) => r.name)).toEqual(['b-redis', 'b-mongo']);
       });
@@ -189,7 +243,8 @@ describe.each(DIALECTS)('isolation between accounts on %s', (dialect) => {
       it.each(cases().map((c) => [c[0], c] as const))('%s: the 404 of a missing one', async (_label, [, e, mineRefs, ghost]) => {
         const mine = resolve(mineRefs);
         const c = client();
-        const body = (b: unknown) => (b === undefined ? {} : typeof b === 'string' ? { rawBody: b, headers: { 'content-type': 'application/json' } } : { body: b });
+        const body = (b: unknown) =>
+          b === undefined ? {} : typeof b === 'string' ? { rawBody: b, headers: { 'content-type': 'application/json' } } : { body: b };
         const real = await c.request(e.method, fill(e.path, mine), body(e.body));
         const none = await c.request(e.method, fill(e.path, ghost), body(e.body));
         expect(none.status).toBe(404);

@@ -88,7 +88,11 @@ describe.each(DIALECTS)('API keys of the caller on %s', (dialect) => {
       expect((await new Client(th.target, { basic: [key.user_key, key.pass_key] }).get('/v2/tokens/')).status).toBe(401);
       expect((await alice.get('/v2/keys/')).body.data.map((k: any) => k.id)).not.toContain(key.id);
       const events = (await alice.get('/v2/events/?limit=20')).body.data;
-      expect(events.find((e: any) => e.action === 'key.delete')).toMatchObject({ target: `key:${key.id}`, outcome: 'success', status: 200 });
+      expect(events.find((e: any) => e.action === 'key.delete')).toMatchObject({
+        target: `key:${key.id}`,
+        outcome: 'success',
+        status: 200,
+      });
       expect(events.some((e: any) => e.action === 'key.create')).toBe(true);
     });
 

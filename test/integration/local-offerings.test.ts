@@ -18,12 +18,19 @@ describe('create on the local runtime, from the engines found', () => {
 
   beforeAll(async () => {
     bin = mkdtempSync(join(tmpdir(), 'hangar-standins-'));
-    for (const [name, line] of [['mongod', 'db version v7.0.2'], ['mongos', 'mongos version v7.0.2']]) {
+    for (const [name, line] of [
+      ['mongod', 'db version v7.0.2'],
+      ['mongos', 'mongos version v7.0.2'],
+    ]) {
       writeFileSync(join(bin, name!), `#!/bin/sh\nprintf '%s\\n' '${line}'\n`);
       chmodSync(join(bin, name!), 0o755);
     }
-    withMongo = await startTestHangar({ env: { HANGAR_RUNTIME: 'local', HANGAR_MONGOD_BIN: join(bin, 'mongod'), HANGAR_MONGOS_BIN: join(bin, 'mongos') } });
-    without = await startTestHangar({ env: { HANGAR_RUNTIME: 'local', HANGAR_MONGOD_BIN: join(bin, 'no-mongod'), HANGAR_ELASTICSEARCH_BIN: join(bin, 'no-elasticsearch') } });
+    withMongo = await startTestHangar({
+      env: { HANGAR_RUNTIME: 'local', HANGAR_MONGOD_BIN: join(bin, 'mongod'), HANGAR_MONGOS_BIN: join(bin, 'mongos') },
+    });
+    without = await startTestHangar({
+      env: { HANGAR_RUNTIME: 'local', HANGAR_MONGOD_BIN: join(bin, 'no-mongod'), HANGAR_ELASTICSEARCH_BIN: join(bin, 'no-elasticsearch') },
+    });
     alice = await withMongo.signup();
     bob = await without.signup();
   });

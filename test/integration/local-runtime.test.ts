@@ -39,7 +39,10 @@ function recorder(): StepContext & { steps: string[] } {
 const offering = engines.offerings().redis;
 /** Real paths of redis-server and haproxy: what the runtime's processes run. */
 const programs = new Set((offering.engines ?? []).map((e) => realpathSync(e.path)));
-const enginesOf = (id: string) => findProcesses(unitMarker(join(dataDir, 'instances', id)), programs).map((p) => p.pid).sort();
+const enginesOf = (id: string) =>
+  findProcesses(unitMarker(join(dataDir, 'instances', id)), programs)
+    .map((p) => p.pid)
+    .sort();
 
 const available = (() => {
   if (offering.available) return true;
@@ -69,7 +72,8 @@ describe.runIf(available)('LocalRuntime with the Redis engine', () => {
     return out;
   }
 
-  const client = (s: InstanceSpec, localAddress: string) => probeRedis({ host: '127.0.0.1', port: s.ports.public!, localAddress }, s.password!);
+  const client = (s: InstanceSpec, localAddress: string) =>
+    probeRedis({ host: '127.0.0.1', port: s.ports.public!, localAddress }, s.password!);
 
   beforeAll(async () => {
     redis = engines.require('redis');

@@ -35,7 +35,14 @@ describe('request logs', () => {
     });
     const config = loadConfig(
       {},
-      { HANGAR_PORT: '0', HANGAR_DATA_DIR: dataDir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'trace', HANGAR_HOST_ID: `logs-${process.pid}`, HANGAR_DRAIN_PERIOD: '0' },
+      {
+        HANGAR_PORT: '0',
+        HANGAR_DATA_DIR: dataDir,
+        HANGAR_RUNTIME: 'emulated',
+        HANGAR_LOG_LEVEL: 'trace',
+        HANGAR_HOST_ID: `logs-${process.pid}`,
+        HANGAR_DRAIN_PERIOD: '0',
+      },
     );
     // The server's own logger (its redaction included), writing to the test's stream.
     hangar = await startHangar(config, createLogger(config, sink));
@@ -53,7 +60,14 @@ describe('request logs', () => {
     expect(res.headers.get('x-request-id')).toBe('trace-me-123');
     await new Promise((r) => setTimeout(r, 50));
     const line = requestLines().find((l) => l.request_id === 'trace-me-123');
-    expect(line).toMatchObject({ method: 'GET', url: '/v2/instances/', route: '/v2/instances/', status: 200, account: LOGIN, duration_ms: expect.any(Number) });
+    expect(line).toMatchObject({
+      method: 'GET',
+      url: '/v2/instances/',
+      route: '/v2/instances/',
+      status: 200,
+      account: LOGIN,
+      duration_ms: expect.any(Number),
+    });
     expect(requestLines().filter((l) => l.request_id === 'trace-me-123')).toHaveLength(1);
   });
 
@@ -85,7 +99,10 @@ describe('request logs', () => {
     expect((await me.post(users, { username: 'u', password: USER_PASSWORD, roles: [] })).status).toBe(200);
     expect((await me.patch(`${users}/u`, { password: NEW_USER_PASSWORD })).status).toBe(200);
     // A body the server refuses is not logged either.
-    await me.request('POST', users, { rawBody: `{"username": "v", "password": "${USER_PASSWORD}", "roles": [`, headers: { 'content-type': 'application/json' } });
+    await me.request('POST', users, {
+      rawBody: `{"username": "v", "password": "${USER_PASSWORD}", "roles": [`,
+      headers: { 'content-type': 'application/json' },
+    });
     await me.delete('/v2/tokens/');
     await new Promise((res) => setTimeout(res, 100));
 

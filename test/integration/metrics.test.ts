@@ -33,7 +33,8 @@ describe('/metrics', () => {
   };
   const value = (m: Map<string, number>, name: string, labels: Record<string, string> = {}) => m.get(series(name, labels)) ?? 0;
   const instances = (m: Map<string, number>, state: string) => value(m, 'hangar_instances', { service: 'redis', state });
-  const passes = (m: Map<string, number>, kind: string, outcome = 'ok') => value(m, 'hangar_reconcile_duration_seconds_count', { kind, outcome });
+  const passes = (m: Map<string, number>, kind: string, outcome = 'ok') =>
+    value(m, 'hangar_reconcile_duration_seconds_count', { kind, outcome });
 
   beforeAll(async () => {
     // One worker, so that passes queue up behind a held one.
@@ -91,12 +92,16 @@ describe('/metrics', () => {
     expect(instances(deleted, 'DELETING')).toBe(0);
     expect(passes(deleted, 'delete')).toBeGreaterThanOrEqual(2);
     expect(value(deleted, 'hangar_engine_processes_up')).toBe(1);
-    expect(value(deleted, 'hangar_http_requests_total', { method: 'DELETE', route: '/v2/instances/:instance_name/', status: '200' })).toBe(2);
+    expect(value(deleted, 'hangar_http_requests_total', { method: 'DELETE', route: '/v2/instances/:instance_name/', status: '200' })).toBe(
+      2,
+    );
   });
 
   it('counts failures: error statuses by route, unknown routes, and builds that fail', async () => {
-    const notFound = (m: Map<string, number>) => value(m, 'hangar_http_requests_total', { method: 'GET', route: '/v2/instances/:instance_name/', status: '404' });
-    const unmatched = (m: Map<string, number>) => value(m, 'hangar_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' });
+    const notFound = (m: Map<string, number>) =>
+      value(m, 'hangar_http_requests_total', { method: 'GET', route: '/v2/instances/:instance_name/', status: '404' });
+    const unmatched = (m: Map<string, number>) =>
+      value(m, 'hangar_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' });
     const before = await scrape();
     await alice.get('/v2/instances/nope/');
     await alice.get('/v2/no-such-thing');

@@ -28,18 +28,30 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
   });
   afterAll(() => th.close());
 
-  const add = (who: Account, inst: string, username: string, roles: unknown = [{ role: 'readWrite', db: 'app' }], db = 'app', password = 'password-1') =>
-    who.post(users(inst, db), { username, password, roles });
+  const add = (
+    who: Account,
+    inst: string,
+    username: string,
+    roles: unknown = [{ role: 'readWrite', db: 'app' }],
+    db = 'app',
+    password = 'password-1',
+  ) => who.post(users(inst, db), { username, password, roles });
 
   describe('POST /v2/mongodb/<id>/databases/<db>/users', () => {
     it('200: a string confirming it; the engine has the user with its password and roles', async () => {
-      const res = await add(alice, m.id, 'u-create', [{ role: 'readWrite', db: 'app' }, { role: 'read', db: 'reports' }]);
+      const res = await add(alice, m.id, 'u-create', [
+        { role: 'readWrite', db: 'app' },
+        { role: 'read', db: 'reports' },
+      ]);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ data: expect.stringMatching(/"u-create".*"app"/) });
       expect(th.mongodb.authenticate(m.id, 'app', 'u-create', 'password-1')).toBe(true);
       expect(th.mongodb.authenticate(m.id, 'app', 'u-create', 'wrong-password')).toBe(false);
       const engine = th.mongodb.usersOf(m.id, 'app');
-      expect(engine.find((u) => u.name === 'u-create')?.roles).toEqual([{ role: 'readWrite', db: 'app' }, { role: 'read', db: 'reports' }]);
+      expect(engine.find((u) => u.name === 'u-create')?.roles).toEqual([
+        { role: 'readWrite', db: 'app' },
+        { role: 'read', db: 'reports' },
+      ]);
     });
 
     it('200: the instance addressed by name as well as by id', async () => {
@@ -113,11 +125,20 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
         expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field });
         if (field === 'roles[0].role') expect(res.body.allowed).not.toContain(role);
         else expect(res.body.message).toMatch(/administers the users of admin/);
-        expect((await alice.get(users(m.id))).body.data.some((u: { user?: string; username?: string }) => (u.user ?? u.username) === 'x')).toBe(false);
+        expect(
+          (await alice.get(users(m.id))).body.data.some((u: { user?: string; username?: string }) => (u.user ?? u.username) === 'x'),
+        ).toBe(false);
       });
 
       it('200: userAdmin and dbOwner on a database of the client', async () => {
-        expect((await add(alice, m.id, 'owner', [{ role: 'dbOwner', db: 'app' }, { role: 'userAdmin', db: 'app' }])).status).toBe(200);
+        expect(
+          (
+            await add(alice, m.id, 'owner', [
+              { role: 'dbOwner', db: 'app' },
+              { role: 'userAdmin', db: 'app' },
+            ])
+          ).status,
+        ).toBe(200);
       });
 
       it('a database name MongoDB refuses', async () => {
@@ -150,7 +171,10 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
     });
 
     describe('404', () => {
-      it.each([['unknown id', '000000000000000000000000'], ['unknown name', 'nope']])('an %s', async (_what, inst) => {
+      it.each([
+        ['unknown id', '000000000000000000000000'],
+        ['unknown name', 'nope'],
+      ])('an %s', async (_what, inst) => {
         const res = await add(alice, inst, 'x');
         expect(res.status).toBe(404);
         expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `mongodb instance "${inst}" not found` });
@@ -160,7 +184,10 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
         for (const inst of [r.id, 'r']) {
           const res = await add(alice, inst, 'x');
           expect(res.status).toBe(404);
-          expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `instance "${inst}" is a redis instance, not a mongodb instance` });
+          expect(res.body).toEqual({
+            code: 'INSTANCE_NOT_FOUND',
+            message: `instance "${inst}" is a redis instance, not a mongodb instance`,
+          });
         }
       });
 
@@ -190,14 +217,29 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
   describe('GET /v2/mongodb/<id>/databases/<db>/users', () => {
     it('200: the users of that database only, name and roles, never a password', async () => {
       await add(alice, m.id, 'l1', [{ role: 'read', db: 'listdb' }], 'listdb');
-      await add(alice, m.id, 'l2', [{ role: 'dbAdmin', db: 'listdb' }, { role: 'read', db: 'other' }], 'listdb');
+      await add(
+        alice,
+        m.id,
+        'l2',
+        [
+          { role: 'dbAdmin', db: 'listdb' },
+          { role: 'read', db: 'other' },
+        ],
+        'listdb',
+      );
       await add(alice, m.id, 'l3', [], 'otherdb');
       const res = await alice.get(users(m.id, 'listdb'));
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
         data: [
           { name: 'l1', roles: [{ role: 'read', db: 'listdb' }] },
-          { name: 'l2', roles: [{ role: 'dbAdmin', db: 'listdb' }, { role: 'read', db: 'other' }] },
+          {
+            name: 'l2',
+            roles: [
+              { role: 'dbAdmin', db: 'listdb' },
+              { role: 'read', db: 'other' },
+            ],
+          },
         ],
       });
       for (const u of res.body.data) expect(keysOf(u)).toEqual(['name', 'roles']);
@@ -238,7 +280,10 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
     });
 
     it('200: sent roles replace the whole list; the password stays', async () => {
-      await add(alice, m.id, 'p-roles', [{ role: 'read', db: 'app' }, { role: 'read', db: 'logs' }]);
+      await add(alice, m.id, 'p-roles', [
+        { role: 'read', db: 'app' },
+        { role: 'read', db: 'logs' },
+      ]);
       const res = await patch(alice, m.id, 'p-roles', { roles: [{ role: 'dbAdmin', db: 'app' }] });
       expect(res.status).toBe(200);
       const list = (await alice.get(users(m.id))).body.data;
@@ -280,7 +325,10 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
 
       it('no body at all', async () => {
         await add(alice, m.id, 'p-nobody');
-        const res = await alice.request('PATCH', `${users(m.id)}/p-nobody`, { rawBody: '', headers: { 'content-type': 'application/json' } });
+        const res = await alice.request('PATCH', `${users(m.id)}/p-nobody`, {
+          rawBody: '',
+          headers: { 'content-type': 'application/json' },
+        });
         expect(res.status).toBe(400);
         expect(res.body.code).toMatch(/^INVALID_/);
       });
@@ -289,7 +337,11 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
     it("400: hangar's own user (hangar on admin); on another account's instance the 404 comes first", async () => {
       const res = await patch(alice, m.id, 'hangar', { password: 'password-2' }, 'admin');
       expect(res.status).toBe(400);
-      expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'username', message: expect.stringMatching(/hangar's own administrative user/) });
+      expect(res.body).toMatchObject({
+        code: 'INVALID_VALUE',
+        field: 'username',
+        message: expect.stringMatching(/hangar's own administrative user/),
+      });
       const foreign = await patch(alice, bobs.id, 'hangar', { password: 'password-2' }, 'admin');
       expect(foreign.status).toBe(404);
       expect(foreign.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `mongodb instance "${bobs.id}" not found` });
@@ -342,7 +394,11 @@ describe.each(DIALECTS)('MongoDB users on %s', (dialect) => {
     it("400: hangar's own user (hangar on admin), naming why", async () => {
       const res = await alice.delete(`${users(m.id, 'admin')}/hangar`);
       expect(res.status).toBe(400);
-      expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'username', message: expect.stringMatching(/hangar's own administrative user/) });
+      expect(res.body).toMatchObject({
+        code: 'INVALID_VALUE',
+        field: 'username',
+        message: expect.stringMatching(/hangar's own administrative user/),
+      });
     });
 
     describe('404', () => {

@@ -14,7 +14,10 @@ const addFormats = addFormatsModule.default;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 /** Routes left out of the document on purpose. */
 const HIDDEN = (url: string) =>
-  ['/healthz', '/readyz', '/metrics', '/', '/console/'].includes(url) || url === '/docs' || url.startsWith('/docs/') || url.startsWith('/console/assets/');
+  ['/healthz', '/readyz', '/metrics', '/', '/console/'].includes(url) ||
+  url === '/docs' ||
+  url.startsWith('/docs/') ||
+  url.startsWith('/console/assets/');
 
 /** `/v2/instances/:instance_name/` -> `/v2/instances/{instance_name}/` */
 const templateOf = (fastifyUrl: string) => fastifyUrl.replace(/:(\w+)/g, '{$1}');
@@ -77,9 +80,20 @@ describe('the OpenAPI document', () => {
   let m: any;
 
   /** One request as `who`, checked against the document. `params` fill the template. */
-  const call = async (who: Client, method: string, template: string, params: Record<string, string> = {}, body?: unknown, headers?: Record<string, string>) => {
+  const call = async (
+    who: Client,
+    method: string,
+    template: string,
+    params: Record<string, string> = {},
+    body?: unknown,
+    headers?: Record<string, string>,
+  ) => {
     const path = template.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(params[k] ?? `missing-${k}`));
-    const res = await who.request(method, path, body === undefined ? { headers } : typeof body === 'string' ? { rawBody: body, headers } : { body, headers });
+    const res = await who.request(
+      method,
+      path,
+      body === undefined ? { headers } : typeof body === 'string' ? { rawBody: body, headers } : { body, headers },
+    );
     return c.check(method, template, res);
   };
 
@@ -101,7 +115,20 @@ describe('the OpenAPI document', () => {
     expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
     expect(doc.info).toMatchObject({ title: 'hangar API', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     expect(Object.keys(doc.paths).length).toBeGreaterThan(10);
-    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Error', 'Instance', 'CreatedInstance', 'Acl', 'AclExtended', 'MongodbUser', 'Operation', 'Event', 'Webhook', 'WebhookDelivery']));
+    expect(Object.keys(doc.components.schemas)).toEqual(
+      expect.arrayContaining([
+        'Error',
+        'Instance',
+        'CreatedInstance',
+        'Acl',
+        'AclExtended',
+        'MongodbUser',
+        'Operation',
+        'Event',
+        'Webhook',
+        'WebhookDelivery',
+      ]),
+    );
     expect(doc.components.securitySchemes).toEqual({
       token: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-Auth-Token' }),
       basic: expect.objectContaining({ type: 'http', scheme: 'basic' }),
@@ -112,14 +139,24 @@ describe('the OpenAPI document', () => {
       for (const [method, op] of Object.entries(item)) {
         expect(METHODS).toContain(method);
         expect(op.summary, `${method} ${path} has a summary`).toEqual(expect.any(String));
-        expect(Object.keys(op.responses).some((s) => s.startsWith('2')), `${method} ${path} has a success response`).toBe(true);
+        expect(
+          Object.keys(op.responses).some((s) => s.startsWith('2')),
+          `${method} ${path} has a success response`,
+        ).toBe(true);
         for (const [status, r] of Object.entries<any>(op.responses)) {
           expect(r.description, `${method} ${path} ${status} has a description`).toEqual(expect.any(String));
           // The event stream's success is Server-Sent Events, a backup's download a file; every other answer is JSON.
           const type =
-            status !== '200' ? 'application/json' : path === '/v2/events/stream' ? 'text/event-stream' : path.endsWith('/download') ? 'application/octet-stream' : 'application/json';
+            status !== '200'
+              ? 'application/json'
+              : path === '/v2/events/stream'
+                ? 'text/event-stream'
+                : path.endsWith('/download')
+                  ? 'application/octet-stream'
+                  : 'application/json';
           expect(r.content?.[type]?.schema, `${method} ${path} ${status} has a ${type} body`).toBeDefined();
-          if (status.startsWith('4') || status.startsWith('5')) expect(r.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+          if (status.startsWith('4') || status.startsWith('5'))
+            expect(r.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
         }
       }
     }
@@ -137,7 +174,12 @@ describe('the OpenAPI document', () => {
     // Routes are only registered here, never called: the services can stay out.
     const servicesNeverCalled = {} as Services;
     const app = await buildApp(
-      { config: th.config, services: servicesNeverCalled, readiness: { check: async () => ({ problems: [], degraded: [] }) }, now: Date.now },
+      {
+        config: th.config,
+        services: servicesNeverCalled,
+        readiness: { check: async () => ({ problems: [], degraded: [] }) },
+        now: Date.now,
+      },
       undefined,
       { onRoute: (r) => routes.push(r) },
     );
@@ -158,7 +200,11 @@ describe('the OpenAPI document', () => {
       }
       const documented = Object.entries(doc.paths).flatMap(([p, item]) => Object.keys(item).map((meth) => `${meth} ${p}`));
       expect(documented.sort()).toEqual([...operations].sort());
-      for (const hidden of ['/healthz', '/readyz', '/metrics', '/docs']) expect(routes.some((r) => r.url === hidden), hidden).toBe(true);
+      for (const hidden of ['/healthz', '/readyz', '/metrics', '/docs'])
+        expect(
+          routes.some((r) => r.url === hidden),
+          hidden,
+        ).toBe(true);
     } finally {
       await app.close();
     }
@@ -184,7 +230,10 @@ describe('the OpenAPI document', () => {
         );
         if (op.requestBody) media.push([`${base}/requestBody/content/application~1json`, op.requestBody.content['application/json']]);
         for (const [where, mt] of media) {
-          const examples = [...(mt.example !== undefined ? [mt.example] : []), ...Object.values<any>(mt.examples ?? {}).map((e) => e.value)];
+          const examples = [
+            ...(mt.example !== undefined ? [mt.example] : []),
+            ...Object.values<any>(mt.examples ?? {}).map((e) => e.value),
+          ];
           expect(examples.length, `${where} has an example`).toBeGreaterThan(0);
           const v = c.validator(`${where}/schema`);
           for (const ex of examples) {
@@ -222,21 +271,42 @@ describe('the OpenAPI document', () => {
     it('instances', async () => {
       expect((await call(alice, 'GET', '/v2/instances/')).status).toBe(200);
       expect((await call(anon(), 'GET', '/v2/instances/')).status).toBe(401);
-      for (const body of [redisBody('c1'), mongoBody('c2', 'mongodb_sharded', { encryption: true, storage_engine: 'wiredtiger' }), esBody('c3')]) {
+      for (const body of [
+        redisBody('c1'),
+        mongoBody('c2', 'mongodb_sharded', { encryption: true, storage_engine: 'wiredtiger' }),
+        esBody('c3'),
+      ]) {
         expect((await call(alice, 'POST', '/v2/instances/', {}, body)).status).toBe(200);
       }
       expect((await call(alice, 'POST', '/v2/instances/', {}, redisBody('c4', { service: 'mysql' }))).status).toBe(400);
       expect((await call(alice, 'POST', '/v2/instances/', {}, redisBody('c1'))).status).toBe(409);
-      expect((await call(alice, 'POST', '/v2/instances/', {}, JSON.stringify({ ...redisBody('c5'), pad: 'x'.repeat(70_000) }), { 'content-type': 'application/json' })).status).toBe(413);
-      expect((await call(alice, 'POST', '/v2/instances/', {}, JSON.stringify(redisBody('c6')), { 'content-type': 'text/plain' })).status).toBe(415);
-      for (const name of ['r', 'm', 'e']) expect((await call(alice, 'GET', '/v2/instances/{instance_name}/', { instance_name: name })).status).toBe(200);
+      expect(
+        (
+          await call(alice, 'POST', '/v2/instances/', {}, JSON.stringify({ ...redisBody('c5'), pad: 'x'.repeat(70_000) }), {
+            'content-type': 'application/json',
+          })
+        ).status,
+      ).toBe(413);
+      expect(
+        (await call(alice, 'POST', '/v2/instances/', {}, JSON.stringify(redisBody('c6')), { 'content-type': 'text/plain' })).status,
+      ).toBe(415);
+      for (const name of ['r', 'm', 'e'])
+        expect((await call(alice, 'GET', '/v2/instances/{instance_name}/', { instance_name: name })).status).toBe(200);
       expect((await call(alice, 'GET', '/v2/instances/{instance_name}/', { instance_name: 'nope' })).status).toBe(404);
       expect((await call(bob, 'GET', '/v2/instances/{instance_name}/', { instance_name: 'r' })).status).toBe(404);
 
-      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1' }, { name: 'c1b' })).status).toBe(200);
-      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1b' }, { name: 'r' })).status).toBe(409);
-      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1b' }, { name: 'no spaces' })).status).toBe(400);
-      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'nope' }, { name: 'x' })).status).toBe(404);
+      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1' }, { name: 'c1b' })).status).toBe(
+        200,
+      );
+      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1b' }, { name: 'r' })).status).toBe(
+        409,
+      );
+      expect(
+        (await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'c1b' }, { name: 'no spaces' })).status,
+      ).toBe(400);
+      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/rename/', { instance_name: 'nope' }, { name: 'x' })).status).toBe(
+        404,
+      );
 
       expect((await call(alice, 'DELETE', '/v2/instances/{instance_name}/', { instance_name: 'c1b' })).status).toBe(200);
       // Deleting again: 409 while it is torn down, 404 once it is gone; both are documented.
@@ -259,7 +329,8 @@ describe('the OpenAPI document', () => {
       expect(doc.paths['/v2/instances/{instance_name}/restore/']!.post.responses['200'].headers).toMatchObject(started);
       expect((await call(alice, 'POST', list, { instance_name: 'r' })).status).toBe(409);
       expect((await call(alice, 'POST', list, { instance_name: 'nope' })).status).toBe(404);
-      for (let i = 0; i < 200 && (await alice.get(`/v2/instances/r/backups/${id}/`)).body.data.state !== 'COMPLETED'; i++) await new Promise((r) => setTimeout(r, 25));
+      for (let i = 0; i < 200 && (await alice.get(`/v2/instances/r/backups/${id}/`)).body.data.state !== 'COMPLETED'; i++)
+        await new Promise((r) => setTimeout(r, 25));
       expect((await call(alice, 'GET', list, { instance_name: 'r' })).status).toBe(200);
       expect((await call(alice, 'GET', list, { instance_name: 'nope' })).status).toBe(404);
       expect((await call(alice, 'GET', one, { instance_name: 'r', backup_id: id })).status).toBe(200);
@@ -268,18 +339,26 @@ describe('the OpenAPI document', () => {
       expect((await call(bob, 'GET', download, { instance_name: 'r', backup_id: id })).status).toBe(404);
       // two restores at once: one starts, the other is refused while it runs (one after the other,
       // the first may be over before the second is sent, and the second is then a new restore)
-      const both = await Promise.all([0, 1].map(() => call(alice, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'r' }, { backup_id: id })));
+      const both = await Promise.all(
+        [0, 1].map(() => call(alice, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'r' }, { backup_id: id })),
+      );
       expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
       const restored = both.find((r) => r.status === 200)!;
       expect(restored.headers.get('location')).toBe(`/v2/operations/${restored.body.data.id}/`);
-      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'm' }, { backup_id: id })).status).toBe(400);
-      expect((await call(bob, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'r' }, { backup_id: id })).status).toBe(404);
+      expect((await call(alice, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'm' }, { backup_id: id })).status).toBe(
+        400,
+      );
+      expect((await call(bob, 'POST', '/v2/instances/{instance_name}/restore/', { instance_name: 'r' }, { backup_id: id })).status).toBe(
+        404,
+      );
       await alice.waitFor('r', (r) => r?.state === 'ACTIVE');
       expect((await call(alice, 'GET', '/v2/instances/{instance_name}/restores/', { instance_name: 'r' })).status).toBe(200);
       expect((await call(bob, 'GET', '/v2/instances/{instance_name}/restores/', { instance_name: 'r' })).status).toBe(404);
       expect((await call(alice, 'GET', policy, { instance_name: 'r' })).status).toBe(200);
       expect((await call(bob, 'GET', policy, { instance_name: 'r' })).status).toBe(404);
-      expect((await call(alice, 'PUT', policy, { instance_name: 'r' }, { schedule: 'daily', daily_at: '03:00', keep_last: 7 })).status).toBe(200);
+      expect(
+        (await call(alice, 'PUT', policy, { instance_name: 'r' }, { schedule: 'daily', daily_at: '03:00', keep_last: 7 })).status,
+      ).toBe(200);
       expect((await call(alice, 'PUT', policy, { instance_name: 'r' }, { schedule: 'weekly' })).status).toBe(400);
       expect((await call(alice, 'DELETE', one, { instance_name: 'r', backup_id: id })).status).toBe(200);
       expect((await call(alice, 'DELETE', one, { instance_name: 'r', backup_id: id })).status).toBe(404);
@@ -291,10 +370,16 @@ describe('the OpenAPI document', () => {
       const created = await call(alice, 'POST', list, { instance_name: 'r' }, { cidr_mask: '198.51.100.0/24', description: 'office' });
       expect(created.status).toBe(200);
       const id = created.body.data as string;
-      expect((await call(alice, 'POST', list, { instance_name: 'e' }, { cidr_mask: '198.51.100.9', description: 'es', transport: true })).status).toBe(200);
-      expect((await call(alice, 'POST', list, { instance_name: 'r' }, { cidr_mask: '198.51.100.0/24', description: 'again' })).status).toBe(409);
+      expect(
+        (await call(alice, 'POST', list, { instance_name: 'e' }, { cidr_mask: '198.51.100.9', description: 'es', transport: true })).status,
+      ).toBe(200);
+      expect((await call(alice, 'POST', list, { instance_name: 'r' }, { cidr_mask: '198.51.100.0/24', description: 'again' })).status).toBe(
+        409,
+      );
       expect((await call(alice, 'POST', list, { instance_name: 'r' }, { cidr_mask: '300.1.1.1', description: 'bad' })).status).toBe(400);
-      expect((await call(alice, 'POST', list, { instance_name: 'nope' }, { cidr_mask: '198.51.100.1', description: 'x' })).status).toBe(404);
+      expect((await call(alice, 'POST', list, { instance_name: 'nope' }, { cidr_mask: '198.51.100.1', description: 'x' })).status).toBe(
+        404,
+      );
       expect((await call(alice, 'GET', list, { instance_name: 'r' })).status).toBe(200);
       expect((await call(alice, 'GET', list, { instance_name: 'e' })).status).toBe(200);
       expect((await call(bob, 'GET', list, { instance_name: 'r' })).status).toBe(404);
@@ -309,7 +394,9 @@ describe('the OpenAPI document', () => {
       const expiring = { cidr_mask: '198.51.100.77', description: 'a while', expires_at: new Date(Date.now() + 3_600_000).toISOString() };
       expect((await call(alice, 'POST', list, { instance_name: 'r' }, expiring)).status).toBe(200);
       expect((await call(alice, 'GET', list, { instance_name: 'r' })).status).toBe(200);
-      expect((await call(alice, 'POST', list, { instance_name: 'r' }, { ...expiring, expires_at: '2001-01-01T00:00:00Z' })).status).toBe(400);
+      expect((await call(alice, 'POST', list, { instance_name: 'r' }, { ...expiring, expires_at: '2001-01-01T00:00:00Z' })).status).toBe(
+        400,
+      );
       const check = '/v2/instances/{instance_name}/acls/check';
       expect((await call(alice, 'POST', check, { instance_name: 'r' }, { ip: '198.51.100.77' })).status).toBe(200);
       expect((await call(alice, 'POST', check, { instance_name: 'r' }, { ip: '192.0.2.1' })).status).toBe(200);
@@ -357,7 +444,9 @@ describe('the OpenAPI document', () => {
       const config = '/v2/redis/{instance_name}/config/';
       expect((await call(alice, 'GET', config, { instance_name: 'r' })).status).toBe(200);
       expect((await call(alice, 'GET', config, { instance_name: 'm' })).status).toBe(404);
-      expect((await call(alice, 'PATCH', config, { instance_name: 'r' }, { 'maxmemory-policy': 'allkeys-lru', timeout: 300 })).status).toBe(200);
+      expect((await call(alice, 'PATCH', config, { instance_name: 'r' }, { 'maxmemory-policy': 'allkeys-lru', timeout: 300 })).status).toBe(
+        200,
+      );
       expect((await call(alice, 'PATCH', config, { instance_name: 'r' }, { 'maxmemory-policy': 'lru' })).status).toBe(400);
       expect((await call(bob, 'PATCH', config, { instance_name: 'r' }, { timeout: 1 })).status).toBe(404);
       for (const t of ['/v2/redis/{instance_name}/slowlog/', '/v2/redis/{instance_name}/stats/']) {
@@ -426,14 +515,21 @@ describe('the OpenAPI document', () => {
     it('operations', async () => {
       const created = await call(alice, 'POST', '/v2/instances/', {}, redisBody('op-doc'));
       const id = created.headers.get('x-operation-id')!;
-      expect(doc.paths['/v2/instances/']!.post.responses['200'].headers).toMatchObject({ 'x-operation-id': { schema: { type: 'string' } }, location: { schema: { type: 'string' } } });
+      expect(doc.paths['/v2/instances/']!.post.responses['200'].headers).toMatchObject({
+        'x-operation-id': { schema: { type: 'string' } },
+        location: { schema: { type: 'string' } },
+      });
       expect((await call(alice, 'GET', '/v2/operations/')).status).toBe(200);
       expect((await call(alice, 'GET', '/v2/operations/', {}, undefined)).body.data.length).toBeGreaterThan(0);
       expect((await c.check('GET', '/v2/operations/', await alice.get('/v2/operations/?state=DONE'))).status).toBe(400);
       expect((await call(alice, 'GET', '/v2/operations/{operation_id}/', { operation_id: id })).status).toBe(200);
       expect((await call(bob, 'GET', '/v2/operations/{operation_id}/', { operation_id: id })).status).toBe(404);
       const cancel = '/v2/operations/{operation_id}/cancel';
-      const backup = await th.hangar.operations.start({ kind: 'backup', instance: null, account: (await alice.get('/v2/whoami/')).body.data.account_id });
+      const backup = await th.hangar.operations.start({
+        kind: 'backup',
+        instance: null,
+        account: (await alice.get('/v2/whoami/')).body.data.account_id,
+      });
       expect((await call(alice, 'POST', cancel, { operation_id: backup.id })).status).toBe(200);
       expect((await call(alice, 'POST', cancel, { operation_id: backup.id })).status).toBe(409);
       expect((await call(bob, 'POST', cancel, { operation_id: id })).status).toBe(404);
@@ -462,7 +558,15 @@ describe('the OpenAPI document', () => {
       expect((await call(alice, 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', at)).status).toBe(200);
       expect((await call(bob, 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', at)).status).toBe(404);
       expect((await call(alice, 'GET', '/v2/webhooks/{webhook_id}/deliveries', at)).status).toBe(200);
-      expect((await c.check('GET', '/v2/webhooks/{webhook_id}/deliveries', await alice.get(`/v2/webhooks/${at.webhook_id}/deliveries?state=LOST`))).status).toBe(400);
+      expect(
+        (
+          await c.check(
+            'GET',
+            '/v2/webhooks/{webhook_id}/deliveries',
+            await alice.get(`/v2/webhooks/${at.webhook_id}/deliveries?state=LOST`),
+          )
+        ).status,
+      ).toBe(400);
       expect((await call(alice, 'DELETE', '/v2/webhooks/{webhook_id}/', at)).status).toBe(200);
       expect((await call(alice, 'DELETE', '/v2/webhooks/{webhook_id}/', at)).status).toBe(404);
     });
@@ -482,9 +586,16 @@ describe('the OpenAPI document', () => {
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const method of Object.keys(item)) {
           const statuses = [...(c.seen.get(`${method} ${path}`) ?? [])];
-          expect(statuses.some((s) => s < 300), `${method} ${path} success seen (${statuses})`).toBe(true);
+          expect(
+            statuses.some((s) => s < 300),
+            `${method} ${path} success seen (${statuses})`,
+          ).toBe(true);
           // The document itself takes no input and no credentials: it has no error to provoke.
-          if (path !== '/v2/openapi.json') expect(statuses.some((s) => s >= 400), `${method} ${path} error seen (${statuses})`).toBe(true);
+          if (path !== '/v2/openapi.json')
+            expect(
+              statuses.some((s) => s >= 400),
+              `${method} ${path} error seen (${statuses})`,
+            ).toBe(true);
         }
       }
     });

@@ -28,7 +28,12 @@ async function operation(who: Client, id: string): Promise<any> {
 /** Waits until the operation is finished; returns it. */
 async function finished(who: Client, id: string): Promise<any> {
   let op: any;
-  await expect.poll(async () => (op = await operation(who, id)).state, WAIT).toMatch(/^(SUCCEEDED|FAILED|CANCELLED)$/);
+  await expect
+    .poll(async () => {
+      op = await operation(who, id);
+      return op.state;
+    }, WAIT)
+    .toMatch(/^(SUCCEEDED|FAILED|CANCELLED)$/);
   return op;
 }
 
@@ -74,20 +79,36 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
 
       const aclAdd = await alice.post('/v2/instances/ops-r/acls/', { cidr_mask: '198.51.100.7', description: 'ci' });
       expect(aclAdd.body.data).toMatch(/^[0-9a-f]{24}$/);
-      expect(await finished(alice, operationOf(aclAdd))).toMatchObject({ kind: 'acl.add', state: 'SUCCEEDED', detail: { acl_id: aclAdd.body.data, cidr_mask: '198.51.100.7' } });
+      expect(await finished(alice, operationOf(aclAdd))).toMatchObject({
+        kind: 'acl.add',
+        state: 'SUCCEEDED',
+        detail: { acl_id: aclAdd.body.data, cidr_mask: '198.51.100.7' },
+      });
 
       const aclDelete = await alice.delete(`/v2/instances/ops-r/acls/${aclAdd.body.data}/`);
       expect(aclDelete.body).toEqual({ data: {} });
-      expect(await finished(alice, operationOf(aclDelete))).toMatchObject({ kind: 'acl.delete', state: 'SUCCEEDED', detail: { acl_id: aclAdd.body.data } });
+      expect(await finished(alice, operationOf(aclDelete))).toMatchObject({
+        kind: 'acl.delete',
+        state: 'SUCCEEDED',
+        detail: { acl_id: aclAdd.body.data },
+      });
 
       const resize = await alice.post('/v2/redis/ops-r/resize/', { new_plan: 1000 });
       expect(resize.body.data).toBe('Resizing of instance "ops-r" from 500 MB to 1000 MB has started');
-      expect(await finished(alice, operationOf(resize))).toMatchObject({ kind: 'resize', state: 'SUCCEEDED', detail: { from_plan: 500, to_plan: 1000 } });
+      expect(await finished(alice, operationOf(resize))).toMatchObject({
+        kind: 'resize',
+        state: 'SUCCEEDED',
+        detail: { from_plan: 500, to_plan: 1000 },
+      });
       expect((await alice.get('/v2/instances/ops-r/')).body.data.plan).toBe(1000);
 
       const rename = await alice.post('/v2/instances/ops-r/rename/', { name: 'ops-r2' });
       expect(rename.body.data).toBe('Instance "ops-r" renamed to "ops-r2"');
-      expect(await finished(alice, operationOf(rename))).toMatchObject({ kind: 'rename', state: 'SUCCEEDED', detail: { from: 'ops-r', to: 'ops-r2' } });
+      expect(await finished(alice, operationOf(rename))).toMatchObject({
+        kind: 'rename',
+        state: 'SUCCEEDED',
+        detail: { from: 'ops-r', to: 'ops-r2' },
+      });
 
       const del = await alice.delete('/v2/instances/ops-r2/');
       expect(del.body.data).toBe('Instance "ops-r2" is being deleted');
@@ -99,7 +120,11 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
       const m = await alice.ready(mongoBody('ops-m'));
       const users = `/v2/mongodb/${m.id}/databases/app/users`;
       const add = await alice.post(users, { username: 'u1', password: 'password-1', roles: [{ role: 'read', db: 'app' }] });
-      expect(await finished(alice, operationOf(add))).toMatchObject({ kind: 'user.create', state: 'SUCCEEDED', detail: { database: 'app', username: 'u1' } });
+      expect(await finished(alice, operationOf(add))).toMatchObject({
+        kind: 'user.create',
+        state: 'SUCCEEDED',
+        detail: { database: 'app', username: 'u1' },
+      });
       expect(th.mongodb.authenticate(m.id, 'app', 'u1', 'password-1')).toBe(true);
       const change = await alice.patch(`${users}/u1`, { password: 'password-2' });
       expect(change.body).toEqual({ message: 'User "u1" on database "app" updated' });
@@ -166,7 +191,10 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
 
     it('200: newest first, filtered by instance, state and kind', async () => {
       const byInstance = (await alice.get('/v2/operations/?instance=list-a')).body;
-      expect(byInstance.data.map((o: any) => [o.kind, o.instance_name])).toEqual([['acl.add', 'list-a'], ['create', 'list-a']]);
+      expect(byInstance.data.map((o: any) => [o.kind, o.instance_name])).toEqual([
+        ['acl.add', 'list-a'],
+        ['create', 'list-a'],
+      ]);
       expect(byInstance.next_cursor).toBeNull();
       const creates = (await alice.get('/v2/operations/?kind=create&instance=list-b')).body.data;
       expect(creates.map((o: any) => o.kind)).toEqual(['create']);
@@ -192,7 +220,7 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
       expect(new Set(seen).size).toBe(seen.length);
     });
 
-    it("200: another account sees none of them; 404 for one of them, as for none", async () => {
+    it('200: another account sees none of them; 404 for one of them, as for none', async () => {
       expect((await bob.get('/v2/operations/?instance=list-a')).body.data).toEqual([]);
       expect((await bob.get('/v2/operations/')).body.data.every((o: any) => o.account_id !== undefined && !ids.includes(o.id))).toBe(true);
       const other = await bob.get(`/v2/operations/${ids[0]}/`);
@@ -256,7 +284,10 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
       const hold = th.hold();
       try {
         const resize = operationOf(await alice.post('/v2/redis/building/resize/', { new_plan: 1000 }));
-        expect((await alice.post(`/v2/operations/${resize}/cancel`)).body).toMatchObject({ code: 'OPERATION_NOT_CANCELLABLE', message: expect.stringContaining('a resize cannot be cancelled') });
+        expect((await alice.post(`/v2/operations/${resize}/cancel`)).body).toMatchObject({
+          code: 'OPERATION_NOT_CANCELLABLE',
+          message: expect.stringContaining('a resize cannot be cancelled'),
+        });
       } finally {
         hold();
       }
@@ -266,7 +297,13 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
       const inst = await alice.ready(redisBody('backed-up'));
       const account = (await alice.get('/v2/whoami/')).body.data.account_id;
       const ops = th.hangar.operations;
-      const op = await ops.start({ kind: 'backup', instance: { id: inst.id, name: inst.name }, account, requestedBy: { login: alice.login, credential: 'token', id: null }, requestId: 'r-1' });
+      const op = await ops.start({
+        kind: 'backup',
+        instance: { id: inst.id, name: inst.name },
+        account,
+        requestedBy: { login: alice.login, credential: 'token', id: null },
+        requestId: 'r-1',
+      });
       expect(op).toMatchObject({ state: 'PENDING', cancellable: true, progress: 0 });
       expect((await ops.listOpen({ kind: 'backup', instanceId: inst.id })).map((o) => o.id)).toEqual([op.id]);
       expect(await ops.step(op.id, { name: 'dumping', progress: 40 })).toBe(true);
@@ -302,20 +339,25 @@ describe.each(DIALECTS)('operation deadlines (%s)', (dialect) => {
     th = await startTestHangar({ dialect, env: { HANGAR_OPERATION_DEADLINES: 'create=1,resize=1,acl=1' } });
     alice = await th.signup();
   });
-  afterEach(() => holds.splice(0).forEach((r) => r()));
+  afterEach(() => {
+    for (const r of holds.splice(0)) r();
+  });
   afterAll(() => th?.close());
 
   it('a create stuck in its build is FAILED at its deadline, the instance FAILED; what the build made is removed once it moves', async () => {
     holds.push(th.hold());
     const id = operationOf(await alice.post('/v2/instances/', redisBody('stuck')));
     const op = await finished(alice, id);
-    expect(op).toMatchObject({ state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED', message: 'create not finished within its deadline of 1 s; the instance is FAILED (delete it)' } });
+    expect(op).toMatchObject({
+      state: 'FAILED',
+      error: { code: 'DEADLINE_EXCEEDED', message: 'create not finished within its deadline of 1 s; the instance is FAILED (delete it)' },
+    });
     const inst = await alice.waitFor('stuck', (r) => r?.state === 'FAILED');
     expect(inst.state_reason).toBe('not ready within the create deadline of 1 s');
     // The stuck pass goes on once released and builds, but cannot make it ACTIVE (its spec
     // version moved); the pass after it (the one settle waits for) removes what was built.
     const settled = th.hangar.reconciler.settle(inst.id, 10_000);
-    holds.splice(0).forEach((r) => r());
+    for (const r of holds.splice(0)) r();
     await settled;
     expect(await th.runtime.listInstanceIds()).not.toContain(inst.id);
     expect((await alice.get('/v2/instances/stuck/')).body.data.state).toBe('FAILED');
@@ -327,10 +369,13 @@ describe.each(DIALECTS)('operation deadlines (%s)', (dialect) => {
     await alice.ready(redisBody('slow'));
     holds.push(th2.hold());
     const op = await finished(alice, operationOf(await alice.post('/v2/redis/slow/resize/', { new_plan: 1000 })));
-    expect(op.error).toEqual({ code: 'DEADLINE_EXCEEDED', message: 'resize not finished within its deadline of 1 s; the instance is DEGRADED until hangar has carried the change out' });
+    expect(op.error).toEqual({
+      code: 'DEADLINE_EXCEEDED',
+      message: 'resize not finished within its deadline of 1 s; the instance is DEGRADED until hangar has carried the change out',
+    });
     const degraded = await alice.waitFor('slow', (r) => r?.state === 'DEGRADED');
     expect(degraded.state_reason).toBe('resize to 1000 MB not done within 1 s; hangar keeps trying');
-    holds.splice(0).forEach((r) => r());
+    for (const r of holds.splice(0)) r();
     await alice.waitFor('slow', (r) => r?.state === 'ACTIVE' && r.plan === 1000);
   });
 
@@ -341,10 +386,9 @@ describe.each(DIALECTS)('operation deadlines (%s)', (dialect) => {
     const op = await finished(alice, operationOf(res));
     expect(op).toMatchObject({ state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED' } });
     expect((await alice.get('/v2/instances/acl-slow/acls/')).body.data.map((a: any) => a.cidr_mask)).toEqual(['198.51.100.10']);
-    holds.splice(0).forEach((r) => r());
+    for (const r of holds.splice(0)) r();
     await alice.waitFor('acl-slow', (r) => r?.state === 'ACTIVE');
   });
-
 });
 
 /**
@@ -353,7 +397,12 @@ describe.each(DIALECTS)('operation deadlines (%s)', (dialect) => {
  * (PUT requests) it was sent, and how many of their connections are still open: a stopped
  * upload closes its own.
  */
-async function silentStorage(): Promise<{ env: Record<string, string>; uploads: () => number; open: () => number; close: () => Promise<void> }> {
+async function silentStorage(): Promise<{
+  env: Record<string, string>;
+  uploads: () => number;
+  open: () => number;
+  close: () => Promise<void>;
+}> {
   const sockets = new Set<Socket>();
   const puts = new Set<Socket>();
   let uploads = 0;
@@ -378,8 +427,10 @@ async function silentStorage(): Promise<{ env: Record<string, string>; uploads: 
   const { port } = server.address() as AddressInfo;
   return {
     env: {
-      HANGAR_BACKUP_S3_BUCKET: 'silent', HANGAR_BACKUP_S3_ENDPOINT: `http://127.0.0.1:${port}`,
-      HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'key', HANGAR_BACKUP_S3_SECRET_ACCESS_KEY: 'secret',
+      HANGAR_BACKUP_S3_BUCKET: 'silent',
+      HANGAR_BACKUP_S3_ENDPOINT: `http://127.0.0.1:${port}`,
+      HANGAR_BACKUP_S3_ACCESS_KEY_ID: 'key',
+      HANGAR_BACKUP_S3_SECRET_ACCESS_KEY: 'secret',
     },
     uploads: () => uploads,
     open: () => puts.size,
@@ -418,19 +469,35 @@ describe.each(DIALECTS)('backups as operations, on a storage that never answers 
 
   async function backupOf(name: string, id: string): Promise<any> {
     let b: any;
-    await expect.poll(async () => (b = (await alice.get(`/v2/instances/${name}/backups/${id}/`)).body.data).state, WAIT).toMatch(/^(COMPLETED|FAILED)$/);
+    await expect
+      .poll(async () => {
+        b = (await alice.get(`/v2/instances/${name}/backups/${id}/`)).body.data;
+        return b.state;
+      }, WAIT)
+      .toMatch(/^(COMPLETED|FAILED)$/);
     return b;
   }
 
   it('a backup cancelled while its upload hangs stops at once: FAILED saying who cancelled it, its upload cut, nothing kept', async () => {
     await alice.ready(redisBody('cancelled'));
     const id = await hangingBackup('cancelled');
-    expect(await operation(alice, id)).toMatchObject({ kind: 'backup', state: 'RUNNING', progress: 50, cancellable: true, detail: { backup_id: id, scheduled: false } });
+    expect(await operation(alice, id)).toMatchObject({
+      kind: 'backup',
+      state: 'RUNNING',
+      progress: 50,
+      cancellable: true,
+      detail: { backup_id: id, scheduled: false },
+    });
     const res = await alice.post(`/v2/operations/${id}/cancel`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data.state).toBe('CANCELLED');
     const b = await backupOf('cancelled', id);
-    expect(b).toMatchObject({ state: 'FAILED', state_reason: `cancelled by ${alice.login}; nothing of it was kept`, size_bytes: null, sha256: null });
+    expect(b).toMatchObject({
+      state: 'FAILED',
+      state_reason: `cancelled by ${alice.login}; nothing of it was kept`,
+      size_bytes: null,
+      sha256: null,
+    });
     // the runner stopped: its upload to the storage is cut, long before the storage's own timeout
     await expect.poll(() => storage.open(), WAIT).toBe(0);
     const op = await operation(alice, id);
@@ -449,7 +516,11 @@ describe.each(DIALECTS)('backups as operations, on a storage that never answers 
     // its deadline comes while the upload hangs
     await th.hangar.store.db.updateTable('operations').set({ deadline_at: Date.now() }).where('id', '=', id).execute();
     const op = await finished(alice, id);
-    expect(op).toMatchObject({ kind: 'backup', state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED', message: 'backup not finished within its deadline of 3600 s' } });
+    expect(op).toMatchObject({
+      kind: 'backup',
+      state: 'FAILED',
+      error: { code: 'DEADLINE_EXCEEDED', message: 'backup not finished within its deadline of 3600 s' },
+    });
     const b = await backupOf('never-stored', id);
     expect(b).toMatchObject({ state: 'FAILED', state_reason: 'backup not finished within its deadline of 3600 s; nothing of it was kept' });
     await expect.poll(() => storage.open(), WAIT).toBe(0);
@@ -492,7 +563,17 @@ describe.each(DIALECTS)('operations across a restart (%s)', (dialect) => {
     ]);
     const ids = answers.map(operationOf);
     const open = await Promise.all(ids.map((id) => operation(alice, id)));
-    expect(open.map((o) => o.kind)).toEqual(['create', 'resize', 'rename', 'delete', 'acl.add', 'acl.delete', 'user.create', 'user.update', 'user.delete']);
+    expect(open.map((o) => o.kind)).toEqual([
+      'create',
+      'resize',
+      'rename',
+      'delete',
+      'acl.add',
+      'acl.delete',
+      'user.create',
+      'user.update',
+      'user.delete',
+    ]);
     expect(open.every((o) => o.state === 'PENDING' || o.state === 'RUNNING')).toBe(true);
     // a new process: its runtime holds nothing
     await th.restart();

@@ -14,7 +14,13 @@ const REDIS_PORTS = 4;
 describe.each(DIALECTS)('ports of a small range on %s', (dialect) => {
   let th: TestHangar, alice: Account;
 
-  beforeAll(async () => ({ th, alice } = await startWithTwoAccounts({ dialect, env: { HANGAR_PORT_RANGE: `${FIRST}-${LAST}`, HANGAR_MAX_INSTANCES: '1000' } })));
+  beforeAll(
+    async () =>
+      ({ th, alice } = await startWithTwoAccounts({
+        dialect,
+        env: { HANGAR_PORT_RANGE: `${FIRST}-${LAST}`, HANGAR_MAX_INSTANCES: '1000' },
+      })),
+  );
   afterAll(() => th.close());
 
   it('hands out every port of the range once, wherever each search starts, then answers 503 CAPACITY_EXHAUSTED naming the range', async () => {

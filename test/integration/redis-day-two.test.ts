@@ -31,15 +31,30 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
 
   describe('users', () => {
     it('200: create (password made by hangar when left out), list, read, change, delete; the engine follows', async () => {
-      const created = await alice.post(users, { username: 'app', keys: ['app:*'], channels: ['app.events'], commands: ['+@read', '+@WRITE', '-@dangerous'] });
+      const created = await alice.post(users, {
+        username: 'app',
+        keys: ['app:*'],
+        channels: ['app.events'],
+        commands: ['+@read', '+@WRITE', '-@dangerous'],
+      });
       expect(created.status).toBe(200);
       expect(created.body.data).toEqual({
-        user: { name: 'app', keys: ['app:*'], channels: ['app.events'], commands: ['+@read', '+@write', '-@dangerous'], date_created: { $date: expect.any(Number) } },
+        user: {
+          name: 'app',
+          keys: ['app:*'],
+          channels: ['app.events'],
+          commands: ['+@read', '+@write', '-@dangerous'],
+          date_created: { $date: expect.any(Number) },
+        },
         password: expect.stringMatching(/^[0-9a-f]{32}$/),
       });
       const password = created.body.data.password;
-      expect(engine().redisAccessOf(r.id).users).toEqual([{ name: 'app', passwords: [password], keys: ['app:*'], channels: ['app.events'], commands: ['+@read', '+@write', '-@dangerous'] }]);
-      expect((await alice.post(users, { username: 'ro', password: 'a-long-password', keys: ['*'], commands: ['+@read'] })).status).toBe(200);
+      expect(engine().redisAccessOf(r.id).users).toEqual([
+        { name: 'app', passwords: [password], keys: ['app:*'], channels: ['app.events'], commands: ['+@read', '+@write', '-@dangerous'] },
+      ]);
+      expect((await alice.post(users, { username: 'ro', password: 'a-long-password', keys: ['*'], commands: ['+@read'] })).status).toBe(
+        200,
+      );
       expect((await alice.get(users)).body.data.map((u: any) => u.name)).toEqual(['app', 'ro']);
       expect((await alice.get(`${users}ro/`)).body.data).toMatchObject({ name: 'ro', keys: ['*'], commands: ['+@read'] });
       const changed = await alice.patch(`${users}ro/`, { keys: ['reports:*'] });
@@ -47,14 +62,26 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
       expect(changed.body.data.keys).toEqual(['reports:*']);
       expect(changed.body.data.commands).toEqual(['+@read']);
       expect((await alice.delete(`${users}ro/`)).body).toEqual({ data: {} });
-      expect(engine().redisAccessOf(r.id).users.map((u: any) => u.name)).toEqual(['app']);
+      expect(
+        engine()
+          .redisAccessOf(r.id)
+          .users.map((u: any) => u.name),
+      ).toEqual(['app']);
       expect((await alice.get(users)).body.data.map((u: any) => u.name)).toEqual(['app']);
       const events = (await alice.get('/v2/events/?limit=4')).body.data.map((e: any) => [e.action, e.target]);
       expect(events).toContainEqual(['redis_user.delete', 'instance:r/user:ro']);
     });
 
     it('400: a command hangar keeps for itself, named; an admin category; a reserved or invalid name; a short password; a bad pattern', async () => {
-      for (const [rule, named] of [['+config', 'CONFIG'], ['+acl|setuser', 'ACL'], ['+replicaof', 'REPLICAOF'], ['+shutdown', 'SHUTDOWN'], ['+debug', 'DEBUG'], ['+module', 'MODULE'], ['+client', 'CLIENT']] as const) {
+      for (const [rule, named] of [
+        ['+config', 'CONFIG'],
+        ['+acl|setuser', 'ACL'],
+        ['+replicaof', 'REPLICAOF'],
+        ['+shutdown', 'SHUTDOWN'],
+        ['+debug', 'DEBUG'],
+        ['+module', 'MODULE'],
+        ['+client', 'CLIENT'],
+      ] as const) {
         const res = await alice.post(users, { username: 'bad', commands: ['+@read', rule] });
         expect(res.status, rule).toBe(400);
         expect(res.body.field).toBe('commands[1]');
@@ -62,10 +89,17 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
       }
       for (const category of ['+@admin', '+@dangerous', '+@all']) {
         const res = await alice.post(users, { username: 'bad', commands: [category] });
-        expect(res.body, category).toMatchObject({ code: 'INVALID_VALUE', field: 'commands[0]', allowed: expect.arrayContaining(['@read', '@write']) });
+        expect(res.body, category).toMatchObject({
+          code: 'INVALID_VALUE',
+          field: 'commands[0]',
+          allowed: expect.arrayContaining(['@read', '@write']),
+        });
       }
       // taking commands away is always allowed
-      expect((await alice.post(users, { username: 'minus', commands: ['+@read', '-@admin', '-@dangerous', '-config', '+client|setname'] })).status).toBe(200);
+      expect(
+        (await alice.post(users, { username: 'minus', commands: ['+@read', '-@admin', '-@dangerous', '-config', '+client|setname'] }))
+          .status,
+      ).toBe(200);
       expect((await alice.post(users, { username: 'default' })).body).toMatchObject({ field: 'username' });
       expect((await alice.post(users, { username: 'hangar' })).body).toMatchObject({ field: 'username' });
       expect((await alice.post(users, { username: 'has space' })).body).toMatchObject({ field: 'username' });
@@ -77,7 +111,10 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
     });
 
     it('404: unknown user, another account, not a redis instance; 409: a name taken', async () => {
-      expect((await alice.get(`${users}nobody/`)).body).toEqual({ message: 'user "nobody" not found on instance "r"', code: 'USER_NOT_FOUND' });
+      expect((await alice.get(`${users}nobody/`)).body).toEqual({
+        message: 'user "nobody" not found on instance "r"',
+        code: 'USER_NOT_FOUND',
+      });
       expect((await alice.patch(`${users}nobody/`, { keys: [] })).status).toBe(404);
       expect((await alice.delete(`${users}nobody/`)).status).toBe(404);
       expect((await bob.get(users)).body).toEqual({ message: 'redis instance "r" not found', code: 'INSTANCE_NOT_FOUND' });
@@ -88,7 +125,7 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
   });
 
   describe('password rotation', () => {
-    it("instance: the record shows the new password at once, the engine takes both until finish; 409 while one runs", async () => {
+    it('instance: the record shows the new password at once, the engine takes both until finish; 409 while one runs', async () => {
       const old = (await alice.get('/v2/instances/r/')).body.data.password;
       const res = await alice.post('/v2/instances/r/rotate-password');
       expect(res.status).toBe(200);
@@ -113,18 +150,30 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
     });
 
     it('user: both passwords until finish; a PATCH of the password ends a rotation too', async () => {
-      const before = engine().redisAccessOf(r.id).users.find((u: any) => u.name === 'app').passwords;
+      const before = engine()
+        .redisAccessOf(r.id)
+        .users.find((u: any) => u.name === 'app').passwords;
       const res = await alice.post(`${users}app/rotate-password`);
       expect(res.status).toBe(200);
-      const after = engine().redisAccessOf(r.id).users.find((u: any) => u.name === 'app').passwords;
+      const after = engine()
+        .redisAccessOf(r.id)
+        .users.find((u: any) => u.name === 'app').passwords;
       expect(after).toEqual([res.body.data.password, before[0]]);
       expect((await alice.get(`${users}app/`)).body.data.previous_password_valid_until).toBe(res.body.data.previous_valid_until);
       expect((await alice.post(`${users}app/rotate-password`)).status).toBe(409);
       expect((await alice.post(`${users}app/rotate-password/finish`)).body.data.retired).toBe(true);
-      expect(engine().redisAccessOf(r.id).users.find((u: any) => u.name === 'app').passwords).toEqual([res.body.data.password]);
+      expect(
+        engine()
+          .redisAccessOf(r.id)
+          .users.find((u: any) => u.name === 'app').passwords,
+      ).toEqual([res.body.data.password]);
       await alice.post(`${users}app/rotate-password`);
       await alice.patch(`${users}app/`, { password: 'brand-new-password' });
-      expect(engine().redisAccessOf(r.id).users.find((u: any) => u.name === 'app').passwords).toEqual(['brand-new-password']);
+      expect(
+        engine()
+          .redisAccessOf(r.id)
+          .users.find((u: any) => u.name === 'app').passwords,
+      ).toEqual(['brand-new-password']);
     });
 
     it('404: another account, not redis, an unknown user', async () => {
@@ -140,8 +189,20 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
       const res = await alice.get('/v2/redis/r/config/');
       expect(res.status).toBe(200);
       expect(Object.keys(res.body.data).sort()).toEqual([
-        'hz', 'lazyfree-lazy-eviction', 'lazyfree-lazy-expire', 'lazyfree-lazy-server-del', 'lazyfree-lazy-user-del', 'lazyfree-lazy-user-flush',
-        'maxclients', 'maxmemory-policy', 'maxmemory-samples', 'notify-keyspace-events', 'slowlog-log-slower-than', 'slowlog-max-len', 'tcp-keepalive', 'timeout',
+        'hz',
+        'lazyfree-lazy-eviction',
+        'lazyfree-lazy-expire',
+        'lazyfree-lazy-server-del',
+        'lazyfree-lazy-user-del',
+        'lazyfree-lazy-user-flush',
+        'maxclients',
+        'maxmemory-policy',
+        'maxmemory-samples',
+        'notify-keyspace-events',
+        'slowlog-log-slower-than',
+        'slowlog-max-len',
+        'tcp-keepalive',
+        'timeout',
       ]);
       expect(res.body.data['maxmemory-policy']).toBe('noeviction');
     });
@@ -152,13 +213,21 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
       expect(res.body.data).toEqual({ maxclients: '5000', 'maxmemory-policy': 'allkeys-lru', timeout: '300' });
       expect((await alice.get('/v2/redis/r/maxMemoryPolicy/')).body.data).toBe('allkeys-lru');
       expect((await alice.get('/v2/redis/r/maxClients/')).body.data).toBe('5000');
-      expect((await alice.get('/v2/redis/r/config/')).body.data).toMatchObject({ 'maxmemory-policy': 'allkeys-lru', maxclients: '5000', timeout: '300' });
+      expect((await alice.get('/v2/redis/r/config/')).body.data).toMatchObject({
+        'maxmemory-policy': 'allkeys-lru',
+        maxclients: '5000',
+        timeout: '300',
+      });
       expect((await alice.get('/v2/events/?limit=1')).body.data[0]).toMatchObject({ action: 'redis.config', target: 'instance:r' });
     });
 
     it('400: the setting and its allowed values', async () => {
-      const unknown = await alice.patch('/v2/redis/r/config/', { 'save': '' });
-      expect(unknown.body).toMatchObject({ code: 'INVALID_VALUE', field: 'save', allowed: expect.arrayContaining(['maxmemory-policy', 'timeout']) });
+      const unknown = await alice.patch('/v2/redis/r/config/', { save: '' });
+      expect(unknown.body).toMatchObject({
+        code: 'INVALID_VALUE',
+        field: 'save',
+        allowed: expect.arrayContaining(['maxmemory-policy', 'timeout']),
+      });
       const policy = await alice.patch('/v2/redis/r/config/', { 'maxmemory-policy': 'lru' });
       expect(policy.body).toMatchObject({ field: 'maxmemory-policy', allowed: expect.arrayContaining(['allkeys-lru', 'noeviction']) });
       expect(policy.body.message).toContain('allkeys-lru');
@@ -183,7 +252,13 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
       expect((await alice.get('/v2/redis/r/slowlog/?limit=x')).status).toBe(400);
       const stats = await alice.get('/v2/redis/r/stats/');
       expect(stats.status).toBe(200);
-      expect(stats.body.data).toMatchObject({ role: 'master', maxclients: 5000, maxmemory: 500 * 1024 * 1024, hit_ratio: null, replicas: [{ state: 'online' }] });
+      expect(stats.body.data).toMatchObject({
+        role: 'master',
+        maxclients: 5000,
+        maxmemory: 500 * 1024 * 1024,
+        hit_ratio: null,
+        replicas: [{ state: 'online' }],
+      });
       expect((await bob.get('/v2/redis/r/stats/')).status).toBe(404);
       expect((await bob.get('/v2/redis/r/slowlog/')).status).toBe(404);
     });
@@ -203,7 +278,11 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
       expect(op).toMatchObject({ kind, instance_name: 'o', progress: 100, detail });
     };
     await succeeded(await alice.post(oUsers, { username: 'ops' }), 'user.create', { service: 'redis', username: 'ops' });
-    await succeeded(await alice.patch(`${oUsers}ops/`, { keys: ['ops:*'] }), 'user.update', { service: 'redis', username: 'ops', changed: ['keys'] });
+    await succeeded(await alice.patch(`${oUsers}ops/`, { keys: ['ops:*'] }), 'user.update', {
+      service: 'redis',
+      username: 'ops',
+      changed: ['keys'],
+    });
     await succeeded(await alice.post(`${oUsers}ops/rotate-password`), 'password.rotate', { service: 'redis', username: 'ops' });
     await succeeded(await alice.post(`${oUsers}ops/rotate-password/finish`), 'password.finish', { service: 'redis', username: 'ops' });
     // nothing left to finish: no operation
@@ -212,7 +291,10 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
     await succeeded(await alice.delete(`${oUsers}ops/`), 'user.delete', { service: 'redis', username: 'ops' });
     await succeeded(await alice.post('/v2/instances/o/rotate-password'), 'password.rotate', { service: 'redis' });
     await succeeded(await alice.post('/v2/instances/o/rotate-password/finish'), 'password.finish', { service: 'redis' });
-    await succeeded(await alice.patch('/v2/redis/o/config/', { timeout: 120 }), 'config.update', { service: 'redis', settings: { timeout: '120' } });
+    await succeeded(await alice.patch('/v2/redis/o/config/', { timeout: 120 }), 'config.update', {
+      service: 'redis',
+      settings: { timeout: '120' },
+    });
     // a refused change leaves no operation behind
     const before = (await alice.get('/v2/operations/?instance=o&limit=100')).body.data.length;
     expect((await alice.patch('/v2/redis/o/config/', { 'maxmemory-policy': 'sometimes' })).status).toBe(400);
@@ -224,8 +306,15 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
     const password = (await alice.get('/v2/instances/r/')).body.data.password;
     await th.restart({ HANGAR_PASSWORD_GRACE: '2' });
     await until('the engine runs again', () => engine().redisAccessOf(r.id) !== undefined);
-    expect(engine().redisAccessOf(r.id)).toMatchObject({ passwords: [password], settings: { 'maxmemory-policy': 'allkeys-lru', maxclients: '5000', timeout: '300' } });
-    expect(engine().redisAccessOf(r.id).users.map((u: any) => u.name)).toEqual(['app', 'minus']);
+    expect(engine().redisAccessOf(r.id)).toMatchObject({
+      passwords: [password],
+      settings: { 'maxmemory-policy': 'allkeys-lru', maxclients: '5000', timeout: '300' },
+    });
+    expect(
+      engine()
+        .redisAccessOf(r.id)
+        .users.map((u: any) => u.name),
+    ).toEqual(['app', 'minus']);
     expect((await alice.get('/v2/redis/r/maxMemoryPolicy/')).body.data).toBe('allkeys-lru');
   });
 });

@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_ADMIN_USER, renderRedisConfig, renderSentinelConfig } from '../../src/engines/redis/redis-config.js';
 import { RedisAdmin } from '../../src/engines/redis/redis-admin.js';
-import { REDIS_PORT, RedisClusterDriver, SENTINEL_MASTER, SENTINEL_PORT, redisNames, startEngineScript } from '../../src/engines/redis/redis-kubernetes.js';
+import {
+  REDIS_PORT,
+  RedisClusterDriver,
+  SENTINEL_MASTER,
+  SENTINEL_PORT,
+  redisNames,
+  startEngineScript,
+} from '../../src/engines/redis/redis-kubernetes.js';
 import type { ClusterPlace } from '../../src/domain/cluster.js';
 import type { InstanceSpec } from '../../src/domain/units.js';
 import { enginesAvailable } from '../e2e/helpers/hangar-process.js';
@@ -31,10 +38,24 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
   const logs = new Map<string, string[]>();
 
   const cli = (host: string, port: number, ...args: string[]) =>
-    spawnSync('redis-cli', ['-h', host, '-p', String(port), ...(port === REDIS_PORT ? ['--user', REDIS_ADMIN_USER] : []), '--pass', secret, '--no-auth-warning', ...args], {
-      encoding: 'utf8',
-      timeout: 3000,
-    }).stdout ?? '';
+    spawnSync(
+      'redis-cli',
+      [
+        '-h',
+        host,
+        '-p',
+        String(port),
+        ...(port === REDIS_PORT ? ['--user', REDIS_ADMIN_USER] : []),
+        '--pass',
+        secret,
+        '--no-auth-warning',
+        ...args,
+      ],
+      {
+        encoding: 'utf8',
+        timeout: 3000,
+      },
+    ).stdout ?? '';
   const roleOf = (i: number) => /role:(\w+)/.exec(cli(engines[i]!, REDIS_PORT, 'info', 'replication'))?.[1];
   const masterHostOf = (i: number) => /master_host:([\d.]+)/.exec(cli(engines[i]!, REDIS_PORT, 'info', 'replication'))?.[1];
 
@@ -53,7 +74,8 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
   async function until(what: string, check: () => boolean, ms: number): Promise<number> {
     const start = Date.now();
     while (!check()) {
-      if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms\n${[...logs].map(([k, v]) => `${k}:\n  ${v.slice(-12).join('\n  ')}`).join('\n')}`);
+      if (Date.now() - start > ms)
+        throw new Error(`${what}: not within ${ms} ms\n${[...logs].map(([k, v]) => `${k}:\n  ${v.slice(-12).join('\n  ')}`).join('\n')}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     return Date.now() - start;
@@ -89,15 +111,30 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
       writeFileSync(
         file,
         renderSentinelConfig({
-          instanceId: 'start-test', masterName: SENTINEL_MASTER, primaryHost: engines[0], primaryPort: REDIS_PORT, port: SENTINEL_PORT,
-          dir, adminSecret: secret, quorum: 2, downAfterMs: 1000, failoverTimeoutMs: 10_000,
+          instanceId: 'start-test',
+          masterName: SENTINEL_MASTER,
+          primaryHost: engines[0],
+          primaryPort: REDIS_PORT,
+          port: SENTINEL_PORT,
+          dir,
+          adminSecret: secret,
+          quorum: 2,
+          downAfterMs: 1000,
+          failoverTimeoutMs: 10_000,
         }),
       );
       appendFileSync(file, `bind ${address}\nsentinel announce-ip ${address}\n`);
       run(`sentinel-${i}`, 'redis-server', [file, '--sentinel']);
     });
     // every sentinel knows the replica and the other sentinels before the primary dies
-    await until('the sentinels ready', () => sentinels.every((s) => /num-slaves\n1\n[\s\S]*num-other-sentinels\n2\n/.test(cli(s, SENTINEL_PORT, 'sentinel', 'master', SENTINEL_MASTER))), 30_000);
+    await until(
+      'the sentinels ready',
+      () =>
+        sentinels.every((s) =>
+          /num-slaves\n1\n[\s\S]*num-other-sentinels\n2\n/.test(cli(s, SENTINEL_PORT, 'sentinel', 'master', SENTINEL_MASTER)),
+        ),
+      30_000,
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -143,7 +180,11 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
       const t0 = Date.now();
       await until('the replica promoted', () => roleOf(1) === 'master', 20_000);
       promotedAfter = Date.now() - t0;
-      await until('the engine started again follows the promoted one', () => roleOf(0) === 'slave' && masterHostOf(0) === engines[1], 20_000);
+      await until(
+        'the engine started again follows the promoted one',
+        () => roleOf(0) === 'slave' && masterHostOf(0) === engines[1],
+        20_000,
+      );
       await until('in sync', () => cli(engines[0], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
     });
     expect(twoPrimaries, 'moments with two primaries').toBe(0);
@@ -152,7 +193,11 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
     expect(said).toMatch(/waiting for Sentinel to promote it/);
     expect(said).not.toMatch(/SENTINEL FAILOVER/);
     for (const i of [0, 1]) expect(cli(engines[i]!, REDIS_PORT, 'get', 'a:99').trim()).toBe('99');
-    await until('the sentinels agree', () => sentinels.every((s) => cli(s, SENTINEL_PORT, 'sentinel', 'get-master-addr-by-name', SENTINEL_MASTER).startsWith(engines[1])), 15_000);
+    await until(
+      'the sentinels agree',
+      () => sentinels.every((s) => cli(s, SENTINEL_PORT, 'sentinel', 'get-master-addr-by-name', SENTINEL_MASTER).startsWith(engines[1])),
+      15_000,
+    );
   }, 90_000);
 
   it('the new primary killed and started again while Sentinel cannot fail over by itself (two sentinels of three gone): the engine asks for it, then follows; never two primaries', async () => {
@@ -161,12 +206,18 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
     for (const name of ['sentinel-1', 'sentinel-2']) running.get(name)!.kill('SIGKILL');
     const { twoPrimaries, startedAt } = await restartAtOnce(1, async () => {
       await until('the replica promoted', () => roleOf(0) === 'master', 30_000);
-      await until('the engine started again follows the promoted one', () => roleOf(1) === 'slave' && masterHostOf(1) === engines[0], 20_000);
+      await until(
+        'the engine started again follows the promoted one',
+        () => roleOf(1) === 'slave' && masterHostOf(1) === engines[0],
+        20_000,
+      );
       await until('in sync', () => cli(engines[1], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
     });
     expect(twoPrimaries, 'moments with two primaries').toBe(0);
     expect(Date.now() - startedAt, 'asked after 10 s of a broken link, promoted soon after').toBeLessThan(30_000);
-    expect(logs.get('engine-1')!.join('\n')).toMatch(/Sentinel has not promoted 127\.0\.0\.2 after \d+ s: asking it to \(SENTINEL FAILOVER\)/);
+    expect(logs.get('engine-1')!.join('\n')).toMatch(
+      /Sentinel has not promoted 127\.0\.0\.2 after \d+ s: asking it to \(SENTINEL FAILOVER\)/,
+    );
     for (const i of [0, 1]) expect(cli(engines[i]!, REDIS_PORT, 'get', 'b:99').trim()).toBe('99');
   }, 90_000);
 
@@ -174,7 +225,11 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
     // engine 0 is the primary again; engine 1 its replica
     await killEngine(1);
     startEngine(1);
-    const took = await until('the replica back in sync', () => cli(engines[1], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'), 20_000);
+    const took = await until(
+      'the replica back in sync',
+      () => cli(engines[1], REDIS_PORT, 'info', 'replication').includes('master_link_status:up'),
+      20_000,
+    );
     expect(masterHostOf(1)).toBe(engines[0]);
     expect(roleOf(0)).toBe('master');
     expect(took, 'no wait for Sentinel when it names another engine').toBeLessThan(10_000);
@@ -187,13 +242,25 @@ describe.runIf(enginesAvailable())('a Kubernetes Redis engine starting again (re
     writeFileSync(
       file,
       renderSentinelConfig({
-        instanceId: 'start-test', masterName: SENTINEL_MASTER, primaryHost: '127.0.0.9', primaryPort: REDIS_PORT, port: SENTINEL_PORT,
-        dir, adminSecret: secret, quorum: 2, downAfterMs: 60_000, failoverTimeoutMs: 10_000,
+        instanceId: 'start-test',
+        masterName: SENTINEL_MASTER,
+        primaryHost: '127.0.0.9',
+        primaryPort: REDIS_PORT,
+        port: SENTINEL_PORT,
+        dir,
+        adminSecret: secret,
+        quorum: 2,
+        downAfterMs: 60_000,
+        failoverTimeoutMs: 10_000,
       }),
     );
     appendFileSync(file, `bind ${stale}\nsentinel announce-ip ${stale}\n`);
     run('sentinel-stale', 'redis-server', [file, '--sentinel']);
-    await until('the stale sentinel answers', () => cli(stale, SENTINEL_PORT, 'sentinel', 'get-master-addr-by-name', SENTINEL_MASTER).startsWith('127.0.0.9'), 10_000);
+    await until(
+      'the stale sentinel answers',
+      () => cli(stale, SENTINEL_PORT, 'sentinel', 'get-master-addr-by-name', SENTINEL_MASTER).startsWith('127.0.0.9'),
+      10_000,
+    );
     // The instance's Services as the cluster gives them (a stand-in for the Kubernetes API: the
     // driver reads only their addresses here); the sentinels' Service lands on the stale one.
     const n = redisNames('start-test');

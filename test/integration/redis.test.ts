@@ -79,10 +79,16 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
         expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `redis instance "${name}" not found` });
       });
 
-      it.each([['m', 'mongodb'], ['e', 'elasticsearch']])('of %s, an instance of the account of another service: it says which', async (name, service) => {
+      it.each([
+        ['m', 'mongodb'],
+        ['e', 'elasticsearch'],
+      ])('of %s, an instance of the account of another service: it says which', async (name, service) => {
         const res = await alice.get(`/v2/redis/${name}/${metric}/`);
         expect(res.status).toBe(404);
-        expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `instance "${name}" is a ${service} instance, not a redis instance` });
+        expect(res.body).toEqual({
+          code: 'INSTANCE_NOT_FOUND',
+          message: `instance "${name}" is a ${service} instance, not a redis instance`,
+        });
       });
     });
 
@@ -104,7 +110,10 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
         // Two resizes in a row: the second waits for the first.
         const second = await alice.post('/v2/redis/grow/resize/', { new_plan: 2500 });
         expect(second.status).toBe(409);
-        expect(second.body).toMatchObject({ code: 'OPERATION_IN_PROGRESS', message: 'instance "grow" is RESIZING; wait until it is ACTIVE and try again' });
+        expect(second.body).toMatchObject({
+          code: 'OPERATION_IN_PROGRESS',
+          message: 'instance "grow" is RESIZING; wait until it is ACTIVE and try again',
+        });
       } finally {
         release();
       }
@@ -130,14 +139,22 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
       it.each([[600], [750], [0], [-500], [100001]])('new_plan %i is not a redis plan; the message lists them', async (plan) => {
         const res = await alice.post('/v2/redis/r/resize/', { new_plan: plan });
         expect(res.status).toBe(400);
-        expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'new_plan', allowed: [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000] });
+        expect(res.body).toMatchObject({
+          code: 'INVALID_VALUE',
+          field: 'new_plan',
+          allowed: [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
+        });
         expect(res.body.message).toContain('500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000');
       });
 
       it('new_plan equal to the current plan; the message lists the larger ones', async () => {
         const res = await alice.post('/v2/redis/r/resize/', { new_plan: 500 });
         expect(res.status).toBe(400);
-        expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'new_plan', allowed: [1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000] });
+        expect(res.body).toMatchObject({
+          code: 'INVALID_VALUE',
+          field: 'new_plan',
+          allowed: [1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
+        });
         expect(res.body.message).toContain('larger');
       });
 
@@ -198,10 +215,16 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
     });
 
     describe('404', () => {
-      it.each([['m', 'mongodb'], ['e', 'elasticsearch']])('resize of %s: only redis resizes', async (name, service) => {
+      it.each([
+        ['m', 'mongodb'],
+        ['e', 'elasticsearch'],
+      ])('resize of %s: only redis resizes', async (name, service) => {
         const res = await alice.post(`/v2/redis/${name}/resize/`, { new_plan: 1000 });
         expect(res.status).toBe(404);
-        expect(res.body).toEqual({ code: 'INSTANCE_NOT_FOUND', message: `instance "${name}" is a ${service} instance, not a redis instance` });
+        expect(res.body).toEqual({
+          code: 'INSTANCE_NOT_FOUND',
+          message: `instance "${name}" is a ${service} instance, not a redis instance`,
+        });
         expect((await alice.get(`/v2/instances/${name}/`)).body.data.plan).toBe(name === 'm' ? 1 : 4);
       });
 

@@ -32,7 +32,8 @@ describe.each(DIALECTS)('restart on %s', (dialect) => {
       release();
     }
     const rec = await again().waitFor('half', (r) => r?.state === 'ACTIVE');
-    for (const k of ['id', 'password', 'connect_string', 'servicenet_connect_string', 'api_key', 'created', 'plan']) expect(rec[k]).toEqual(created[k]);
+    for (const k of ['id', 'password', 'connect_string', 'servicenet_connect_string', 'api_key', 'created', 'plan'])
+      expect(rec[k]).toEqual(created[k]);
     expect((await again().get('/v2/redis/half/maxClients/')).body).toEqual({ data: '10000' });
   });
 
@@ -66,7 +67,11 @@ describe.each(DIALECTS)('restart on %s', (dialect) => {
   it('ACLs and users are applied again to engines rebuilt after a restart', async () => {
     const m = await alice.ready(mongoBody('keep', 'mongodb_singledb'));
     await alice.post('/v2/instances/keep/acls/', { cidr_mask: '192.0.2.0/24', description: 'x' });
-    await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'u', password: 'password-1', roles: [{ role: 'read', db: 'app' }] });
+    await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, {
+      username: 'u',
+      password: 'password-1',
+      roles: [{ role: 'read', db: 'app' }],
+    });
     await th.restart();
     await expect.poll(() => th.mongodb.authenticate(m.id, 'app', 'u', 'password-1')).toBe(true);
     expect(th.runtime.rulesOf(m.id)).toEqual([{ cidr: '192.0.2.0/24', transport: false, kibana: false }]);

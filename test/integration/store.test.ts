@@ -13,8 +13,19 @@ import { insertAcl, listAcls, markAclDeleting, purgeDeletedAcls } from '../../sr
 import { openStore, type InstanceRow, type Store } from '../../src/store/database.js';
 import { isStoreUnavailable } from '../../src/store/errors.js';
 import {
-  PortRaceError, bumpInstance, claimInstance, deleteInstanceRow, findInstanceRowById, getInstanceListVersion, insertInstanceRow,
-  listPendingInstanceIds, listUsedPorts, releaseInstance, renameInstance, replacePort, updateInstance,
+  PortRaceError,
+  bumpInstance,
+  claimInstance,
+  deleteInstanceRow,
+  findInstanceRowById,
+  getInstanceListVersion,
+  insertInstanceRow,
+  listPendingInstanceIds,
+  listUsedPorts,
+  releaseInstance,
+  renameInstance,
+  replacePort,
+  updateInstance,
 } from '../../src/store/instance-repository.js';
 import { acquireLease, findLease } from '../../src/store/lease-repository.js';
 import { appendEvent } from '../../src/store/event-repository.js';
@@ -113,8 +124,10 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     await loc.drop();
   });
   beforeEach(async () => {
-    for (const t of ['mongodb_users', 'acls', 'ports', 'instances', 'tokens', 'api_keys', 'accounts', 'leases'] as const) await store.db.deleteFrom(t).execute();
-    for (const id of ['acc-1', 'acc-2']) await insertAccount(store.db, { id, login: `${id}@example.com`, passwordHash: 'h', createdAt: NOW });
+    for (const t of ['mongodb_users', 'acls', 'ports', 'instances', 'tokens', 'api_keys', 'accounts', 'leases'] as const)
+      await store.db.deleteFrom(t).execute();
+    for (const id of ['acc-1', 'acc-2'])
+      await insertAccount(store.db, { id, login: `${id}@example.com`, passwordHash: 'h', createdAt: NOW });
   });
 
   it("webhooks: the events after a store's first webhook are all fanned out, however late the dispatcher first looks", async () => {
@@ -122,7 +135,15 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     const s = await openStore(fresh);
     try {
       await insertAccount(s.db, { id: 'acc-1', login: 'acc-1@example.com', passwordHash: 'h', createdAt: NOW });
-      const hook = { id: newObjectId(), accountId: 'acc-1', url: 'https://hooks.example.com/h', kinds: ['*'], description: '', secret: 'whsec_x', createdAt: NOW };
+      const hook = {
+        id: newObjectId(),
+        accountId: 'acc-1',
+        url: 'https://hooks.example.com/h',
+        kinds: ['*'],
+        description: '',
+        secret: 'whsec_x',
+        createdAt: NOW,
+      };
       expect(await insertWebhook(s.db, keyring, hook, 20)).toBe(true);
       const event = { accountId: 'acc-1', instanceId: null, instanceName: null, operationId: null, data: {}, createdAt: NOW };
       await s.db.transaction().execute(async (trx) => {
@@ -131,7 +152,10 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       });
       // the dispatcher's first look at this store comes only now, after both events
       expect(await fanOutEvents(s.db, (e) => JSON.stringify(e), NOW, 200)).toBe(2);
-      expect((await listDeliveries(s.db, hook.id, { limit: 10 })).map((d) => d.eventKind)).toEqual(['operation.succeeded', 'operation.created']);
+      expect((await listDeliveries(s.db, hook.id, { limit: 10 })).map((d) => d.eventKind)).toEqual([
+        'operation.succeeded',
+        'operation.created',
+      ]);
     } finally {
       await s.close();
       await fresh.drop();
@@ -140,7 +164,8 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
 
   describe('migrations', () => {
     it('running them again, in-process or by another start, changes nothing and keeps the data', async () => {
-      const migrations = async () => (await sql<{ name: string }>`select name from kysely_migration order by name`.execute(store.db)).rows.map((r) => r.name);
+      const migrations = async () =>
+        (await sql<{ name: string }>`select name from kysely_migration order by name`.execute(store.db)).rows.map((r) => r.name);
       const applied = await migrations();
       expect(applied).toEqual([...MIGRATION_NAMES].sort());
       expect(applied).toContain('2026-11-21T0900-initial');
@@ -239,7 +264,9 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       expect(await listPendingInstanceIds(store.db)).toEqual([row.id]);
       expect(await updateInstance(store.db, row.id, { state: 'ACTIVE', observedVersion: 1 }, { specVersion: 1 })).toBe(true);
       expect(await listPendingInstanceIds(store.db)).toEqual([]);
-      expect(await bumpInstance(store.db, row.id, { desiredPlan: 1000, state: 'RESIZING' }, NOW + 1, { states: ['ACTIVE', 'COMPLETED'] })).toBe(true);
+      expect(
+        await bumpInstance(store.db, row.id, { desiredPlan: 1000, state: 'RESIZING' }, NOW + 1, { states: ['ACTIVE', 'COMPLETED'] }),
+      ).toBe(true);
       expect(await listPendingInstanceIds(store.db)).toEqual([row.id]);
       // a pass that read version 1 cannot overwrite the newer request
       expect(await updateInstance(store.db, row.id, { state: 'ACTIVE', observedVersion: 1 }, { specVersion: 1 })).toBe(false);
@@ -371,14 +398,21 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     it('a login taken is a 409 LOGIN_TAKEN', async () => {
       const svc = new AccountService(store.db, { tokenTtlSeconds: 60, now: () => NOW });
       await svc.createAccount('ops@example.com', 'long-enough-password');
-      await expect(svc.createAccount('ops@example.com', 'another-long-password')).rejects.toMatchObject({ status: 409, code: 'LOGIN_TAKEN' });
+      await expect(svc.createAccount('ops@example.com', 'another-long-password')).rejects.toMatchObject({
+        status: 409,
+        code: 'LOGIN_TAKEN',
+      });
       expect(await svc.ensureAccount('ops@example.com', 'whatever-password')).toBe(false);
     });
 
     it('a token is live until it expires or is revoked; dead ones are purged after a day', async () => {
       await insertToken(store.db, { id: 't1', accountId: 'acc-1', tokenHash: 'h1', createdAt: NOW, expiresAt: NOW + 1000 });
       await insertToken(store.db, { id: 't2', accountId: 'acc-1', tokenHash: 'h2', createdAt: NOW, expiresAt: NOW + 1000 });
-      expect(await findLiveToken(store.db, 'h1', NOW + 999)).toMatchObject({ account_id: 'acc-1', login: 'acc-1@example.com', expires_at: NOW + 1000 });
+      expect(await findLiveToken(store.db, 'h1', NOW + 999)).toMatchObject({
+        account_id: 'acc-1',
+        login: 'acc-1@example.com',
+        expires_at: NOW + 1000,
+      });
       expect(await findLiveToken(store.db, 'h1', NOW + 1000)).toBeUndefined();
       await revokeToken(store.db, 'h2', NOW + 500);
       expect(await findLiveToken(store.db, 'h2', NOW + 501)).toBeUndefined();
@@ -428,7 +462,15 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     expect(caller?.login).toBe('keys@example.com');
     expect((await svc.listApiKeys('keys@example.com'))[0]!.last_used_at).toBe(NOW);
     await svc.issueToken(caller!);
-    const count = async () => Number((await store.db.selectFrom('tokens').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    const count = async () =>
+      Number(
+        (
+          await store.db
+            .selectFrom('tokens')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     expect(await count()).toBe(1);
     now = NOW + 60_000 + 86_400_000 + 1; // the first token is dead for more than a day
     await svc.issueToken(caller!);
@@ -452,7 +494,10 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     expect(await acquireLease(store.db, 'runtime:x', 'r2', NOW + 11_001, 6000)).toBe(true);
     expect(await findLease(store.db, 'runtime:x')).toEqual({ name: 'runtime:x', owner: 'r2', expires_at: NOW + 17_001 });
     // two replicas racing for a free lease: exactly one wins
-    const results = await Promise.all([acquireLease(store.db, 'runtime:y', 'r1', NOW, 6000), acquireLease(store.db, 'runtime:y', 'r2', NOW, 6000)]);
+    const results = await Promise.all([
+      acquireLease(store.db, 'runtime:y', 'r1', NOW, 6000),
+      acquireLease(store.db, 'runtime:y', 'r2', NOW, 6000),
+    ]);
     expect(results.filter(Boolean)).toHaveLength(1);
   });
 });

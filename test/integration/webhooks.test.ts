@@ -23,7 +23,8 @@ function signedBy(secret: string, r: Received): boolean {
   return [...header.matchAll(/v1=([0-9a-f]{64})/g)].some((m) => timingSafeEqual(Buffer.from(m[1]!, 'hex'), expected));
 }
 
-const succeededFor = (name: string) => (rs: Received[]) => rs.some((r) => r.event?.kind === 'operation.succeeded' && r.event.instance_name === name);
+const succeededFor = (name: string) => (rs: Received[]) =>
+  rs.some((r) => r.event?.kind === 'operation.succeeded' && r.event.instance_name === name);
 
 describe.each(DIALECTS)('webhooks (%s)', (dialect) => {
   let th: TestHangar;
@@ -52,12 +53,23 @@ describe.each(DIALECTS)('webhooks (%s)', (dialect) => {
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     expect(created.headers.get('cache-control')).toBe('no-store');
     const w = created.body.data;
-    expect(w).toMatchObject({ id: expect.stringMatching(/^[0-9a-f]{24}$/), url: r.url, kinds: ['operation'], description: 'ci', secret: expect.stringMatching(/^whsec_/) });
+    expect(w).toMatchObject({
+      id: expect.stringMatching(/^[0-9a-f]{24}$/),
+      url: r.url,
+      kinds: ['operation'],
+      description: 'ci',
+      secret: expect.stringMatching(/^whsec_/),
+    });
     const listed = (await alice.get('/v2/webhooks/')).body.data;
     expect(listed.find((x: any) => x.id === w.id)).toEqual(Object.fromEntries(Object.entries(w).filter(([k]) => k !== 'secret')));
     expect(JSON.stringify(listed)).not.toContain(w.secret);
     expect(JSON.stringify((await alice.get(`/v2/webhooks/${w.id}/`)).body)).not.toContain(w.secret);
-    for (const res of [await bob.get(`/v2/webhooks/${w.id}/`), await bob.delete(`/v2/webhooks/${w.id}/`), await bob.get(`/v2/webhooks/${w.id}/deliveries`), await bob.post(`/v2/webhooks/${w.id}/rotate-secret`)]) {
+    for (const res of [
+      await bob.get(`/v2/webhooks/${w.id}/`),
+      await bob.delete(`/v2/webhooks/${w.id}/`),
+      await bob.get(`/v2/webhooks/${w.id}/deliveries`),
+      await bob.post(`/v2/webhooks/${w.id}/rotate-secret`),
+    ]) {
       expect(res.status).toBe(404);
       expect(res.body.code).toBe('WEBHOOK_NOT_FOUND');
     }
@@ -74,9 +86,14 @@ describe.each(DIALECTS)('webhooks (%s)', (dialect) => {
     await all.until('the create', succeededFor('hooked'));
     await some.until('the create', succeededFor('hooked'));
     const account = (await alice.get('/v2/whoami/')).body.data.account_id;
-    const stored = (await listEventsAfter(th.hangar.store.db, { afterId: 0, accountId: account, limit: 10_000 })).filter((e) => e.instanceName === 'hooked');
+    const stored = (await listEventsAfter(th.hangar.store.db, { afterId: 0, accountId: account, limit: 10_000 })).filter(
+      (e) => e.instanceName === 'hooked',
+    );
     await all.until('every event', (rs) => stored.every((e) => rs.some((r) => r.event.id === e.id)));
-    for (const [rcv, w, wanted] of [[all, wAll, stored], [some, wSome, stored.filter((e) => e.kind === 'operation.succeeded' || e.kind === 'instance.state')]] as const) {
+    for (const [rcv, w, wanted] of [
+      [all, wAll, stored],
+      [some, wSome, stored.filter((e) => e.kind === 'operation.succeeded' || e.kind === 'instance.state')],
+    ] as const) {
       const got = rcv.received.filter((r) => r.event.instance_name === 'hooked');
       expect(got.map((r) => r.event.id).sort((a, b) => a - b)).toEqual(wanted.map((e) => e.id));
       expect(new Set(got.map((r) => r.delivery)).size).toBe(got.length);
@@ -91,12 +108,21 @@ describe.each(DIALECTS)('webhooks (%s)', (dialect) => {
         expect(await verifyWebhookSignature(w.secret, String(r.headers['x-hangar-signature']), `${r.body} `)).toBe(false);
       }
     }
-    const delivered = (await alice.get(`/v2/webhooks/${wAll.id}/deliveries?limit=500`)).body.data.filter((d: any) => stored.some((e) => e.id === d.event_id));
+    const delivered = (await alice.get(`/v2/webhooks/${wAll.id}/deliveries?limit=500`)).body.data.filter((d: any) =>
+      stored.some((e) => e.id === d.event_id),
+    );
     expect(delivered).toHaveLength(stored.length);
-    expect(delivered.every((d: any) => d.state === 'DELIVERED' && d.attempts === 1 && d.last_status === 200 && d.last_error === null && d.date_delivered !== null)).toBe(true);
+    expect(
+      delivered.every(
+        (d: any) =>
+          d.state === 'DELIVERED' && d.attempts === 1 && d.last_status === 200 && d.last_error === null && d.date_delivered !== null,
+      ),
+    ).toBe(true);
     // an old signature is refused by the verifier (replay)
     const r0 = all.received[0]!;
-    expect(await verifyWebhookSignature(wAll.secret, String(r0.headers['x-hangar-signature']), r0.body, { now: Date.now() + 3600_000 })).toBe(false);
+    expect(
+      await verifyWebhookSignature(wAll.secret, String(r0.headers['x-hangar-signature']), r0.body, { now: Date.now() + 3600_000 }),
+    ).toBe(false);
   });
 
   it('retries a delivery answered 500 with backoff, the same delivery id and body, until a 2xx', async () => {
@@ -108,7 +134,14 @@ describe.each(DIALECTS)('webhooks (%s)', (dialect) => {
       .poll(async () => (await alice.get(`/v2/webhooks/${w.id}/deliveries`)).body.data.map((d: any) => d.state), WAIT)
       .toEqual(['DELIVERED']);
     const [d] = (await alice.get(`/v2/webhooks/${w.id}/deliveries`)).body.data;
-    expect(d).toMatchObject({ state: 'DELIVERED', attempts: 3, last_status: 200, last_error: null, event_kind: 'operation.succeeded', next_attempt: null });
+    expect(d).toMatchObject({
+      state: 'DELIVERED',
+      attempts: 3,
+      last_status: 200,
+      last_error: null,
+      event_kind: 'operation.succeeded',
+      next_attempt: null,
+    });
     const attempts = r.deliveries().get(d.id)!;
     expect(attempts).toHaveLength(3);
     expect(new Set(attempts.map((a) => a.body)).size).toBe(1);
@@ -191,7 +224,10 @@ describe.each(DIALECTS)('webhooks (%s)', (dialect) => {
 
   it('400: kinds that are no kinds, a body field it does not take; 409 past 20 webhooks', async () => {
     const carol = await th.signup();
-    expect((await carol.post('/v2/webhooks/', { url: 'http://127.0.0.1:9/x', kinds: ['instance.exploded'] })).body).toMatchObject({ code: 'INVALID_VALUE', field: 'kinds' });
+    expect((await carol.post('/v2/webhooks/', { url: 'http://127.0.0.1:9/x', kinds: ['instance.exploded'] })).body).toMatchObject({
+      code: 'INVALID_VALUE',
+      field: 'kinds',
+    });
     expect((await carol.post('/v2/webhooks/', { url: 'http://127.0.0.1:9/x', secret: 'mine' })).status).toBe(400);
     expect((await carol.post('/v2/webhooks/', { url: 'not a url' })).body).toMatchObject({ code: 'INVALID_VALUE', field: 'url' });
     for (let i = 0; i < 20; i++) expect((await carol.post('/v2/webhooks/', { url: `http://127.0.0.1:9/${i}` })).status).toBe(200);
@@ -201,7 +237,13 @@ describe.each(DIALECTS)('webhooks (%s)', (dialect) => {
   it("400 TARGET_NOT_ALLOWED, even with private targets allowed: hangar's own API and port range, cloud metadata", async () => {
     const api = Number(new URL(th.url).port);
     const range = th.config.portRange.first + 5;
-    for (const url of [`http://127.0.0.1:${api}/v2/instances/`, `http://localhost:${api}/`, `http://127.0.0.1:${range}/`, 'http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/']) {
+    for (const url of [
+      `http://127.0.0.1:${api}/v2/instances/`,
+      `http://localhost:${api}/`,
+      `http://127.0.0.1:${range}/`,
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00:ec2::254]/',
+    ]) {
       const res = await alice.post('/v2/webhooks/', { url });
       expect(res.status, url).toBe(400);
       expect(res.body, url).toMatchObject({ code: 'TARGET_NOT_ALLOWED', field: 'url' });
@@ -235,8 +277,14 @@ describe('webhook targets without the settings', () => {
   });
 
   it('400: http:// without HANGAR_WEBHOOK_ALLOW_HTTP, a URL with credentials; 200: a public https address', async () => {
-    expect((await alice.post('/v2/webhooks/', { url: 'http://93.184.215.14/hook' })).body).toMatchObject({ code: 'INVALID_VALUE', message: expect.stringContaining('HANGAR_WEBHOOK_ALLOW_HTTP') });
-    expect((await alice.post('/v2/webhooks/', { url: 'https://user:pw@93.184.215.14/hook' })).body).toMatchObject({ code: 'INVALID_VALUE', field: 'url' });
+    expect((await alice.post('/v2/webhooks/', { url: 'http://93.184.215.14/hook' })).body).toMatchObject({
+      code: 'INVALID_VALUE',
+      message: expect.stringContaining('HANGAR_WEBHOOK_ALLOW_HTTP'),
+    });
+    expect((await alice.post('/v2/webhooks/', { url: 'https://user:pw@93.184.215.14/hook' })).body).toMatchObject({
+      code: 'INVALID_VALUE',
+      field: 'url',
+    });
     expect((await alice.post('/v2/webhooks/', { url: 'https://93.184.215.14/hook' })).status).toBe(200);
   });
 
@@ -276,10 +324,19 @@ describe.runIf(DIALECTS.includes('postgres'))('webhooks with two replicas on one
     th = await startTestHangar({ dialect: 'postgres', listen: true, env });
     alice = await th.signup();
     other = await startHangar(
-      loadConfig({}, {
-        ...env, HANGAR_PORT: '0', HANGAR_DATA_DIR: th.config.dataDir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent',
-        HANGAR_HOST_ID: th.config.hostId, HANGAR_DATABASE_URL: th.config.databaseUrl!, HANGAR_REPLICA_ID: 'second-replica',
-      }),
+      loadConfig(
+        {},
+        {
+          ...env,
+          HANGAR_PORT: '0',
+          HANGAR_DATA_DIR: th.config.dataDir,
+          HANGAR_RUNTIME: 'emulated',
+          HANGAR_LOG_LEVEL: 'silent',
+          HANGAR_HOST_ID: th.config.hostId,
+          HANGAR_DATABASE_URL: th.config.databaseUrl!,
+          HANGAR_REPLICA_ID: 'second-replica',
+        },
+      ),
       undefined,
       { listen: true },
     );
@@ -295,7 +352,12 @@ describe.runIf(DIALECTS.includes('postgres'))('webhooks with two replicas on one
     const w = (await alice.post('/v2/webhooks/', { url: r.url })).body.data;
     for (const name of ['rep-1', 'rep-2', 'rep-3']) await alice.post('/v2/instances/', redisBody(name));
     for (const name of ['rep-1', 'rep-2', 'rep-3']) await r.until(name, succeededFor(name));
-    await expect.poll(async () => (await alice.get(`/v2/webhooks/${w.id}/deliveries?limit=500`)).body.data.every((d: any) => d.state === 'DELIVERED'), WAIT).toBe(true);
+    await expect
+      .poll(
+        async () => (await alice.get(`/v2/webhooks/${w.id}/deliveries?limit=500`)).body.data.every((d: any) => d.state === 'DELIVERED'),
+        WAIT,
+      )
+      .toBe(true);
     const ids = r.received.map((x) => x.event.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(new Set(r.received.map((x) => x.delivery)).size).toBe(ids.length);

@@ -50,13 +50,27 @@ export function accessOnKubernetes(): void {
     const admin = 'redis-cli --user hangar --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning';
 
     it('the edge pods and the NetworkPolicy enforce exactly the ACLs; check agrees with real clients', async () => {
-      const res = await hangar.post('/v2/instances/', { ...hangar.redisBody('cache'), zone: 'Kube', version: '7.0.15', acls: [{ cidr_mask: admitted.address, description: 'client host' }] });
+      const res = await hangar.post('/v2/instances/', {
+        ...hangar.redisBody('cache'),
+        zone: 'Kube',
+        version: '7.0.15',
+        acls: [{ cidr_mask: admitted.address, description: 'client host' }],
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       inst = await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 240_000);
       // an edge pod still starting shows as not in sync ("the edge pod is not ready"): read once both run
       let eff: any;
       await expect
-        .poll(async () => (eff = (await hangar.get('/v2/instances/cache/acls/effective')).body.data).in_sync, { timeout: 60_000, interval: 500 })
+        .poll(
+          async () => {
+            eff = (await hangar.get('/v2/instances/cache/acls/effective')).body.data;
+            return eff.in_sync;
+          },
+          {
+            timeout: 60_000,
+            interval: 500,
+          },
+        )
         .toBe(true);
       expect(eff.in_sync, JSON.stringify(eff)).toBe(true);
       expect(eff.enforcers.map((e: any) => e.name.split('/')[0]).sort()).toEqual(['networkpolicy', 'pod', 'pod']);
@@ -66,7 +80,10 @@ export function accessOnKubernetes(): void {
       expect(policy.spec.ingress.length).toBeGreaterThan(1);
       for (const rule of policy.spec.ingress) expect(rule.from, JSON.stringify(rule)).toEqual(expect.arrayContaining([expect.any(Object)]));
       const port = portOf(inst.connect_string);
-      for (const [host, expected] of [[admitted, true], [stranger, false]] as const) {
+      for (const [host, expected] of [
+        [admitted, true],
+        [stranger, false],
+      ] as const) {
         expect((await hangar.post('/v2/instances/cache/acls/check', { ip: host.address })).body.data.admitted).toBe(expected);
         expect(await host.ping(nodeIp, port, inst.password)).toBe(expected ? 'PONG' : 'closed');
       }
@@ -84,13 +101,20 @@ export function accessOnKubernetes(): void {
       expect(denied[0]).toEqual({ source: stranger.address, time: expect.any(String), listener: 'public' });
       expect(denied.map((d) => d.source)).not.toContain(admitted.address);
       const metrics = await (await fetch(`${hangar.url}/metrics`)).text();
-      const refused = Number(new RegExp(`hangar_edge_connections_total\\{instance_id="${inst.id}",outcome="refused"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+      const refused = Number(
+        new RegExp(`hangar_edge_connections_total\\{instance_id="${inst.id}",outcome="refused"\\} (\\d+)`).exec(metrics)?.[1] ?? 0,
+      );
       expect(refused).toBeGreaterThanOrEqual(1);
     }, 60_000);
 
     it('a user limited to app:* and the settings run on both engines and survive a Sentinel failover', async () => {
       const port = portOf(inst.connect_string);
-      const user = await hangar.post('/v2/redis/cache/users/', { username: 'app', password: 'app-password-1', keys: ['app:*'], commands: ['+@read', '+@write', '-@dangerous', '+@connection'] });
+      const user = await hangar.post('/v2/redis/cache/users/', {
+        username: 'app',
+        password: 'app-password-1',
+        keys: ['app:*'],
+        commands: ['+@read', '+@write', '-@dangerous', '+@connection'],
+      });
       expect(user.status, JSON.stringify(user.body)).toBe(200);
       const cfg = await hangar.patch('/v2/redis/cache/config/', { 'maxmemory-policy': 'allkeys-lru', maxclients: 5000 });
       expect(cfg.status, JSON.stringify(cfg.body)).toBe(200);
@@ -111,7 +135,9 @@ export function accessOnKubernetes(): void {
       for (const m of members) {
         expect(onPod(m, `${admin} acl getuser app | head -2`)).toContain('flags');
         expect(onPod(m, `${admin} config get maxmemory-policy`).split('\n')[1]).toBe('allkeys-lru');
-        expect(onPod(m, 'grep -E "^(maxmemory-policy|maxclients|user app)" /data/redis.conf')).toMatch(/maxmemory-policy allkeys-lru[\s\S]*maxclients 5000|maxclients 5000[\s\S]*maxmemory-policy allkeys-lru/);
+        expect(onPod(m, 'grep -E "^(maxmemory-policy|maxclients|user app)" /data/redis.conf')).toMatch(
+          /maxmemory-policy allkeys-lru[\s\S]*maxclients 5000|maxclients 5000[\s\S]*maxmemory-policy allkeys-lru/,
+        );
       }
       const roleOf = (pod: string) => /role:(\w+)/.exec(onPod(pod, `${admin} info replication`))?.[1];
       const primary = members.find((m) => roleOf(m) === 'master')!;
@@ -140,7 +166,9 @@ export function accessOnKubernetes(): void {
       const succeeded = async (res: { headers: Headers }) => {
         const id = res.headers.get('x-operation-id');
         expect(id).toMatch(/^[0-9a-f]{24}$/);
-        await expect.poll(async () => (await hangar.get(`/v2/operations/${id}/`)).body.data.state, { timeout: 120_000, interval: 250 }).toBe('SUCCEEDED');
+        await expect
+          .poll(async () => (await hangar.get(`/v2/operations/${id}/`)).body.data.state, { timeout: 120_000, interval: 250 })
+          .toBe('SUCCEEDED');
       };
       const rotated = await hangar.post('/v2/instances/cache/rotate-password');
       const { password } = rotated.body.data;

@@ -51,7 +51,8 @@ export function redisOnKubernetes(): void {
       rmSync(dir, { recursive: true, force: true });
     }, 180_000);
 
-    const create = (name: string, extra: Record<string, unknown> = {}) => hangar.post('/v2/instances/', { ...hangar.redisBody(name), zone: 'Kube', version: '7.0.15', ...extra });
+    const create = (name: string, extra: Record<string, unknown> = {}) =>
+      hangar.post('/v2/instances/', { ...hangar.redisBody(name), zone: 'Kube', version: '7.0.15', ...extra });
     const pods = (selector: string) => tb.json(['-n', ns, 'get', 'pods', '-l', selector]).items as any[];
 
     // An ACL change's answer waits for the edge pods (at most 2 s); on a cluster busier than that,
@@ -61,7 +62,9 @@ export function redisOnKubernetes(): void {
       const id = res.headers.get('x-operation-id');
       expect(id).toMatch(/^[0-9a-f]{24}$/);
       const asked = Date.now();
-      await expect.poll(async () => (await hangar.get(`/v2/operations/${id}/`)).body.data.state, { timeout: 60_000, interval: 100 }).toBe('SUCCEEDED');
+      await expect
+        .poll(async () => (await hangar.get(`/v2/operations/${id}/`)).body.data.state, { timeout: 60_000, interval: 100 })
+        .toBe('SUCCEEDED');
       console.log(`${what}: its operation SUCCEEDED ${Date.now() - asked} ms after the answer`);
     };
 
@@ -72,12 +75,23 @@ export function redisOnKubernetes(): void {
       expect(inst.connect_string).toBe(`redis://${nodeIp}:${portOf(inst.connect_string)}`);
       const id = inst.id as string;
       const running = pods(`hangar.io/instance=${id}`).filter((p) => p.status.phase === 'Running');
-      expect(running.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual(['edge', 'edge', 'redis', 'redis', 'sentinel', 'sentinel', 'sentinel']);
+      expect(running.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual([
+        'edge',
+        'edge',
+        'redis',
+        'redis',
+        'sentinel',
+        'sentinel',
+        'sentinel',
+      ]);
       const redisPod = pods(`hangar.io/instance=${id},app.kubernetes.io/component=redis`)[0];
       expect(redisPod.spec.containers[0].resources).toEqual({ requests: { memory: '689Mi', cpu: '50m' }, limits: { memory: '689Mi' } });
       // a sentinel's CPU is limited: it can spin when an engine's pod is made again (redis/redis#9956)
       const sentinelPod = pods(`hangar.io/instance=${id},app.kubernetes.io/component=sentinel`)[0];
-      expect(sentinelPod.spec.containers[0].resources).toEqual({ requests: { memory: '64Mi', cpu: '50m' }, limits: { memory: '64Mi', cpu: '100m' } });
+      expect(sentinelPod.spec.containers[0].resources).toEqual({
+        requests: { memory: '64Mi', cpu: '50m' },
+        limits: { memory: '64Mi', cpu: '100m' },
+      });
     }, 300_000);
 
     it('the edge admits only the ACL sources: none, then the client host, then none again with its open connection cut', async () => {
@@ -104,15 +118,25 @@ export function redisOnKubernetes(): void {
     // Before the resize: a resize rolls the pods, and the failover Sentinel makes then holds back
     // the next one of the same primary for twice its failover-timeout.
     it('the primary killed: Sentinel promotes the replica within 10 s, the edge follows, a writing client goes on; lost writes measured', async () => {
-      await enforced(await hangar.post(`/v2/instances/cache/acls/`, { cidr_mask: '0.0.0.0/0', description: 'everyone, for the writer' }), 'acl add for the writer');
+      await enforced(
+        await hangar.post(`/v2/instances/cache/acls/`, { cidr_mask: '0.0.0.0/0', description: 'everyone, for the writer' }),
+        'acl add for the writer',
+      );
       const port = portOf(inst.connect_string);
       // the engines' roles, asked at their Services' addresses as hangar's own user (no kubectl exec:
       // a busy API server or kubelet must not be what is measured)
       const n = `h-${inst.id}-redis`;
       const adminSecret = tb.redisAdminSecret(ns, inst.id);
-      const members = [0, 1].map((i) => ({ pod: `${n}-${i}`, address: tb.json(['-n', ns, 'get', 'service', `${n}-${i}`]).spec.clusterIP as string }));
+      const members = [0, 1].map((i) => ({
+        pod: `${n}-${i}`,
+        address: tb.json(['-n', ns, 'get', 'service', `${n}-${i}`]).spec.clusterIP as string,
+      }));
       const roleOf = async (address: string): Promise<string | undefined> => {
-        const c = createClient({ socket: { host: address, port: 6379, connectTimeout: 1000, reconnectStrategy: false }, username: 'hangar', password: adminSecret });
+        const c = createClient({
+          socket: { host: address, port: 6379, connectTimeout: 1000, reconnectStrategy: false },
+          username: 'hangar',
+          password: adminSecret,
+        });
         c.on('error', () => {});
         try {
           await c.connect();
@@ -138,10 +162,16 @@ export function redisOnKubernetes(): void {
       }
       const primary = members[roles.indexOf('master')]!;
       const replica = members.find((m) => m !== primary)!;
-      expect(roles.filter((r) => r === 'master'), `roles before the kill: ${roles.join(', ')}`).toHaveLength(1);
+      expect(
+        roles.filter((r) => r === 'master'),
+        `roles before the kill: ${roles.join(', ')}`,
+      ).toHaveLength(1);
       // what is measured is the failover: Sentinel has found the replica first
       expect(await tb.sentinelReplicaFlags(ns, inst.id), 'Sentinel knows the replica, serving, before the kill').toBe('slave');
-      const writer = createClient({ socket: { host: nodeIp, port, reconnectStrategy: () => 50, connectTimeout: 1000 }, password: inst.password });
+      const writer = createClient({
+        socket: { host: nodeIp, port, reconnectStrategy: () => 50, connectTimeout: 1000 },
+        password: inst.password,
+      });
       writer.on('error', () => {});
       await writer.connect();
       const acked: number[] = [];
@@ -174,9 +204,13 @@ export function redisOnKubernetes(): void {
           await new Promise((r) => setTimeout(r, 100));
         }
         if (promotedAt === 0) {
-          const sentinels = pods(`hangar.io/instance=${inst.id},app.kubernetes.io/component=sentinel`).map((p) => p.metadata.name as string);
+          const sentinels = pods(`hangar.io/instance=${inst.id},app.kubernetes.io/component=sentinel`).map(
+            (p) => p.metadata.name as string,
+          );
           const logs = sentinels.map((s) => `${s}:\n${tb.kubectl(['-n', ns, 'logs', s, '--tail=30']).stdout}`).join('\n');
-          console.log(`no promotion within 30 s; pods:\n${tb.kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).stdout}\nsentinel logs:\n${logs}`);
+          console.log(
+            `no promotion within 30 s; pods:\n${tb.kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).stdout}\nsentinel logs:\n${logs}`,
+          );
         }
         expect(promotedAt, 'the replica was promoted').toBeGreaterThan(0);
         expect(promotedAt - killedAt).toBeLessThan(10_000);
@@ -191,7 +225,9 @@ export function redisOnKubernetes(): void {
         await reader.connect();
         const values = await reader.mGet(acked.map((i) => `k:${i}`));
         const lost = values.filter((v) => v === null).length;
-        console.log(`failover: promoted after ${promotedAt - killedAt} ms; ${acked.length} writes acknowledged, ${failed} failed while it happened, ${lost} acknowledged writes lost`);
+        console.log(
+          `failover: promoted after ${promotedAt - killedAt} ms; ${acked.length} writes acknowledged, ${failed} failed while it happened, ${lost} acknowledged writes lost`,
+        );
         // Replication is asynchronous: writes acknowledged by the old primary in the last moments before it died may be lost.
         expect(lost).toBeLessThan(acked.length / 2);
         await reader.quit();
@@ -213,8 +249,13 @@ export function redisOnKubernetes(): void {
       }
       expect(steady, 'one primary and one replica after the failover').toBe(3);
       // how the killed engine came back (its start script says when it waited or asked for the failover)
-      const said = tb.kubectl(['-n', ns, 'logs', primary.pod]).stdout.split('\n').filter((l) => l.startsWith('hangar:'));
-      console.log(`the killed engine started again: ${said.length ? said.join(' / ') : 'Sentinel had promoted the replica already; it followed'}`);
+      const said = tb
+        .kubectl(['-n', ns, 'logs', primary.pod])
+        .stdout.split('\n')
+        .filter((l) => l.startsWith('hangar:'));
+      console.log(
+        `the killed engine started again: ${said.length ? said.join(' / ') : 'Sentinel had promoted the replica already; it followed'}`,
+      );
     }, 240_000);
 
     it('resize sets maxmemory live, then rolls the pods to their new memory limit one by one; the data stays', async () => {
@@ -227,7 +268,16 @@ export function redisOnKubernetes(): void {
       expect((await hangar.post('/v2/redis/cache/resize/', { new_plan: 1000 })).status).toBe(200);
       await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE' && r.plan === 1000, 180_000);
       for (const pod of pods(`hangar.io/instance=${inst.id},app.kubernetes.io/component=redis`)) {
-        const got = tb.k(['-n', ns, 'exec', pod.metadata.name, '--', 'sh', '-c', 'redis-cli --user hangar --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning config get maxmemory']);
+        const got = tb.k([
+          '-n',
+          ns,
+          'exec',
+          pod.metadata.name,
+          '--',
+          'sh',
+          '-c',
+          'redis-cli --user hangar --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning config get maxmemory',
+        ]);
         expect(got.trim().split('\n')[1]).toBe(String(1000 * 1024 * 1024));
         // Kubernetes 1.20 cannot change a running container's limit: the pod was rolled to it
         expect(pod.spec.containers[0].resources.limits.memory).toBe('1314Mi');
@@ -270,7 +320,10 @@ export function redisOnKubernetes(): void {
       let last = '';
       const servedUntil = Date.now() + 90_000;
       for (let attempt = 1; value === undefined && Date.now() < servedUntil; attempt++) {
-        const c = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string), connectTimeout: 2000, reconnectStrategy: false }, password: inst.password });
+        const c = createClient({
+          socket: { host: nodeIp, port: portOf(inst.connect_string), connectTimeout: 2000, reconnectStrategy: false },
+          password: inst.password,
+        });
         c.on('error', () => {});
         let timer: NodeJS.Timeout | undefined;
         try {
@@ -292,15 +345,17 @@ export function redisOnKubernetes(): void {
       step('a client read through the new edge');
       expect(value).toBe('kept');
       // the pods the resize rolled may still be coming back: the instance is ACTIVE once both answer
-      const rec = await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000).catch((err: Error) => {
-        throw new Error(`${err.message}; pods:\n${tb.kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).stdout}`);
-      });
+      const rec = await hangar
+        .waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000)
+        .catch((err: Error) => {
+          throw new Error(`${err.message}; pods:\n${tb.kubectl(['-n', ns, 'get', 'pods', '-o', 'wide']).stdout}`);
+        });
       expect(rec.state).toBe('ACTIVE');
       step('the instance ACTIVE');
       // the test's own bound is over the sum of its steps' (60 + 30 + 90 + 120 s), each of which fails with its reason
     }, 330_000);
 
-    it('a plan the node cannot fit shows the scheduler\'s reason in the record; a plan over the zone\'s capacity is refused', async () => {
+    it("a plan the node cannot fit shows the scheduler's reason in the record; a plan over the zone's capacity is refused", async () => {
       const over = await create('over-capacity', { plan: 10000 });
       expect(over.status).toBe(409);
       expect(over.body.code).toBe('CAPACITY_EXCEEDED');
@@ -383,11 +438,28 @@ export function redisOnKubernetes(): void {
     }, 480_000);
 
     it('MongoDB and Elasticsearch instances: every object accepted by the API server and their pods created (their images cannot run here)', async () => {
-      const mongo = await hangar.post('/v2/instances/', { name: 'docs', service: 'mongodb', type: 'mongodb_replica_set', plan: 1, version: '3.4.2', zone: 'Kube' });
+      const mongo = await hangar.post('/v2/instances/', {
+        name: 'docs',
+        service: 'mongodb',
+        type: 'mongodb_replica_set',
+        plan: 1,
+        version: '3.4.2',
+        zone: 'Kube',
+      });
       expect(mongo.status, JSON.stringify(mongo.body)).toBe(200);
-      const es = await hangar.post('/v2/instances/', { name: 'search', service: 'elasticsearch', type: 'elasticsearch', plan: 4, version: '6.4.1', zone: 'Kube' });
+      const es = await hangar.post('/v2/instances/', {
+        name: 'search',
+        service: 'elasticsearch',
+        type: 'elasticsearch',
+        plan: 4,
+        version: '6.4.1',
+        zone: 'Kube',
+      });
       expect(es.status, JSON.stringify(es.body)).toBe(200);
-      for (const [rec, members] of [[mongo.body.data, 3], [es.body.data, 1]] as const) {
+      for (const [rec, members] of [
+        [mongo.body.data, 3],
+        [es.body.data, 1],
+      ] as const) {
         const until = Date.now() + 120_000;
         while (pods(`hangar.io/instance=${rec.id}`).length < members && Date.now() < until) await new Promise((r) => setTimeout(r, 1000));
         expect(pods(`hangar.io/instance=${rec.id}`)).toHaveLength(members);
@@ -402,13 +474,26 @@ export function redisOnKubernetes(): void {
     it('hangar doctor checks each Kubernetes zone: kubeconfig, API, namespace, every verb of the Role (naming the missing ones)', async () => {
       // run without blocking this process: the hangar of this file writes its log to it meanwhile
       const doctor = async (file: string) => {
-        const r = await execFileP(process.execPath, [BIN, 'doctor', '--json'], { env: { ...process.env, HANGAR_ZONES: file, HANGAR_DATA_DIR: join(dir, 'doctor') } })
-          .then((ok) => ({ ...ok, code: 0 }), (err: { code?: number; stdout?: string; stderr?: string }) => ({ code: err.code ?? -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' }));
+        const r = await execFileP(process.execPath, [BIN, 'doctor', '--json'], {
+          env: { ...process.env, HANGAR_ZONES: file, HANGAR_DATA_DIR: join(dir, 'doctor') },
+        }).then(
+          (ok) => ({ ...ok, code: 0 }),
+          (err: { code?: number; stdout?: string; stderr?: string }) => ({
+            code: err.code ?? -1,
+            stdout: err.stdout ?? '',
+            stderr: err.stderr ?? '',
+          }),
+        );
         expect(r.stdout, r.stderr).not.toBe('');
         return { status: r.code, report: JSON.parse(r.stdout) };
       };
       const good = await doctor(join(dir, 'zones.yaml'));
-      expect(good.report.zones[0].checks.map((c: any) => [c.check, c.ok])).toEqual([['kubeconfig', true], ['api', true], ['namespace', true], ['rbac', true]]);
+      expect(good.report.zones[0].checks.map((c: any) => [c.check, c.ok])).toEqual([
+        ['kubeconfig', true],
+        ['api', true],
+        ['namespace', true],
+        ['rbac', true],
+      ]);
       // the same user in a namespace where its Role is not bound
       writeFileSync(join(dir, 'elsewhere.yaml'), zones().replace(`namespace: ${ns}`, 'namespace: default'));
       const bad = await doctor(join(dir, 'elsewhere.yaml'));

@@ -15,7 +15,11 @@ describe('npm ci on this Node.js', () => {
 
   it('installs the lock without an EBADENGINE warning', () => {
     for (const f of ['package.json', 'package-lock.json']) copyFileSync(resolve(f), join(dir, f));
-    const r = spawnSync('npm', ['ci', '--dry-run', '--ignore-scripts', '--offline', '--no-audit', '--no-fund'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync('npm', ['ci', '--dry-run', '--ignore-scripts', '--offline', '--no-audit', '--no-fund'], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     const output = `${r.stdout}\n${r.stderr}`;
     expect(r.status, output).toBe(0);
     expect(output).not.toMatch(/EBADENGINE/);

@@ -25,7 +25,9 @@ describe('the SQLite data dir is used by one hangar at a time', () => {
       },
       (err: Error) => err.message,
     );
-    expect(second).toMatch(new RegExp(`the data dir ${first.dataDir} is in use by another hangar \\(pid ${first.pid}\\).*PostgreSQL \\(--database-url\\)`));
+    expect(second).toMatch(
+      new RegExp(`the data dir ${first.dataDir} is in use by another hangar \\(pid ${first.pid}\\).*PostgreSQL \\(--database-url\\)`),
+    );
     expect((await first.get('/v2/instances/')).status).toBe(200);
   });
 
@@ -37,7 +39,11 @@ describe('the SQLite data dir is used by one hangar at a time', () => {
     const until = Date.now() + 5000;
     while (zombie === 0 && Date.now() < until) {
       await new Promise((r) => setTimeout(r, 50));
-      const children = readFileSync(`/proc/${parent.pid}/task/${parent.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      const children = readFileSync(`/proc/${parent.pid}/task/${parent.pid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number);
       zombie = children.find((pid) => /\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) ?? 0;
     }
     expect(zombie).toBeGreaterThan(0);

@@ -37,7 +37,12 @@ describe.runIf(enginesAvailable() && privatePostgresAvailable())('PostgreSQL sto
   });
 
   /** What hangar logged at level error: a 500 in a failure message says what broke. */
-  const errorsLogged = () => h.log.split('\n').filter((l) => /"level":[56]0/.test(l)).map((l) => l.slice(0, 1500)).join('\n');
+  const errorsLogged = () =>
+    h.log
+      .split('\n')
+      .filter((l) => /"level":[56]0/.test(l))
+      .map((l) => l.slice(0, 1500))
+      .join('\n');
 
   /** One request, timed; a connection failure is status 0. */
   async function sample(what: string, request: () => Promise<{ status: number; body: any }>): Promise<Sample> {
@@ -99,12 +104,16 @@ describe.runIf(enginesAvailable() && privatePostgresAvailable())('PostgreSQL sto
     const after = await h.createRedis('after');
     expect(after.state).toBe('ACTIVE');
     expect((await h.post('/v2/instances/after/acls/', { cidr_mask: '127.0.0.1', description: 'this machine' })).status).toBe(200);
-    await eventually('the ACL is enforced', async () => (await pingOutcome(portOf(after.public_connect_string), after.password)) === 'PONG', 5000);
+    await eventually(
+      'the ACL is enforced',
+      async () => (await pingOutcome(portOf(after.public_connect_string), after.password)) === 'PONG',
+      5000,
+    );
     console.info(`reconciling again ${Date.now() - back} ms after the store came back`);
     await expectApiMatchesWhatRuns(h);
   }, 120_000);
 
-  it('answers 503 within the pool\'s timeouts while the store hangs (no answer at all), then recovers', async () => {
+  it("answers 503 within the pool's timeouts while the store hangs (no answer at all), then recovers", async () => {
     // A frozen server accepts connections and never answers: only hangar's own timeouts (5 s to
     // connect or wait for a connection, 5 s per query) keep a request from hanging.
     pg.freeze();

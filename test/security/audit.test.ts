@@ -25,7 +25,10 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
   const events = async (who: Client, query = '') => (await who.get(`/v2/events/${query}`)).body.data as any[];
   const byRequest = (list: any[], id: string) => list.filter((e) => e.request_id === id);
   // The data dir holds the secret key the store was encrypted with, PostgreSQL or not.
-  const store = () => ({ HANGAR_DATA_DIR: th.config.dataDir, ...(th.config.databaseUrl ? { HANGAR_DATABASE_URL: th.config.databaseUrl } : {}) });
+  const store = () => ({
+    HANGAR_DATA_DIR: th.config.dataDir,
+    ...(th.config.databaseUrl ? { HANGAR_DATABASE_URL: th.config.databaseUrl } : {}),
+  });
   const op = (args: string[]) => runCli(args, { home, env: { HANGAR_LOG_LEVEL: 'silent', ...store() } });
 
   beforeAll(async () => {
@@ -44,14 +47,31 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
 
   it('records every change of the API: account, action, target, source address, outcome, status, time, request id', async () => {
     const users = `/v2/mongodb/${mongoId}/databases/app/users`;
-    const acl = await alice.request('POST', '/v2/instances/r/acls/', { body: { cidr_mask: '192.0.2.1', description: 'x' }, headers: { 'x-request-id': 'a-acl-create' } });
+    const acl = await alice.request('POST', '/v2/instances/r/acls/', {
+      body: { cidr_mask: '192.0.2.1', description: 'x' },
+      headers: { 'x-request-id': 'a-acl-create' },
+    });
     const changes: [string, string, string, unknown, string, string][] = [
       ['instance.create', 'POST', '/v2/instances/', redisBody('made'), 'instance:made', 'a-instance-create'],
       ['instance.rename', 'POST', '/v2/instances/made/rename/', { name: 'renamed' }, 'instance:made', 'a-instance-rename'],
       ['acl.delete', 'DELETE', `/v2/instances/r/acls/${acl.body.data}/`, undefined, `instance:r/acl:${acl.body.data}`, 'a-acl-delete'],
       ['redis.resize', 'POST', '/v2/redis/r/resize/', { new_plan: 1000 }, 'instance:r', 'a-redis-resize'],
-      ['mongodb_user.create', 'POST', users, { username: 'u', password: 'password-1', roles: [] }, `instance:${mongoId}/database:app`, 'a-user-create'],
-      ['mongodb_user.update', 'PATCH', `${users}/u`, { roles: [{ role: 'read', db: 'app' }] }, `instance:${mongoId}/database:app/user:u`, 'a-user-update'],
+      [
+        'mongodb_user.create',
+        'POST',
+        users,
+        { username: 'u', password: 'password-1', roles: [] },
+        `instance:${mongoId}/database:app`,
+        'a-user-create',
+      ],
+      [
+        'mongodb_user.update',
+        'PATCH',
+        `${users}/u`,
+        { roles: [{ role: 'read', db: 'app' }] },
+        `instance:${mongoId}/database:app/user:u`,
+        'a-user-update',
+      ],
       ['mongodb_user.delete', 'DELETE', `${users}/u`, undefined, `instance:${mongoId}/database:app/user:u`, 'a-user-delete'],
       ['instance.delete', 'DELETE', '/v2/instances/renamed/', undefined, 'instance:renamed', 'a-instance-delete'],
     ];
@@ -60,7 +80,9 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
     }
     const log = await events(alice);
-    expect(byRequest(log, 'a-acl-create')).toEqual([expect.objectContaining({ action: 'acl.create', target: 'instance:r', outcome: 'success' })]);
+    expect(byRequest(log, 'a-acl-create')).toEqual([
+      expect.objectContaining({ action: 'acl.create', target: 'instance:r', outcome: 'success' }),
+    ]);
     for (const [action, , , , target, id] of changes) {
       expect(byRequest(log, id)).toEqual([
         {
@@ -83,8 +105,12 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
     await alice.request('POST', '/v2/instances/', { body: redisBody('bad', { plan: 7 }), headers: { 'x-request-id': 'a-refused-400' } });
     await alice.request('POST', '/v2/instances/ghost/rename/', { body: { name: 'x' }, headers: { 'x-request-id': 'a-refused-404' } });
     const log = await events(alice);
-    expect(byRequest(log, 'a-refused-400')).toEqual([expect.objectContaining({ action: 'instance.create', outcome: 'failure', status: 400 })]);
-    expect(byRequest(log, 'a-refused-404')).toEqual([expect.objectContaining({ action: 'instance.rename', target: 'instance:ghost', outcome: 'failure', status: 404 })]);
+    expect(byRequest(log, 'a-refused-400')).toEqual([
+      expect.objectContaining({ action: 'instance.create', outcome: 'failure', status: 400 }),
+    ]);
+    expect(byRequest(log, 'a-refused-404')).toEqual([
+      expect.objectContaining({ action: 'instance.rename', target: 'instance:ghost', outcome: 'failure', status: 404 }),
+    ]);
   });
 
   it('records every login, successful or not: a failure on an existing login goes to its account', async () => {
@@ -95,13 +121,21 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
     expect((await login('wrong-password-1', 'a-login-bad')).status).toBe(401);
     expect((await login('wrong-password-2', 'a-login-bad-elsewhere', '/v2/instances/')).status).toBe(401);
     const log = await events(alice);
-    expect(byRequest(log, 'a-login-ok')).toEqual([expect.objectContaining({ action: 'token.create', outcome: 'success', status: 200, source_ip: '127.0.0.9' })]);
-    expect(byRequest(log, 'a-login-bad')).toEqual([expect.objectContaining({ action: 'token.create', outcome: 'failure', status: 401, source_ip: '127.0.0.9' })]);
-    expect(byRequest(log, 'a-login-bad-elsewhere')).toEqual([expect.objectContaining({ action: 'login', outcome: 'failure', status: 401 })]);
+    expect(byRequest(log, 'a-login-ok')).toEqual([
+      expect.objectContaining({ action: 'token.create', outcome: 'success', status: 200, source_ip: '127.0.0.9' }),
+    ]);
+    expect(byRequest(log, 'a-login-bad')).toEqual([
+      expect.objectContaining({ action: 'token.create', outcome: 'failure', status: 401, source_ip: '127.0.0.9' }),
+    ]);
+    expect(byRequest(log, 'a-login-bad-elsewhere')).toEqual([
+      expect.objectContaining({ action: 'login', outcome: 'failure', status: 401 }),
+    ]);
     // past the limit, the refusal is recorded too
     for (let i = 0; i < 5; i++) await login(`wrong-password-${i + 3}`, `a-login-bad-${i + 3}`);
     expect((await login(PASSWORD, 'a-login-refused')).status).toBe(429);
-    expect(byRequest(await events(alice), 'a-login-refused')).toEqual([expect.objectContaining({ action: 'token.create', outcome: 'failure', status: 429 })]);
+    expect(byRequest(await events(alice), 'a-login-refused')).toEqual([
+      expect.objectContaining({ action: 'token.create', outcome: 'failure', status: 429 }),
+    ]);
   });
 
   it('an account reads only its own events, newest first, as many as it asks for', async () => {
@@ -119,13 +153,22 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
   });
 
   it('`hangar audit` (the operator) reads every account, failed logins of unknown logins included', async () => {
-    await httpRequest(th.url, 'GET', '/v2/tokens/', { basic: ['nobody@example.com', 'whatever-password'], headers: { 'x-request-id': 'x-unknown-login' }, localAddress: '127.0.0.10' });
+    await httpRequest(th.url, 'GET', '/v2/tokens/', {
+      basic: ['nobody@example.com', 'whatever-password'],
+      headers: { 'x-request-id': 'x-unknown-login' },
+      localAddress: '127.0.0.10',
+    });
     const res = await op(['audit', '--limit', '1000']);
     expect(res.code, res.stderr).toBe(0);
     const all = JSON.parse(res.stdout) as any[];
     const ids = all.map((e) => e.request_id);
     expect(ids).toEqual(expect.arrayContaining(['a-instance-create', 'a-login-bad', 'b-instance-create', 'x-unknown-login']));
-    expect(all.find((e) => e.request_id === 'x-unknown-login')).toMatchObject({ account_id: null, login: 'nobody@example.com', action: 'token.create', outcome: 'failure' });
+    expect(all.find((e) => e.request_id === 'x-unknown-login')).toMatchObject({
+      account_id: null,
+      login: 'nobody@example.com',
+      action: 'token.create',
+      outcome: 'failure',
+    });
     const bobs = JSON.parse((await op(['audit', '--login', bob.login])).stdout) as any[];
     expect(new Set(bobs.map((e) => e.login))).toEqual(new Set([bob.login]));
   });
@@ -151,12 +194,24 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
     const db = th.hangar.store.db;
     const before = await db.selectFrom('audit_events').selectAll().orderBy('id').execute();
     expect(before.length).toBeGreaterThan(10);
-    await expect(db.updateTable('audit_events').set({ outcome: 'success', login: 'someone-else' }).execute()).rejects.toThrow(/append-only/);
+    await expect(db.updateTable('audit_events').set({ outcome: 'success', login: 'someone-else' }).execute()).rejects.toThrow(
+      /append-only/,
+    );
     await expect(db.deleteFrom('audit_events').where('id', '=', before[0]!.id).execute()).rejects.toThrow(/append-only/);
     await expect(db.deleteFrom('audit_events').execute()).rejects.toThrow(/append-only/);
     if (dialect === 'postgres') await expect(sql`TRUNCATE audit_events`.execute(db)).rejects.toThrow(/append-only/);
     expect(await db.selectFrom('audit_events').selectAll().orderBy('id').execute()).toEqual(before);
-    await appendAuditEvent(db, { accountId: null, login: null, action: 'test.append', target: null, sourceIp: null, outcome: 'success', statusCode: null, requestId: null, createdAt: Date.now() });
+    await appendAuditEvent(db, {
+      accountId: null,
+      login: null,
+      action: 'test.append',
+      target: null,
+      sourceIp: null,
+      outcome: 'success',
+      statusCode: null,
+      requestId: null,
+      createdAt: Date.now(),
+    });
     expect(await db.selectFrom('audit_events').select('id').execute()).toHaveLength(before.length + 1);
   });
 });

@@ -44,7 +44,10 @@ describe('tokens', () => {
 describe.each(DIALECTS)('credentials from the operator CLI (the built binary) on %s', (dialect) => {
   let th: TestHangar;
   let home: string;
-  const store = () => ({ HANGAR_DATA_DIR: th.config.dataDir, ...(th.config.databaseUrl ? { HANGAR_DATABASE_URL: th.config.databaseUrl } : {}) });
+  const store = () => ({
+    HANGAR_DATA_DIR: th.config.dataDir,
+    ...(th.config.databaseUrl ? { HANGAR_DATABASE_URL: th.config.databaseUrl } : {}),
+  });
   const op = (args: string[]) => runCli(args, { home, env: { HANGAR_LOG_LEVEL: 'silent', ...store() } });
 
   beforeAll(async () => {
@@ -89,7 +92,6 @@ describe.each(DIALECTS)('credentials from the operator CLI (the built binary) on
     // a new login works again
     expect(await works((await login()).json.data.token)).toBe(true);
   });
-
 });
 
 describe('operator CLI refusals', () => {
@@ -123,7 +125,9 @@ describe('operator CLI refusals', () => {
     expect(short.stderr).toContain(`the password must be ${MIN_PASSWORD} to 1024 characters`);
     const ok = await op(['accounts', 'create', '--login', 'long@example.com', '--password', 'x'.repeat(MIN_PASSWORD)]);
     expect(ok.code, ok.stderr).toBe(0);
-    expect((await httpRequest(th.url, 'GET', '/v2/tokens/', { basic: ['short@example.com', 'x'.repeat(MIN_PASSWORD - 1)] })).status).toBe(401);
+    expect((await httpRequest(th.url, 'GET', '/v2/tokens/', { basic: ['short@example.com', 'x'.repeat(MIN_PASSWORD - 1)] })).status).toBe(
+      401,
+    );
   });
 });
 

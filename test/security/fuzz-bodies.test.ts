@@ -15,28 +15,89 @@ interface BodyRoute {
 }
 
 const ROUTES: readonly BodyRoute[] = [
-  { method: 'POST', path: () => '/v2/instances/', valid: () => redisBody('fz-redis', { acls: [{ cidr_mask: '192.0.2.1', description: 'x' }] }), runs: 500 },
   {
-    method: 'POST', path: () => '/v2/instances/', runs: 250,
-    valid: () => mongoBody('fz-mongo', 'mongodb_sharded', { encryption: true, storage_engine: 'wiredtiger', acls: [{ cidr_mask: '2001:db8::/32', description: 'v6' }] }),
+    method: 'POST',
+    path: () => '/v2/instances/',
+    valid: () => redisBody('fz-redis', { acls: [{ cidr_mask: '192.0.2.1', description: 'x' }] }),
+    runs: 500,
   },
-  { method: 'POST', path: () => '/v2/instances/', valid: () => esBody('fz-es', { encryption: false, acls: [{ cidr_mask: '192.0.2.0/24', description: 'x', transport: true }] }), runs: 250 },
+  {
+    method: 'POST',
+    path: () => '/v2/instances/',
+    runs: 250,
+    valid: () =>
+      mongoBody('fz-mongo', 'mongodb_sharded', {
+        encryption: true,
+        storage_engine: 'wiredtiger',
+        acls: [{ cidr_mask: '2001:db8::/32', description: 'v6' }],
+      }),
+  },
+  {
+    method: 'POST',
+    path: () => '/v2/instances/',
+    valid: () => esBody('fz-es', { encryption: false, acls: [{ cidr_mask: '192.0.2.0/24', description: 'x', transport: true }] }),
+    runs: 250,
+  },
   { method: 'POST', path: () => '/v2/instances/fz-redis/rename/', valid: () => ({ name: 'fz-mongo' }), runs: 250 },
-  { method: 'POST', path: () => '/v2/instances/fz-redis/acls/', valid: () => ({ cidr_mask: '192.0.2.10', description: 'seed' }), runs: 300 },
-  { method: 'POST', path: () => '/v2/instances/fz-es/acls/', valid: () => ({ cidr_mask: '192.0.2.11', description: 'x', transport: true, kibana: true }), runs: 200 },
+  {
+    method: 'POST',
+    path: () => '/v2/instances/fz-redis/acls/',
+    valid: () => ({ cidr_mask: '192.0.2.10', description: 'seed' }),
+    runs: 300,
+  },
+  {
+    method: 'POST',
+    path: () => '/v2/instances/fz-es/acls/',
+    valid: () => ({ cidr_mask: '192.0.2.11', description: 'x', transport: true, kibana: true }),
+    runs: 200,
+  },
   { method: 'POST', path: () => '/v2/redis/fz-redis/resize/', valid: () => ({ new_plan: 500 }), runs: 250 },
-  { method: 'PUT', path: () => '/v2/instances/fz-redis/acls/', valid: () => [{ cidr_mask: '192.0.2.10', description: 'seed' }, { cidr_mask: '192.0.2.12', description: 'x', expires_at: '2099-01-01T00:00:00Z' }], runs: 200 },
+  {
+    method: 'PUT',
+    path: () => '/v2/instances/fz-redis/acls/',
+    valid: () => [
+      { cidr_mask: '192.0.2.10', description: 'seed' },
+      { cidr_mask: '192.0.2.12', description: 'x', expires_at: '2099-01-01T00:00:00Z' },
+    ],
+    runs: 200,
+  },
   { method: 'POST', path: () => '/v2/instances/fz-redis/acls/check', valid: () => ({ ip: '192.0.2.10' }), runs: 150 },
-  { method: 'PATCH', path: () => '/v2/redis/fz-redis/config/', valid: () => ({ 'maxmemory-policy': 'allkeys-lru', timeout: 300, 'notify-keyspace-events': 'Ex' }), runs: 200 },
-  { method: 'POST', path: () => '/v2/redis/fz-redis/users/', valid: () => ({ username: 'fz-user', password: 'fz-user-password', keys: ['app:*'], channels: ['news'], commands: ['+@read', '-keys'] }), runs: 200 },
-  { method: 'POST', path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users`, valid: () => ({ username: 'seed-user', password: 'another-password', roles: [{ role: 'readWrite', db: 'app' }] }), runs: 300 },
-  { method: 'PATCH', path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users/seed-user`, valid: () => ({ password: 'seed-user-password', roles: [{ role: 'read', db: 'app' }] }), runs: 250 },
+  {
+    method: 'PATCH',
+    path: () => '/v2/redis/fz-redis/config/',
+    valid: () => ({ 'maxmemory-policy': 'allkeys-lru', timeout: 300, 'notify-keyspace-events': 'Ex' }),
+    runs: 200,
+  },
+  {
+    method: 'POST',
+    path: () => '/v2/redis/fz-redis/users/',
+    valid: () => ({
+      username: 'fz-user',
+      password: 'fz-user-password',
+      keys: ['app:*'],
+      channels: ['news'],
+      commands: ['+@read', '-keys'],
+    }),
+    runs: 200,
+  },
+  {
+    method: 'POST',
+    path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users`,
+    valid: () => ({ username: 'seed-user', password: 'another-password', roles: [{ role: 'readWrite', db: 'app' }] }),
+    runs: 300,
+  },
+  {
+    method: 'PATCH',
+    path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users/seed-user`,
+    valid: () => ({ password: 'seed-user-password', roles: [{ role: 'read', db: 'app' }] }),
+    runs: 250,
+  },
   { method: 'POST', path: () => '/v2/instances/fz-redis/restore/', valid: () => ({ backup_id: 'f'.repeat(24) }), runs: 150 },
   { method: 'PUT', path: () => '/v2/instances/fz-redis/backup-policy/', valid: () => ({ schedule: 'off', keep_last: null }), runs: 150 },
   { method: 'POST', path: () => '/v2/tokens/verify/', valid: (_s, token) => ({ token }), runs: 200 },
   { method: 'DELETE', path: () => '/v2/tokens/', valid: () => ({}), runs: 100, spendsToken: true },
   { method: 'DELETE', path: () => '/v2/instances/ghost/', valid: () => ({}), runs: 50 },
-  { method: 'DELETE', path: (s) => `/v2/instances/fz-redis/acls/${'f'.repeat(24)}/`, valid: () => ({}), runs: 50 },
+  { method: 'DELETE', path: (_s) => `/v2/instances/fz-redis/acls/${'f'.repeat(24)}/`, valid: () => ({}), runs: 50 },
   { method: 'DELETE', path: (s) => `/v2/mongodb/${s.mongoId}/databases/app/users/ghost`, valid: () => ({}), runs: 50 },
   { method: 'GET', path: () => '/v2/instances/', valid: () => ({}), runs: 50 },
 ];
@@ -72,7 +133,10 @@ describe('arbitrary bodies at every endpoint', () => {
   }
 
   for (const route of ROUTES) {
-    const label = `${route.method} ${route.path({ redis: '', mongo: '', mongoId: '{instance_id}', es: '', aclId: '', user: '' })}`.replace(/f{24}/, '{acl_id}');
+    const label = `${route.method} ${route.path({ redis: '', mongo: '', mongoId: '{instance_id}', es: '', aclId: '', user: '' })}`.replace(
+      /f{24}/,
+      '{acl_id}',
+    );
     it(`${label}: ${route.runs} cases`, async () => {
       const seen = new Map<string, number>();
       const body = bodyFor(route.valid(w.seeds, w.token));
@@ -86,7 +150,9 @@ describe('arbitrary bodies at every endpoint', () => {
           seen.set(`${res.status} ${res.json?.code ?? ''}`, (seen.get(`${res.status} ${res.json?.code ?? ''}`) ?? 0) + 1);
           const after = w.snapshot();
           if (res.status >= 400) {
-            expect(changes(before, after), `a refused ${route.method} ${path} (${res.status} ${res.json?.code}) changed the store`).toEqual([]);
+            expect(changes(before, after), `a refused ${route.method} ${path} (${res.status} ${res.json?.code}) changed the store`).toEqual(
+              [],
+            );
           } else if (route.method !== 'GET' && !path.endsWith('/verify/')) {
             // accepted: a change the account may make; put the world back for the next case
             await w.reset();

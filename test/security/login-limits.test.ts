@@ -39,7 +39,8 @@ describe('failed logins are limited per (login, source address), and per source 
 
   it('failures of one login spread over addresses are counted per address', async () => {
     const frank = await th.signup();
-    for (const from of ['127.0.0.71', '127.0.0.72', '127.0.0.73']) expect((await login(frank.login, 'wrong-password', from)).status).toBe(401);
+    for (const from of ['127.0.0.71', '127.0.0.72', '127.0.0.73'])
+      expect((await login(frank.login, 'wrong-password', from)).status).toBe(401);
     expect((await login(frank.login, PASSWORD, '127.0.0.74')).status).toBe(200);
   });
 
@@ -48,7 +49,14 @@ describe('failed logins are limited per (login, source address), and per source 
     for (let i = 1; i <= 6; i++) expect((await login(`nobody-${i}@example.com`, 'whatever-password', '127.0.0.31')).status).toBe(401);
     expect429(await login(carol.login, PASSWORD, '127.0.0.31'), 'TOO_MANY_LOGIN_FAILURES');
     // the address is the connection's: X-Forwarded-For and friends change nothing
-    expect429(await login(carol.login, PASSWORD, '127.0.0.31', '/v2/tokens/', { 'x-forwarded-for': '203.0.113.9', 'x-real-ip': '203.0.113.9', forwarded: 'for=203.0.113.9' }), 'TOO_MANY_LOGIN_FAILURES');
+    expect429(
+      await login(carol.login, PASSWORD, '127.0.0.31', '/v2/tokens/', {
+        'x-forwarded-for': '203.0.113.9',
+        'x-real-ip': '203.0.113.9',
+        forwarded: 'for=203.0.113.9',
+      }),
+      'TOO_MANY_LOGIN_FAILURES',
+    );
     expect((await login(carol.login, PASSWORD, '127.0.0.32')).status).toBe(200);
   });
 
@@ -98,7 +106,13 @@ describe('requests are limited per account (HANGAR_RATE_LIMIT) and, before authe
     expect429(over, 'RATE_LIMITED');
     expect(over.headers['x-ratelimit-remaining']).toBe('0');
     // a change is refused too, and nothing is created
-    expect429(await httpRequest(th.url, 'POST', '/v2/instances/', { headers: { 'x-auth-token': t, 'content-type': 'application/json' }, body: '{"name":"x"}' }), 'RATE_LIMITED');
+    expect429(
+      await httpRequest(th.url, 'POST', '/v2/instances/', {
+        headers: { 'x-auth-token': t, 'content-type': 'application/json' },
+        body: '{"name":"x"}',
+      }),
+      'RATE_LIMITED',
+    );
     // another account has a budget of its own
     const bob = await th.signup();
     expect((await bob.get('/v2/instances/')).status).toBe(200);
@@ -106,8 +120,16 @@ describe('requests are limited per account (HANGAR_RATE_LIMIT) and, before authe
   });
 
   it('unauthenticated requests spend the budget of their source address', async () => {
-    for (let i = 0; i < LIMIT; i++) expect((await httpRequest(th.url, 'GET', '/v2/instances/', { localAddress: '127.0.0.61' })).status).toBe(401);
-    expect429(await httpRequest(th.url, 'POST', '/v2/tokens/verify/', { localAddress: '127.0.0.61', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' }), 'RATE_LIMITED');
+    for (let i = 0; i < LIMIT; i++)
+      expect((await httpRequest(th.url, 'GET', '/v2/instances/', { localAddress: '127.0.0.61' })).status).toBe(401);
+    expect429(
+      await httpRequest(th.url, 'POST', '/v2/tokens/verify/', {
+        localAddress: '127.0.0.61',
+        headers: { 'content-type': 'application/json' },
+        body: '{"token":"x"}',
+      }),
+      'RATE_LIMITED',
+    );
     expect((await httpRequest(th.url, 'GET', '/v2/instances/', { localAddress: '127.0.0.62' })).status).toBe(401);
   });
 });

@@ -11,10 +11,14 @@ function schemaHasSecret(schema: any, doc: any, seen = new Set<string>()): boole
   if (typeof schema.$ref === 'string') {
     if (seen.has(schema.$ref)) return false;
     seen.add(schema.$ref);
-    const target = schema.$ref.replace(/^#\//, '').split('/').reduce((o: any, k: string) => o?.[k], doc);
+    const target = schema.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((o: any, k: string) => o?.[k], doc);
     return schemaHasSecret(target, doc, seen);
   }
-  if (schema.properties && Object.entries(schema.properties).some(([k, v]) => SECRETS.includes(k) || schemaHasSecret(v, doc, seen))) return true;
+  if (schema.properties && Object.entries(schema.properties).some(([k, v]) => SECRETS.includes(k) || schemaHasSecret(v, doc, seen)))
+    return true;
   if (schemaHasSecret(schema.items, doc, seen)) return true;
   return ['anyOf', 'oneOf', 'allOf'].some((k) => Array.isArray(schema[k]) && schema[k].some((s: any) => schemaHasSecret(s, doc, seen)));
 }
@@ -50,7 +54,11 @@ describe('Cache-Control: no-store on every answer carrying a secret', () => {
     calls.set('GET /v2/instances/', () => alice.get('/v2/instances/'));
     calls.set('POST /v2/instances/', () => alice.post('/v2/instances/', redisBody(`n${calls.size}-${Date.now()}`)));
     calls.set('GET /v2/instances/{instance_name}/', () => alice.get('/v2/instances/r/'));
-    calls.set('GET /v2/tokens/', () => th.anonymous().get('/v2/tokens/', { headers: { authorization: `Basic ${Buffer.from(`${alice.login}:${PASSWORD}`).toString('base64')}` } }));
+    calls.set('GET /v2/tokens/', () =>
+      th
+        .anonymous()
+        .get('/v2/tokens/', { headers: { authorization: `Basic ${Buffer.from(`${alice.login}:${PASSWORD}`).toString('base64')}` } }),
+    );
     calls.set('POST /v2/keys/', () => alice.post('/v2/keys/'));
     calls.set('POST /v2/instances/{instance_name}/rotate-password', () => alice.post('/v2/instances/r/rotate-password'));
     calls.set('POST /v2/redis/{instance_name}/users/', () => alice.post('/v2/redis/r/users/', { username: `u${Date.now()}` }));
@@ -80,8 +88,15 @@ describe('Cache-Control: no-store on every answer carrying a secret', () => {
 
   it('finds them in the document: instance records and their lists, creations, tokens, new key pairs, rotated passwords, webhook secrets', () => {
     expect(secretOperations()).toEqual([
-      'GET /v2/instances/', 'GET /v2/instances/{instance_name}/', 'GET /v2/tokens/', 'POST /v2/instances/', 'POST /v2/instances/{instance_name}/rotate-password',
-      'POST /v2/keys/', 'POST /v2/redis/{instance_name}/users/', 'POST /v2/redis/{instance_name}/users/{username}/rotate-password', 'POST /v2/webhooks/',
+      'GET /v2/instances/',
+      'GET /v2/instances/{instance_name}/',
+      'GET /v2/tokens/',
+      'POST /v2/instances/',
+      'POST /v2/instances/{instance_name}/rotate-password',
+      'POST /v2/keys/',
+      'POST /v2/redis/{instance_name}/users/',
+      'POST /v2/redis/{instance_name}/users/{username}/rotate-password',
+      'POST /v2/webhooks/',
       'POST /v2/webhooks/{webhook_id}/rotate-secret',
     ]);
   });
@@ -121,7 +136,9 @@ describe('Cache-Control: no-store on every answer carrying a secret', () => {
 
   it("a backup's download, the instance's data itself, answers no-store too", async () => {
     const id = (await alice.post('/v2/instances/r/backups/')).body.data.id;
-    await expect.poll(async () => (await alice.get(`/v2/instances/r/backups/${id}/`)).body.data.state, { timeout: 10_000 }).toBe('COMPLETED');
+    await expect
+      .poll(async () => (await alice.get(`/v2/instances/r/backups/${id}/`)).body.data.state, { timeout: 10_000 })
+      .toBe('COMPLETED');
     const res = await alice.get(`/v2/instances/r/backups/${id}/download`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/octet-stream');

@@ -34,7 +34,14 @@ function sendBig(url: string, head: string, body: (offset: number, size: number)
     // the server's FIN ends its answer, not the request: the body is sent on to its end
     socket.on('end', () => (closedByServer = true));
     socket.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
-    socket.on('close', () => resolve({ reply: parseReply(buf)?.reply ?? { status: 0, headers: {}, text: buf.toString('latin1'), json: undefined }, written, error, closedByServer }));
+    socket.on('close', () =>
+      resolve({
+        reply: parseReply(buf)?.reply ?? { status: 0, headers: {}, text: buf.toString('latin1'), json: undefined },
+        written,
+        error,
+        closedByServer,
+      }),
+    );
     socket.once('connect', () => {
       socket.write(head);
       const pump = () => {
@@ -81,11 +88,16 @@ describe('a body over the limit, still being sent', () => {
   it('8 MiB with a Content-Length, sent at once: the JSON 413, then a clean close', async () => {
     const head = `POST /v2/instances/r/acls/ HTTP/1.1\r\nHost: x\r\nX-Auth-Token: ${token}\r\nContent-Type: application/json\r\nContent-Length: ${BIG}\r\n\r\n`;
     const prefix = Buffer.from('{"cidr_mask":"192.0.2.1","description":"');
-    const o = await sendBig(th.url, head, (offset, size) => {
-      const b = Buffer.alloc(size, 'x');
-      if (offset === 0) prefix.copy(b);
-      return b;
-    }, BIG);
+    const o = await sendBig(
+      th.url,
+      head,
+      (offset, size) => {
+        const b = Buffer.alloc(size, 'x');
+        if (offset === 0) prefix.copy(b);
+        return b;
+      },
+      BIG,
+    );
     expect413(o);
     expect(o.written).toBe(BIG);
   });
@@ -93,7 +105,12 @@ describe('a body over the limit, still being sent', () => {
   it('8 MiB chunked (no Content-Length): the JSON 413 once 64 KiB are past, then a clean close', async () => {
     const head = `POST /v2/instances/r/acls/ HTTP/1.1\r\nHost: x\r\nX-Auth-Token: ${token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
     const chunk = (size: number) => Buffer.concat([Buffer.from(`${size.toString(16)}\r\n`), Buffer.alloc(size, 'x'), Buffer.from('\r\n')]);
-    const o = await sendBig(th.url, head, (offset, size) => (offset + size >= BIG ? Buffer.concat([chunk(size), Buffer.from('0\r\n\r\n')]) : chunk(size)), BIG);
+    const o = await sendBig(
+      th.url,
+      head,
+      (offset, size) => (offset + size >= BIG ? Buffer.concat([chunk(size), Buffer.from('0\r\n\r\n')]) : chunk(size)),
+      BIG,
+    );
     expect413(o);
   });
 

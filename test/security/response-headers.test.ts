@@ -53,9 +53,17 @@ describe('response headers', () => {
   });
   afterAll(() => th.close());
 
-  const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = { 'x-auth-token': token }): Promise<HttpReply> =>
+  const send = (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = { 'x-auth-token': token },
+  ): Promise<HttpReply> =>
     httpRequest(th.url, method, path, {
-      headers: { ...headers, ...(body === undefined ? {} : { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' }) },
+      headers: {
+        ...headers,
+        ...(body === undefined ? {} : { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     });
 

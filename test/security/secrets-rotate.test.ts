@@ -17,12 +17,17 @@ const USER_PASSWORD = 'user-password-across-rotations';
 async function sealingIds(th: TestHangar): Promise<Set<string>> {
   const db = th.hangar.store.db;
   const values: (string | null)[] = [];
-  for (const r of await db.selectFrom('instances').select(['api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc']).execute()) {
+  for (const r of await db
+    .selectFrom('instances')
+    .select(['api_key_enc', 'password_enc', 'admin_secret_enc', 'password_prior_enc'])
+    .execute()) {
     values.push(r.api_key_enc, r.password_enc, r.admin_secret_enc, r.password_prior_enc);
   }
   for (const r of await db.selectFrom('mongodb_users').select('password_enc').execute()) values.push(r.password_enc);
-  for (const r of await db.selectFrom('webhooks').select(['secret_enc', 'previous_secret_enc']).execute()) values.push(r.secret_enc, r.previous_secret_enc);
-  for (const r of await db.selectFrom('redis_users').select(['password_enc', 'password_prior_enc']).execute()) values.push(r.password_enc, r.password_prior_enc);
+  for (const r of await db.selectFrom('webhooks').select(['secret_enc', 'previous_secret_enc']).execute())
+    values.push(r.secret_enc, r.previous_secret_enc);
+  for (const r of await db.selectFrom('redis_users').select(['password_enc', 'password_prior_enc']).execute())
+    values.push(r.password_enc, r.password_prior_enc);
   values.push((await db.selectFrom('meta').select('value').where('key', '=', 'secret_check').executeTakeFirstOrThrow()).value);
   return new Set(values.filter((v): v is string => v !== null).map((v) => v.split('.')[1]!));
 }
@@ -34,7 +39,11 @@ const newKeyText = () => randomBytes(32).toString('base64');
 async function seen(th: TestHangar, who: Account) {
   const r = (await who.get('/v2/instances/r/')).body.data;
   const m = (await who.get('/v2/instances/m/')).body.data;
-  return { redis: { password: r.password, api_key: r.api_key }, mongo: m.api_key, user: th.mongodb.authenticate(m.id, 'app', 'u', USER_PASSWORD) };
+  return {
+    redis: { password: r.password, api_key: r.api_key },
+    mongo: m.api_key,
+    user: th.mongodb.authenticate(m.id, 'app', 'u', USER_PASSWORD),
+  };
 }
 
 /** Logs in again after a restart (tokens survive; the client object does not). */
@@ -54,7 +63,9 @@ async function seed(th: TestHangar): Promise<Account> {
   webhookSecret = hook.body.data.secret;
   await alice.ready(redisBody('r'));
   const m = await alice.ready(mongoBody('m'));
-  expect((await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'u', password: USER_PASSWORD, roles: [] })).status).toBe(200);
+  expect((await alice.post(`/v2/mongodb/${m.id}/databases/app/users`, { username: 'u', password: USER_PASSWORD, roles: [] })).status).toBe(
+    200,
+  );
   await waitFor(() => th.mongodb.authenticate(m.id, 'app', 'u', USER_PASSWORD));
   // a Redis user and an instance password in rotation: each with a replaced password sealed too
   expect((await alice.post('/v2/redis/r/users/', { username: 'app', password: USER_PASSWORD })).status).toBe(200);
@@ -77,7 +88,8 @@ describe('hangar secrets rotate with the key file', () => {
   let home: string;
   let oldKey: string;
   const keyFile = () => join(th.config.dataDir, 'secret.key');
-  const rotate = (env: Record<string, string> = {}) => runCli(['secrets', 'rotate', '--data-dir', th.config.dataDir], { home, env: { HANGAR_LOG_LEVEL: 'silent', ...env } });
+  const rotate = (env: Record<string, string> = {}) =>
+    runCli(['secrets', 'rotate', '--data-dir', th.config.dataDir], { home, env: { HANGAR_LOG_LEVEL: 'silent', ...env } });
 
   beforeAll(async () => {
     assertBuilt();
@@ -133,8 +145,12 @@ describe('hangar secrets rotate with the key file', () => {
   it('the old key, or any wrong key, fails the start of hangar serve and says why', async () => {
     await th.stop();
     const dataDir = th.config.dataDir;
-    await expect(spawnServe({ dataDir, env: { HANGAR_SECRET_KEY: oldKey } })).rejects.toThrow(/the secret key does not decrypt this store.*HANGAR_SECRET_KEY/s);
-    await expect(spawnServe({ dataDir, env: { HANGAR_SECRET_KEY: 'dG9vLXNob3J0' } })).rejects.toThrow(/HANGAR_SECRET_KEY must hold base64-encoded 32-byte keys/);
+    await expect(spawnServe({ dataDir, env: { HANGAR_SECRET_KEY: oldKey } })).rejects.toThrow(
+      /the secret key does not decrypt this store.*HANGAR_SECRET_KEY/s,
+    );
+    await expect(spawnServe({ dataDir, env: { HANGAR_SECRET_KEY: 'dG9vLXNob3J0' } })).rejects.toThrow(
+      /HANGAR_SECRET_KEY must hold base64-encoded 32-byte keys/,
+    );
     await th.restart();
   });
 });
@@ -170,7 +186,10 @@ describe.each(DIALECTS)('hangar secrets rotate with HANGAR_SECRET_KEY on %s', (d
     expect(await sealingIds(th)).toEqual(new Set([keyIdOf(K1), keyIdOf(K2)]));
 
     const store = { HANGAR_DATA_DIR: th.config.dataDir, ...(th.config.databaseUrl ? { HANGAR_DATABASE_URL: th.config.databaseUrl } : {}) };
-    const res = await runCli(['secrets', 'rotate'], { home, env: { HANGAR_LOG_LEVEL: 'silent', HANGAR_SECRET_KEY: `${K2},${K1}`, ...store } });
+    const res = await runCli(['secrets', 'rotate'], {
+      home,
+      env: { HANGAR_LOG_LEVEL: 'silent', HANGAR_SECRET_KEY: `${K2},${K1}`, ...store },
+    });
     expect(res.code, res.stderr).toBe(0);
     expect(JSON.parse(res.stdout)).toMatchObject({ key: keyIdOf(K2), next: expect.stringContaining('HANGAR_SECRET_KEY') });
     expect(await sealingIds(th)).toEqual(new Set([keyIdOf(K2)]));
@@ -192,7 +211,9 @@ describe.each(DIALECTS)('hangar secrets rotate with HANGAR_SECRET_KEY on %s', (d
     const K3 = newKeyText();
     // As if the operator had moved to K3 and dropped K2 too early: only the check value is new.
     await setMeta(th.hangar.store.db, 'secret_check', new Keyring([Buffer.from(K3, 'base64')]).encrypt('hangar'));
-    await expect(th.restart({ HANGAR_SECRET_KEY: K3 })).rejects.toThrow(new RegExp(`encrypted with key\\(s\\) ${keyIdOf(K2)}, which are not configured`));
+    await expect(th.restart({ HANGAR_SECRET_KEY: K3 })).rejects.toThrow(
+      new RegExp(`encrypted with key\\(s\\) ${keyIdOf(K2)}, which are not configured`),
+    );
     await th.restart({ HANGAR_SECRET_KEY: `${K3},${K2}` });
     expect((await seen(th, await relogin(th, alice))).redis).toEqual(original.redis);
   });

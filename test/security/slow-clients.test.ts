@@ -25,7 +25,17 @@ describe('slow clients', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hangar-slow-'));
-    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: dir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `slow-${process.pid}`, HANGAR_DRAIN_PERIOD: '0' });
+    const config = loadConfig(
+      {},
+      {
+        HANGAR_PORT: '0',
+        HANGAR_DATA_DIR: dir,
+        HANGAR_RUNTIME: 'emulated',
+        HANGAR_LOG_LEVEL: 'silent',
+        HANGAR_HOST_ID: `slow-${process.pid}`,
+        HANGAR_DRAIN_PERIOD: '0',
+      },
+    );
     hangar = await startHangar(config, undefined, { http: LIMITS });
     await accounts(hangar).createAccount('slow@example.com', PASSWORD);
     token = (await httpRequest(hangar.url, 'GET', '/v2/tokens/', { basic: ['slow@example.com', PASSWORD] })).json.data.token;
@@ -48,7 +58,9 @@ describe('slow clients', () => {
   }
 
   async function open(n: number, request: string, everyMs: number): Promise<SlowConnection[]> {
-    const conns = await Promise.all(Array.from({ length: n }, (_, i) => openSlow(hangar.url, { localAddress: `127.0.1.${(i % 250) + 1}` })));
+    const conns = await Promise.all(
+      Array.from({ length: n }, (_, i) => openSlow(hangar.url, { localAddress: `127.0.1.${(i % 250) + 1}` })),
+    );
     for (const c of conns) c.trickle(request, everyMs);
     return conns;
   }
@@ -64,7 +76,15 @@ describe('slow clients', () => {
   });
 
   it('a body trickled byte by byte: cut with 408 REQUEST_TIMEOUT, nothing created, others served meanwhile', async () => {
-    const body = JSON.stringify({ name: 'trickled', plan: 500, service: 'redis', type: 'redis_ha_instance', version: '7.0.15', zone: 'US-Dallas', pad: 'x'.repeat(500) });
+    const body = JSON.stringify({
+      name: 'trickled',
+      plan: 500,
+      service: 'redis',
+      type: 'redis_ha_instance',
+      version: '7.0.15',
+      zone: 'US-Dallas',
+      pad: 'x'.repeat(500),
+    });
     const head = `POST /v2/instances/ HTTP/1.1\r\nHost: x\r\nX-Auth-Token: ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
     const slow = await Promise.all(Array.from({ length: 50 }, (_, i) => openSlow(hangar.url, { localAddress: `127.0.2.${i + 1}` })));
     for (const c of slow) {
@@ -89,15 +109,36 @@ describe('slow clients', () => {
 
   it('hangar serve applies the documented limits to its server', async () => {
     const d = mkdtempSync(join(tmpdir(), 'hangar-limits-'));
-    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: d, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `limits-${process.pid}`, HANGAR_DRAIN_PERIOD: '0' });
+    const config = loadConfig(
+      {},
+      {
+        HANGAR_PORT: '0',
+        HANGAR_DATA_DIR: d,
+        HANGAR_RUNTIME: 'emulated',
+        HANGAR_LOG_LEVEL: 'silent',
+        HANGAR_HOST_ID: `limits-${process.pid}`,
+        HANGAR_DRAIN_PERIOD: '0',
+      },
+    );
     const h = await startHangar(config);
     try {
       const s = h.app.server as import('node:http').Server & { maxHeaderSize?: number; connectionsCheckingInterval?: number };
       expect({
-        headersTimeoutMs: s.headersTimeout, requestTimeoutMs: s.requestTimeout, idleTimeoutMs: s.timeout, keepAliveTimeoutMs: s.keepAliveTimeout,
-        timeoutCheckMs: s.connectionsCheckingInterval, maxHeaderBytes: s.maxHeaderSize,
+        headersTimeoutMs: s.headersTimeout,
+        requestTimeoutMs: s.requestTimeout,
+        idleTimeoutMs: s.timeout,
+        keepAliveTimeoutMs: s.keepAliveTimeout,
+        timeoutCheckMs: s.connectionsCheckingInterval,
+        maxHeaderBytes: s.maxHeaderSize,
       }).toEqual(HTTP_LIMITS);
-      expect(HTTP_LIMITS).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, timeoutCheckMs: 1_000, maxHeaderBytes: 16_384 });
+      expect(HTTP_LIMITS).toEqual({
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 30_000,
+        idleTimeoutMs: 30_000,
+        keepAliveTimeoutMs: 5_000,
+        timeoutCheckMs: 1_000,
+        maxHeaderBytes: 16_384,
+      });
     } finally {
       await h.close();
       rmSync(d, { recursive: true, force: true });

@@ -33,7 +33,7 @@ describe.each(DIALECTS)('a copy of the store on %s', (dialect) => {
     secrets['account password'] = PASSWORD;
     const keys = await accounts(th.hangar).createApiKey(alice.login);
     secrets['key pair secret'] = keys.pass_key;
-    secrets['token'] = (await new Client(th.target, { basic: [keys.user_key, keys.pass_key] }).get('/v2/tokens/')).body.data.token;
+    secrets.token = (await new Client(th.target, { basic: [keys.user_key, keys.pass_key] }).get('/v2/tokens/')).body.data.token;
     secrets['token in use'] = alice.auth && 'token' in alice.auth ? alice.auth.token : '';
     const r = await alice.ready(redisBody('copy-redis'));
     const m = await alice.ready(mongoBody('copy-mongo'));
@@ -44,7 +44,9 @@ describe.each(DIALECTS)('a copy of the store on %s', (dialect) => {
     secrets['elasticsearch api key'] = e.api_key;
     const users = `/v2/mongodb/${m.id}/databases/app/users`;
     expect((await alice.post(users, { username: 'copy-user', password: USER_PASSWORD, roles: [] })).status).toBe(200);
-    expect((await alice.post(users, { username: 'copy-user-2', password: USER_PASSWORD.replace('kept', 'also'), roles: [] })).status).toBe(200);
+    expect((await alice.post(users, { username: 'copy-user-2', password: USER_PASSWORD.replace('kept', 'also'), roles: [] })).status).toBe(
+      200,
+    );
     expect((await alice.patch(`${users}/copy-user-2`, { password: NEW_USER_PASSWORD })).status).toBe(200);
     secrets['mongodb user password'] = USER_PASSWORD;
     secrets['mongodb user password (before a change)'] = USER_PASSWORD.replace('kept', 'also');
@@ -68,7 +70,9 @@ describe.each(DIALECTS)('a copy of the store on %s', (dialect) => {
     }
     // Every row of every table, every column as text (what pg_dump --data-only would hold).
     const db = th.hangar.store.db;
-    const tables = await sql<{ table_name: string }>`select table_name from information_schema.tables where table_schema = 'public'`.execute(db);
+    const tables = await sql<{
+      table_name: string;
+    }>`select table_name from information_schema.tables where table_schema = 'public'`.execute(db);
     const out: string[] = [];
     for (const { table_name } of tables.rows) {
       const rows = await sql<{ row: string }>`select t::text as row from ${sql.table(table_name)} t`.execute(db);
@@ -109,7 +113,17 @@ describe('the data dir', () => {
   it('is narrowed to mode 0700 at start when it was made readable by others', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hangar-open-dir-'));
     chmodSync(dir, 0o755);
-    const config = loadConfig({}, { HANGAR_PORT: '0', HANGAR_DATA_DIR: dir, HANGAR_RUNTIME: 'emulated', HANGAR_LOG_LEVEL: 'silent', HANGAR_HOST_ID: `open-dir-${process.pid}`, HANGAR_DRAIN_PERIOD: '0' });
+    const config = loadConfig(
+      {},
+      {
+        HANGAR_PORT: '0',
+        HANGAR_DATA_DIR: dir,
+        HANGAR_RUNTIME: 'emulated',
+        HANGAR_LOG_LEVEL: 'silent',
+        HANGAR_HOST_ID: `open-dir-${process.pid}`,
+        HANGAR_DRAIN_PERIOD: '0',
+      },
+    );
     const hangar = await startHangar(config);
     try {
       expect(statSync(dir).mode & 0o777).toBe(0o700);

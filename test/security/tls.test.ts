@@ -14,11 +14,32 @@ const LOGIN = 'tls@example.com';
 function selfSigned(dir: string): { cert: string; key: string; pem: Buffer; fingerprint: string } {
   const cert = join(dir, 'cert.pem');
   const key = join(dir, 'key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert,
-    '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-  ], { stdio: 'ignore' });
-  const fingerprint = execFileSync('openssl', ['x509', '-in', cert, '-noout', '-fingerprint', '-sha256'], { encoding: 'utf8' }).split('=')[1]!.trim();
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
+  const fingerprint = execFileSync('openssl', ['x509', '-in', cert, '-noout', '-fingerprint', '-sha256'], { encoding: 'utf8' })
+    .split('=')[1]!
+    .trim();
   return { cert, key, pem: readFileSync(cert), fingerprint };
 }
 
@@ -36,7 +57,9 @@ function get(url: string, path: string, ca: Buffer, headers: Record<string, stri
       const fingerprint = (res.socket as import('node:tls').TLSSocket).getPeerCertificate().fingerprint256;
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text ? JSON.parse(text) : undefined, fingerprint }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text ? JSON.parse(text) : undefined, fingerprint }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -68,10 +91,20 @@ describe('TLS for the API (--tls-cert, --tls-key)', () => {
     tls = selfSigned(dir);
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
-    child = spawn(process.execPath, [BIN, 'serve', '--runtime', 'emulated', '--port', '0', '--data-dir', join(dir, 'data'), '--tls-cert', tls.cert, '--tls-key', tls.key], {
-      env: { ...env, HANGAR_LOG_LEVEL: 'warn', HANGAR_DRAIN_PERIOD: '0', HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      [BIN, 'serve', '--runtime', 'emulated', '--port', '0', '--data-dir', join(dir, 'data'), '--tls-cert', tls.cert, '--tls-key', tls.key],
+      {
+        env: {
+          ...env,
+          HANGAR_LOG_LEVEL: 'warn',
+          HANGAR_DRAIN_PERIOD: '0',
+          HANGAR_BOOTSTRAP_LOGIN: LOGIN,
+          HANGAR_BOOTSTRAP_PASSWORD: PASSWORD,
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     url = await new Promise<string>((resolve, reject) => {
       let err = '';
       child!.stderr!.on('data', (c: Buffer) => {

@@ -29,11 +29,13 @@ async function ls(ctx: ClientContext): Promise<void> {
 async function add(ctx: ClientContext): Promise<void> {
   const { opts, io } = ctx;
   const [name, given] = ctx.args as [string, string | undefined];
-  if ((given === undefined) === (opts['my-ip'] !== true)) throw new UsageError('give an address or range (CIDR), or --my-ip; one of the two');
+  if ((given === undefined) === (opts['my-ip'] !== true))
+    throw new UsageError('give an address or range (CIDR), or --my-ip; one of the two');
   const { url, client } = ctx.connection();
   const cidr = given ?? (await myAddress(url));
   if (given === undefined && opts.json !== true) io.err(`admitting ${cidr}: the address this machine reaches ${url} from`);
-  const description = str(opts.description) ?? (given === undefined ? `hangar acls add --my-ip on ${hostname()}` : `hangar acls add on ${hostname()}`);
+  const description =
+    str(opts.description) ?? (given === undefined ? `hangar acls add --my-ip on ${hostname()}` : `hangar acls add on ${hostname()}`);
   const expires = str(opts.expires);
   const id = await client.createAcl(name, {
     cidr_mask: cidr,
@@ -49,8 +51,10 @@ async function add(ctx: ClientContext): Promise<void> {
 /** `--expires`: an RFC 3339 time, or a duration from now (`30m`, `8h`, `7d`). */
 export function expiresAt(text: string, now = Date.now()): string {
   const m = /^(\d+)([smhd])$/.exec(text);
-  if (m) return new Date(now + Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd']).toISOString();
-  if (!Number.isFinite(Date.parse(text))) throw new UsageError(`--expires "${text}": give a time (2026-12-01T18:00:00Z) or a duration from now (30m, 8h, 7d)`);
+  if (m)
+    return new Date(now + Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd']).toISOString();
+  if (!Number.isFinite(Date.parse(text)))
+    throw new UsageError(`--expires "${text}": give a time (2026-12-01T18:00:00Z) or a duration from now (30m, 8h, 7d)`);
   return text;
 }
 
@@ -58,7 +62,8 @@ async function check(ctx: ClientContext): Promise<void> {
   const [name, ip] = ctx.args as [string, string];
   const result = await ctx.connection().client.checkAcl(name, ip);
   if (ctx.opts.json === true) ctx.io.out(json(result));
-  else if (result.acl) ctx.io.out(`${result.ip} is admitted to ${name} by ACL ${result.acl._id.$oid} (${result.acl.cidr_mask}, ${result.acl.description}).`);
+  else if (result.acl)
+    ctx.io.out(`${result.ip} is admitted to ${name} by ACL ${result.acl._id.$oid} (${result.acl.cidr_mask}, ${result.acl.description}).`);
   else ctx.io.out(`${result.ip} is not admitted to ${name}: no ACL covers it.`);
   // a script can test the answer: 0 admitted, 1 not
   if (!result.admitted) throw new ExitCode(1);
@@ -71,9 +76,17 @@ async function effective(ctx: ClientContext): Promise<void> {
     ctx.io.out(json(e));
     return;
   }
-  const groups = (s: Record<string, string[] | undefined>) => Object.entries(s).map(([g, list]) => `${g}: ${(list ?? []).join(' ') || '-'}`).join('; ') || '-';
+  const groups = (s: Record<string, string[] | undefined>) =>
+    Object.entries(s)
+      .map(([g, list]) => `${g}: ${(list ?? []).join(' ') || '-'}`)
+      .join('; ') || '-';
   ctx.io.out(e.in_sync ? `${name}: the edge enforces exactly the ACLs.` : `${name}: DRIFT between the edge and the ACLs.`);
-  ctx.io.out(table(['ENFORCER', 'IN SYNC', 'ADMITS', 'MISSING', 'EXTRA'], e.enforcers.map((x) => [x.name, x.problem ?? (x.in_sync ? 'yes' : 'no'), groups(x.sources), groups(x.missing), groups(x.extra)])));
+  ctx.io.out(
+    table(
+      ['ENFORCER', 'IN SYNC', 'ADMITS', 'MISSING', 'EXTRA'],
+      e.enforcers.map((x) => [x.name, x.problem ?? (x.in_sync ? 'yes' : 'no'), groups(x.sources), groups(x.missing), groups(x.extra)]),
+    ),
+  );
 }
 
 async function denied(ctx: ClientContext): Promise<void> {
@@ -82,13 +95,23 @@ async function denied(ctx: ClientContext): Promise<void> {
   const list = await ctx.connection().client.deniedConnections(name, limit !== undefined ? { limit: Number(limit) } : {});
   if (ctx.opts.json === true) ctx.io.out(json(list));
   else if (list.length === 0) ctx.io.out(`No refused connection to ${name} on record.`);
-  else ctx.io.out(table(['TIME', 'SOURCE', 'LISTENER'], list.map((d) => [d.time, d.source, d.listener])));
+  else
+    ctx.io.out(
+      table(
+        ['TIME', 'SOURCE', 'LISTENER'],
+        list.map((d) => [d.time, d.source, d.listener]),
+      ),
+    );
 }
 
 async function rm(ctx: ClientContext): Promise<void> {
   const [name, id] = ctx.args as [string, string];
   await ctx.connection().client.deleteAcl(name, id);
-  ctx.io.out(ctx.opts.json === true ? json({ id, instance: name, deleted: true }) : `ACL ${id} removed from ${name}; its open connections are closed.`);
+  ctx.io.out(
+    ctx.opts.json === true
+      ? json({ id, instance: name, deleted: true })
+      : `ACL ${id} removed from ${name}; its open connections are closed.`,
+  );
 }
 
 export const aclCommands: readonly ClientCommand[] = [
@@ -114,9 +137,17 @@ export const aclCommands: readonly ClientCommand[] = [
       description: { type: 'string', value: 'TEXT', description: 'what the address is (default: names this machine)' },
       transport: { type: 'boolean', description: 'elasticsearch: also on the transport port' },
       kibana: { type: 'boolean', description: 'elasticsearch: on Kibana instead' },
-      expires: { type: 'string', value: 'TIME', description: 'stop admitting then: a time (2026-12-01T18:00:00Z) or a duration from now (30m, 8h, 7d)' },
+      expires: {
+        type: 'string',
+        value: 'TIME',
+        description: 'stop admitting then: a time (2026-12-01T18:00:00Z) or a duration from now (30m, 8h, 7d)',
+      },
     },
-    examples: ['hangar acls add cache --my-ip', 'hangar acls add cache 198.51.100.0/24 --description office', 'hangar acls add cache 192.0.2.44 --description contractor --expires 7d'],
+    examples: [
+      'hangar acls add cache --my-ip',
+      'hangar acls add cache 198.51.100.0/24 --description office',
+      'hangar acls add cache 192.0.2.44 --description contractor --expires 7d',
+    ],
     details:
       '--my-ip admits the local address of a connection from this machine to the hangar URL: what hangar sees when nothing translates addresses in between (same host, same network, a VPN). Behind NAT or a proxy, give your public address instead.',
     run: add,

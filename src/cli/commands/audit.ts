@@ -10,26 +10,34 @@ import { init } from './accounts.js';
 export async function audit(config: Config, opts: Record<string, string | boolean | undefined>, io: Io): Promise<void> {
   const limit = opts.limit === undefined ? 100 : Number(opts.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) throw new UsageError('--limit must be an integer from 1 to 100000');
-  await withOperatorContext(config, async ({ store }) => {
-    let accountId: string | undefined;
-    if (typeof opts.login === 'string') {
-      const account = await findAccountByLogin(store.db, opts.login);
-      if (!account) throw new UsageError(`no account with login "${opts.login}"`);
-      accountId = account.id;
-    }
-    const rows = await listAuditEvents(store.db, { limit, ...(accountId ? { accountId } : {}) });
-    io.out(json(rows.map((e) => ({
-      id: e.id,
-      account_id: e.accountId,
-      login: e.login,
-      action: e.action,
-      target: e.target,
-      source_ip: e.sourceIp,
-      outcome: e.outcome,
-      status_code: e.statusCode,
-      request_id: e.requestId,
-      created_at: e.createdAt,
-      created: formatCreated(e.createdAt),
-    }))));
-  }, init(opts));
+  await withOperatorContext(
+    config,
+    async ({ store }) => {
+      let accountId: string | undefined;
+      if (typeof opts.login === 'string') {
+        const account = await findAccountByLogin(store.db, opts.login);
+        if (!account) throw new UsageError(`no account with login "${opts.login}"`);
+        accountId = account.id;
+      }
+      const rows = await listAuditEvents(store.db, { limit, ...(accountId ? { accountId } : {}) });
+      io.out(
+        json(
+          rows.map((e) => ({
+            id: e.id,
+            account_id: e.accountId,
+            login: e.login,
+            action: e.action,
+            target: e.target,
+            source_ip: e.sourceIp,
+            outcome: e.outcome,
+            status_code: e.statusCode,
+            request_id: e.requestId,
+            created_at: e.createdAt,
+            created: formatCreated(e.createdAt),
+          })),
+        ),
+      );
+    },
+    init(opts),
+  );
 }

@@ -43,7 +43,12 @@ async function ls(ctx: ClientContext): Promise<void> {
   const list = await ctx.connection().client.listBackups(ctx.args[0]!);
   if (ctx.opts.json === true) return ctx.io.out(json(list));
   if (list.length === 0) return ctx.io.out(`No backups. Take one: hangar backups create ${ctx.args[0]}`);
-  ctx.io.out(table(['ID', 'STATE', 'TRIGGER', 'SIZE', 'REQUESTED', 'FINISHED', 'SHA256'], list.map((b) => [b.id, b.state, b.trigger, bytes(b.size_bytes), b.requested, b.finished, b.sha256?.slice(0, 12)])));
+  ctx.io.out(
+    table(
+      ['ID', 'STATE', 'TRIGGER', 'SIZE', 'REQUESTED', 'FINISHED', 'SHA256'],
+      list.map((b) => [b.id, b.state, b.trigger, bytes(b.size_bytes), b.requested, b.finished, b.sha256?.slice(0, 12)]),
+    ),
+  );
 }
 
 async function create(ctx: ClientContext): Promise<void> {
@@ -53,7 +58,11 @@ async function create(ctx: ClientContext): Promise<void> {
   const started = await client.createBackup(name);
   if (opts['no-wait'] === true) {
     // its operation has its id: followed (or cancelled) with hangar operations
-    io.out(opts.json === true ? json(started) : `Backup ${started.id} of "${name}" is ${started.state}; follow it with: hangar operations wait ${started.id} (stop it with: hangar operations cancel ${started.id})`);
+    io.out(
+      opts.json === true
+        ? json(started)
+        : `Backup ${started.id} of "${name}" is ${started.state}; follow it with: hangar operations wait ${started.id} (stop it with: hangar operations cancel ${started.id})`,
+    );
     return;
   }
   const progress = new Progress(io, `${name} backup ${started.id}`);
@@ -98,7 +107,11 @@ async function download(ctx: ClientContext): Promise<void> {
     await pipeline(Readable.fromWeb(got.body as WebReadableStream<Uint8Array>), count, createWriteStream(tmp, { mode: 0o600 }));
     const sha = hash.digest('hex');
     if (received !== got.sizeBytes || sha !== got.sha256) {
-      throw new HangarApiError(0, 'BACKUP_CORRUPT', `the download of backup ${id} was cut short or does not match its SHA-256 (${received} of ${got.sizeBytes} bytes): the backup may be corrupt; nothing was written`);
+      throw new HangarApiError(
+        0,
+        'BACKUP_CORRUPT',
+        `the download of backup ${id} was cut short or does not match its SHA-256 (${received} of ${got.sizeBytes} bytes): the backup may be corrupt; nothing was written`,
+      );
     }
     renameSync(tmp, file);
     progress.finish(`${bytes(received)} written to ${file}`);
@@ -106,7 +119,11 @@ async function download(ctx: ClientContext): Promise<void> {
     progress.stop();
     rmSync(tmp, { force: true });
     if (err instanceof HangarApiError) throw err;
-    throw new HangarApiError(0, 'BACKUP_CORRUPT', `the download of backup ${id} was cut short (${received} of ${got.sizeBytes} bytes): the backup may be corrupt; nothing was written`);
+    throw new HangarApiError(
+      0,
+      'BACKUP_CORRUPT',
+      `the download of backup ${id} was cut short (${received} of ${got.sizeBytes} bytes): the backup may be corrupt; nothing was written`,
+    );
   }
   io.out(opts.json === true ? json({ id, file, size_bytes: received, sha256: got.sha256 }) : file);
 }
@@ -117,7 +134,11 @@ async function restore(ctx: ClientContext): Promise<void> {
   const { client } = ctx.connection();
   const started = await client.restoreInstance(name, backupId);
   if (opts['no-wait'] === true) {
-    io.out(opts.json === true ? json(started) : `Restore of "${name}" from backup ${backupId} started; follow it with: hangar operations wait ${started.id}`);
+    io.out(
+      opts.json === true
+        ? json(started)
+        : `Restore of "${name}" from backup ${backupId} started; follow it with: hangar operations wait ${started.id}`,
+    );
     return;
   }
   const progress = new Progress(io, name);
@@ -146,7 +167,7 @@ export const backupCommands: readonly ClientCommand[] = [
     remote: true,
     options: REMOTE_OPTIONS,
     examples: ['hangar backups ls cache', 'hangar backups ls cache --json'],
-    details: 'A deleted instance\'s backups stay (until their retention ends) and are listed under the name it had.',
+    details: "A deleted instance's backups stay (until their retention ends) and are listed under the name it had.",
     run: ls,
   },
   {
@@ -158,7 +179,7 @@ export const backupCommands: readonly ClientCommand[] = [
     options: { ...REMOTE_OPTIONS, ...WAIT_OPTIONS },
     examples: ['hangar backups create cache', 'hangar backups create cache --no-wait'],
     details:
-      'Shows the state (PENDING, RUNNING and its step) on a live line until the backup is COMPLETED, then prints it; a FAILED backup exits 1 with the reason. The backup\'s operation has its id: hangar operations cancel BACKUP_ID stops it (it is then FAILED and keeps nothing).',
+      "Shows the state (PENDING, RUNNING and its step) on a live line until the backup is COMPLETED, then prints it; a FAILED backup exits 1 with the reason. The backup's operation has its id: hangar operations cancel BACKUP_ID stops it (it is then FAILED and keeps nothing).",
     run: create,
   },
   {
@@ -177,19 +198,29 @@ export const backupCommands: readonly ClientCommand[] = [
     summary: 'Download a completed backup (decrypted: an RDB file for redis), checked against its SHA-256',
     args: ID_ARGS,
     remote: true,
-    options: { ...REMOTE_OPTIONS, output: { type: 'string', short: 'o', value: 'FILE', description: 'where to write it (default: NAME-BACKUP_ID.FORMAT here)' } },
-    examples: ['hangar backups download cache 6560a1f2c3d4e5f607182950', 'hangar backups download cache 6560a1f2c3d4e5f607182950 -o cache.rdb'],
-    details: 'Written under FILE.partial and renamed once complete and matching its SHA-256; a download cut short leaves nothing and exits 1.',
+    options: {
+      ...REMOTE_OPTIONS,
+      output: { type: 'string', short: 'o', value: 'FILE', description: 'where to write it (default: NAME-BACKUP_ID.FORMAT here)' },
+    },
+    examples: [
+      'hangar backups download cache 6560a1f2c3d4e5f607182950',
+      'hangar backups download cache 6560a1f2c3d4e5f607182950 -o cache.rdb',
+    ],
+    details:
+      'Written under FILE.partial and renamed once complete and matching its SHA-256; a download cut short leaves nothing and exits 1.',
     run: download,
   },
   {
     kind: 'client',
     name: 'instances restore',
-    summary: "Restore a backup into an instance, replacing its data, and wait until it serves again",
+    summary: 'Restore a backup into an instance, replacing its data, and wait until it serves again',
     args: ID_ARGS,
     remote: true,
     options: { ...REMOTE_OPTIONS, ...WAIT_OPTIONS },
-    examples: ['hangar instances restore cache 6560a1f2c3d4e5f607182950', 'hangar instances restore cache 6560a1f2c3d4e5f607182950 --no-wait'],
+    examples: [
+      'hangar instances restore cache 6560a1f2c3d4e5f607182950',
+      'hangar instances restore cache 6560a1f2c3d4e5f607182950 --no-wait',
+    ],
     details:
       'The backup is checked (its SHA-256) first: a corrupt one is refused and the instance untouched. The instance is RESTORING (clients are cut off) until ACTIVE again, its Redis users and settings kept; the live line shows the step. The operation of the restore has its id (hangar operations show ID). To restore into a new instance: hangar instances create NAME ... --restore-from BACKUP_ID.',
     run: restore,

@@ -3,7 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Instance } from '../../client/index.js';
 import { REMOTE_OPTIONS, type ClientCommand, type ClientContext, str } from '../client-command.js';
-import { type Env } from '../session.js';
+import type { Env } from '../session.js';
 import { EXIT, UsageError, json } from '../io.js';
 
 /** What `hangar connect` runs: a shell for the instance, its arguments and its environment. */
@@ -26,7 +26,11 @@ function hostPort(url: string): [string, string] {
 }
 
 /** The shell command for an instance; `extra` arguments go last (e.g. a redis command to run). */
-export function shellFor(inst: Instance, opts: { servicenet?: boolean; user?: string; db?: string }, extra: readonly string[] = []): ShellCommand {
+export function shellFor(
+  inst: Instance,
+  opts: { servicenet?: boolean; user?: string; db?: string },
+  extra: readonly string[] = [],
+): ShellCommand {
   switch (inst.service) {
     case 'redis': {
       const address = (opts.servicenet ? inst.servicenet_connect_string : inst.public_connect_string) ?? inst.connect_string;
@@ -79,7 +83,11 @@ async function connect(ctx: ClientContext): Promise<void> {
   const inst = await client.getInstance(name);
   const cmd = shellFor(
     inst,
-    { servicenet: opts.servicenet === true, ...(str(opts.user) ? { user: str(opts.user)! } : {}), ...(str(opts.db) ? { db: str(opts.db)! } : {}) },
+    {
+      servicenet: opts.servicenet === true,
+      ...(str(opts.user) ? { user: str(opts.user)! } : {}),
+      ...(str(opts.db) ? { db: str(opts.db)! } : {}),
+    },
     ctx.args.slice(1),
   );
   const path = findOnPath(cmd.command, env);
@@ -87,10 +95,15 @@ async function connect(ctx: ClientContext): Promise<void> {
     io.out(opts.json === true ? json({ ...cmd, path: path ?? null }) : shellLine(cmd));
     return;
   }
-  if (!path) throw new ConnectError(`${cmd.command} is not on PATH; install it (${INSTALL[cmd.command]}), or print the command: hangar connect ${name} --print`);
+  if (!path)
+    throw new ConnectError(
+      `${cmd.command} is not on PATH; install it (${INSTALL[cmd.command]}), or print the command: hangar connect ${name} --print`,
+    );
   if (inst.state !== 'ACTIVE') io.err(`hangar: instance "${name}" is ${inst.state}`);
   if ((await client.listAcls(name)).length === 0) {
-    io.err(`hangar: no ACL admits any address to "${name}" yet, so the connection will be refused; add yours: hangar acls add ${name} --my-ip`);
+    io.err(
+      `hangar: no ACL admits any address to "${name}" yet, so the connection will be refused; add yours: hangar acls add ${name} --my-ip`,
+    );
   }
   const code = await run(path, cmd, env);
   if (code !== 0) throw new ExitCode(code);
@@ -140,6 +153,6 @@ export const connectCommand: ClientCommand = {
     'hangar connect docs --user app-user --db app',
   ],
   details:
-    'redis-cli gets -h and -p, and the password in REDISCLI_AUTH (not on the command line); ARGS after -- are passed to the shell. The edge admits only the addresses of the instance\'s ACLs: add yours first with hangar acls add NAME --my-ip. Exits with the shell\'s exit code.',
+    "redis-cli gets -h and -p, and the password in REDISCLI_AUTH (not on the command line); ARGS after -- are passed to the shell. The edge admits only the addresses of the instance's ACLs: add yours first with hangar acls add NAME --my-ip. Exits with the shell's exit code.",
   run: connect,
 };

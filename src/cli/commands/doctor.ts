@@ -49,7 +49,8 @@ const PROGRAMS: Readonly<Record<BinaryKey, { program: string; purpose: string; i
   kibana: {
     program: 'kibana or opensearch-dashboards',
     purpose: 'optional: Kibana listeners of elasticsearch instances',
-    install: "package kibana from Elastic's APT repository, or opensearch-dashboards from artifacts.opensearch.org (same release as the node)",
+    install:
+      "package kibana from Elastic's APT repository, or opensearch-dashboards from artifacts.opensearch.org (same release as the node)",
     page: 'https://www.elastic.co/downloads/kibana or https://opensearch.org/downloads.html',
     variable: 'HANGAR_KIBANA_BIN',
   },
@@ -67,8 +68,23 @@ const ORDER: readonly BinaryKey[] = ['redisServer', 'haproxy', 'mongod', 'mongos
 const SHOWN: readonly Service[] = ['redis', 'mongodb', 'elasticsearch'];
 
 export type ProgramReport =
-  | { readonly program: string; readonly found: true; readonly name: string; readonly path: string; readonly version: string; readonly purpose: string }
-  | { readonly program: string; readonly found: false; readonly problem: string; readonly purpose: string; readonly install: string; readonly page: string; readonly variable: string };
+  | {
+      readonly program: string;
+      readonly found: true;
+      readonly name: string;
+      readonly path: string;
+      readonly version: string;
+      readonly purpose: string;
+    }
+  | {
+      readonly program: string;
+      readonly found: false;
+      readonly problem: string;
+      readonly purpose: string;
+      readonly install: string;
+      readonly page: string;
+      readonly variable: string;
+    };
 
 export interface ServiceReport {
   readonly available: boolean;
@@ -100,21 +116,32 @@ export function doctorReport(binaries: EngineBinaries, offerings: Offerings, not
   const programs = ORDER.map((key): ProgramReport => {
     const b = binaries[key];
     const p = PROGRAMS[key];
-    if ('found' in b) return { program: p.program, found: true, name: b.found.name, path: b.found.path, version: b.found.version, purpose: p.purpose };
-    return { program: p.program, found: false, problem: b.problem, purpose: p.purpose, install: p.install, page: p.page, variable: p.variable };
-  });
-  const services = Object.fromEntries(SHOWN.map((service) => {
-    const o = offerings[service];
-    const missing = NEEDS[service].filter((k) => 'problem' in binaries[k]);
-    const report: ServiceReport = {
-      available: o.available,
-      versions: o.versions,
-      engines: (o.engines ?? []).map((e) => ({ name: e.name, version: e.version, path: e.path })),
-      ...(o.available ? {} : { reason: o.unavailableReason ?? `${service} cannot run here` }),
-      ...(!o.available && missing.length > 0 ? { install: missing.map(installLine) } : {}),
+    if ('found' in b)
+      return { program: p.program, found: true, name: b.found.name, path: b.found.path, version: b.found.version, purpose: p.purpose };
+    return {
+      program: p.program,
+      found: false,
+      problem: b.problem,
+      purpose: p.purpose,
+      install: p.install,
+      page: p.page,
+      variable: p.variable,
     };
-    return [service, report];
-  })) as Record<Service, ServiceReport>;
+  });
+  const services = Object.fromEntries(
+    SHOWN.map((service) => {
+      const o = offerings[service];
+      const missing = NEEDS[service].filter((k) => 'problem' in binaries[k]);
+      const report: ServiceReport = {
+        available: o.available,
+        versions: o.versions,
+        engines: (o.engines ?? []).map((e) => ({ name: e.name, version: e.version, path: e.path })),
+        ...(o.available ? {} : { reason: o.unavailableReason ?? `${service} cannot run here` }),
+        ...(!o.available && missing.length > 0 ? { install: missing.map(installLine) } : {}),
+      };
+      return [service, report];
+    }),
+  ) as Record<Service, ServiceReport>;
   return { ok: services.redis.available, programs, services, notes };
 }
 
@@ -123,14 +150,20 @@ export function renderDoctor(r: DoctorReport): string {
   const lines = ['hangar doctor: what this machine can host with the local runtime', '', 'Programs'];
   const width = Math.max(...r.programs.map((p) => (p.found ? p.name : p.program).length)) + 2;
   for (const p of r.programs) {
-    lines.push(p.found ? `  ${p.name.padEnd(width)}${p.version.padEnd(10)}${p.path}` : `  ${p.program.padEnd(width)}${'missing'.padEnd(10)}${p.purpose}`);
+    lines.push(
+      p.found
+        ? `  ${p.name.padEnd(width)}${p.version.padEnd(10)}${p.path}`
+        : `  ${p.program.padEnd(width)}${'missing'.padEnd(10)}${p.purpose}`,
+    );
   }
   lines.push('', 'Services');
   for (const service of SHOWN) {
     const s = r.services[service];
-    lines.push(s.available
-      ? `  ${service.padEnd(15)}available     versions ${s.versions.join(', ')} (${s.engines.map((e) => `${e.name} ${e.version}`).join(', ')})`
-      : `  ${service.padEnd(15)}unavailable   ${s.reason}`);
+    lines.push(
+      s.available
+        ? `  ${service.padEnd(15)}available     versions ${s.versions.join(', ')} (${s.engines.map((e) => `${e.name} ${e.version}`).join(', ')})`
+        : `  ${service.padEnd(15)}unavailable   ${s.reason}`,
+    );
   }
   for (const service of SHOWN) {
     const install = r.services[service].install;
@@ -171,21 +204,32 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
   await engines.close();
 
   const notes: string[] = [];
-  if (config.runtime !== 'local') notes.push(`the configured runtime is ${config.runtime}: this report is what the local runtime (the default) would host`);
+  if (config.runtime !== 'local')
+    notes.push(`the configured runtime is ${config.runtime}: this report is what the local runtime (the default) would host`);
   const openssl = await opensslVersion(searchPath);
-  notes.push(openssl
-    ? `openssl ${openssl.version} (${openssl.path}) makes the certificates of TLS listeners (mongodb_sharded ssl, elasticsearch https)`
-    : 'openssl is missing: TLS listeners (mongodb_sharded ssl, elasticsearch https) cannot start; install the Debian/Ubuntu package openssl');
+  notes.push(
+    openssl
+      ? `openssl ${openssl.version} (${openssl.path}) makes the certificates of TLS listeners (mongodb_sharded ssl, elasticsearch https)`
+      : 'openssl is missing: TLS listeners (mongodb_sharded ssl, elasticsearch https) cannot start; install the Debian/Ubuntu package openssl',
+  );
   const node = binaries.elasticsearch;
   if ('found' in node) {
     const kibana = binaries.kibana;
     const use = dashboardsUse(node.found, 'found' in kibana ? kibana.found : undefined);
-    notes.push(use.use ? `${use.binary.name} ${use.binary.version} serves the Kibana listeners of elasticsearch instances` : `no Kibana for elasticsearch instances: ${use.reason}`);
+    notes.push(
+      use.use
+        ? `${use.binary.name} ${use.binary.version} serves the Kibana listeners of elasticsearch instances`
+        : `no Kibana for elasticsearch instances: ${use.reason}`,
+    );
   }
 
   const zones = config.zonesFile ? loadZonesFile(config.zonesFile) : [];
   const zoneReports = await Promise.all(
-    zones.map(async (z) => ({ zone: z.name, runtime: z.runtime, checks: z.kubernetes ? await (await import('../../runtimes/kubernetes/kube-doctor.js')).checkKubernetesZone(z.kubernetes) : [] })),
+    zones.map(async (z) => ({
+      zone: z.name,
+      runtime: z.runtime,
+      checks: z.kubernetes ? await (await import('../../runtimes/kubernetes/kube-doctor.js')).checkKubernetesZone(z.kubernetes) : [],
+    })),
   );
   const report: DoctorReport = { ...doctorReport(binaries, offerings, notes), ...(zones.length > 0 ? { zones: zoneReports } : {}) };
   io.out(opts.json === true ? json(report) : renderDoctor(report));

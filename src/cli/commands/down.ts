@@ -25,7 +25,9 @@ export async function down(config: Config, _opts: Record<string, string | boolea
     await withOperatorContext(config, async ({ store }) => {
       const held = await listLiveLeases(store.db, 'runtime:', `:${config.hostId}`, Date.now());
       if (held.length > 0) {
-        throw new Error(`hangar serve (${held.map((l) => l.owner).join(', ')}) runs the engines of host ${config.hostId}: stop it first, or they are started again`);
+        throw new Error(
+          `hangar serve (${held.map((l) => l.owner).join(', ')}) runs the engines of host ${config.hostId}: stop it first, or they are started again`,
+        );
       }
     });
   } else {
@@ -33,7 +35,9 @@ export async function down(config: Config, _opts: Record<string, string | boolea
       unlock = lockDataDir(config.dataDir);
     } catch (err) {
       if (!(err instanceof DataDirInUseError)) throw err;
-      throw new Error(`hangar serve${err.pid ? ` (pid ${err.pid})` : ''} runs on the data dir ${config.dataDir}: stop it first (SIGTERM), or it starts the engines again`);
+      throw new Error(
+        `hangar serve${err.pid ? ` (pid ${err.pid})` : ''} runs on the data dir ${config.dataDir}: stop it first (SIGTERM), or it starts the engines again`,
+      );
     }
   }
   try {

@@ -2,7 +2,17 @@ import { hostname } from 'node:os';
 import type { CreateInstanceRequest, Instance } from '../../client/index.js';
 import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService } from '../../domain/catalog.js';
 import {
-  REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, followOperation, list, myAddress, need, str, waitGone, waitReady,
+  REMOTE_OPTIONS,
+  WAIT_OPTIONS,
+  type ClientCommand,
+  type ClientContext,
+  followOperation,
+  list,
+  myAddress,
+  need,
+  str,
+  waitGone,
+  waitReady,
 } from '../client-command.js';
 import { UsageError, json } from '../io.js';
 import { fields, table } from '../table.js';
@@ -54,7 +64,12 @@ async function ls(ctx: ClientContext): Promise<void> {
     ctx.io.out('No instances. Create one: hangar instances create NAME --service redis --version VERSION --zone ZONE');
     return;
   }
-  ctx.io.out(table(['NAME', 'SERVICE', 'TYPE', 'PLAN', 'VERSION', 'ZONE', 'STATE', 'CREATED'], all.map((i) => [i.name, i.service, i.type, i.plan, i.version, i.zone, i.state, i.created])));
+  ctx.io.out(
+    table(
+      ['NAME', 'SERVICE', 'TYPE', 'PLAN', 'VERSION', 'ZONE', 'STATE', 'CREATED'],
+      all.map((i) => [i.name, i.service, i.type, i.plan, i.version, i.zone, i.state, i.created]),
+    ),
+  );
 }
 
 async function create(ctx: ClientContext): Promise<void> {
@@ -82,14 +97,19 @@ async function create(ctx: ClientContext): Promise<void> {
     zone,
     ...(opts.encryption === true ? { encryption: true } : {}),
     ...(str(opts['storage-engine']) ? { storage_engine: str(opts['storage-engine'])! } : {}),
-    ...(cidrs.length > 0 ? { acls: cidrs.map((cidr_mask) => ({ cidr_mask, description: `hangar instances create on ${hostname()}` })) } : {}),
+    ...(cidrs.length > 0
+      ? { acls: cidrs.map((cidr_mask) => ({ cidr_mask, description: `hangar instances create on ${hostname()}` })) }
+      : {}),
     ...(str(opts['restore-from']) ? { restore_from: str(opts['restore-from'])! } : {}),
   };
   let operation: string | undefined;
   const created = await client.createInstance(body, { onOperation: (id) => (operation = id) });
   if (opts['no-wait'] === true) {
     if (opts.json === true) io.out(json(created));
-    else io.out(`Instance "${name}" is ${created.state}; follow it with: hangar instances show ${name}${operation ? ` (or hangar operations wait ${operation})` : ''}`);
+    else
+      io.out(
+        `Instance "${name}" is ${created.state}; follow it with: hangar instances show ${name}${operation ? ` (or hangar operations wait ${operation})` : ''}`,
+      );
     return;
   }
   // A hangar without operations (an older one) is polled instead.
@@ -107,13 +127,21 @@ async function rotatePassword(ctx: ClientContext): Promise<void> {
   const { client } = ctx.connection();
   if (ctx.opts.finish === true) {
     const retired = await client.finishInstancePasswordRotation(name);
-    ctx.io.out(ctx.opts.json === true ? json({ retired }) : retired ? `The old password of ${name} no longer works.` : `No rotation of ${name} was in progress.`);
+    ctx.io.out(
+      ctx.opts.json === true
+        ? json({ retired })
+        : retired
+          ? `The old password of ${name} no longer works.`
+          : `No rotation of ${name} was in progress.`,
+    );
     return;
   }
   const r = await client.rotateInstancePassword(name);
   if (ctx.opts.json === true) ctx.io.out(json(r));
   else {
-    ctx.io.err(`New password of ${name} (the record shows it); the old one works until ${r.previous_valid_until} (or: hangar instances rotate-password ${name} --finish):`);
+    ctx.io.err(
+      `New password of ${name} (the record shows it); the old one works until ${r.previous_valid_until} (or: hangar instances rotate-password ${name} --finish):`,
+    );
     ctx.io.out(r.password);
   }
 }
@@ -168,21 +196,39 @@ export const instanceCommands: readonly ClientCommand[] = [
       service: { type: 'string', value: 'SERVICE', description: SERVICES.join(', '), choices: SERVICES },
       version: { type: 'string', value: 'VERSION', description: 'datastore version (a wrong one is answered with those offered)' },
       zone: { type: 'string', value: 'ZONE', description: 'datacenter', choices: [...new Set(Object.values(ZONES).flat())] },
-      plan: { type: 'string', value: 'PLAN', description: 'plan size (default the smallest; redis: MB)', choices: [...new Set(Object.values(PLANS).flat().map(String))] },
-      type: { type: 'string', value: 'TYPE', description: 'instance type (needed for mongodb)', choices: Object.values(INSTANCE_TYPES).flat() },
+      plan: {
+        type: 'string',
+        value: 'PLAN',
+        description: 'plan size (default the smallest; redis: MB)',
+        choices: [...new Set(Object.values(PLANS).flat().map(String))],
+      },
+      type: {
+        type: 'string',
+        value: 'TYPE',
+        description: 'instance type (needed for mongodb)',
+        choices: Object.values(INSTANCE_TYPES).flat(),
+      },
       encryption: { type: 'boolean', description: 'encryption at rest (elasticsearch, mongodb)' },
-      'storage-engine': { type: 'string', value: 'ENGINE', description: `mongodb: ${STORAGE_ENGINES.join(' or ')}`, choices: STORAGE_ENGINES },
+      'storage-engine': {
+        type: 'string',
+        value: 'ENGINE',
+        description: `mongodb: ${STORAGE_ENGINES.join(' or ')}`,
+        choices: STORAGE_ENGINES,
+      },
       acl: { type: 'string', multiple: true, value: 'CIDR', description: 'admit this address or range from the start' },
       'my-ip': { type: 'boolean', description: 'admit the address this machine reaches hangar from (see hangar acls add --help)' },
-      'restore-from': { type: 'string', value: 'BACKUP_ID', description: 'build it from a backup (hangar backups ls): RESTORING, then ACTIVE' },
+      'restore-from': {
+        type: 'string',
+        value: 'BACKUP_ID',
+        description: 'build it from a backup (hangar backups ls): RESTORING, then ACTIVE',
+      },
     },
     examples: [
       'hangar instances create cache --service redis --version 7.0.15 --zone US-Dallas',
       'hangar instances create cache --service redis --plan 1000 --version 7.0.15 --zone US-Dallas --my-ip',
       'hangar instances create docs --service mongodb --type mongodb_replica_set --plan 5 --version 3.4.2 --zone US-West --no-wait',
     ],
-    details:
-      `Shows the state on a live line until the instance is ACTIVE (COMPLETED for elasticsearch), then prints it: it follows the create's operation on the event stream; --no-wait answers at once with the state REQUESTED. Plans: ${SERVICES.map((s) => `${s} ${PLANS[s].join(', ')}`).join('; ')}. Zones: ${SERVICES.map((s) => `${s} ${ZONES[s].join(', ')}`).join('; ')}.`,
+    details: `Shows the state on a live line until the instance is ACTIVE (COMPLETED for elasticsearch), then prints it: it follows the create's operation on the event stream; --no-wait answers at once with the state REQUESTED. Plans: ${SERVICES.map((s) => `${s} ${PLANS[s].join(', ')}`).join('; ')}. Zones: ${SERVICES.map((s) => `${s} ${ZONES[s].join(', ')}`).join('; ')}.`,
     run: create,
   },
   {
@@ -223,7 +269,11 @@ export const instanceCommands: readonly ClientCommand[] = [
     summary: 'Delete an instance and its data, and wait until it is gone',
     args: ['NAME'],
     remote: true,
-    options: { ...REMOTE_OPTIONS, ...WAIT_OPTIONS, yes: { type: 'boolean', short: 'y', description: 'do not ask for confirmation (needed when not in a terminal)' } },
+    options: {
+      ...REMOTE_OPTIONS,
+      ...WAIT_OPTIONS,
+      yes: { type: 'boolean', short: 'y', description: 'do not ask for confirmation (needed when not in a terminal)' },
+    },
     examples: ['hangar instances rm cache', 'hangar instances rm cache --yes --no-wait'],
     details: 'In a terminal, asks to type the name to confirm; elsewhere --yes is required.',
     run: rm,

@@ -58,7 +58,14 @@ async function whoami(ctx: ClientContext): Promise<void> {
     ctx.io.out(json({ url, ...info }));
     return;
   }
-  ctx.io.out(fields([['url', url], ['login', info.login], ['account', info.account_id], ['token expires', `${info.token_expires} UTC`]]));
+  ctx.io.out(
+    fields([
+      ['url', url],
+      ['login', info.login],
+      ['account', info.account_id],
+      ['token expires', `${info.token_expires} UTC`],
+    ]),
+  );
 }
 
 export const loginCommands: readonly ClientCommand[] = [
@@ -72,7 +79,11 @@ export const loginCommands: readonly ClientCommand[] = [
       ...REMOTE_OPTIONS,
       login: { type: 'string', value: 'LOGIN', description: 'your login, or an API user_key (default: HANGAR_LOGIN, or asked)' },
       'password-stdin': { type: 'boolean', description: 'read the password (or pass_key) from stdin' },
-      password: { type: 'string', value: 'PASSWORD', description: 'the password (visible to other users of this machine: prefer --password-stdin, HANGAR_PASSWORD or the prompt)' },
+      password: {
+        type: 'string',
+        value: 'PASSWORD',
+        description: 'the password (visible to other users of this machine: prefer --password-stdin, HANGAR_PASSWORD or the prompt)',
+      },
     },
     examples: [
       'hangar login --url http://127.0.0.1:8080 --login me@example.com',

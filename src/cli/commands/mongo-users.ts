@@ -1,6 +1,15 @@
 import { MONGODB_ROLES } from '../../domain/catalog.js';
 import type { MongoRole } from '../../client/index.js';
-import { REMOTE_OPTIONS, type ClientCommand, type ClientContext, type OptionSpec, type Values, list, need, str } from '../client-command.js';
+import {
+  REMOTE_OPTIONS,
+  type ClientCommand,
+  type ClientContext,
+  type OptionSpec,
+  type Values,
+  list,
+  need,
+  str,
+} from '../client-command.js';
 import { type Io, UsageError, json } from '../io.js';
 import { table } from '../table.js';
 
@@ -13,7 +22,11 @@ const ROLE: OptionSpec = {
   choices: MONGODB_ROLES,
 };
 const PASSWORD_OPTIONS: Readonly<Record<string, OptionSpec>> = {
-  password: { type: 'string', value: 'PASSWORD', description: 'the password (visible to other users of this machine: prefer --password-stdin or the prompt)' },
+  password: {
+    type: 'string',
+    value: 'PASSWORD',
+    description: 'the password (visible to other users of this machine: prefer --password-stdin or the prompt)',
+  },
   'password-stdin': { type: 'boolean', description: 'read the password from stdin' },
 };
 
@@ -45,14 +58,22 @@ async function ls(ctx: ClientContext): Promise<void> {
   const users = await ctx.connection().client.listMongoUsers(ctx.args[0]!, db);
   if (ctx.opts.json === true) ctx.io.out(json(users));
   else if (users.length === 0) ctx.io.out(`No users in database "${db}".`);
-  else ctx.io.out(table(['USER', 'ROLES'], users.map((u) => [u.name, u.roles.map((r) => (r.db === db ? r.role : `${r.role}@${r.db}`)).join(', ')])));
+  else
+    ctx.io.out(
+      table(
+        ['USER', 'ROLES'],
+        users.map((u) => [u.name, u.roles.map((r) => (r.db === db ? r.role : `${r.role}@${r.db}`)).join(', ')]),
+      ),
+    );
 }
 
 async function add(ctx: ClientContext): Promise<void> {
   const [instance, username] = ctx.args as [string, string];
   const db = need(ctx.opts.db, 'db');
   const pw = (await password(ctx.io, ctx.opts, true))!;
-  const message = await ctx.connection().client.createMongoUser(instance, db, { username, password: pw, roles: roles(list(ctx.opts.role), db) });
+  const message = await ctx
+    .connection()
+    .client.createMongoUser(instance, db, { username, password: pw, roles: roles(list(ctx.opts.role), db) });
   ctx.io.out(ctx.opts.json === true ? json({ instance, database: db, username, message }) : message);
 }
 
@@ -61,8 +82,12 @@ async function set(ctx: ClientContext): Promise<void> {
   const db = need(ctx.opts.db, 'db');
   const pw = await password(ctx.io, ctx.opts, false);
   const given = list(ctx.opts.role);
-  if (pw === undefined && given.length === 0 && ctx.opts['no-roles'] !== true) throw new UsageError('give a new password, --role, or --no-roles');
-  const change = { ...(pw !== undefined ? { password: pw } : {}), ...(given.length > 0 || ctx.opts['no-roles'] === true ? { roles: roles(given, db) } : {}) };
+  if (pw === undefined && given.length === 0 && ctx.opts['no-roles'] !== true)
+    throw new UsageError('give a new password, --role, or --no-roles');
+  const change = {
+    ...(pw !== undefined ? { password: pw } : {}),
+    ...(given.length > 0 || ctx.opts['no-roles'] === true ? { roles: roles(given, db) } : {}),
+  };
   const message = await ctx.connection().client.updateMongoUser(instance, db, username, change);
   ctx.io.out(ctx.opts.json === true ? json({ instance, database: db, username, message }) : message);
 }
@@ -95,7 +120,10 @@ export const mongoUserCommands: readonly ClientCommand[] = [
     args: ['INSTANCE', 'USERNAME'],
     remote: true,
     options: { ...REMOTE_OPTIONS, db: DB, role: ROLE, ...PASSWORD_OPTIONS },
-    examples: ['hangar mongo users add docs app-user --db app --role readWrite', 'printf %s "$PW" | hangar mongo users add docs report --db app --role read --role read@reports --password-stdin'],
+    examples: [
+      'hangar mongo users add docs app-user --db app --role readWrite',
+      'printf %s "$PW" | hangar mongo users add docs report --db app --role read --role read@reports --password-stdin',
+    ],
     details: `${INSTANCE_HELP} In a terminal the password is asked for when not given. Roles: ${MONGODB_ROLES.join(', ')}.`,
     run: add,
   },
@@ -105,8 +133,17 @@ export const mongoUserCommands: readonly ClientCommand[] = [
     summary: "Change a user's password and/or roles (given roles replace the old ones)",
     args: ['INSTANCE', 'USERNAME'],
     remote: true,
-    options: { ...REMOTE_OPTIONS, db: DB, role: ROLE, 'no-roles': { type: 'boolean', description: 'take every role away' }, ...PASSWORD_OPTIONS },
-    examples: ['hangar mongo users set docs app-user --db app --role read', 'hangar mongo users set docs app-user --db app --password-stdin < new-password.txt'],
+    options: {
+      ...REMOTE_OPTIONS,
+      db: DB,
+      role: ROLE,
+      'no-roles': { type: 'boolean', description: 'take every role away' },
+      ...PASSWORD_OPTIONS,
+    },
+    examples: [
+      'hangar mongo users set docs app-user --db app --role read',
+      'hangar mongo users set docs app-user --db app --password-stdin < new-password.txt',
+    ],
     details: INSTANCE_HELP,
     run: set,
   },

@@ -5,7 +5,13 @@ import { Progress } from '../progress.js';
 import { fields, table } from '../table.js';
 
 const when = (d: { $date: number } | null | undefined) => (d ? new Date(d.$date).toISOString().slice(0, 19).replace('T', ' ') : undefined);
-const csv = (v: string | undefined) => (v === undefined ? undefined : v.split(',').map((x) => x.trim()).filter((x) => x !== ''));
+const csv = (v: string | undefined) =>
+  v === undefined
+    ? undefined
+    : v
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
 
 function limitOf(raw: string | undefined, max: number, dflt: number): number {
   if (raw === undefined) return dflt;
@@ -105,12 +111,20 @@ export const operationCommands: readonly ClientCommand[] = [
     options: {
       ...REMOTE_OPTIONS,
       instance: { type: 'string', value: 'NAME', description: 'only those of this instance' },
-      state: { type: 'string', value: 'STATES', description: 'only in these states (comma-separated): PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED' },
+      state: {
+        type: 'string',
+        value: 'STATES',
+        description: 'only in these states (comma-separated): PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED',
+      },
       kind: { type: 'string', value: 'KINDS', description: 'only of these kinds (comma-separated), e.g. create,delete' },
       limit: { type: 'string', value: 'N', description: 'how many (1-200, default 20)' },
       cursor: { type: 'string', value: 'CURSOR', description: 'the next page (printed on stderr after a full page)' },
     },
-    examples: ['hangar operations ls', 'hangar operations ls --instance cache --state RUNNING', 'hangar operations ls --kind create --json'],
+    examples: [
+      'hangar operations ls',
+      'hangar operations ls --instance cache --state RUNNING',
+      'hangar operations ls --kind create --json',
+    ],
     run: ls,
   },
   {

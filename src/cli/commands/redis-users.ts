@@ -9,9 +9,13 @@ const COMMAND: OptionSpec = {
   type: 'string',
   multiple: true,
   value: 'RULE',
-  description: 'a command rule, in order: +@read, +get; one that takes away is written --command=-@dangerous (admin commands cannot be granted)',
+  description:
+    'a command rule, in order: +@read, +get; one that takes away is written --command=-@dangerous (admin commands cannot be granted)',
 };
-const PASSWORD_STDIN: OptionSpec = { type: 'boolean', description: 'read the password from stdin (otherwise hangar makes one and prints it)' };
+const PASSWORD_STDIN: OptionSpec = {
+  type: 'boolean',
+  description: 'read the password from stdin (otherwise hangar makes one and prints it)',
+};
 
 async function passwordFrom(io: Io, opts: Values): Promise<string | undefined> {
   if (opts['password-stdin'] !== true) return undefined;
@@ -19,13 +23,20 @@ async function passwordFrom(io: Io, opts: Values): Promise<string | undefined> {
   return (await io.readStdin()).replace(/\r?\n$/, '');
 }
 
-const rulesOf = (u: RedisUser) => [u.keys.map((k) => `~${k}`).join(' '), u.channels.map((c) => `&${c}`).join(' '), u.commands.join(' ')].filter(Boolean).join(' ');
+const rulesOf = (u: RedisUser) =>
+  [u.keys.map((k) => `~${k}`).join(' '), u.channels.map((c) => `&${c}`).join(' '), u.commands.join(' ')].filter(Boolean).join(' ');
 
 async function ls(ctx: ClientContext): Promise<void> {
   const users = await ctx.connection().client.listRedisUsers(ctx.args[0]!);
   if (ctx.opts.json === true) ctx.io.out(json(users));
   else if (users.length === 0) ctx.io.out(`No users on ${ctx.args[0]} besides the instance password's.`);
-  else ctx.io.out(table(['USER', 'RULES', 'ROTATION ENDS'], users.map((u) => [u.name, rulesOf(u) || '-', u.previous_password_valid_until ?? '-'])));
+  else
+    ctx.io.out(
+      table(
+        ['USER', 'RULES', 'ROTATION ENDS'],
+        users.map((u) => [u.name, rulesOf(u) || '-', u.previous_password_valid_until ?? '-']),
+      ),
+    );
 }
 
 async function add(ctx: ClientContext): Promise<void> {
@@ -39,7 +50,8 @@ async function add(ctx: ClientContext): Promise<void> {
     commands: list(ctx.opts.command),
   });
   if (ctx.opts.json === true) ctx.io.out(json(created));
-  else if (password !== undefined) ctx.io.out(`User ${username} added to ${name}: ${rulesOf(created.user) || 'no key, channel or command yet'}.`);
+  else if (password !== undefined)
+    ctx.io.out(`User ${username} added to ${name}: ${rulesOf(created.user) || 'no key, channel or command yet'}.`);
   else {
     ctx.io.err(`User ${username} added to ${name}; its password (shown this once):`);
     ctx.io.out(created.password);
@@ -55,7 +67,8 @@ async function set(ctx: ClientContext): Promise<void> {
     ...(ctx.opts.channel !== undefined || ctx.opts['no-channels'] === true ? { channels: list(ctx.opts.channel) } : {}),
     ...(ctx.opts.command !== undefined || ctx.opts['no-commands'] === true ? { commands: list(ctx.opts.command) } : {}),
   };
-  if (Object.keys(change).length === 0) throw new UsageError('give --key, --channel, --command (or --no-keys, --no-channels, --no-commands) or --password-stdin');
+  if (Object.keys(change).length === 0)
+    throw new UsageError('give --key, --channel, --command (or --no-keys, --no-channels, --no-commands) or --password-stdin');
   const user = await ctx.connection().client.updateRedisUser(name, username, change);
   ctx.io.out(ctx.opts.json === true ? json(user) : `User ${username} of ${name}: ${rulesOf(user) || 'no key, channel or command'}.`);
 }
@@ -63,7 +76,11 @@ async function set(ctx: ClientContext): Promise<void> {
 async function rm(ctx: ClientContext): Promise<void> {
   const [name, username] = ctx.args as [string, string];
   await ctx.connection().client.deleteRedisUser(name, username);
-  ctx.io.out(ctx.opts.json === true ? json({ instance: name, user: username, deleted: true }) : `User ${username} deleted from ${name}; its connections are closed.`);
+  ctx.io.out(
+    ctx.opts.json === true
+      ? json({ instance: name, user: username, deleted: true })
+      : `User ${username} deleted from ${name}; its connections are closed.`,
+  );
 }
 
 async function rotate(ctx: ClientContext): Promise<void> {
@@ -71,18 +88,27 @@ async function rotate(ctx: ClientContext): Promise<void> {
   const { client } = ctx.connection();
   if (ctx.opts.finish === true) {
     const retired = await client.finishRedisUserPasswordRotation(name, username);
-    ctx.io.out(ctx.opts.json === true ? json({ retired }) : retired ? `The old password of ${username} no longer works.` : `No rotation of ${username} was in progress.`);
+    ctx.io.out(
+      ctx.opts.json === true
+        ? json({ retired })
+        : retired
+          ? `The old password of ${username} no longer works.`
+          : `No rotation of ${username} was in progress.`,
+    );
     return;
   }
   const r = await client.rotateRedisUserPassword(name, username);
   if (ctx.opts.json === true) ctx.io.out(json(r));
   else {
-    ctx.io.err(`New password of ${username} on ${name}; the old one works until ${r.previous_valid_until} (or: hangar redis users rotate-password ${name} ${username} --finish):`);
+    ctx.io.err(
+      `New password of ${username} on ${name}; the old one works until ${r.previous_valid_until} (or: hangar redis users rotate-password ${name} ${username} --finish):`,
+    );
     ctx.io.out(r.password);
   }
 }
 
-const RULES_HELP = 'Users connect with AUTH <user> <password> (redis-cli --user). Command categories that may be granted: @keyspace @read @write @set @sortedset @list @hash @string @bitmap @hyperloglog @geo @stream @pubsub @fast @slow @blocking @connection @transaction @scripting; administrative commands (CONFIG, ACL, REPLICAOF, SHUTDOWN, DEBUG, MODULE, ...) are hangar\'s.';
+const RULES_HELP =
+  "Users connect with AUTH <user> <password> (redis-cli --user). Command categories that may be granted: @keyspace @read @write @set @sortedset @list @hash @string @bitmap @hyperloglog @geo @stream @pubsub @fast @slow @blocking @connection @transaction @scripting; administrative commands (CONFIG, ACL, REPLICAOF, SHUTDOWN, DEBUG, MODULE, ...) are hangar's.";
 
 export const redisUserCommands: readonly ClientCommand[] = [
   {
@@ -104,7 +130,7 @@ export const redisUserCommands: readonly ClientCommand[] = [
     options: { ...REMOTE_OPTIONS, key: KEY, channel: CHANNEL, command: COMMAND, 'password-stdin': PASSWORD_STDIN },
     examples: [
       "hangar redis users add cache app --key 'app:*' --command +@read --command +@write --command=-@dangerous",
-      "printf %s \"$PW\" | hangar redis users add cache reports --key 'reports:*' --command +@read --password-stdin",
+      'printf %s "$PW" | hangar redis users add cache reports --key \'reports:*\' --command +@read --password-stdin',
     ],
     details: RULES_HELP,
     run: add,
@@ -142,7 +168,7 @@ export const redisUserCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'redis users rotate-password',
-    summary: "Give a user a new password; the old one works until the grace period ends (or --finish)",
+    summary: 'Give a user a new password; the old one works until the grace period ends (or --finish)',
     args: ['NAME', 'USER'],
     remote: true,
     options: { ...REMOTE_OPTIONS, finish: { type: 'boolean', description: 'retire the old password now' } },
@@ -157,7 +183,14 @@ async function config(ctx: ClientContext): Promise<void> {
   const { client } = ctx.connection();
   if (assignments.length === 0) {
     const values = await client.redisConfig(name);
-    ctx.io.out(ctx.opts.json === true ? json(values) : table(['SETTING', 'VALUE'], Object.entries(values).map(([k, v]) => [k, v === '' ? '""' : v])));
+    ctx.io.out(
+      ctx.opts.json === true
+        ? json(values)
+        : table(
+            ['SETTING', 'VALUE'],
+            Object.entries(values).map(([k, v]) => [k, v === '' ? '""' : v]),
+          ),
+    );
     return;
   }
   const change: Record<string, string> = {};
@@ -167,7 +200,13 @@ async function config(ctx: ClientContext): Promise<void> {
     change[a.slice(0, eq)] = a.slice(eq + 1);
   }
   const held = await client.setRedisConfig(name, change);
-  ctx.io.out(ctx.opts.json === true ? json(held) : `Settings of ${name} applied: ${Object.keys(change).map((k) => `${k}=${held[k] ?? change[k]}`).join(', ')}.`);
+  ctx.io.out(
+    ctx.opts.json === true
+      ? json(held)
+      : `Settings of ${name} applied: ${Object.keys(change)
+          .map((k) => `${k}=${held[k] ?? change[k]}`)
+          .join(', ')}.`,
+  );
 }
 
 async function slowlog(ctx: ClientContext): Promise<void> {
@@ -176,7 +215,13 @@ async function slowlog(ctx: ClientContext): Promise<void> {
   const entries = await ctx.connection().client.redisSlowlog(name, limit !== undefined ? { limit: Number(limit) } : {});
   if (ctx.opts.json === true) ctx.io.out(json(entries));
   else if (entries.length === 0) ctx.io.out(`The slow log of ${name} is empty.`);
-  else ctx.io.out(table(['ID', 'TIME', 'MICROSECONDS', 'COMMAND', 'CLIENT'], entries.map((e) => [e.id, e.time, e.duration_us, e.command.join(' ').slice(0, 80), e.client])));
+  else
+    ctx.io.out(
+      table(
+        ['ID', 'TIME', 'MICROSECONDS', 'COMMAND', 'CLIENT'],
+        entries.map((e) => [e.id, e.time, e.duration_us, e.command.join(' ').slice(0, 80), e.client]),
+      ),
+    );
 }
 
 export const redisConfigCommands: readonly ClientCommand[] = [
@@ -187,7 +232,11 @@ export const redisConfigCommands: readonly ClientCommand[] = [
     args: ['NAME', '...SETTINGS'],
     remote: true,
     options: REMOTE_OPTIONS,
-    examples: ['hangar redis config cache', 'hangar redis config cache -- maxmemory-policy=allkeys-lru timeout=300', "hangar redis config cache -- notify-keyspace-events=Ex"],
+    examples: [
+      'hangar redis config cache',
+      'hangar redis config cache -- maxmemory-policy=allkeys-lru timeout=300',
+      'hangar redis config cache -- notify-keyspace-events=Ex',
+    ],
     details:
       'Settings: maxmemory-policy, maxmemory-samples, timeout, tcp-keepalive, notify-keyspace-events, slowlog-log-slower-than, slowlog-max-len, maxclients, hz, lazyfree-lazy-eviction, lazyfree-lazy-expire, lazyfree-lazy-server-del, lazyfree-lazy-user-del, lazyfree-lazy-user-flush. A wrong value is refused with the allowed ones.',
     run: config,

@@ -1,5 +1,13 @@
 import { PLANS } from '../../domain/catalog.js';
-import { REMOTE_OPTIONS, WAIT_OPTIONS, type ClientCommand, type ClientContext, followOperation, need, waitReady } from '../client-command.js';
+import {
+  REMOTE_OPTIONS,
+  WAIT_OPTIONS,
+  type ClientCommand,
+  type ClientContext,
+  followOperation,
+  need,
+  waitReady,
+} from '../client-command.js';
 import { UsageError, json } from '../io.js';
 import { fields } from '../table.js';
 
@@ -15,7 +23,18 @@ async function stats(ctx: ClientContext): Promise<void> {
     client.redisStats(name),
   ]);
   if (ctx.opts.json === true) {
-    ctx.io.out(json({ name, plan: inst.plan, state: inst.state, connectedSlaves: slaves, spaceUsage: space, maxMemoryPolicy: policy, maxClients, stats: more }));
+    ctx.io.out(
+      json({
+        name,
+        plan: inst.plan,
+        state: inst.state,
+        connectedSlaves: slaves,
+        spaceUsage: space,
+        maxMemoryPolicy: policy,
+        maxClients,
+        stats: more,
+      }),
+    );
     return;
   }
   const lag = more.replicas.map((r) => `${r.state}, ${r.lag_bytes} B / ${r.lag_seconds} s behind`).join('; ') || '-';

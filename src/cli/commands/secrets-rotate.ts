@@ -43,13 +43,29 @@ export async function secretsRotate(config: Config, opts: Record<string, string 
       }
       const count = await reencryptAll(store.db, keyring);
       const stale = [...(await sealingKeyIds(store.db)).keys()].filter((id) => id !== keyring.currentId);
-      if (stale.length > 0) throw new SecretKeyError(`values still encrypted with key(s) ${stale.join(', ')} (written meanwhile?); run hangar secrets rotate again`);
+      if (stale.length > 0)
+        throw new SecretKeyError(
+          `values still encrypted with key(s) ${stale.join(', ')} (written meanwhile?); run hangar secrets rotate again`,
+        );
       finish();
       await appendAuditEvent(store.db, {
-        accountId: null, login: null, action: 'secrets.rotate', target: `key:${keyring.currentId}`,
-        sourceIp: null, outcome: 'success', statusCode: null, requestId: null, createdAt: Date.now(),
+        accountId: null,
+        login: null,
+        action: 'secrets.rotate',
+        target: `key:${keyring.currentId}`,
+        sourceIp: null,
+        outcome: 'success',
+        statusCode: null,
+        requestId: null,
+        createdAt: Date.now(),
       });
-      io.out(json({ key: keyring.currentId, reencrypted: count, ...(config.secretKey ? { next: 'set HANGAR_SECRET_KEY to the new key alone and restart hangar' } : {}) }));
+      io.out(
+        json({
+          key: keyring.currentId,
+          reencrypted: count,
+          ...(config.secretKey ? { next: 'set HANGAR_SECRET_KEY to the new key alone and restart hangar' } : {}),
+        }),
+      );
     } finally {
       await store.close();
     }
@@ -57,4 +73,3 @@ export async function secretsRotate(config: Config, opts: Record<string, string 
     unlock();
   }
 }
-

@@ -17,10 +17,13 @@ export async function serve(config: Config, io: Io): Promise<void> {
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       hangar.log.info({ signal }, 'stopping');
-      const deadline = setTimeout(() => {
-        hangar.log.error('stop took too long; exiting');
-        process.exit(1);
-      }, config.drainSeconds * 1000 + STOP_DEADLINE_MS);
+      const deadline = setTimeout(
+        () => {
+          hangar.log.error('stop took too long; exiting');
+          process.exit(1);
+        },
+        config.drainSeconds * 1000 + STOP_DEADLINE_MS,
+      );
       deadline.unref();
       hangar.close().then(
         () => resolve(),

@@ -14,11 +14,18 @@ async function ls(ctx: ClientContext): Promise<void> {
     ctx.io.out('No webhooks. Add one: hangar webhooks add https://hooks.example.com/hangar');
     return;
   }
-  ctx.io.out(table(['ID', 'URL', 'KINDS', 'CREATED', 'DESCRIPTION'], hooks.map((w) => [w.id, w.url, w.kinds.join(','), w.created, w.description])));
+  ctx.io.out(
+    table(
+      ['ID', 'URL', 'KINDS', 'CREATED', 'DESCRIPTION'],
+      hooks.map((w) => [w.id, w.url, w.kinds.join(','), w.created, w.description]),
+    ),
+  );
 }
 
 async function add(ctx: ClientContext): Promise<void> {
-  const kinds = list(ctx.opts.kind).flatMap((k) => k.split(',')).filter((k) => k !== '');
+  const kinds = list(ctx.opts.kind)
+    .flatMap((k) => k.split(','))
+    .filter((k) => k !== '');
   const w = await ctx.connection().client.createWebhook({
     url: ctx.args[0]!,
     ...(kinds.length > 0 ? { kinds } : {}),
@@ -29,7 +36,14 @@ async function add(ctx: ClientContext): Promise<void> {
     return;
   }
   ctx.io.err('the secret is shown this once: keep it where your receiver checks X-Hangar-Signature');
-  ctx.io.out(fields([['id', w.id], ['url', w.url], ['kinds', w.kinds.join(',')], ['secret', w.secret]]));
+  ctx.io.out(
+    fields([
+      ['id', w.id],
+      ['url', w.url],
+      ['kinds', w.kinds.join(',')],
+      ['secret', w.secret],
+    ]),
+  );
 }
 
 async function rm(ctx: ClientContext): Promise<void> {
@@ -45,14 +59,21 @@ async function rotate(ctx: ClientContext): Promise<void> {
     return;
   }
   ctx.io.err(`the new secret is shown this once; the old one also signs until ${when(w.previous_secret_until)} UTC`);
-  ctx.io.out(fields([['id', w.id], ['secret', w.secret]]));
+  ctx.io.out(
+    fields([
+      ['id', w.id],
+      ['secret', w.secret],
+    ]),
+  );
 }
 
 async function deliveries(ctx: ClientContext): Promise<void> {
   const raw = str(ctx.opts.limit);
   const limit = raw === undefined ? 20 : Number(raw);
   if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError('--limit must be an integer from 1 to 500');
-  const states = str(ctx.opts.state)?.split(',').filter((s) => s !== '');
+  const states = str(ctx.opts.state)
+    ?.split(',')
+    .filter((s) => s !== '');
   const list = await ctx.connection().client.listWebhookDeliveries(ctx.args[0]!, { limit, ...(states ? { states } : {}) });
   if (ctx.opts.json === true) {
     ctx.io.out(json(list));
@@ -91,10 +112,18 @@ export const webhookCommands: readonly ClientCommand[] = [
     remote: true,
     options: {
       ...REMOTE_OPTIONS,
-      kind: { type: 'string', multiple: true, value: 'KIND', description: 'only these kinds or families (operation, instance, operation.failed...); default all' },
+      kind: {
+        type: 'string',
+        multiple: true,
+        value: 'KIND',
+        description: 'only these kinds or families (operation, instance, operation.failed...); default all',
+      },
       description: { type: 'string', value: 'TEXT', description: 'what it is for' },
     },
-    examples: ['hangar webhooks add https://hooks.example.com/hangar', 'hangar webhooks add https://hooks.example.com/hangar --kind operation.failed --kind instance.state'],
+    examples: [
+      'hangar webhooks add https://hooks.example.com/hangar',
+      'hangar webhooks add https://hooks.example.com/hangar --kind operation.failed --kind instance.state',
+    ],
     details:
       'Each delivery is a POST of the event as JSON with X-Hangar-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>; a receiver checks it (verifyWebhookSignature of hangar/client does) and drops repeats by X-Hangar-Delivery.',
     run: add,
@@ -113,7 +142,7 @@ export const webhookCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'webhooks rotate',
-    summary: "Give a webhook a new secret (printed once); the old one signs too for a day",
+    summary: 'Give a webhook a new secret (printed once); the old one signs too for a day',
     args: ['ID'],
     remote: true,
     options: REMOTE_OPTIONS,

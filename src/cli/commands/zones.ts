@@ -13,7 +13,8 @@ export const zoneCommands: readonly ClientCommand[] = [
     remote: true,
     options: REMOTE_OPTIONS,
     examples: ['hangar zones ls', 'hangar zones ls --json'],
-    details: 'Capacity is the memory the instances of a zone may promise (redis: twice the plan, for primary and replica); free is what a create or resize may still promise there.',
+    details:
+      'Capacity is the memory the instances of a zone may promise (redis: twice the plan, for primary and replica); free is what a create or resize may still promise there.',
     async run(ctx) {
       const zones = await ctx.connection().client.listZones();
       if (ctx.opts.json === true) {

@@ -1,12 +1,45 @@
 import { describe, expect, it } from 'vitest';
 import { HangarApiError, type Instance, type Operation } from '../../client/index.js';
 import {
-  describeError, describePolicy, filterInstances, formatBytes, formatDuration, formatUtc, hostPort, mongoshCommand, newerOperation, offersCancel, operationFilterOf, operationFilterQuery, operationMatches,
-  operationSummary, parseHumanBytes, plansHolding, policyBody, redisCliCommand, shortSha, sortInstances, stepLabel, upsertOperation,
+  describeError,
+  describePolicy,
+  filterInstances,
+  formatBytes,
+  formatDuration,
+  formatUtc,
+  hostPort,
+  mongoshCommand,
+  newerOperation,
+  offersCancel,
+  operationFilterOf,
+  operationFilterQuery,
+  operationMatches,
+  operationSummary,
+  parseHumanBytes,
+  plansHolding,
+  policyBody,
+  redisCliCommand,
+  shortSha,
+  sortInstances,
+  stepLabel,
+  upsertOperation,
 } from './format.js';
 
 const inst = (name: string, extra: Partial<Instance> = {}): Instance =>
-  ({ id: name, name, service: 'redis', type: 'redis_ha_instance', plan: 500, version: '7.0.15', zone: 'US-Dallas', created: '2026-11-21 09:00:00', api_key: 'k', caster: null, state: 'ACTIVE', ...extra }) as Instance;
+  ({
+    id: name,
+    name,
+    service: 'redis',
+    type: 'redis_ha_instance',
+    plan: 500,
+    version: '7.0.15',
+    zone: 'US-Dallas',
+    created: '2026-11-21 09:00:00',
+    api_key: 'k',
+    caster: null,
+    state: 'ACTIVE',
+    ...extra,
+  }) as Instance;
 
 describe('console formatting', () => {
   it("reads Redis's used_memory_human", () => {
@@ -33,16 +66,27 @@ describe('console formatting', () => {
   it('builds ready-to-paste commands; the redis password goes in the environment, quoted', () => {
     expect(hostPort('redis://127.0.0.1:20926')).toEqual({ host: '127.0.0.1', port: '20926' });
     expect(redisCliCommand('redis://127.0.0.1:20926', "it's")).toBe(`REDISCLI_AUTH='it'\\''s' redis-cli -h 127.0.0.1 -p 20926`);
-    expect(mongoshCommand('127.0.0.1:1,127.0.0.1:2', 'app', 'shop')).toBe('mongosh "mongodb://app@127.0.0.1:1/shop?authSource=shop&directConnection=true"');
+    expect(mongoshCommand('127.0.0.1:1,127.0.0.1:2', 'app', 'shop')).toBe(
+      'mongosh "mongodb://app@127.0.0.1:1/shop?authSource=shop&directConnection=true"',
+    );
     expect(mongoshCommand('127.0.0.1:1', 'app', 'shop')).toBe('mongosh "mongodb://app@127.0.0.1:1/shop?authSource=shop"');
   });
 
   it('says what happened and what to do for each kind of failure', () => {
     expect(describeError(new HangarApiError(0, 'NETWORK_ERROR', 'x')).remedy).toMatch(/hangar is running/);
-    expect(describeError(new HangarApiError(400, 'INVALID_VALUE', 'bad plan', { field: 'plan', allowed: [500, 1000] }))).toMatchObject({ what: 'bad plan', field: 'plan', remedy: 'Choose one of: 500, 1000.' });
+    expect(describeError(new HangarApiError(400, 'INVALID_VALUE', 'bad plan', { field: 'plan', allowed: [500, 1000] }))).toMatchObject({
+      what: 'bad plan',
+      field: 'plan',
+      remedy: 'Choose one of: 500, 1000.',
+    });
     expect(describeError(new HangarApiError(409, 'OPERATION_IN_PROGRESS', 'busy')).remedy).toMatch(/ACTIVE/);
-    expect(describeError(new HangarApiError(429, 'RATE_LIMITED', 'slow down', { retryAfterSeconds: 7 })).remedy).toBe('Wait 7 seconds and try again.');
-    expect(describeError(new HangarApiError(500, 'INTERNAL', 'oops', { requestId: 'r-1' }))).toMatchObject({ requestId: 'r-1', remedy: expect.stringContaining('r-1') });
+    expect(describeError(new HangarApiError(429, 'RATE_LIMITED', 'slow down', { retryAfterSeconds: 7 })).remedy).toBe(
+      'Wait 7 seconds and try again.',
+    );
+    expect(describeError(new HangarApiError(500, 'INTERNAL', 'oops', { requestId: 'r-1' }))).toMatchObject({
+      requestId: 'r-1',
+      remedy: expect.stringContaining('r-1'),
+    });
     expect(describeError(new Error('boom')).remedy).toMatch(/Reload/);
   });
 
@@ -54,9 +98,27 @@ describe('console formatting', () => {
 const T0 = 1795251600000;
 const op = (id: string, extra: Partial<Operation> = {}): Operation =>
   ({
-    id, kind: 'create', state: 'RUNNING', instance_id: 'i1', instance_name: 'cache', account_id: 'a', steps: [{ name: 'recorded', at: { $date: T0 } }], progress: null, error: null,
-    requested_by: null, request_id: null, detail: { service: 'redis', plan: 500, zone: 'US-Dallas' }, cancellable: false, created: '2026-11-21 09:00:00',
-    date_created: { $date: T0 }, date_updated: { $date: T0 }, date_started: null, date_finished: null, deadline: { $date: T0 + 300_000 }, last_event_id: 1, ...extra,
+    id,
+    kind: 'create',
+    state: 'RUNNING',
+    instance_id: 'i1',
+    instance_name: 'cache',
+    account_id: 'a',
+    steps: [{ name: 'recorded', at: { $date: T0 } }],
+    progress: null,
+    error: null,
+    requested_by: null,
+    request_id: null,
+    detail: { service: 'redis', plan: 500, zone: 'US-Dallas' },
+    cancellable: false,
+    created: '2026-11-21 09:00:00',
+    date_created: { $date: T0 },
+    date_updated: { $date: T0 },
+    date_started: null,
+    date_finished: null,
+    deadline: { $date: T0 + 300_000 },
+    last_event_id: 1,
+    ...extra,
   }) as Operation;
 
 describe('console operations', () => {
@@ -72,7 +134,10 @@ describe('console operations', () => {
   it('upserts into a newest-first list: replaces older records, inserts new ones only when asked, in order', () => {
     const list = [op('b', { date_created: { $date: T0 + 10 } }), op('a')];
     const updated = upsertOperation(list, op('a', { state: 'SUCCEEDED', last_event_id: 9 }), false);
-    expect(updated.map((o) => [o.id, o.state])).toEqual([['b', 'RUNNING'], ['a', 'SUCCEEDED']]);
+    expect(updated.map((o) => [o.id, o.state])).toEqual([
+      ['b', 'RUNNING'],
+      ['a', 'SUCCEEDED'],
+    ]);
     // a stale record changes nothing
     expect(upsertOperation(updated, op('a', { last_event_id: 2 }), true)).toBe(updated);
     expect(upsertOperation(list, op('c', { date_created: { $date: T0 + 20 } }), false)).toBe(list);
@@ -114,7 +179,9 @@ describe('console operations', () => {
     expect(operationSummary(op('a', { kind: 'backup', detail: { backup_id: 'b1', scheduled: false } }))).toBe('on demand');
     expect(operationSummary(op('a', { kind: 'backup', detail: { backup_id: 'b1', scheduled: true } }))).toBe('scheduled');
     expect(operationSummary(op('a', { kind: 'restore', detail: { backup_id: 'b1', in_place: true } }))).toBe('backup b1 in place');
-    expect(operationSummary(op('a', { kind: 'restore', detail: { backup_id: 'b1', in_place: false } }))).toBe('backup b1 into a new instance');
+    expect(operationSummary(op('a', { kind: 'restore', detail: { backup_id: 'b1', in_place: false } }))).toBe(
+      'backup b1 into a new instance',
+    );
     expect(operationSummary(op('a', { kind: 'acl.add', detail: {} }))).toBe('');
   });
 
@@ -132,9 +199,15 @@ describe('console operations', () => {
   });
 
   it('describes a backup policy and builds its body from the form, what was typed left for the API to judge', () => {
-    expect(describePolicy({ schedule: 'daily', daily_at: '03:00', every_hours: null, keep_last: 7, keep_days: 30 })).toBe('Daily at 03:00 UTC; keeping the last 7 and those of the last 30 days');
-    expect(describePolicy({ schedule: 'every', daily_at: null, every_hours: 1, keep_last: null, keep_days: null })).toBe('Every 1 hour; every backup kept');
-    expect(describePolicy({ schedule: 'off', daily_at: null, every_hours: null, keep_last: null, keep_days: 1 })).toBe('No scheduled backups; keeping those of the last 1 day');
+    expect(describePolicy({ schedule: 'daily', daily_at: '03:00', every_hours: null, keep_last: 7, keep_days: 30 })).toBe(
+      'Daily at 03:00 UTC; keeping the last 7 and those of the last 30 days',
+    );
+    expect(describePolicy({ schedule: 'every', daily_at: null, every_hours: 1, keep_last: null, keep_days: null })).toBe(
+      'Every 1 hour; every backup kept',
+    );
+    expect(describePolicy({ schedule: 'off', daily_at: null, every_hours: null, keep_last: null, keep_days: 1 })).toBe(
+      'No scheduled backups; keeping those of the last 1 day',
+    );
     const form = { schedule: 'every', every_hours: ' 6 ', daily_at: '03:00', keep_last: '', keep_days: '2' };
     expect(policyBody(form)).toEqual({ schedule: 'every', every_hours: 6, keep_last: null, keep_days: 2 });
     expect(policyBody({ ...form, schedule: 'daily' })).toEqual({ schedule: 'daily', daily_at: '03:00', keep_last: null, keep_days: 2 });

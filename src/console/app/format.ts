@@ -82,25 +82,35 @@ export interface Problem {
 /** Every failure as the page says it: what happened and what to do. */
 export function describeError(err: unknown): Problem {
   if (!(err instanceof HangarApiError)) {
-    return { what: err instanceof Error ? err.message : String(err), remedy: 'Reload the page; if it happens again, tell your hangar operator.' };
+    return {
+      what: err instanceof Error ? err.message : String(err),
+      remedy: 'Reload the page; if it happens again, tell your hangar operator.',
+    };
   }
   const base = { what: err.message, ...(err.requestId ? { requestId: err.requestId } : {}), ...(err.field ? { field: err.field } : {}) };
   switch (err.code) {
     case 'NETWORK_ERROR':
       return { ...base, what: 'hangar does not answer.', remedy: 'Check your connection and that hangar is running, then try again.' };
     case 'TIMEOUT':
-      return { ...base, what: 'hangar did not answer in time.', remedy: 'Try again; the change may have been made, so check the list first.' };
+      return {
+        ...base,
+        what: 'hangar did not answer in time.',
+        remedy: 'Try again; the change may have been made, so check the list first.',
+      };
     case 'ROUTE_NOT_FOUND':
       return { ...base, remedy: 'This hangar is older than the console expects: ask your operator to update it.' };
     default:
   }
-  if (err.status === 400) return { ...base, remedy: err.allowed ? `Choose one of: ${err.allowed.join(', ')}.` : 'Correct the value and try again.' };
+  if (err.status === 400)
+    return { ...base, remedy: err.allowed ? `Choose one of: ${err.allowed.join(', ')}.` : 'Correct the value and try again.' };
   if (err.status === 401) return { ...base, remedy: 'Log in again.' };
   if (err.status === 404) return { ...base, remedy: 'It may have been deleted or renamed: go back to the list.' };
   if (err.status === 409) {
-    if (err.code === 'OPERATION_IN_PROGRESS' || err.code === 'INSTANCE_NOT_READY') return { ...base, remedy: 'Wait until the instance is ACTIVE, then try again.' };
+    if (err.code === 'OPERATION_IN_PROGRESS' || err.code === 'INSTANCE_NOT_READY')
+      return { ...base, remedy: 'Wait until the instance is ACTIVE, then try again.' };
     if (err.code === 'OPERATION_NOT_CANCELLABLE') return { ...base, remedy: 'The operation carries on: follow it here until it finishes.' };
-    if (err.code === 'QUOTA_EXCEEDED') return { ...base, remedy: 'Delete something you no longer need, or ask your operator for a higher limit.' };
+    if (err.code === 'QUOTA_EXCEEDED')
+      return { ...base, remedy: 'Delete something you no longer need, or ask your operator for a higher limit.' };
     return { ...base, remedy: 'Choose another value, or refresh to see the current state.' };
   }
   if (err.status === 422) return { ...base, remedy: 'Choose another service, or ask your operator to install its engine.' };
@@ -195,7 +205,10 @@ export function stepLabel(name: string): string {
 
 /** Epoch milliseconds as `YYYY-MM-DD HH:MM:SS` (UTC), as the API's `created` fields. */
 export function formatUtc(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, '');
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, '');
 }
 
 /** A duration as "340 ms", "4.2 s", "3 min 5 s". */
@@ -212,9 +225,13 @@ export function operationSummary(op: Pick<Operation, 'kind' | 'detail'>): string
   const str = (k: string): string => (typeof d[k] === 'string' || typeof d[k] === 'number' ? String(d[k]) : '');
   switch (op.kind) {
     case 'create':
-      return [str('service'), typeof d.plan === 'number' ? formatPlan(str('service'), d.plan) : '', str('zone') ? `in ${str('zone')}` : ''].filter(Boolean).join(' ');
+      return [str('service'), typeof d.plan === 'number' ? formatPlan(str('service'), d.plan) : '', str('zone') ? `in ${str('zone')}` : '']
+        .filter(Boolean)
+        .join(' ');
     case 'resize':
-      return typeof d.from_plan === 'number' && typeof d.to_plan === 'number' ? `${formatPlan('redis', d.from_plan)} → ${formatPlan('redis', d.to_plan)}` : '';
+      return typeof d.from_plan === 'number' && typeof d.to_plan === 'number'
+        ? `${formatPlan('redis', d.from_plan)} → ${formatPlan('redis', d.to_plan)}`
+        : '';
     case 'rename':
       return str('from') && str('to') ? `${str('from')} → ${str('to')}` : '';
     case 'acl.add':
@@ -228,7 +245,9 @@ export function operationSummary(op: Pick<Operation, 'kind' | 'detail'>): string
     case 'backup':
       return d.scheduled === true ? 'scheduled' : 'on demand';
     case 'restore':
-      return str('backup_id') ? `backup ${str('backup_id')}${d.in_place === false ? ' into a new instance' : d.in_place === true ? ' in place' : ''}` : '';
+      return str('backup_id')
+        ? `backup ${str('backup_id')}${d.in_place === false ? ' into a new instance' : d.in_place === true ? ' in place' : ''}`
+        : '';
     default:
       return '';
   }
@@ -261,8 +280,19 @@ export function plansHolding(service: string, plans: readonly number[], usedByte
 }
 
 /** A backup policy as a sentence: "Daily at 03:00 UTC, keeping the last 7 and those of the last 30 days". */
-export function describePolicy(p: { schedule: string; every_hours: number | null; daily_at: string | null; keep_last: number | null; keep_days: number | null }): string {
-  const when = p.schedule === 'every' ? `Every ${p.every_hours} hour${p.every_hours === 1 ? '' : 's'}` : p.schedule === 'daily' ? `Daily at ${p.daily_at} UTC` : 'No scheduled backups';
+export function describePolicy(p: {
+  schedule: string;
+  every_hours: number | null;
+  daily_at: string | null;
+  keep_last: number | null;
+  keep_days: number | null;
+}): string {
+  const when =
+    p.schedule === 'every'
+      ? `Every ${p.every_hours} hour${p.every_hours === 1 ? '' : 's'}`
+      : p.schedule === 'daily'
+        ? `Daily at ${p.daily_at} UTC`
+        : 'No scheduled backups';
   const keep = [
     p.keep_last !== null ? `the last ${p.keep_last}` : '',
     p.keep_days !== null ? `those of the last ${p.keep_days} day${p.keep_days === 1 ? '' : 's'}` : '',

@@ -125,7 +125,14 @@ class Hub {
       this.resync();
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, delay);
-        signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+        signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(t);
+            resolve();
+          },
+          { once: true },
+        );
       });
       delay = Math.min(RETRY_MAX_MS, delay * 2);
     }
@@ -174,7 +181,11 @@ export function useLiveMode(): LiveMode {
 
 /** How a page says where its changes come from. */
 export function liveText(mode: LiveMode): string {
-  return mode === 'stream' ? 'changes appear as they happen' : mode === 'polling' ? `the live stream is down: read again every ${POLL_MS / 1000} s` : 'connecting to the live stream';
+  return mode === 'stream'
+    ? 'changes appear as they happen'
+    : mode === 'polling'
+      ? `the live stream is down: read again every ${POLL_MS / 1000} s`
+      : 'connecting to the live stream';
 }
 
 export interface Watch<T> {
@@ -219,33 +230,37 @@ export function reader<T>(read: () => Promise<T>, watch: Watch<T>): { refresh: (
 export function watchInstances(watch: Watch<Instance[]>): () => void {
   const r = reader(() => api((c) => c.listInstances()), watch);
   const unfollow = follow({ onResync: r.refresh, onEvent: (e) => e.kind.startsWith('instance.') && r.refresh() });
-  return () => (r.stop(), unfollow());
+  return () => {
+    r.stop();
+    unfollow();
+  };
 }
 
 /** One instance, now and on every change; undefined once it is gone (404). */
 export function watchInstance(name: string, watch: Watch<Instance | undefined>): () => void {
   let id: string | undefined;
-  const r = reader(
-    async () => {
-      try {
-        const inst = await api((c) => c.getInstance(name));
-        id = inst.id;
-        return inst;
-      } catch (err) {
-        if (err instanceof HangarApiError && err.status === 404) return undefined;
-        throw err;
-      }
-    },
-    watch,
-  );
+  const r = reader(async () => {
+    try {
+      const inst = await api((c) => c.getInstance(name));
+      id = inst.id;
+      return inst;
+    } catch (err) {
+      if (err instanceof HangarApiError && err.status === 404) return undefined;
+      throw err;
+    }
+  }, watch);
   const unfollow = follow({
     onResync: r.refresh,
     onEvent: (e) => {
       if (!e.kind.startsWith('instance.')) return;
-      if (e.instance_name === name || (id !== undefined && e.instance_id === id) || (e.kind === 'instance.renamed' && e.data.from === name)) r.refresh();
+      if (e.instance_name === name || (id !== undefined && e.instance_id === id) || (e.kind === 'instance.renamed' && e.data.from === name))
+        r.refresh();
     },
   });
-  return () => (r.stop(), unfollow());
+  return () => {
+    r.stop();
+    unfollow();
+  };
 }
 
 /** One operation, now and at each of its changes (the stream carries the whole record). */
@@ -263,5 +278,8 @@ export function watchOperation(id: string, watch: Watch<Operation>): () => void 
       if (e.operation_id === id && e.kind.startsWith('operation.')) show(e.data as unknown as Operation);
     },
   });
-  return () => (r.stop(), unfollow());
+  return () => {
+    r.stop();
+    unfollow();
+  };
 }

@@ -34,7 +34,9 @@ function call(port: number, credentials: Credentials | undefined, method: string
         headers: {
           accept: 'application/json',
           ...(payload ? { 'content-type': 'application/json' } : {}),
-          ...(credentials ? { authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}` } : {}),
+          ...(credentials
+            ? { authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}` }
+            : {}),
         },
       },
       (res) => {
@@ -115,6 +117,9 @@ export class ElasticsearchBackupDriver implements BackupDriver {
     }
     await this.registerRepository(spec, node);
     await api('DELETE', '/*,-.*?expand_wildcards=open,closed');
-    await api('POST', `/_snapshot/${REPOSITORY}/${SNAPSHOT}/_restore?wait_for_completion=true`, { indices: '*', include_global_state: false });
+    await api('POST', `/_snapshot/${REPOSITORY}/${SNAPSHOT}/_restore?wait_for_completion=true`, {
+      indices: '*',
+      include_global_state: false,
+    });
   }
 }

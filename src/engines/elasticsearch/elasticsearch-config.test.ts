@@ -3,8 +3,19 @@ import { describe, expect, it } from 'vitest';
 // a real YAML parser (a devDependency) reads what hangar writes, as the products would
 import { parse } from 'yaml';
 import {
-  ES_ADMIN_USER, ES_CLIENT_ROLE, ES_KIBANA_USER, heapMb, kibanaPassword, pbkdf2Hash, renderDashboardsConfig, renderFileRealm, renderJvmOptions,
-  renderLog4j2, renderNodeConfig, renderRoles, type NodeConfigInput,
+  ES_ADMIN_USER,
+  ES_CLIENT_ROLE,
+  ES_KIBANA_USER,
+  heapMb,
+  kibanaPassword,
+  pbkdf2Hash,
+  renderDashboardsConfig,
+  renderFileRealm,
+  renderJvmOptions,
+  renderLog4j2,
+  renderNodeConfig,
+  renderRoles,
+  type NodeConfigInput,
 } from './elasticsearch-config.js';
 
 const ID = '65a1b2c3d4e5f60718293a4b';
@@ -72,7 +83,12 @@ describe('renderNodeConfig', () => {
   it('runs OpenSearch without xpack settings, turning its security plugin off only when it is installed', () => {
     const os = { ...base, product: 'opensearch' as const, version: '2.11.0' };
     const plain = parse(renderNodeConfig(os));
-    expect(plain).toMatchObject({ 'cluster.name': `hangar-${ID}`, 'http.port': 21000, 'transport.port': 21001, 'discovery.type': 'single-node' });
+    expect(plain).toMatchObject({
+      'cluster.name': `hangar-${ID}`,
+      'http.port': 21000,
+      'transport.port': 21001,
+      'discovery.type': 'single-node',
+    });
     expect(Object.keys(plain).filter((k) => k.startsWith('xpack.') || k.startsWith('plugins.'))).toEqual([]);
     expect(parse(renderNodeConfig({ ...os, securityPlugin: true }))['plugins.security.disabled']).toBe(true);
   });
@@ -115,7 +131,12 @@ describe('file realm', () => {
 
   it("holds hangar's user (superuser) and Kibana's (kibana_system), with stable content", () => {
     const realm = renderFileRealm(ID, 'admin-secret-0123');
-    const users = Object.fromEntries(realm.users.trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1)]));
+    const users = Object.fromEntries(
+      realm.users
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1)]),
+    );
     expect(Object.keys(users)).toEqual([ES_ADMIN_USER, ES_KIBANA_USER]);
     expect(elasticsearchVerifies('admin-secret-0123', users[ES_ADMIN_USER]!)).toBe(true);
     expect(elasticsearchVerifies(kibanaPassword('admin-secret-0123'), users[ES_KIBANA_USER]!)).toBe(true);
@@ -125,7 +146,10 @@ describe('file realm', () => {
   });
 
   it('gives clients a role over every index but not security or the cluster', () => {
-    const roles = parse(renderRoles()) as Record<string, { cluster: string[]; indices: { names: string[]; privileges: string[]; allow_restricted_indices: boolean }[] }>;
+    const roles = parse(renderRoles()) as Record<
+      string,
+      { cluster: string[]; indices: { names: string[]; privileges: string[]; allow_restricted_indices: boolean }[] }
+    >;
     const role = roles[ES_CLIENT_ROLE]!;
     expect(role.indices).toEqual([{ names: ['*'], privileges: ['all'], allow_restricted_indices: false }]);
     expect(role.cluster).toContain('monitor');
@@ -136,7 +160,15 @@ describe('file realm', () => {
 });
 
 describe('renderDashboardsConfig', () => {
-  const k = { product: 'elasticsearch' as const, instanceId: ID, dir: '/d/kibana', port: 21002, httpPort: 21000, adminSecret: 'admin-secret', securityPlugin: false };
+  const k = {
+    product: 'elasticsearch' as const,
+    instanceId: ID,
+    dir: '/d/kibana',
+    port: 21002,
+    httpPort: 21000,
+    adminSecret: 'admin-secret',
+    securityPlugin: false,
+  };
 
   it('runs Kibana on loopback, talking to the node as its own user, visitors anonymous', () => {
     const y = parse(renderDashboardsConfig(k));

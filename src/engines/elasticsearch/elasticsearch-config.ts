@@ -17,7 +17,8 @@ const PBKDF2_ITERATIONS = 10_000;
 
 /** Files of a node's configuration directory (ES_PATH_CONF / OPENSEARCH_PATH_CONF: the unit's directory). */
 export const nodeConfigFile = (product: SearchProduct): string => (product === 'opensearch' ? 'opensearch.yml' : 'elasticsearch.yml');
-export const dashboardsConfigFile = (product: SearchProduct): string => (product === 'opensearch' ? 'opensearch_dashboards.yml' : 'kibana.yml');
+export const dashboardsConfigFile = (product: SearchProduct): string =>
+  product === 'opensearch' ? 'opensearch_dashboards.yml' : 'kibana.yml';
 /** The variable the start script reads the configuration directory from. */
 export const confDirVariable = (product: SearchProduct): string => (product === 'opensearch' ? 'OPENSEARCH_PATH_CONF' : 'ES_PATH_CONF');
 
@@ -87,7 +88,11 @@ export function renderNodeConfig(c: NodeConfigInput): string {
     // no downloads from the node (7.14 on)
     if (compareVersions(c.version, '7.14.0') >= 0) lines.push('ingest.geoip.downloader.enabled: false');
   } else if (c.securityPlugin) {
-    lines.push('', '# The security plugin is installed but not provisioned by hangar: off, the edge admits by ACL.', 'plugins.security.disabled: true');
+    lines.push(
+      '',
+      '# The security plugin is installed but not provisioned by hangar: off, the edge admits by ACL.',
+      'plugins.security.disabled: true',
+    );
   }
   return `${lines.join('\n')}\n`;
 }

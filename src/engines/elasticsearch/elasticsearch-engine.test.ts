@@ -18,7 +18,9 @@ import { freePort } from '../../../test/helpers/ports.js';
 const dir = mkdtempSync(join(tmpdir(), 'hangar-es-engine-'));
 const standIn = join(dir, 'bin', 'elasticsearch');
 mkdirSync(join(dir, 'bin'));
-writeFileSync(join(dir, 'bin', 'stand-in-node.mjs'), `
+writeFileSync(
+  join(dir, 'bin', 'stand-in-node.mjs'),
+  `
 import { createServer } from 'node:http';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { pbkdf2Sync } from 'node:crypto';
@@ -42,18 +44,22 @@ createServer((req, res) => {
   if (!verify(user, password ?? '')) return res.writeHead(401).end('{"error":{"type":"security_exception"}}');
   res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"yellow","number_of_nodes":1}');
 }).listen(port, '127.0.0.1', () => console.log('started on ' + port));
-`);
+`,
+);
 writeFileSync(standIn, `#!/bin/sh\nexec node "${join(dir, 'bin', 'stand-in-node.mjs')}" "$@"\n`);
 chmodSync(standIn, 0o755);
 /** A stand-in node whose transport port another process holds: it exits as Elasticsearch does then. */
 const portTaken = join(dir, 'bin', 'elasticsearch-port-taken');
-writeFileSync(portTaken, [
-  '#!/bin/sh',
-  'port=$(sed -n "s/^transport.port: //p" "$ES_PATH_CONF/elasticsearch.yml")',
-  'echo "[ERROR][o.e.b.Elasticsearch] fatal exception while booting Elasticsearch: BindTransportException[Failed to bind to 127.0.0.1:$port]; nested: BindException[Address already in use];"',
-  'exit 1',
-  '',
-].join('\n'));
+writeFileSync(
+  portTaken,
+  [
+    '#!/bin/sh',
+    'port=$(sed -n "s/^transport.port: //p" "$ES_PATH_CONF/elasticsearch.yml")',
+    'echo "[ERROR][o.e.b.Elasticsearch] fatal exception while booting Elasticsearch: BindTransportException[Failed to bind to 127.0.0.1:$port]; nested: BindException[Address already in use];"',
+    'exit 1',
+    '',
+  ].join('\n'),
+);
 chmodSync(portTaken, 0o755);
 
 /** Just enough of a runtime to run units: spawn, follow, stop, files with mode 0600. */
@@ -65,7 +71,11 @@ class SpawningUnitHost implements UnitHost {
     if (known && this.isRunning(unit)) return { pid: known.pid!, started: false };
     mkdirSync(unit.dir, { recursive: true, mode: 0o700 });
     const log = openSync(join(unit.dir, 'process.log'), 'a');
-    const child = spawn(unit.bin, [...unit.args], { cwd: unit.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', log, log] });
+    const child = spawn(unit.bin, [...unit.args], {
+      cwd: unit.dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      stdio: ['ignore', log, log],
+    });
     closeSync(log);
     await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
     this.children.set(unit.role, child);
@@ -166,14 +176,26 @@ describe('ElasticsearchEngine', () => {
       role: 'node',
       dir: '/data/instances/i1/node',
       bin: '/usr/bin/env',
-      args: ['ES_PATH_CONF=/data/instances/i1/node', standIn, '-Epath.data=/data/instances/i1/node/data', '-Epath.repo=/data/instances/i1/node/snapshots'],
+      args: [
+        'ES_PATH_CONF=/data/instances/i1/node',
+        standIn,
+        '-Epath.data=/data/instances/i1/node/data',
+        '-Epath.repo=/data/instances/i1/node/snapshots',
+      ],
     });
-    const os = new ElasticsearchEngine({ node: { name: 'opensearch', path: '/usr/share/opensearch/bin/opensearch', version: '2.11.0' }, runningAsRoot: false });
+    const os = new ElasticsearchEngine({
+      node: { name: 'opensearch', path: '/usr/share/opensearch/bin/opensearch', version: '2.11.0' },
+      runningAsRoot: false,
+    });
     expect(os.units({ id: 'i1' } as InstanceSpec, '/d')[0]?.args[0]).toBe('OPENSEARCH_PATH_CONF=/d/node');
   });
 
   it('runs Kibana of the same release next to the node, with its configuration file', () => {
-    const engine = new ElasticsearchEngine({ node: elasticsearch, dashboards: { name: 'kibana', path: '/usr/share/kibana/bin/kibana', version: '8.11.1' }, runningAsRoot: false });
+    const engine = new ElasticsearchEngine({
+      node: elasticsearch,
+      dashboards: { name: 'kibana', path: '/usr/share/kibana/bin/kibana', version: '8.11.1' },
+      runningAsRoot: false,
+    });
     const units = engine.units({ id: 'i1' } as InstanceSpec, '/d');
     expect(units.map((u) => u.role)).toEqual(['node', 'kibana']);
     expect(units[1]).toMatchObject({ bin: '/usr/share/kibana/bin/kibana', args: ['--config', '/d/kibana/kibana.yml'] });
@@ -215,7 +237,9 @@ describe('ElasticsearchEngine', () => {
     // what a node does with a configuration directory it cannot use
     const original = host.writeFile.bind(host);
     host.writeFile = (unit, name, content) => (name === 'jvm.options' ? false : original(unit, name, content));
-    await expect(engine.ensureUnits(spec, { dir: instanceDir, host }, recorder())).rejects.toThrow(/elasticsearch exited: .*missing jvm\.options/);
+    await expect(engine.ensureUnits(spec, { dir: instanceDir, host }, recorder())).rejects.toThrow(
+      /elasticsearch exited: .*missing jvm\.options/,
+    );
   });
 
   it('reports a port held by another process, naming its role, so that the engine is moved', async () => {

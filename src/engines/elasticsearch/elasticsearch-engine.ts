@@ -1,19 +1,42 @@
 import { join } from 'node:path';
 import { sleep } from '../../lib/time.js';
 import {
-  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext,
-  type UnitDefinition, type UnitHost,
+  PortTakenError,
+  throwIfCancelled,
+  type EnsureResult,
+  type Health,
+  type InstancePlace,
+  type InstanceSpec,
+  type ProbeTarget,
+  type StepContext,
+  type UnitDefinition,
+  type UnitHost,
 } from '../../domain/units.js';
 import { TerminalError } from '../../domain/errors.js';
 import type { Engine } from '../engine.js';
 import { ElasticsearchBackupDriver, SNAPSHOT_DIR } from './elasticsearch-backup.js';
 import {
-  ES_ADMIN_USER, confDirVariable, dashboardsConfigFile, heapMb, nodeConfigFile, renderDashboardsConfig, renderFileRealm, renderJvmOptions,
-  renderLog4j2, renderNodeConfig, renderRoles,
+  ES_ADMIN_USER,
+  confDirVariable,
+  dashboardsConfigFile,
+  heapMb,
+  nodeConfigFile,
+  renderDashboardsConfig,
+  renderFileRealm,
+  renderJvmOptions,
+  renderLog4j2,
+  renderNodeConfig,
+  renderRoles,
 } from './elasticsearch-config.js';
 import { clusterHealth, healthProblem, type Credentials } from './elasticsearch-probe.js';
 import {
-  dashboardsUse, elasticsearchRefusal, pluginInstalled, productOf, type DashboardsUse, type EngineBinary, type SearchProduct,
+  dashboardsUse,
+  elasticsearchRefusal,
+  pluginInstalled,
+  productOf,
+  type DashboardsUse,
+  type EngineBinary,
+  type SearchProduct,
 } from './elasticsearch-versions.js';
 
 /** A node starts in tens of seconds (a JVM, then the cluster state): how long a pass waits for it. */
@@ -58,7 +81,8 @@ export class ElasticsearchEngine implements Engine {
     this.product = productOf(opts.node);
     this.dashboards = dashboardsUse(opts.node, opts.dashboards);
     this.securityPlugin = this.product === 'opensearch' && pluginInstalled(opts.node.path, 'opensearch-security');
-    this.dashboardsSecurityPlugin = this.dashboards.use && this.product === 'opensearch' && pluginInstalled(this.dashboards.binary.path, 'securityDashboards');
+    this.dashboardsSecurityPlugin =
+      this.dashboards.use && this.product === 'opensearch' && pluginInstalled(this.dashboards.binary.path, 'securityDashboards');
   }
 
   /** Whether the node binary can run instances here (its version; not as root). */
@@ -91,25 +115,43 @@ export class ElasticsearchEngine implements Engine {
       dir,
       bin: ENV,
       // path.data names the unit directory on the command line, which is how the runtime recognises the process
-      args: [`${confDirVariable(this.product)}=${dir}`, this.opts.node.path, `-Epath.data=${join(dir, DATA_DIR)}`, `-Epath.repo=${join(dir, SNAPSHOT_DIR)}`],
+      args: [
+        `${confDirVariable(this.product)}=${dir}`,
+        this.opts.node.path,
+        `-Epath.data=${join(dir, DATA_DIR)}`,
+        `-Epath.repo=${join(dir, SNAPSHOT_DIR)}`,
+      ],
     };
     if (!this.dashboards.use) return [node];
     const kdir = join(instanceDir, 'kibana');
-    return [node, { instanceId: spec.id, role: 'kibana', dir: kdir, bin: this.dashboards.binary.path, args: ['--config', join(kdir, dashboardsConfigFile(this.product))] }];
+    return [
+      node,
+      {
+        instanceId: spec.id,
+        role: 'kibana',
+        dir: kdir,
+        bin: this.dashboards.binary.path,
+        args: ['--config', join(kdir, dashboardsConfigFile(this.product))],
+      },
+    ];
   }
 
   private writeConfig(spec: InstanceSpec, units: readonly UnitDefinition[], host: UnitHost): void {
     const [node, kibana] = units as [UnitDefinition, UnitDefinition | undefined];
     const httpPort = this.port(spec, 'engine.http');
-    host.writeFile(node, nodeConfigFile(this.product), renderNodeConfig({
-      product: this.product,
-      version: this.opts.node.version,
-      instanceId: spec.id,
-      dir: node.dir,
-      httpPort,
-      transportPort: this.port(spec, 'engine.transport'),
-      securityPlugin: this.securityPlugin,
-    }));
+    host.writeFile(
+      node,
+      nodeConfigFile(this.product),
+      renderNodeConfig({
+        product: this.product,
+        version: this.opts.node.version,
+        instanceId: spec.id,
+        dir: node.dir,
+        httpPort,
+        transportPort: this.port(spec, 'engine.transport'),
+        securityPlugin: this.securityPlugin,
+      }),
+    );
     host.writeFile(node, 'jvm.options', renderJvmOptions(this.product, heapMb(spec.plan), node.dir));
     host.writeFile(node, 'log4j2.properties', renderLog4j2());
     if (this.product === 'elasticsearch') {
@@ -119,15 +161,19 @@ export class ElasticsearchEngine implements Engine {
       host.writeFile(node, 'roles.yml', renderRoles());
     }
     if (kibana) {
-      host.writeFile(kibana, dashboardsConfigFile(this.product), renderDashboardsConfig({
-        product: this.product,
-        instanceId: spec.id,
-        dir: kibana.dir,
-        port: this.port(spec, 'engine.kibana'),
-        httpPort,
-        adminSecret: spec.adminSecret,
-        securityPlugin: this.dashboardsSecurityPlugin,
-      }));
+      host.writeFile(
+        kibana,
+        dashboardsConfigFile(this.product),
+        renderDashboardsConfig({
+          product: this.product,
+          instanceId: spec.id,
+          dir: kibana.dir,
+          port: this.port(spec, 'engine.kibana'),
+          httpPort,
+          adminSecret: spec.adminSecret,
+          securityPlugin: this.dashboardsSecurityPlugin,
+        }),
+      );
     }
   }
 
@@ -196,10 +242,13 @@ export class ElasticsearchEngine implements Engine {
 
   async check(spec: InstanceSpec, place: InstancePlace): Promise<Health> {
     for (const unit of this.units(spec, place.dir)) {
-      if (!place.host.isRunning(unit)) return { healthy: false, reason: `${unit.role === 'node' ? this.product : 'kibana'} is not running` };
+      if (!place.host.isRunning(unit))
+        return { healthy: false, reason: `${unit.role === 'node' ? this.product : 'kibana'} is not running` };
     }
     try {
-      const problem = healthProblem(await clusterHealth({ host: '127.0.0.1', port: this.port(spec, 'engine.http') }, this.credentials(spec)));
+      const problem = healthProblem(
+        await clusterHealth({ host: '127.0.0.1', port: this.port(spec, 'engine.http') }, this.credentials(spec)),
+      );
       return problem ? { healthy: false, reason: problem } : { healthy: true };
     } catch (err) {
       return { healthy: false, reason: (err as Error).message };

@@ -35,7 +35,10 @@ export class ElasticsearchClusterDriver implements ClusterDriver {
   objects(spec: InstanceSpec, place: ClusterPlace, addresses: Readonly<Record<string, string>> = {}): KubeObject[] {
     const n = names(spec.id);
     const plan = elasticsearchNodes(spec.plan);
-    const ports = [{ name: 'http', port: HTTP_PORT }, { name: 'transport', port: TRANSPORT_PORT }];
+    const ports = [
+      { name: 'http', port: HTTP_PORT },
+      { name: 'transport', port: TRANSPORT_PORT },
+    ];
     const seeds = Array.from({ length: plan.nodes }, (_, i) => addresses[`${n.node}-${i}`]).filter((a): a is string => a !== undefined);
     const env = [
       { name: 'ELASTIC_PASSWORD', valueFrom: { secretKeyRef: { name: n.secret, key: 'admin-secret' } } },
@@ -52,11 +55,25 @@ export class ElasticsearchClusterDriver implements ClusterDriver {
           ]),
     ];
     return [
-      { apiVersion: 'v1', kind: 'Secret', metadata: { name: n.secret, labels: { ...place.labels } }, type: 'Opaque', stringData: { 'admin-secret': spec.adminSecret } },
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: n.secret, labels: { ...place.labels } },
+        type: 'Opaque',
+        stringData: { 'admin-secret': spec.adminSecret },
+      },
       ...memberServices(place, n.node, 'elasticsearch', plan.nodes, ports),
       statefulSet(place, {
-        name: n.node, component: 'elasticsearch', replicas: plan.nodes, image: place.image('elasticsearch', spec.version),
-        command: ['/usr/local/bin/docker-entrypoint.sh', 'eswrapper'], env, ports, memoryMb: plan.memoryMb, volumeMb: plan.volumeMb, serviceName: n.node,
+        name: n.node,
+        component: 'elasticsearch',
+        replicas: plan.nodes,
+        image: place.image('elasticsearch', spec.version),
+        command: ['/usr/local/bin/docker-entrypoint.sh', 'eswrapper'],
+        env,
+        ports,
+        memoryMb: plan.memoryMb,
+        volumeMb: plan.volumeMb,
+        serviceName: n.node,
       }),
       ...(plan.nodes > 1 ? [disruptionBudget(place, n.node, 'elasticsearch', 2)] : []),
     ];
@@ -67,7 +84,10 @@ export class ElasticsearchClusterDriver implements ClusterDriver {
     const plan = elasticsearchNodes(spec.plan);
     const fresh = (await place.pods({})).length === 0;
     await place.apply(memberServicesOnly(this.objects(spec, place)), ctx);
-    const a = await addressesOf(place, Array.from({ length: plan.nodes }, (_, i) => `${n.node}-${i}`));
+    const a = await addressesOf(
+      place,
+      Array.from({ length: plan.nodes }, (_, i) => `${n.node}-${i}`),
+    );
     await place.apply(this.objects(spec, place, a), ctx);
     ctx.step(`${fresh ? 'create' : 'ensure'}:objects-applied`);
     await waitUntil(() => this.problem(spec, place), READY_TIMEOUT_MS, ctx, 'waiting for the elasticsearch pods');
@@ -86,7 +106,11 @@ export class ElasticsearchClusterDriver implements ClusterDriver {
   }
 
   private async problem(spec: InstanceSpec, place: ClusterPlace): Promise<string | undefined> {
-    return podsProblem(await place.pods({ 'app.kubernetes.io/component': 'elasticsearch' }), elasticsearchNodes(spec.plan).nodes, 'elasticsearch');
+    return podsProblem(
+      await place.pods({ 'app.kubernetes.io/component': 'elasticsearch' }),
+      elasticsearchNodes(spec.plan).nodes,
+      'elasticsearch',
+    );
   }
 
   async readiness(spec: InstanceSpec, place: ClusterPlace, targets: readonly ProbeTarget[]): Promise<string | undefined> {

@@ -25,9 +25,14 @@ async function standInNode(answer: { status: number; body: string }) {
 describe('clusterHealth', () => {
   it("reads the cluster's status, with hangar's credentials, from the probe source", async () => {
     const node = await standInNode({ status: 200, body: '{"cluster_name":"hangar-x","status":"yellow","number_of_nodes":1}' });
-    const status = await clusterHealth({ host: '127.0.0.1', port: node.port, localAddress: '127.77.0.1' }, { username: 'hangar', password: 'pw' });
+    const status = await clusterHealth(
+      { host: '127.0.0.1', port: node.port, localAddress: '127.77.0.1' },
+      { username: 'hangar', password: 'pw' },
+    );
     expect(status).toBe('yellow');
-    expect(node.seen).toEqual([{ path: '/_cluster/health', auth: `Basic ${Buffer.from('hangar:pw').toString('base64')}`, source: '127.77.0.1' }]);
+    expect(node.seen).toEqual([
+      { path: '/_cluster/health', auth: `Basic ${Buffer.from('hangar:pw').toString('base64')}`, source: '127.77.0.1' },
+    ]);
   });
 
   it('sends no credentials to a node without security', async () => {
@@ -38,10 +43,14 @@ describe('clusterHealth', () => {
 
   it('fails with the HTTP status of a refused login, and with the address of a node that does not listen', async () => {
     const node = await standInNode({ status: 401, body: '{"error":{"type":"security_exception"}}' });
-    await expect(clusterHealth({ host: '127.0.0.1', port: node.port }, { username: 'hangar', password: 'wrong' })).rejects.toThrow(/HTTP 401.*security_exception/);
+    await expect(clusterHealth({ host: '127.0.0.1', port: node.port }, { username: 'hangar', password: 'wrong' })).rejects.toThrow(
+      /HTTP 401.*security_exception/,
+    );
     const port = node.port;
     await new Promise((r) => servers.pop()!.close(r));
-    await expect(clusterHealth({ host: '127.0.0.1', port }, undefined)).rejects.toThrow(new RegExp(`127\\.0\\.0\\.1:${port}.*ECONNREFUSED`));
+    await expect(clusterHealth({ host: '127.0.0.1', port }, undefined)).rejects.toThrow(
+      new RegExp(`127\\.0\\.0\\.1:${port}.*ECONNREFUSED`),
+    );
   });
 });
 

@@ -29,7 +29,9 @@ export function clusterHealth(target: HealthTarget, credentials: Credentials | u
         method: 'GET',
         headers: {
           accept: 'application/json',
-          ...(credentials ? { authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}` } : {}),
+          ...(credentials
+            ? { authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}` }
+            : {}),
         },
         timeout: timeoutMs,
         agent: false,

@@ -40,9 +40,21 @@ describe('dashboardsUse', () => {
   it('says why it does not, naming what to install', () => {
     expect(dashboardsUse(es, undefined)).toEqual({ use: false, reason: expect.stringMatching(/kibana was not found.*HANGAR_KIBANA_BIN/) });
     expect(dashboardsUse(os, undefined)).toEqual({ use: false, reason: expect.stringMatching(/opensearch-dashboards was not found/) });
-    expect(dashboardsUse(es, bin('kibana', '8.10.4'))).toEqual({ use: false, reason: expect.stringMatching(/kibana 8\.10\.4 does not work with elasticsearch 8\.11\.1: install kibana 8\.11/) });
-    expect(dashboardsUse(es, bin('opensearch-dashboards', '8.11.1'))).toEqual({ use: false, reason: expect.stringMatching(/install kibana/) });
-    expect(dashboardsUse(os, bin('kibana', '2.11.0'))).toEqual({ use: false, reason: expect.stringMatching(/install opensearch-dashboards/) });
-    expect(dashboardsUse(bin('elasticsearch', '7.9.3'), bin('kibana', '7.9.3'))).toEqual({ use: false, reason: expect.stringMatching(/older than 7\.10\.0/) });
+    expect(dashboardsUse(es, bin('kibana', '8.10.4'))).toEqual({
+      use: false,
+      reason: expect.stringMatching(/kibana 8\.10\.4 does not work with elasticsearch 8\.11\.1: install kibana 8\.11/),
+    });
+    expect(dashboardsUse(es, bin('opensearch-dashboards', '8.11.1'))).toEqual({
+      use: false,
+      reason: expect.stringMatching(/install kibana/),
+    });
+    expect(dashboardsUse(os, bin('kibana', '2.11.0'))).toEqual({
+      use: false,
+      reason: expect.stringMatching(/install opensearch-dashboards/),
+    });
+    expect(dashboardsUse(bin('elasticsearch', '7.9.3'), bin('kibana', '7.9.3'))).toEqual({
+      use: false,
+      reason: expect.stringMatching(/older than 7\.10\.0/),
+    });
   });
 });

@@ -57,7 +57,10 @@ export function dashboardsUse(node: EngineBinary, dashboards: EngineBinary | und
     return { use: false, reason: `${dashboards.name} ${dashboards.version} does not work with ${product}: install ${wanted}` };
   }
   if (minorVersion(dashboards.version) !== minorVersion(node.version)) {
-    return { use: false, reason: `${dashboards.name} ${dashboards.version} does not work with ${product} ${node.version}: install ${wanted} ${minorVersion(node.version)}` };
+    return {
+      use: false,
+      reason: `${dashboards.name} ${dashboards.version} does not work with ${product} ${node.version}: install ${wanted} ${minorVersion(node.version)}`,
+    };
   }
   if (product === 'elasticsearch' && compareVersions(dashboards.version, KIBANA_MINIMUM) < 0) {
     return { use: false, reason: `kibana ${dashboards.version} is older than ${KIBANA_MINIMUM}, which hangar needs for anonymous access` };

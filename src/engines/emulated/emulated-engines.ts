@@ -84,7 +84,12 @@ export class EmulatedEngine implements Engine {
     const { started } = await place.host.ensureUnit(unit);
     const model = this.models.get(spec.id);
     if (started || !model) {
-      this.models.set(spec.id, { spec, maxmemoryPolicy: spec.settings?.['maxmemory-policy'] ?? this.maxmemoryPolicy, users: new Map(), data: new Map() });
+      this.models.set(spec.id, {
+        spec,
+        maxmemoryPolicy: spec.settings?.['maxmemory-policy'] ?? this.maxmemoryPolicy,
+        users: new Map(),
+        data: new Map(),
+      });
       ctx.step('create:engine-started');
       return { fresh: true };
     }
@@ -113,12 +118,25 @@ export class EmulatedEngine implements Engine {
     return {
       info: async (section): Promise<Record<string, string>> => {
         const m = this.model(spec, place);
-        if (section === 'replication') return { role: 'master', connected_slaves: '1', slave0: 'ip=127.0.0.1,port=0,state=online,offset=0,lag=0', master_repl_offset: '0' };
+        if (section === 'replication')
+          return {
+            role: 'master',
+            connected_slaves: '1',
+            slave0: 'ip=127.0.0.1,port=0,state=online,offset=0,lag=0',
+            master_repl_offset: '0',
+          };
         if (section === 'server') return { redis_version: m.spec.version, redis_mode: 'standalone' };
         // the replica's link to the primary
         if (section === 'clients') return { connected_clients: '1', blocked_clients: '0' };
         if (section === 'stats') {
-          return { instantaneous_ops_per_sec: '0', total_commands_processed: '0', keyspace_hits: '0', keyspace_misses: '0', evicted_keys: '0', expired_keys: '0' };
+          return {
+            instantaneous_ops_per_sec: '0',
+            total_commands_processed: '0',
+            keyspace_hits: '0',
+            keyspace_misses: '0',
+            evicted_keys: '0',
+            expired_keys: '0',
+          };
         }
         if (section === 'keyspace') return {};
         const maxmemory = m.spec.plan * 1024 * 1024;
@@ -151,7 +169,10 @@ export class EmulatedEngine implements Engine {
     const db = (database: string) => {
       const m = this.model(spec, place);
       let users = m.users.get(database);
-      if (!users) m.users.set(database, (users = new Map()));
+      if (!users) {
+        users = new Map();
+        m.users.set(database, users);
+      }
       return users;
     };
     return {
@@ -191,15 +212,24 @@ export class EmulatedEngine implements Engine {
   }
 
   /** The Redis users and settings the model runs with (tests compare them with the store). */
-  redisAccessOf(id: string): { users: readonly EngineUser[]; settings: Readonly<Record<string, string>>; passwords: readonly string[] } | undefined {
+  redisAccessOf(
+    id: string,
+  ): { users: readonly EngineUser[]; settings: Readonly<Record<string, string>>; passwords: readonly string[] } | undefined {
     const m = this.models.get(id);
     if (!m) return undefined;
-    return { users: m.spec.users ?? [], settings: m.spec.settings ?? {}, passwords: [m.spec.password ?? '', ...(m.spec.priorPasswords ?? [])] };
+    return {
+      users: m.spec.users ?? [],
+      settings: m.spec.settings ?? {},
+      passwords: [m.spec.password ?? '', ...(m.spec.priorPasswords ?? [])],
+    };
   }
 
   /** The users of a database as the model holds them (tests compare them with the store). */
   usersOf(id: string, database: string): { name: string; roles: MongoRole[] }[] {
-    return [...(this.models.get(id)?.users.get(database)?.entries() ?? [])].map(([name, u]) => ({ name, roles: u.roles.map((r) => ({ ...r })) }));
+    return [...(this.models.get(id)?.users.get(database)?.entries() ?? [])].map(([name, u]) => ({
+      name,
+      roles: u.roles.map((r) => ({ ...r })),
+    }));
   }
 
   forget(instanceId: string): void {

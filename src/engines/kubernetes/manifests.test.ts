@@ -64,42 +64,78 @@ const place: ClusterPlace = {
 const spec = (service: InstanceSpec['service'], type: InstanceSpec['type'], plan: number): InstanceSpec => {
   let port = 31500;
   return {
-    id: '65a1b2c3d4e5f60718293a4b', service, type, version: '7.0.15', plan, encrypted: false, storageEngine: null,
-    password: service === 'redis' ? 'client-password-0123' : null, adminSecret: 'admin-secret-0123',
+    id: '65a1b2c3d4e5f60718293a4b',
+    service,
+    type,
+    version: '7.0.15',
+    plan,
+    encrypted: false,
+    storageEngine: null,
+    password: service === 'redis' ? 'client-password-0123' : null,
+    adminSecret: 'admin-secret-0123',
     ports: Object.fromEntries(portRoles(service, type).map((r) => [r, port++])),
   };
 };
 
-const addresses = { 'h-65a1b2c3d4e5f60718293a4b-redis-0': '198.19.0.10', 'h-65a1b2c3d4e5f60718293a4b-redis-1': '198.19.0.11', 'h-65a1b2c3d4e5f60718293a4b-sentinel': '198.19.0.12' };
+const addresses = {
+  'h-65a1b2c3d4e5f60718293a4b-redis-0': '198.19.0.10',
+  'h-65a1b2c3d4e5f60718293a4b-redis-1': '198.19.0.11',
+  'h-65a1b2c3d4e5f60718293a4b-sentinel': '198.19.0.12',
+};
 
 describe('generated Kubernetes objects', () => {
-  it.each(PLANS.redis)('redis_ha_instance on plan %i: valid; memory and volume from the plan; no password in clear outside the Secret', (plan) => {
-    const objects = new RedisClusterDriver(new RedisAdmin(), 'noeviction').objects(spec('redis', 'redis_ha_instance', plan), place, addresses);
-    objects.forEach(validate);
-    expect(objects.map((o) => o.kind).sort()).toEqual(['PodDisruptionBudget', 'PodDisruptionBudget', 'Secret', 'Service', 'Service', 'Service', 'Service', 'StatefulSet', 'StatefulSet']);
-    const redis = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name.endsWith('-redis')) as any;
-    expect(redis.spec.replicas).toBe(2);
-    expect(redis.spec.template.spec.containers[0].resources.limits.memory).toBe(`${redisMemberMemoryMb(plan)}Mi`);
-    expect(redis.spec.volumeClaimTemplates[0].spec).toMatchObject({ storageClassName: 'fast', resources: { requests: { storage: `${Math.max(1024, plan * 3)}Mi` } } });
-    expect(redis.spec.template.spec.nodeSelector).toEqual({ pool: 'datastores', 'topology.kubernetes.io/zone': 'eu-west-2a' });
-    const sentinel = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name.endsWith('-sentinel')) as any;
-    expect(sentinel.spec.replicas).toBe(3);
-    // the engines' CPU is not limited; a sentinel's is (it can spin: redis/redis#9956)
-    expect(redis.spec.template.spec.containers[0].resources.limits.cpu).toBeUndefined();
-    expect(sentinel.spec.template.spec.containers[0].resources).toEqual({ requests: { memory: '64Mi', cpu: '50m' }, limits: { memory: '64Mi', cpu: '100m' } });
-    // an engine's readiness is a PING (a loading engine is not ready); a sentinel's a TCP check,
-    // which costs the node no process (an exec probe starts one in the container each time)
-    expect(redis.spec.template.spec.containers[0].readinessProbe.exec.command.join(' ')).toMatch(/redis-cli -p 6379 .*ping \| grep -q PONG/);
-    expect(sentinel.spec.template.spec.containers[0].readinessProbe).toEqual({ tcpSocket: { port: 26379 }, periodSeconds: 2 });
-    const secret = objects.find((o) => o.kind === 'Secret') as any;
-    expect(secret.stringData['redis-1.conf']).toContain('replicaof 198.19.0.10 6379');
-    expect(secret.stringData['redis-1.conf']).toContain(`maxmemory ${plan}mb`);
-    expect(secret.stringData['sentinel.conf']).toContain('sentinel monitor hangar 198.19.0.10 6379 2');
-    for (const o of objects.filter((x) => x.kind !== 'Secret')) {
-      expect(JSON.stringify(o)).not.toContain('client-password-0123');
-      expect(JSON.stringify(o)).not.toContain('admin-secret-0123');
-    }
-  });
+  it.each(PLANS.redis)(
+    'redis_ha_instance on plan %i: valid; memory and volume from the plan; no password in clear outside the Secret',
+    (plan) => {
+      const objects = new RedisClusterDriver(new RedisAdmin(), 'noeviction').objects(
+        spec('redis', 'redis_ha_instance', plan),
+        place,
+        addresses,
+      );
+      objects.forEach(validate);
+      expect(objects.map((o) => o.kind).sort()).toEqual([
+        'PodDisruptionBudget',
+        'PodDisruptionBudget',
+        'Secret',
+        'Service',
+        'Service',
+        'Service',
+        'Service',
+        'StatefulSet',
+        'StatefulSet',
+      ]);
+      const redis = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name.endsWith('-redis')) as any;
+      expect(redis.spec.replicas).toBe(2);
+      expect(redis.spec.template.spec.containers[0].resources.limits.memory).toBe(`${redisMemberMemoryMb(plan)}Mi`);
+      expect(redis.spec.volumeClaimTemplates[0].spec).toMatchObject({
+        storageClassName: 'fast',
+        resources: { requests: { storage: `${Math.max(1024, plan * 3)}Mi` } },
+      });
+      expect(redis.spec.template.spec.nodeSelector).toEqual({ pool: 'datastores', 'topology.kubernetes.io/zone': 'eu-west-2a' });
+      const sentinel = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name.endsWith('-sentinel')) as any;
+      expect(sentinel.spec.replicas).toBe(3);
+      // the engines' CPU is not limited; a sentinel's is (it can spin: redis/redis#9956)
+      expect(redis.spec.template.spec.containers[0].resources.limits.cpu).toBeUndefined();
+      expect(sentinel.spec.template.spec.containers[0].resources).toEqual({
+        requests: { memory: '64Mi', cpu: '50m' },
+        limits: { memory: '64Mi', cpu: '100m' },
+      });
+      // an engine's readiness is a PING (a loading engine is not ready); a sentinel's a TCP check,
+      // which costs the node no process (an exec probe starts one in the container each time)
+      expect(redis.spec.template.spec.containers[0].readinessProbe.exec.command.join(' ')).toMatch(
+        /redis-cli -p 6379 .*ping \| grep -q PONG/,
+      );
+      expect(sentinel.spec.template.spec.containers[0].readinessProbe).toEqual({ tcpSocket: { port: 26379 }, periodSeconds: 2 });
+      const secret = objects.find((o) => o.kind === 'Secret') as any;
+      expect(secret.stringData['redis-1.conf']).toContain('replicaof 198.19.0.10 6379');
+      expect(secret.stringData['redis-1.conf']).toContain(`maxmemory ${plan}mb`);
+      expect(secret.stringData['sentinel.conf']).toContain('sentinel monitor hangar 198.19.0.10 6379 2');
+      for (const o of objects.filter((x) => x.kind !== 'Secret')) {
+        expect(JSON.stringify(o)).not.toContain('client-password-0123');
+        expect(JSON.stringify(o)).not.toContain('admin-secret-0123');
+      }
+    },
+  );
 
   it.each(INSTANCE_TYPES.mongodb.flatMap((t) => PLANS.mongodb.map((p) => [t, p] as const)))('%s on plan %i: valid', (type, plan) => {
     const driver = new MongodbClusterDriver();
@@ -107,13 +143,22 @@ describe('generated Kubernetes objects', () => {
     objects.forEach(validate);
     const sets = objects.filter((o) => o.kind === 'StatefulSet') as any[];
     if (type === 'mongodb_sharded') {
-      expect(sets.map((s) => [s.metadata.name.split('-').pop(), s.spec.replicas])).toEqual([['cfg', 3], ['shard', 3]]);
+      expect(sets.map((s) => [s.metadata.name.split('-').pop(), s.spec.replicas])).toEqual([
+        ['cfg', 3],
+        ['shard', 3],
+      ]);
       expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-mongos'))).toBe(true);
     } else {
       expect(sets).toHaveLength(1);
       expect(sets[0].spec.replicas).toBe(type === 'mongodb_singledb' ? 1 : 3);
     }
-    expect(sets.every((s) => s.spec.template.spec.containers[0].resources.limits.memory === `${driver.memberMemoryMb(spec('mongodb', type, plan))}Mi` || s.metadata.name.endsWith('-cfg'))).toBe(true);
+    expect(
+      sets.every(
+        (s) =>
+          s.spec.template.spec.containers[0].resources.limits.memory === `${driver.memberMemoryMb(spec('mongodb', type, plan))}Mi` ||
+          s.metadata.name.endsWith('-cfg'),
+      ),
+    ).toBe(true);
   });
 
   it.each(PLANS.elasticsearch)('elasticsearch on plan %i: valid, nodes and heap from the plan', (plan) => {
@@ -121,53 +166,100 @@ describe('generated Kubernetes objects', () => {
     objects.forEach(validate);
     const set = objects.find((o) => o.kind === 'StatefulSet') as any;
     expect(set.spec.replicas).toBe(elasticsearchNodes(plan).nodes);
-    expect(set.spec.template.spec.containers[0].env).toContainEqual({ name: 'ES_JAVA_OPTS', value: `-Xms${elasticsearchNodes(plan).heapMb}m -Xmx${elasticsearchNodes(plan).heapMb}m` });
+    expect(set.spec.template.spec.containers[0].env).toContainEqual({
+      name: 'ES_JAVA_OPTS',
+      value: `-Xms${elasticsearchNodes(plan).heapMb}m -Xmx${elasticsearchNodes(plan).heapMb}m`,
+    });
   });
 
   const target = (over: Partial<KubernetesTarget> = {}): KubernetesTarget => ({
-    inCluster: true, namespace: 'hangar', nodeSelector: {}, serviceType: 'NodePort', sourceAddress: 'local', images: {}, volumeRetention: 'delete',
-    nodePortRange: { first: 30000, last: 32767 }, ...over,
+    inCluster: true,
+    namespace: 'hangar',
+    nodeSelector: {},
+    serviceType: 'NodePort',
+    sourceAddress: 'local',
+    images: {},
+    volumeRetention: 'delete',
+    nodePortRange: { first: 30000, last: 32767 },
+    ...over,
   });
 
-  it.each(['ClusterIP', 'NodePort', 'LoadBalancer'] as const)('the edge with a %s Service: valid; ACL sources in the NetworkPolicy and, for a load balancer, its source ranges', (serviceType) => {
-    const s = spec('redis', 'redis_ha_instance', 500);
-    const routes = edgeRoutes(s.service, s.type, s.ports);
-    const backends = ['public', 'servicenet'].map((role) => ({ role, servers: [{ name: 'redis-0', address: '198.19.0.10', port: 6379 }], check: [{ send: 'PING' }, { expect: '+PONG' }] }));
-    const objects = edgeObjects({ id: s.id, labels: place.labels, target: target({ serviceType }), image: 'haproxy:2.6', routes, backends, access: new Map([['main', ['203.0.113.7', '10.0.0.0/8']]]), hangarSources: ['198.18.0.1'] });
-    objects.forEach(validate);
-    const svc = objects.find((o) => o.kind === 'Service') as any;
-    expect(svc.spec.type).toBe(serviceType);
-    if (serviceType !== 'ClusterIP') expect(svc.spec.externalTrafficPolicy).toBe('Local');
-    if (serviceType === 'NodePort') expect(svc.spec.ports.map((p: any) => p.nodePort)).toEqual([s.ports.public, s.ports.servicenet]);
-    if (serviceType === 'LoadBalancer') expect(svc.spec.loadBalancerSourceRanges).toEqual(['10.0.0.0/8', '203.0.113.7/32']);
-    const edgePolicy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
-    expect(edgePolicy.spec.ingress[1].from).toEqual([{ ipBlock: { cidr: '10.0.0.0/8' } }, { ipBlock: { cidr: '203.0.113.7/32' } }]);
-    const config = (objects.find((o) => o.kind === 'Secret' && o.metadata.name.endsWith('-edge')) as any).stringData['haproxy.cfg'];
-    expect(config).toContain(`bind :${s.ports.public}\n`);
-    expect(config).toContain('server redis-0 198.19.0.10:6379 check');
-  });
+  it.each(['ClusterIP', 'NodePort', 'LoadBalancer'] as const)(
+    'the edge with a %s Service: valid; ACL sources in the NetworkPolicy and, for a load balancer, its source ranges',
+    (serviceType) => {
+      const s = spec('redis', 'redis_ha_instance', 500);
+      const routes = edgeRoutes(s.service, s.type, s.ports);
+      const backends = ['public', 'servicenet'].map((role) => ({
+        role,
+        servers: [{ name: 'redis-0', address: '198.19.0.10', port: 6379 }],
+        check: [{ send: 'PING' }, { expect: '+PONG' }],
+      }));
+      const objects = edgeObjects({
+        id: s.id,
+        labels: place.labels,
+        target: target({ serviceType }),
+        image: 'haproxy:2.6',
+        routes,
+        backends,
+        access: new Map([['main', ['203.0.113.7', '10.0.0.0/8']]]),
+        hangarSources: ['198.18.0.1'],
+      });
+      objects.forEach(validate);
+      const svc = objects.find((o) => o.kind === 'Service') as any;
+      expect(svc.spec.type).toBe(serviceType);
+      if (serviceType !== 'ClusterIP') expect(svc.spec.externalTrafficPolicy).toBe('Local');
+      if (serviceType === 'NodePort') expect(svc.spec.ports.map((p: any) => p.nodePort)).toEqual([s.ports.public, s.ports.servicenet]);
+      if (serviceType === 'LoadBalancer') expect(svc.spec.loadBalancerSourceRanges).toEqual(['10.0.0.0/8', '203.0.113.7/32']);
+      const edgePolicy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
+      expect(edgePolicy.spec.ingress[1].from).toEqual([{ ipBlock: { cidr: '10.0.0.0/8' } }, { ipBlock: { cidr: '203.0.113.7/32' } }]);
+      const config = (objects.find((o) => o.kind === 'Secret' && o.metadata.name.endsWith('-edge')) as any).stringData['haproxy.cfg'];
+      expect(config).toContain(`bind :${s.ports.public}\n`);
+      expect(config).toContain('server redis-0 198.19.0.10:6379 check');
+    },
+  );
 
   it('an edge with no ACL has no client rule in its NetworkPolicy (a rule without sources would admit everyone)', () => {
     const s = spec('redis', 'redis_ha_instance', 500);
-    const objects = edgeObjects({ id: s.id, labels: place.labels, target: target(), image: 'haproxy:2.6', routes: edgeRoutes(s.service, s.type, s.ports), backends: [], access: new Map([['main', []]]), hangarSources: ['198.18.0.1'] });
+    const objects = edgeObjects({
+      id: s.id,
+      labels: place.labels,
+      target: target(),
+      image: 'haproxy:2.6',
+      routes: edgeRoutes(s.service, s.type, s.ports),
+      backends: [],
+      access: new Map([['main', []]]),
+      hangarSources: ['198.18.0.1'],
+    });
     const edgePolicy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
     expect(edgePolicy.spec.ingress).toHaveLength(1);
   });
 
   it('the schemas do refuse a wrong object (replicas as a string, a port out of range)', () => {
-    expect(() => validate({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'x' }, spec: { replicas: 'two', serviceName: 'x', selector: {}, template: {} } })).toThrow();
+    expect(() =>
+      validate({
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name: 'x' },
+        spec: { replicas: 'two', serviceName: 'x', selector: {}, template: {} },
+      }),
+    ).toThrow();
     expect(() => validate({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' }, spec: { ports: [{ port: 'http' }] } })).toThrow();
   });
 
-  it.each(['namespace.yaml', 'serviceaccount.yaml', 'rolebinding.yaml', 'zones.yaml', 'hangar.yaml', 'secret.example.yaml'])('deploy/%s holds valid objects', (file) => {
-    const docs = parseAllDocuments(readFileSync(`deploy/${file}`, 'utf8')).map((d) => d.toJSON());
-    expect(docs.length).toBeGreaterThan(0);
-    docs.forEach(validate);
-  });
+  it.each(['namespace.yaml', 'serviceaccount.yaml', 'rolebinding.yaml', 'zones.yaml', 'hangar.yaml', 'secret.example.yaml'])(
+    'deploy/%s holds valid objects',
+    (file) => {
+      const docs = parseAllDocuments(readFileSync(`deploy/${file}`, 'utf8')).map((d) => d.toJSON());
+      expect(docs.length).toBeGreaterThan(0);
+      docs.forEach(validate);
+    },
+  );
 
   it('the zones file of deploy/zones.yaml is one hangar reads', () => {
     const cm = parse(readFileSync('deploy/zones.yaml', 'utf8'));
-    expect(parseZones(parse(cm.data['zones.yaml']), '/etc/hangar/zones.yaml')).toMatchObject([{ name: 'US-Dallas', runtime: 'kubernetes', kubernetes: { inCluster: true, namespace: 'hangar' } }]);
+    expect(parseZones(parse(cm.data['zones.yaml']), '/etc/hangar/zones.yaml')).toMatchObject([
+      { name: 'US-Dallas', runtime: 'kubernetes', kubernetes: { inCluster: true, namespace: 'hangar' } },
+    ]);
   });
 
   it('deploy/role.yaml is a valid Role granting exactly what the runtime needs (what hangar doctor checks)', () => {

@@ -8,7 +8,10 @@ import { sleep } from '../../lib/time.js';
  * StatefulSets with a data volume, and waiting for pods with the cluster's reason when they do not come.
  */
 
-export const componentLabels = (place: ClusterPlace, component: string): Record<string, string> => ({ ...place.labels, 'app.kubernetes.io/component': component });
+export const componentLabels = (place: ClusterPlace, component: string): Record<string, string> => ({
+  ...place.labels,
+  'app.kubernetes.io/component': component,
+});
 
 /** Pods of a component on different nodes where the cluster has several, and where the zone pins them. */
 export function scheduling(place: ClusterPlace, component: string): Record<string, unknown> {
@@ -18,28 +21,50 @@ export function scheduling(place: ClusterPlace, component: string): Record<strin
     affinity: {
       podAntiAffinity: {
         preferredDuringSchedulingIgnoredDuringExecution: [
-          { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: componentLabels(place, component) } } },
+          {
+            weight: 100,
+            podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: componentLabels(place, component) } },
+          },
         ],
       },
     },
   };
 }
 
-export function service(place: ClusterPlace, name: string, selector: Record<string, string>, ports: readonly { name: string; port: number }[], extra: Record<string, unknown> = {}): KubeObject {
+export function service(
+  place: ClusterPlace,
+  name: string,
+  selector: Record<string, string>,
+  ports: readonly { name: string; port: number }[],
+  extra: Record<string, unknown> = {},
+): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name, labels: { ...place.labels } },
-    spec: { selector, ports: ports.map((p) => ({ name: p.name, port: p.port, targetPort: p.port, protocol: 'TCP' })), publishNotReadyAddresses: true, ...extra },
+    spec: {
+      selector,
+      ports: ports.map((p) => ({ name: p.name, port: p.port, targetPort: p.port, protocol: 'TCP' })),
+      publishNotReadyAddresses: true,
+      ...extra,
+    },
   };
 }
 
 /** A headless Service governing the StatefulSets of `component`, and one ClusterIP Service per member (its stable address). */
-export function memberServices(place: ClusterPlace, prefix: string, component: string, members: number, ports: readonly { name: string; port: number }[]): KubeObject[] {
+export function memberServices(
+  place: ClusterPlace,
+  prefix: string,
+  component: string,
+  members: number,
+  ports: readonly { name: string; port: number }[],
+): KubeObject[] {
   const labels = componentLabels(place, component);
   return [
     service(place, prefix, labels, ports, { clusterIP: 'None' }),
-    ...Array.from({ length: members }, (_, i) => service(place, `${prefix}-${i}`, { ...labels, 'statefulset.kubernetes.io/pod-name': `${prefix}-${i}` }, ports)),
+    ...Array.from({ length: members }, (_, i) =>
+      service(place, `${prefix}-${i}`, { ...labels, 'statefulset.kubernetes.io/pod-name': `${prefix}-${i}` }, ports),
+    ),
   ];
 }
 
@@ -152,7 +177,12 @@ export function podsProblem(pods: readonly PodState[], expected: number, what: s
 }
 
 /** Waits until `problem` answers nothing, or throws its last answer after `timeoutMs`. */
-export async function waitUntil(problem: () => Promise<string | undefined>, timeoutMs: number, ctx: StepContext, what: string): Promise<void> {
+export async function waitUntil(
+  problem: () => Promise<string | undefined>,
+  timeoutMs: number,
+  ctx: StepContext,
+  what: string,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     throwIfCancelled(ctx.signal, what);

@@ -63,7 +63,9 @@ describe('probeMongo', () => {
   it('connects from the probe source address and fails with where it probed', async () => {
     const server = await closingServer();
     const target = { host: '127.0.0.1', port: server.port, localAddress: '127.77.0.1' };
-    await expect(probeMongo(target, 'secret', 500)).rejects.toThrow(new RegExp(`probe of 127\\.0\\.0\\.1:${server.port} from 127\\.77\\.0\\.1`));
+    await expect(probeMongo(target, 'secret', 500)).rejects.toThrow(
+      new RegExp(`probe of 127\\.0\\.0\\.1:${server.port} from 127\\.77\\.0\\.1`),
+    );
     expect(server.sources.length).toBeGreaterThan(0);
     expect(new Set(server.sources)).toEqual(new Set(['127.77.0.1']));
   });

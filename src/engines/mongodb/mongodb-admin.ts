@@ -129,7 +129,12 @@ export class MongoAdmin {
     const h = this.held.get(key);
     if (!h) return;
     this.held.delete(key);
-    h.client.then((c) => c.close(), () => {}).catch(() => {});
+    h.client
+      .then(
+        (c) => c.close(),
+        () => {},
+      )
+      .catch(() => {});
   }
 
   /** Closes the connections of one instance. */
@@ -146,6 +151,15 @@ export class MongoAdmin {
   async close(): Promise<void> {
     const clients = [...this.held.values()].map((h) => h.client);
     this.held.clear();
-    await Promise.all(clients.map((c) => c.then((client) => client.close(), () => {}).catch(() => {})));
+    await Promise.all(
+      clients.map((c) =>
+        c
+          .then(
+            (client) => client.close(),
+            () => {},
+          )
+          .catch(() => {}),
+      ),
+    );
   }
 }

@@ -22,8 +22,16 @@ writeFileSync(join(tools, 'mongorestore'), `#!/bin/sh\necho "$@" > '${argsFile}'
 for (const t of ['mongodump', 'mongorestore']) chmodSync(join(tools, t), 0o755);
 
 const spec: InstanceSpec = {
-  id: '6560a1f2c3d4e5f607182931', service: 'mongodb', type: 'mongodb_replica_set', version: '7.0.2', plan: 5, encrypted: false, storageEngine: 'wiredtiger',
-  password: null, adminSecret: 's3cret/with:chars', ports: { 'engine.0': 27101, 'engine.1': 27102, 'engine.2': 27103 },
+  id: '6560a1f2c3d4e5f607182931',
+  service: 'mongodb',
+  type: 'mongodb_replica_set',
+  version: '7.0.2',
+  plan: 5,
+  encrypted: false,
+  storageEngine: 'wiredtiger',
+  password: null,
+  adminSecret: 's3cret/with:chars',
+  ports: { 'engine.0': 27101, 'engine.1': 27102, 'engine.2': 27103 },
 };
 
 /** Files on disk, as the local runtime keeps them. */
@@ -51,13 +59,16 @@ const host: UnitHost = {
   remove: (u, name) => rmSync(join(u.dir, name), { force: true }),
   size: () => undefined,
 };
-const units = (s: InstanceSpec, d: string): UnitDefinition[] => [0, 1, 2].map((i) => ({ instanceId: s.id, role: `member-${i}`, dir: join(d, `member-${i}`), bin: 'mongod', args: [] }));
+const units = (s: InstanceSpec, d: string): UnitDefinition[] =>
+  [0, 1, 2].map((i) => ({ instanceId: s.id, role: `member-${i}`, dir: join(d, `member-${i}`), bin: 'mongod', args: [] }));
 const place = { dir: join(dir, 'instance'), host };
 
 describe('MongodbBackupDriver', () => {
   it('refuses without mongodump and mongorestore, naming them', () => {
     const driver = new MongodbBackupDriver({ searchPath: join(dir, 'empty'), units });
-    expect(driver.unavailableReason()).toBe('backups of mongodb need mongodump and mongorestore (the MongoDB Database Tools), which are not installed on this host');
+    expect(driver.unavailableReason()).toBe(
+      'backups of mongodb need mongodump and mongorestore (the MongoDB Database Tools), which are not installed on this host',
+    );
   });
 
   it('dumps the replica set with --archive --gzip --oplog from a secondary, its password in a 0600 file, not on the command line', async () => {
@@ -83,7 +94,9 @@ describe('MongodbBackupDriver', () => {
     await driver.restore(spec, place, createReadStream(argsFile).pipe(new PassThrough()), { step: (s) => void steps.push(s) });
     expect(steps).toEqual(['mongodb-restore:staged']);
     const args = readFileSync(argsFile, 'utf8');
-    expect(args).toMatch(/--archive --gzip --drop --oplogReplay --nsExclude=admin\.system\.users --nsExclude=admin\.system\.roles --nsExclude=admin\.system\.version --quiet/);
+    expect(args).toMatch(
+      /--archive --gzip --drop --oplogReplay --nsExclude=admin\.system\.users --nsExclude=admin\.system\.roles --nsExclude=admin\.system\.version --quiet/,
+    );
     expect(existsSync(join(dir, 'instance', 'member-0', 'restore.archive.gz'))).toBe(false);
   });
 });

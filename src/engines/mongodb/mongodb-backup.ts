@@ -73,7 +73,13 @@ export class MongodbBackupDriver implements BackupDriver {
 
   async snapshot(spec: InstanceSpec, place: InstancePlace): Promise<Snapshot> {
     if (!this.mongodump) throw new Error(this.unavailableReason());
-    const args = [`--config=${this.config(spec, place, true)}`, '--archive', '--gzip', ...(this.replicaSet(spec) ? ['--oplog'] : []), '--quiet'];
+    const args = [
+      `--config=${this.config(spec, place, true)}`,
+      '--archive',
+      '--gzip',
+      ...(this.replicaSet(spec) ? ['--oplog'] : []),
+      '--quiet',
+    ];
     return { stream: programOutput(this.mongodump, args, this.env()), usedBytes: null, engineVersion: spec.version };
   }
 
@@ -87,8 +93,15 @@ export class MongodbBackupDriver implements BackupDriver {
       // Users and roles are hangar's (its own admin user among them, with this instance's
       // password): they stay as they are, and the store's users are applied again afterwards.
       const args = [
-        `--config=${this.config(spec, place, false)}`, '--archive', '--gzip', '--drop', ...(this.replicaSet(spec) ? ['--oplogReplay'] : []),
-        '--nsExclude=admin.system.users', '--nsExclude=admin.system.roles', '--nsExclude=admin.system.version', '--quiet',
+        `--config=${this.config(spec, place, false)}`,
+        '--archive',
+        '--gzip',
+        '--drop',
+        ...(this.replicaSet(spec) ? ['--oplogReplay'] : []),
+        '--nsExclude=admin.system.users',
+        '--nsExclude=admin.system.roles',
+        '--nsExclude=admin.system.version',
+        '--quiet',
       ];
       await runWithInput(this.mongorestore, args, this.env(), place.host.readStream(first, STAGED_FILE));
     } finally {

@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { TerminalError } from '../../domain/errors.js';
 import {
-  ensureAdminUser, ensureInitiated, ensureMembers, ensureShard, primaryPort, replicaSetProblem, session, shardProblem,
-  type MongoConnector, type ReplicaSetSpec,
+  ensureAdminUser,
+  ensureInitiated,
+  ensureMembers,
+  ensureShard,
+  primaryPort,
+  replicaSetProblem,
+  session,
+  shardProblem,
+  type MongoConnector,
+  type ReplicaSetSpec,
 } from './mongodb-cluster.js';
 import { MONGO_ERROR, type MongoCommands, type MongoDocument } from './mongodb-commands.js';
 
@@ -73,13 +81,21 @@ class FakeClusterCommands implements MongoConnector {
     const p = this.processes.get(port);
     if (!p) throw new Error(`connect ECONNREFUSED 127.0.0.1:${port}`);
     const hasUsers = p.adminUsers.size > 0;
-    if (as === 'admin' && p.adminUsers.get('hangar') !== this.secret) throw new FakeServerError(MONGO_ERROR.AuthenticationFailed, 'Authentication failed.');
+    if (as === 'admin' && p.adminUsers.get('hangar') !== this.secret)
+      throw new FakeServerError(MONGO_ERROR.AuthenticationFailed, 'Authentication failed.');
     if (name === 'isMaster') {
       const set = p.set;
       if (set && set.primary === undefined && --set.electionIn <= 0) set.primary = set.hosts[0];
       const me = `127.0.0.1:${port}`;
       // a member started with --replSet is neither primary nor secondary until its set is initiated
-      return { ok: 1, ismaster: set ? set.primary === me : p.mongos, secondary: set ? set.primary !== me : false, ...(set ? { setName: set.name } : {}), ...(set?.primary ? { primary: set.primary } : {}), ...(p.mongos ? { msg: 'isdbgrid' } : {}) };
+      return {
+        ok: 1,
+        ismaster: set ? set.primary === me : p.mongos,
+        secondary: set ? set.primary !== me : false,
+        ...(set ? { setName: set.name } : {}),
+        ...(set?.primary ? { primary: set.primary } : {}),
+        ...(p.mongos ? { msg: 'isdbgrid' } : {}),
+      };
     }
     // the localhost exception: before any user exists, an anonymous client may initiate and create the first user
     if (as === 'anonymous' && (hasUsers || !['replSetInitiate', 'createUser'].includes(name))) {
@@ -97,7 +113,10 @@ class FakeClusterCommands implements MongoConnector {
       }
       case 'replSetGetConfig':
         if (!p.set) throw new FakeServerError(MONGO_ERROR.NotYetInitialized, 'no replset config has been received');
-        return { ok: 1, config: { _id: p.set.name, version: p.set.version, members: p.set.hosts.map((host, i) => ({ _id: i, host, priority: 1 })) } };
+        return {
+          ok: 1,
+          config: { _id: p.set.name, version: p.set.version, members: p.set.hosts.map((host, i) => ({ _id: i, host, priority: 1 })) },
+        };
       case 'replSetReconfig': {
         const cfg = command.replSetReconfig as { version: number; members: { host: string }[] };
         const set = p.set!;

@@ -1,8 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { portRoles } from '../../domain/endpoints.js';
 import {
-  KEY_FILE, createAdminUserCommand, keyFileContent, mongoLayout, mongodArgs, mongosArgs, replicaSetConfig, replicaSets, shardAddress,
-  storageEngineFlag, wiredTigerCacheGb,
+  KEY_FILE,
+  createAdminUserCommand,
+  keyFileContent,
+  mongoLayout,
+  mongodArgs,
+  mongosArgs,
+  replicaSetConfig,
+  replicaSets,
+  shardAddress,
+  storageEngineFlag,
+  wiredTigerCacheGb,
 } from './mongodb-config.js';
 
 const ID = '65a1b2c3d4e5f60718293a4b';
@@ -46,7 +55,11 @@ describe('mongoLayout', () => {
   it('uses exactly the engine ports the API allocates for each type', () => {
     for (const type of ['mongodb_singledb', 'mongodb_replica_set', 'mongodb_jumbo_replica_set', 'mongodb_sharded'] as const) {
       const engineRoles = portRoles('mongodb', type).filter((r) => r.startsWith('engine.'));
-      expect(mongoLayout(ID, type).map((u) => u.portRole).sort()).toEqual([...engineRoles].sort());
+      expect(
+        mongoLayout(ID, type)
+          .map((u) => u.portRole)
+          .sort(),
+      ).toEqual([...engineRoles].sort());
     }
   });
 });
@@ -140,7 +153,11 @@ describe('commands', () => {
         { _id: 2, host: '127.0.0.1:20003' },
       ],
     });
-    expect(replicaSetConfig('cfg-x', [20004], true)).toEqual({ _id: 'cfg-x', configsvr: true, members: [{ _id: 0, host: '127.0.0.1:20004' }] });
+    expect(replicaSetConfig('cfg-x', [20004], true)).toEqual({
+      _id: 'cfg-x',
+      configsvr: true,
+      members: [{ _id: 0, host: '127.0.0.1:20004' }],
+    });
   });
 
   it("creates hangar's user as root on admin", () => {

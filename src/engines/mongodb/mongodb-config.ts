@@ -112,19 +112,25 @@ export interface MongodArgsInput {
  */
 export function mongodArgs(c: MongodArgsInput): string[] {
   const args = [
-    '--port', String(c.port),
+    '--port',
+    String(c.port),
     // Loopback only: clients come through the edge (HAProxy), which enforces the ACLs.
-    '--bind_ip', '127.0.0.1',
+    '--bind_ip',
+    '127.0.0.1',
     // No unix socket in /tmp: nothing uses it, and it would outlive a killed mongod.
     '--nounixsocket',
-    '--dbpath', c.dir,
+    '--dbpath',
+    c.dir,
     // Internal authentication between members with the instance's keyFile; it also turns
     // authorization on. `--auth` says so explicitly for a standalone mongod.
-    '--keyFile', join(c.dir, KEY_FILE),
+    '--keyFile',
+    join(c.dir, KEY_FILE),
     '--auth',
     // The first user (hangar's) is created through the localhost exception.
-    '--setParameter', 'enableLocalhostAuthBypass=true',
-    '--storageEngine', c.storageEngine,
+    '--setParameter',
+    'enableLocalhostAuthBypass=true',
+    '--storageEngine',
+    c.storageEngine,
   ];
   if (c.storageEngine === 'wiredTiger') args.push('--wiredTigerCacheSizeGB', String(c.cacheSizeGb));
   if (c.replSet !== undefined) args.push('--replSet', c.replSet);
@@ -143,12 +149,17 @@ export interface MongosArgsInput {
 /** The command line of a mongos (which has no data: its directory holds its keyFile, pid file and log). */
 export function mongosArgs(c: MongosArgsInput): string[] {
   return [
-    '--port', String(c.port),
-    '--bind_ip', '127.0.0.1',
+    '--port',
+    String(c.port),
+    '--bind_ip',
+    '127.0.0.1',
     '--nounixsocket',
-    '--configdb', `${c.configReplSet}/127.0.0.1:${c.configPort}`,
-    '--keyFile', join(c.dir, KEY_FILE),
-    '--setParameter', 'enableLocalhostAuthBypass=true',
+    '--configdb',
+    `${c.configReplSet}/127.0.0.1:${c.configPort}`,
+    '--keyFile',
+    join(c.dir, KEY_FILE),
+    '--setParameter',
+    'enableLocalhostAuthBypass=true',
   ];
 }
 

@@ -1,19 +1,43 @@
 import { join } from 'node:path';
 import { sleep } from '../../lib/time.js';
 import {
-  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext,
-  type UnitDefinition, type UnitHost,
+  PortTakenError,
+  throwIfCancelled,
+  type EnsureResult,
+  type Health,
+  type InstancePlace,
+  type InstanceSpec,
+  type ProbeTarget,
+  type StepContext,
+  type UnitDefinition,
+  type UnitHost,
 } from '../../domain/units.js';
 import { TerminalError } from '../../domain/errors.js';
 import type { Engine, MongoUserAdmin } from '../engine.js';
 import { MongodbBackupDriver } from './mongodb-backup.js';
 import { MongoAdmin } from './mongodb-admin.js';
 import {
-  ensureAdminUser, ensureInitiated, ensureMembers, ensureShard, memberState, primaryPort, replicaSetProblem, shardProblem,
-  type MongoConnector, type ReplicaSetSpec,
+  ensureAdminUser,
+  ensureInitiated,
+  ensureMembers,
+  ensureShard,
+  memberState,
+  primaryPort,
+  replicaSetProblem,
+  shardProblem,
+  type MongoConnector,
+  type ReplicaSetSpec,
 } from './mongodb-cluster.js';
 import {
-  DATA_MARKER, KEY_FILE, keyFileContent, mongoLayout, mongodArgs, mongosArgs, replicaSets, storageEngineFlag, wiredTigerCacheGb,
+  DATA_MARKER,
+  KEY_FILE,
+  keyFileContent,
+  mongoLayout,
+  mongodArgs,
+  mongosArgs,
+  replicaSets,
+  storageEngineFlag,
+  wiredTigerCacheGb,
   type MongoUnitLayout,
 } from './mongodb-config.js';
 import { probeMongo } from './mongodb-probe.js';
@@ -63,7 +87,10 @@ export class MongodbEngine implements Engine {
   readonly backups: MongodbBackupDriver;
 
   constructor(private readonly opts: MongodbEngineOptions) {
-    this.backups = new MongodbBackupDriver({ searchPath: opts.searchPath ?? process.env.PATH ?? '/usr/bin:/bin', units: (s, d) => this.units(s, d) });
+    this.backups = new MongodbBackupDriver({
+      searchPath: opts.searchPath ?? process.env.PATH ?? '/usr/bin:/bin',
+      units: (s, d) => this.units(s, d),
+    });
   }
 
   /** Whether the binaries found can run instances, and the storage engines they can honour. */
@@ -239,7 +266,8 @@ export class MongodbEngine implements Engine {
 
   async check(spec: InstanceSpec, place: InstancePlace): Promise<Health> {
     for (const unit of this.units(spec, place.dir)) {
-      if (!place.host.isRunning(unit)) return { healthy: false, reason: `${unit.role === 'mongos' ? 'mongos' : 'mongod'} ${unit.role} is not running` };
+      if (!place.host.isRunning(unit))
+        return { healthy: false, reason: `${unit.role === 'mongos' ? 'mongos' : 'mongod'} ${unit.role} is not running` };
     }
     try {
       const problem = await this.engineProblem(spec);

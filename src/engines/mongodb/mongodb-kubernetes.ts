@@ -1,6 +1,14 @@
 import type { ClusterDriver, ClusterPlace, ClusterResult, EdgeBackend, KubeObject } from '../../domain/cluster.js';
 import type { Health, InstanceSpec, ProbeTarget, StepContext } from '../../domain/units.js';
-import { addressesOf, componentLabels, disruptionBudget, memberServices, podsProblem, statefulSet, waitUntil } from '../kubernetes/workload.js';
+import {
+  addressesOf,
+  componentLabels,
+  disruptionBudget,
+  memberServices,
+  podsProblem,
+  statefulSet,
+  waitUntil,
+} from '../kubernetes/workload.js';
 import { MONGODB_ADMIN_USER, keyFileContent, wiredTigerCacheGb } from './mongodb-config.js';
 import { probeMongo } from './mongodb-probe.js';
 
@@ -13,7 +21,13 @@ export function mongodMemoryMb(plan: number, configsvr = false): number {
   return Math.round(wiredTigerCacheGb(plan, configsvr ? 'configsvr' : undefined) * 1024) + 256;
 }
 
-const names = (id: string) => ({ secret: `h-${id}-mongodb`, mongod: `h-${id}-mongod`, config: `h-${id}-cfg`, shard: `h-${id}-shard`, mongos: `h-${id}-mongos` });
+const names = (id: string) => ({
+  secret: `h-${id}-mongodb`,
+  mongod: `h-${id}-mongod`,
+  config: `h-${id}-cfg`,
+  shard: `h-${id}-shard`,
+  mongos: `h-${id}-mongos`,
+});
 
 /**
  * MongoDB on Kubernetes, as objects: `mongodb_singledb` one mongod, replica sets three members
@@ -38,8 +52,16 @@ export class MongodbClusterDriver implements ClusterDriver {
       { name: 'MONGO_INITDB_ROOT_PASSWORD', valueFrom: { secretKeyRef: { name: n.secret, key: 'admin-secret' } } },
     ];
     const mongod = (extra: string[], configsvr = false) => [
-      'mongod', '--bind_ip_all', '--port', String(MONGOD_PORT), '--dbpath', '/data', '--auth',
-      '--wiredTigerCacheSizeGB', String(wiredTigerCacheGb(spec.plan, configsvr ? 'configsvr' : undefined)), ...extra,
+      'mongod',
+      '--bind_ip_all',
+      '--port',
+      String(MONGOD_PORT),
+      '--dbpath',
+      '/data',
+      '--auth',
+      '--wiredTigerCacheSizeGB',
+      String(wiredTigerCacheGb(spec.plan, configsvr ? 'configsvr' : undefined)),
+      ...extra,
     ];
     const keyed = ['--keyFile', '/etc/hangar/keyfile'];
     const port = [{ name: 'mongodb', port: MONGOD_PORT }];
@@ -56,16 +78,52 @@ export class MongodbClusterDriver implements ClusterDriver {
       case 'mongodb_singledb':
         objects.push(
           ...memberServices(place, n.mongod, 'mongod', 1, port),
-          statefulSet(place, { name: n.mongod, component: 'mongod', replicas: 1, image, command: mongod([]), env, ports: port, memoryMb: mongodMemoryMb(spec.plan), volumeMb, secret: n.secret, serviceName: n.mongod }),
+          statefulSet(place, {
+            name: n.mongod,
+            component: 'mongod',
+            replicas: 1,
+            image,
+            command: mongod([]),
+            env,
+            ports: port,
+            memoryMb: mongodMemoryMb(spec.plan),
+            volumeMb,
+            secret: n.secret,
+            serviceName: n.mongod,
+          }),
         );
         break;
       case 'mongodb_sharded': {
         objects.push(
           ...memberServices(place, n.config, 'config', 3, port),
-          statefulSet(place, { name: n.config, component: 'config', replicas: 3, image, command: mongod(['--configsvr', '--replSet', `cfg-${spec.id}`, ...keyed], true), env, ports: port, memoryMb: mongodMemoryMb(spec.plan, true), volumeMb: 1024, secret: n.secret, serviceName: n.config }),
+          statefulSet(place, {
+            name: n.config,
+            component: 'config',
+            replicas: 3,
+            image,
+            command: mongod(['--configsvr', '--replSet', `cfg-${spec.id}`, ...keyed], true),
+            env,
+            ports: port,
+            memoryMb: mongodMemoryMb(spec.plan, true),
+            volumeMb: 1024,
+            secret: n.secret,
+            serviceName: n.config,
+          }),
           disruptionBudget(place, n.config, 'config', 2),
           ...memberServices(place, n.shard, 'shard', 3, port),
-          statefulSet(place, { name: n.shard, component: 'shard', replicas: 3, image, command: mongod(['--shardsvr', '--replSet', `shard-${spec.id}`, ...keyed]), env, ports: port, memoryMb: mongodMemoryMb(spec.plan), volumeMb, secret: n.secret, serviceName: n.shard }),
+          statefulSet(place, {
+            name: n.shard,
+            component: 'shard',
+            replicas: 3,
+            image,
+            command: mongod(['--shardsvr', '--replSet', `shard-${spec.id}`, ...keyed]),
+            env,
+            ports: port,
+            memoryMb: mongodMemoryMb(spec.plan),
+            volumeMb,
+            secret: n.secret,
+            serviceName: n.shard,
+          }),
           disruptionBudget(place, n.shard, 'shard', 2),
         );
         break;
@@ -73,7 +131,19 @@ export class MongodbClusterDriver implements ClusterDriver {
       default:
         objects.push(
           ...memberServices(place, n.mongod, 'mongod', 3, port),
-          statefulSet(place, { name: n.mongod, component: 'mongod', replicas: 3, image, command: mongod(['--replSet', `rs-${spec.id}`, ...keyed]), env, ports: port, memoryMb: mongodMemoryMb(spec.plan), volumeMb, secret: n.secret, serviceName: n.mongod }),
+          statefulSet(place, {
+            name: n.mongod,
+            component: 'mongod',
+            replicas: 3,
+            image,
+            command: mongod(['--replSet', `rs-${spec.id}`, ...keyed]),
+            env,
+            ports: port,
+            memoryMb: mongodMemoryMb(spec.plan),
+            volumeMb,
+            secret: n.secret,
+            serviceName: n.mongod,
+          }),
           disruptionBudget(place, n.mongod, 'mongod', 2),
         );
     }
@@ -106,7 +176,16 @@ export class MongodbClusterDriver implements ClusterDriver {
                   name: 'mongos',
                   image: place.image('mongodb', spec.version),
                   imagePullPolicy: 'IfNotPresent',
-                  command: ['mongos', '--bind_ip_all', '--port', String(MONGOS_PORT), '--keyFile', '/etc/hangar/keyfile', '--configdb', `cfg-${spec.id}/${config.map((a) => `${a}:${MONGOD_PORT}`).join(',')}`],
+                  command: [
+                    'mongos',
+                    '--bind_ip_all',
+                    '--port',
+                    String(MONGOS_PORT),
+                    '--keyFile',
+                    '/etc/hangar/keyfile',
+                    '--configdb',
+                    `cfg-${spec.id}/${config.map((a) => `${a}:${MONGOD_PORT}`).join(',')}`,
+                  ],
                   ports: [{ name: 'mongodb', containerPort: MONGOS_PORT }],
                   readinessProbe: { tcpSocket: { port: MONGOS_PORT }, periodSeconds: 2 },
                   resources: { requests: { memory: '256Mi', cpu: '100m' }, limits: { memory: '256Mi' } },
@@ -131,7 +210,11 @@ export class MongodbClusterDriver implements ClusterDriver {
       case 'mongodb_singledb':
         return [{ component: 'mongod', count: 1 }];
       case 'mongodb_sharded':
-        return [{ component: 'config', count: 3 }, { component: 'shard', count: 3 }, { component: 'mongos', count: 1 }];
+        return [
+          { component: 'config', count: 3 },
+          { component: 'shard', count: 3 },
+          { component: 'mongos', count: 1 },
+        ];
       default:
         return [{ component: 'mongod', count: 3 }];
     }
@@ -150,7 +233,10 @@ export class MongodbClusterDriver implements ClusterDriver {
     const fresh = (await place.pods({})).length === 0;
     await place.apply(this.objects(spec, place), ctx);
     if (spec.type === 'mongodb_sharded') {
-      const cfg = await addressesOf(place, [0, 1, 2].map((i) => `${n.config}-${i}`));
+      const cfg = await addressesOf(
+        place,
+        [0, 1, 2].map((i) => `${n.config}-${i}`),
+      );
       await place.apply(this.mongos(spec, place, Object.values(cfg)), ctx);
     }
     ctx.step(`${fresh ? 'create' : 'ensure'}:objects-applied`);
@@ -168,11 +254,20 @@ export class MongodbClusterDriver implements ClusterDriver {
       case 'mongodb_sharded': {
         const a = await addressesOf(place, [n.mongos]);
         const servers = [{ name: 'mongos', address: a[n.mongos]!, port: MONGOS_PORT }];
-        return [{ role: 'public', servers }, { role: 'ssl', servers }];
+        return [
+          { role: 'public', servers },
+          { role: 'ssl', servers },
+        ];
       }
       default: {
-        const a = await addressesOf(place, [0, 1, 2].map((i) => `${n.mongod}-${i}`));
-        return [0, 1, 2].map((i) => ({ role: `public.${i}`, servers: [{ name: `mongod-${i}`, address: a[`${n.mongod}-${i}`]!, port: MONGOD_PORT }] }));
+        const a = await addressesOf(
+          place,
+          [0, 1, 2].map((i) => `${n.mongod}-${i}`),
+        );
+        return [0, 1, 2].map((i) => ({
+          role: `public.${i}`,
+          servers: [{ name: `mongod-${i}`, address: a[`${n.mongod}-${i}`]!, port: MONGOD_PORT }],
+        }));
       }
     }
   }
@@ -193,4 +288,3 @@ export class MongodbClusterDriver implements ClusterDriver {
     return problem === undefined ? { healthy: true } : { healthy: false, reason: problem };
   }
 }
-

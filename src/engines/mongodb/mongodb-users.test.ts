@@ -44,8 +44,12 @@ class FakeMongoCommands implements MongoCommands {
       case 'usersInfo': {
         const filter = command.usersInfo as number | { user: string; db: string };
         const entries = [...this.users].filter(([k]) =>
-          typeof filter === 'number' ? k.startsWith(`${database}.`) : k === this.key(filter.db, filter.user));
-        return { ok: 1, users: entries.map(([k, u]) => ({ _id: k, user: k.slice(k.indexOf('.') + 1), db: k.slice(0, k.indexOf('.')), roles: u.roles })) };
+          typeof filter === 'number' ? k.startsWith(`${database}.`) : k === this.key(filter.db, filter.user),
+        );
+        return {
+          ok: 1,
+          users: entries.map(([k, u]) => ({ _id: k, user: k.slice(k.indexOf('.') + 1), db: k.slice(0, k.indexOf('.')), roles: u.roles })),
+        };
       }
       case 'createUser':
         if (this.users.has(key)) throw new FakeServerError(MONGO_ERROR.UserAlreadyExists, `User "${user}@${database}" already exists`);

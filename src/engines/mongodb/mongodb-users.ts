@@ -38,7 +38,9 @@ export class MongoUsers implements MongoUserAdmin {
   /** hangar's own user must never be changed through the user API: hangar would lose the instance. */
   private assertNotAdmin(database: string, name: string): void {
     if (database === MONGODB_ADMIN_DB && name === MONGODB_ADMIN_USER) {
-      throw new Error(`user "${MONGODB_ADMIN_USER}" of database "${MONGODB_ADMIN_DB}" is hangar's administrative user and cannot be changed; use another name`);
+      throw new Error(
+        `user "${MONGODB_ADMIN_USER}" of database "${MONGODB_ADMIN_DB}" is hangar's administrative user and cannot be changed; use another name`,
+      );
     }
   }
 

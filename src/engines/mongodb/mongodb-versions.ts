@@ -29,7 +29,10 @@ export function storageEngineRefusal(storageEngine: string | null, version: stri
 }
 
 /** What the MongoDB engine can run with these binaries: a reason when it cannot, and the storage engines. */
-export function mongodbSupport(mongod: EngineBinary, mongos: EngineBinary): { readonly unavailableReason?: string; readonly storageEngines: readonly string[] } {
+export function mongodbSupport(
+  mongod: EngineBinary,
+  mongos: EngineBinary,
+): { readonly unavailableReason?: string; readonly storageEngines: readonly string[] } {
   const storageEngines = storageEnginesFor(mongod.version);
   for (const b of [mongod, mongos]) {
     if (compareVersions(b.version, MONGODB_MINIMUM) < 0) {

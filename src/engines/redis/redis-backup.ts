@@ -1,5 +1,12 @@
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import { throwIfCancelled, type InstancePlace, type InstanceSpec, type StepContext, type UnitDefinition, type UnitHost } from '../../domain/units.js';
+import {
+  throwIfCancelled,
+  type InstancePlace,
+  type InstanceSpec,
+  type StepContext,
+  type UnitDefinition,
+  type UnitHost,
+} from '../../domain/units.js';
 import { chain } from '../../lib/streams.js';
 import { sleep } from '../../lib/time.js';
 import type { BackupDriver, Snapshot } from '../engine.js';
@@ -81,7 +88,8 @@ export class RedisBackupDriver implements BackupDriver {
     const target = Number((await admin.info(primaryEp, 'replication')).master_repl_offset ?? 0);
     await until(ctx.signal, CATCH_UP_MS, 'the replica to catch up with the primary', async () => {
       const r = await admin.info(replicaEp, 'replication');
-      if (r.master_link_status !== 'up') return `the replica is not in sync with the primary (master_link_status:${r.master_link_status ?? 'unknown'})`;
+      if (r.master_link_status !== 'up')
+        return `the replica is not in sync with the primary (master_link_status:${r.master_link_status ?? 'unknown'})`;
       const at = Number(r.slave_repl_offset ?? -1);
       return at >= target ? undefined : `the replica is at replication offset ${at}, the primary at ${target}`;
     });
@@ -148,7 +156,13 @@ export class RedisBackupDriver implements BackupDriver {
   }
 
   /** Starts a unit and waits until it answers PING (after loading its data). */
-  private async start(spec: InstanceSpec, place: InstancePlace, unit: UnitDefinition, role: RedisRole, signal?: AbortSignal): Promise<void> {
+  private async start(
+    spec: InstanceSpec,
+    place: InstancePlace,
+    unit: UnitDefinition,
+    role: RedisRole,
+    signal?: AbortSignal,
+  ): Promise<void> {
     await place.host.ensureUnit(unit);
     const ep = this.parts.endpoint(spec, role);
     await until(signal, LONG_MS, `redis-server ${role} to load the restored data`, async () => {

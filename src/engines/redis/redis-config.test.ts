@@ -78,20 +78,28 @@ describe('renderRedisConfig', () => {
 describe('renderRedisConfig: rotation, users and settings', () => {
   it('lets the default user in with the password a rotation replaced too; replication uses the new one', () => {
     const text = renderRedisConfig({ ...base, priorPasswords: ['old-password-0123'] });
-    expect(directive(text, 'user').find((l) => l.startsWith('default '))).toMatch(/^default on ">pw0123456789abcdef" ">old-password-0123" /);
+    expect(directive(text, 'user').find((l) => l.startsWith('default '))).toMatch(
+      /^default on ">pw0123456789abcdef" ">old-password-0123" /,
+    );
     expect(directive(text, 'requirepass')).toEqual([`"${base.password}"`]);
     expect(directive(text, 'masterauth')).toEqual([`"${base.password}"`]);
   });
 
   it('writes application users with their passwords as SHA-256 only, and admin commands taken away last', () => {
-    const text = renderRedisConfig({ ...base, users: [{ name: 'app', passwords: ['app-secret-1'], keys: ['app:*'], channels: ['news.*'], commands: ['+@read'] }] });
+    const text = renderRedisConfig({
+      ...base,
+      users: [{ name: 'app', passwords: ['app-secret-1'], keys: ['app:*'], channels: ['news.*'], commands: ['+@read'] }],
+    });
     const line = directive(text, 'user').find((l) => l.startsWith('app '))!;
     expect(line).toMatch(/^app "reset" "on" "#[0-9a-f]{64}" "~app:\*" "&news\.\*" "\+@read" "-@admin"$/);
     expect(text).not.toContain('app-secret-1');
   });
 
   it("writes the tenant's settings; its policy replaces the default", () => {
-    const text = renderRedisConfig({ ...base, settings: { 'maxmemory-policy': 'allkeys-lfu', timeout: '300', 'notify-keyspace-events': '' } });
+    const text = renderRedisConfig({
+      ...base,
+      settings: { 'maxmemory-policy': 'allkeys-lfu', timeout: '300', 'notify-keyspace-events': '' },
+    });
     expect(directive(text, 'maxmemory-policy')).toEqual(['allkeys-lfu']);
     expect(directive(text, 'timeout')).toEqual(['"300"']);
     expect(directive(text, 'notify-keyspace-events')).toEqual(['""']);

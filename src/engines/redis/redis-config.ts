@@ -69,7 +69,12 @@ export function renderRedisConfig(c: RedisUnitConfig): string {
           `replica-announce-ip ${c.network.announceIp}`,
           `replica-announce-port ${c.port}`,
         ]
-      : ['# Loopback only: clients come through the edge (HAProxy), which enforces the ACLs.', 'bind 127.0.0.1', `port ${c.port}`, 'protected-mode yes']),
+      : [
+          '# Loopback only: clients come through the edge (HAProxy), which enforces the ACLs.',
+          'bind 127.0.0.1',
+          `port ${c.port}`,
+          'protected-mode yes',
+        ]),
     // hangar supervises the process: it stays in the foreground, its stdout is the log, and the
     // supervisor alone writes its pid file.
     'daemonize no',
@@ -109,7 +114,9 @@ export function renderRedisConfig(c: RedisUnitConfig): string {
 
 /** The tenant's settings other than the policy (written with the plan), in name order. */
 function settingLines(settings: Readonly<Record<string, string>>): string[] {
-  const names = Object.keys(settings).filter((n) => n !== 'maxmemory-policy').sort();
+  const names = Object.keys(settings)
+    .filter((n) => n !== 'maxmemory-policy')
+    .sort();
   if (names.length === 0) return [];
   return ['# Settings chosen by the tenant (GET/PATCH /v2/redis/<name>/config/).', ...names.map((n) => `${n} ${quote(settings[n]!)}`), ''];
 }

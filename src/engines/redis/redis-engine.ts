@@ -1,8 +1,16 @@
 import { join } from 'node:path';
 import { sleep } from '../../lib/time.js';
 import {
-  PortTakenError, throwIfCancelled, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext,
-  type UnitDefinition, type UnitHost,
+  PortTakenError,
+  throwIfCancelled,
+  type EnsureResult,
+  type Health,
+  type InstancePlace,
+  type InstanceSpec,
+  type ProbeTarget,
+  type StepContext,
+  type UnitDefinition,
+  type UnitHost,
 } from '../../domain/units.js';
 import { TerminalError } from '../../domain/errors.js';
 import type { Engine, RedisInspector, SlowlogEntry } from '../engine.js';
@@ -83,10 +91,14 @@ export class RedisEngine implements Engine {
     const fresh = !host.exists(primary, AOF_DIR);
     // The policy is chosen when the instance is created and kept, whatever the default becomes,
     // until the tenant chooses another (a setting).
-    const policy = spec.settings?.['maxmemory-policy'] ?? readMaxmemoryPolicy(host.readFile(primary, CONFIG_FILE) ?? '') ?? this.opts.maxmemoryPolicy;
+    const policy =
+      spec.settings?.['maxmemory-policy'] ?? readMaxmemoryPolicy(host.readFile(primary, CONFIG_FILE) ?? '') ?? this.opts.maxmemoryPolicy;
     const primaryEp = this.endpoint(spec, 'primary');
     const replicaEp = this.endpoint(spec, 'replica');
-    for (const [unit, ep] of [[primary, primaryEp], [replica, replicaEp]] as const) {
+    for (const [unit, ep] of [
+      [primary, primaryEp],
+      [replica, replicaEp],
+    ] as const) {
       // Written before the process starts, and on every pass: a resize lands in the file first.
       host.writeFile(
         unit,
@@ -108,7 +120,10 @@ export class RedisEngine implements Engine {
       );
     }
     // The primary first: a replica that starts before its primary listens retries only a second later.
-    for (const [unit, ep] of [[primary, primaryEp], [replica, replicaEp]] as const) {
+    for (const [unit, ep] of [
+      [primary, primaryEp],
+      [replica, replicaEp],
+    ] as const) {
       const { started } = await host.ensureUnit(unit);
       const restarted = await this.waitServing(ep, unit, host, started, ctx.signal);
       if (started || restarted) ctx.step(`${fresh ? 'create' : 'ensure'}:${unit.role}-${fresh ? 'started' : 'restarted'}`);
@@ -127,7 +142,8 @@ export class RedisEngine implements Engine {
     }
     // Passwords, users and settings, live on both (the files above have them for a restart).
     for (const ep of [primaryEp, replicaEp]) {
-      if (await applyAccessAndSettings(this.admin, ep, spec, password)) ctx.step(`access:${ep === primaryEp ? 'primary' : 'replica'}-applied`);
+      if (await applyAccessAndSettings(this.admin, ep, spec, password))
+        ctx.step(`access:${ep === primaryEp ? 'primary' : 'replica'}-applied`);
     }
     return { fresh };
   }
@@ -138,7 +154,13 @@ export class RedisEngine implements Engine {
    * instance has (the port was moved elsewhere) is restarted with its configuration, which names
    * the new port. Resolves with whether it restarted the engine.
    */
-  private async waitServing(ep: RedisEndpoint, unit: UnitDefinition, host: UnitHost, started: boolean, signal?: AbortSignal): Promise<boolean> {
+  private async waitServing(
+    ep: RedisEndpoint,
+    unit: UnitDefinition,
+    host: UnitHost,
+    started: boolean,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
     const until = Date.now() + READY_TIMEOUT_MS;
     let fresh = started;
     let restarted = false;
@@ -197,7 +219,12 @@ export class RedisEngine implements Engine {
     const { cluster } = place;
     // On a cluster the primary is whichever engine Sentinel says it is now.
     const ep = cluster
-      ? async (): Promise<RedisEndpoint> => ({ key: `${spec.id}/primary`, host: await this.cluster.primaryAddress(spec, cluster), port: REDIS_PORT, adminSecret: spec.adminSecret })
+      ? async (): Promise<RedisEndpoint> => ({
+          key: `${spec.id}/primary`,
+          host: await this.cluster.primaryAddress(spec, cluster),
+          port: REDIS_PORT,
+          adminSecret: spec.adminSecret,
+        })
       : async (): Promise<RedisEndpoint> => this.endpoint(spec, 'primary');
     return {
       info: async (section) => this.admin.info(await ep(), section),

@@ -157,7 +157,11 @@ export class RedisClusterDriver implements ClusterDriver {
     });
     return [
       service(n.headless, component(place, 'redis'), REDIS_PORT, { clusterIP: 'None', publishNotReadyAddresses: true }),
-      ...MEMBERS.map((i) => service(n.member(i), { ...component(place, 'redis'), 'statefulset.kubernetes.io/pod-name': n.member(i) }, REDIS_PORT, { publishNotReadyAddresses: true })),
+      ...MEMBERS.map((i) =>
+        service(n.member(i), { ...component(place, 'redis'), 'statefulset.kubernetes.io/pod-name': n.member(i) }, REDIS_PORT, {
+          publishNotReadyAddresses: true,
+        }),
+      ),
       service(n.sentinel, component(place, 'sentinel'), SENTINEL_PORT, { publishNotReadyAddresses: true }),
     ];
   }
@@ -236,7 +240,13 @@ export class RedisClusterDriver implements ClusterDriver {
                   ports: [{ name: 'redis', containerPort: REDIS_PORT }],
                   env: [adminEnv],
                   readinessProbe: {
-                    exec: { command: ['sh', '-c', `redis-cli -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning ping | grep -q PONG`] },
+                    exec: {
+                      command: [
+                        'sh',
+                        '-c',
+                        `redis-cli -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning ping | grep -q PONG`,
+                      ],
+                    },
                     periodSeconds: 2,
                     timeoutSeconds: 2,
                   },
@@ -282,7 +292,11 @@ export class RedisClusterDriver implements ClusterDriver {
                   image,
                   imagePullPolicy: 'IfNotPresent',
                   // Sentinel rewrites its file: a writable copy, made anew by each container.
-                  command: ['sh', '-c', 'cp /etc/hangar/sentinel.conf /work/sentinel.conf; exec redis-server /work/sentinel.conf --sentinel'],
+                  command: [
+                    'sh',
+                    '-c',
+                    'cp /etc/hangar/sentinel.conf /work/sentinel.conf; exec redis-server /work/sentinel.conf --sentinel',
+                  ],
                   ports: [{ name: 'sentinel', containerPort: SENTINEL_PORT }],
                   env: [adminEnv],
                   // A TCP check, not an exec of redis-cli: a Sentinel has no loading state to
@@ -348,7 +362,11 @@ export class RedisClusterDriver implements ClusterDriver {
     const n = redisNames(spec.id);
     let named: string | undefined;
     try {
-      const reply = (await this.admin.command(this.sentinelEndpoint(spec, a[n.sentinel]!), ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER])) as string[] | null;
+      const reply = (await this.admin.command(this.sentinelEndpoint(spec, a[n.sentinel]!), [
+        'SENTINEL',
+        'GET-MASTER-ADDR-BY-NAME',
+        SENTINEL_MASTER,
+      ])) as string[] | null;
       if (Array.isArray(reply) && typeof reply[0] === 'string') named = reply[0];
     } catch {
       /* no sentinel answers yet: ask the engines */
@@ -439,7 +457,8 @@ export class RedisClusterDriver implements ClusterDriver {
       try {
         const info = await this.admin.info(this.endpoint(spec, a[n.member(i)]!, `redis-${i}`), 'replication');
         if (info.role === 'master') masters++;
-        else if (info.master_link_status !== 'up') return `redis-${i} is not in sync with its primary (master_link_status:${info.master_link_status ?? 'unknown'})`;
+        else if (info.master_link_status !== 'up')
+          return `redis-${i} is not in sync with its primary (master_link_status:${info.master_link_status ?? 'unknown'})`;
       } catch (err) {
         return `redis-${i} does not answer at ${a[n.member(i)]}:${REDIS_PORT}: ${(err as Error).message}`;
       }

@@ -14,7 +14,8 @@ describe('checkRedisSetting', () => {
 
   it('refuses the rest with the allowed values', () => {
     expect(checkRedisSetting('save', '')).toMatchObject({ allowed: REDIS_SETTING_NAMES });
-    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) expect(checkRedisSetting(name, 'x'), name).toHaveProperty('problem');
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty'])
+      expect(checkRedisSetting(name, 'x'), name).toHaveProperty('problem');
     expect(checkRedisSetting('maxmemory-policy', 'lru')).toMatchObject({ allowed: expect.arrayContaining(['noeviction', 'allkeys-lfu']) });
     expect(checkRedisSetting('maxclients', 0)).toMatchObject({ allowed: [1, 10000] });
     expect(checkRedisSetting('maxclients', 10001)).toMatchObject({ allowed: [1, 10000] });

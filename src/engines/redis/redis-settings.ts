@@ -5,8 +5,14 @@
  */
 
 export const MAXMEMORY_POLICIES = [
-  'noeviction', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random',
-  'volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl',
+  'noeviction',
+  'allkeys-lru',
+  'allkeys-lfu',
+  'allkeys-random',
+  'volatile-lru',
+  'volatile-lfu',
+  'volatile-random',
+  'volatile-ttl',
 ] as const;
 
 /** Classes of keyspace notifications (redis.conf's `notify-keyspace-events`); `A` is `g$lshzxetd`. */
@@ -23,11 +29,15 @@ const int = (min: number, max: number, description: string): SettingRule => ({ k
 
 /** The allow-list, by the setting's redis.conf name. */
 export const REDIS_SETTINGS: Readonly<Record<string, SettingRule>> = {
-  'maxmemory-policy': { kind: 'enum', values: MAXMEMORY_POLICIES, description: 'what Redis evicts when the plan\'s memory is full' },
+  'maxmemory-policy': { kind: 'enum', values: MAXMEMORY_POLICIES, description: "what Redis evicts when the plan's memory is full" },
   'maxmemory-samples': int(1, 64, 'keys sampled per eviction (LRU/LFU precision)'),
   timeout: int(0, 31_536_000, 'seconds after which an idle client is closed (0: never)'),
   'tcp-keepalive': int(0, 7200, 'seconds between TCP keepalives to clients (0: none)'),
-  'notify-keyspace-events': { kind: 'flags', chars: KEYSPACE_EVENT_FLAGS, description: `keyspace notifications: any of ${KEYSPACE_EVENT_FLAGS} ("" for none)` },
+  'notify-keyspace-events': {
+    kind: 'flags',
+    chars: KEYSPACE_EVENT_FLAGS,
+    description: `keyspace notifications: any of ${KEYSPACE_EVENT_FLAGS} ("" for none)`,
+  },
   'slowlog-log-slower-than': int(-1, 60_000_000, 'microseconds a command must take to enter the slow log (-1: none, 0: all)'),
   'slowlog-max-len': int(0, 10_000, 'entries the slow log keeps'),
   maxclients: int(1, 10_000, 'clients connected at once'),
@@ -54,24 +64,35 @@ export function allowedValues(rule: SettingRule): (string | number)[] {
 }
 
 /** Why `raw` is not a value of setting `name`, or its value as redis.conf writes it. */
-export function checkRedisSetting(name: string, raw: string | number): { value: string } | { problem: string; allowed: (string | number)[] } {
+export function checkRedisSetting(
+  name: string,
+  raw: string | number,
+): { value: string } | { problem: string; allowed: (string | number)[] } {
   // own names only: `constructor` or `__proto__` is no setting
   const rule = Object.hasOwn(REDIS_SETTINGS, name) ? REDIS_SETTINGS[name] : undefined;
   if (!rule) return { problem: `"${name}" is not a setting hangar lets tenants change`, allowed: [...REDIS_SETTING_NAMES] };
   const text = typeof raw === 'number' ? String(raw) : raw.trim();
   switch (rule.kind) {
     case 'enum':
-      return rule.values.includes(text) ? { value: text } : { problem: `"${name}" ${JSON.stringify(raw)} is not allowed`, allowed: allowedValues(rule) };
+      return rule.values.includes(text)
+        ? { value: text }
+        : { problem: `"${name}" ${JSON.stringify(raw)} is not allowed`, allowed: allowedValues(rule) };
     case 'int': {
       const n = Number(text);
       if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(n) || n < rule.min || n > rule.max) {
-        return { problem: `"${name}" must be an integer from ${rule.min} to ${rule.max}, got ${JSON.stringify(raw)}`, allowed: allowedValues(rule) };
+        return {
+          problem: `"${name}" must be an integer from ${rule.min} to ${rule.max}, got ${JSON.stringify(raw)}`,
+          allowed: allowedValues(rule),
+        };
       }
       return { value: String(n) };
     }
     case 'flags': {
       if (typeof raw !== 'string' || [...text].some((c) => !rule.chars.includes(c))) {
-        return { problem: `"${name}" must be made of the characters ${rule.chars} (or be ""), got ${JSON.stringify(raw)}`, allowed: allowedValues(rule) };
+        return {
+          problem: `"${name}" must be made of the characters ${rule.chars} (or be ""), got ${JSON.stringify(raw)}`,
+          allowed: allowedValues(rule),
+        };
       }
       return { value: [...new Set(text)].join('') };
     }

@@ -3,13 +3,37 @@ import { patternProblem, ruleProblem, userRules, usernameProblem } from './redis
 
 describe('ruleProblem', () => {
   it('allows grantable categories, commands and subcommands, and taking anything away', () => {
-    for (const rule of ['+@read', '+@write', '+@pubsub', '+get', '+client|setname', '-@admin', '-@dangerous', '-@all', '-config', '-flushall', '+GET']) {
+    for (const rule of [
+      '+@read',
+      '+@write',
+      '+@pubsub',
+      '+get',
+      '+client|setname',
+      '-@admin',
+      '-@dangerous',
+      '-@all',
+      '-config',
+      '-flushall',
+      '+GET',
+    ]) {
       expect(ruleProblem(rule), rule).toBeUndefined();
     }
   });
 
   it('refuses the commands hangar keeps for itself, naming them', () => {
-    for (const [rule, named] of [['+config', 'CONFIG'], ['+config|get', 'CONFIG'], ['+acl', 'ACL'], ['+replicaof', 'REPLICAOF'], ['+slaveof', 'SLAVEOF'], ['+shutdown', 'SHUTDOWN'], ['+debug', 'DEBUG'], ['+module', 'MODULE'], ['+monitor', 'MONITOR'], ['+client', 'CLIENT'], ['+client|kill', 'CLIENT']] as const) {
+    for (const [rule, named] of [
+      ['+config', 'CONFIG'],
+      ['+config|get', 'CONFIG'],
+      ['+acl', 'ACL'],
+      ['+replicaof', 'REPLICAOF'],
+      ['+slaveof', 'SLAVEOF'],
+      ['+shutdown', 'SHUTDOWN'],
+      ['+debug', 'DEBUG'],
+      ['+module', 'MODULE'],
+      ['+monitor', 'MONITOR'],
+      ['+client', 'CLIENT'],
+      ['+client|kill', 'CLIENT'],
+    ] as const) {
       expect(ruleProblem(rule)?.problem, rule).toContain(named);
     }
   });
@@ -38,7 +62,13 @@ describe('names and patterns', () => {
 
 describe('userRules', () => {
   it('resets, enables, hashes every password, then keys, channels, commands, and -@admin last', () => {
-    const rules = userRules({ name: 'app', passwords: ['new-password', 'old-password'], keys: ['app:*'], channels: [], commands: ['+@READ', '-keys'] });
+    const rules = userRules({
+      name: 'app',
+      passwords: ['new-password', 'old-password'],
+      keys: ['app:*'],
+      channels: [],
+      commands: ['+@READ', '-keys'],
+    });
     expect(rules[0]).toBe('reset');
     expect(rules[1]).toBe('on');
     expect(rules.slice(2, 4).every((r) => /^#[0-9a-f]{64}$/.test(r))).toBe(true);

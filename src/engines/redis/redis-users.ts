@@ -13,8 +13,25 @@ export const REDIS_ADMIN_USER = 'hangar';
 
 /** Categories a rule may grant (`+@read`). `-@x` may remove any category. */
 export const GRANTABLE_CATEGORIES = [
-  'keyspace', 'read', 'write', 'set', 'sortedset', 'list', 'hash', 'string', 'bitmap', 'hyperloglog', 'geo', 'stream',
-  'pubsub', 'fast', 'slow', 'blocking', 'connection', 'transaction', 'scripting',
+  'keyspace',
+  'read',
+  'write',
+  'set',
+  'sortedset',
+  'list',
+  'hash',
+  'string',
+  'bitmap',
+  'hyperloglog',
+  'geo',
+  'stream',
+  'pubsub',
+  'fast',
+  'slow',
+  'blocking',
+  'connection',
+  'transaction',
+  'scripting',
 ] as const;
 
 /** Categories that exist but cannot be granted: they hold commands hangar keeps for itself. */
@@ -26,9 +43,34 @@ const RESERVED_CATEGORIES = ['admin', 'dangerous', 'all'] as const;
  * granting one of them, or the whole command of one of these subcommands, is refused.
  */
 export const RESERVED_COMMANDS: readonly string[] = [
-  'acl', 'bgrewriteaof', 'bgsave', 'client|kill', 'client|list', 'client|no-evict', 'client|pause', 'client|unblock', 'client|unpause', 'cluster',
-  'config', 'debug', 'failover', 'lastsave', 'latency', 'module', 'monitor', 'pfdebug', 'pfselftest', 'psync', 'replconf', 'replicaof',
-  'role', 'save', 'shutdown', 'slaveof', 'slowlog', 'sync',
+  'acl',
+  'bgrewriteaof',
+  'bgsave',
+  'client|kill',
+  'client|list',
+  'client|no-evict',
+  'client|pause',
+  'client|unblock',
+  'client|unpause',
+  'cluster',
+  'config',
+  'debug',
+  'failover',
+  'lastsave',
+  'latency',
+  'module',
+  'monitor',
+  'pfdebug',
+  'pfselftest',
+  'psync',
+  'replconf',
+  'replicaof',
+  'role',
+  'save',
+  'shutdown',
+  'slaveof',
+  'slowlog',
+  'sync',
 ];
 
 /** The users no tenant may create, change or delete: Redis's `default` (the instance password) and hangar's own. */
@@ -39,14 +81,19 @@ const RULE = /^([+-])(@[a-z]+|[a-z][a-z0-9_-]*(\|[a-z0-9_-]+)?)$/;
 /** Why a command rule is refused (naming the command or category), or undefined when it may be used. */
 export function ruleProblem(rule: string): { problem: string; allowed?: readonly string[] } | undefined {
   const m = RULE.exec(rule.toLowerCase());
-  if (!m) return { problem: `${JSON.stringify(rule)} is not a command rule: +@category, -@category, +command, -command or +command|subcommand` };
+  if (!m)
+    return { problem: `${JSON.stringify(rule)} is not a command rule: +@category, -@category, +command, -command or +command|subcommand` };
   const [, sign, what] = m as unknown as [string, '+' | '-', string];
   if (what.startsWith('@')) {
     const category = what.slice(1);
     const known = [...GRANTABLE_CATEGORIES, ...RESERVED_CATEGORIES] as readonly string[];
-    if (!known.includes(category)) return { problem: `${JSON.stringify(rule)}: no command category @${category}`, allowed: GRANTABLE_CATEGORIES.map((c) => `@${c}`) };
+    if (!known.includes(category))
+      return { problem: `${JSON.stringify(rule)}: no command category @${category}`, allowed: GRANTABLE_CATEGORIES.map((c) => `@${c}`) };
     if (sign === '+' && !(GRANTABLE_CATEGORIES as readonly string[]).includes(category)) {
-      return { problem: `${JSON.stringify(rule)}: category @${category} holds commands hangar keeps for itself and cannot be granted`, allowed: GRANTABLE_CATEGORIES.map((c) => `@${c}`) };
+      return {
+        problem: `${JSON.stringify(rule)}: category @${category} holds commands hangar keeps for itself and cannot be granted`,
+        allowed: GRANTABLE_CATEGORIES.map((c) => `@${c}`),
+      };
     }
     return undefined;
   }
@@ -69,7 +116,8 @@ export function patternProblem(pattern: string): string | undefined {
 
 /** Why a user name is refused, or undefined. */
 export function usernameProblem(name: string): string | undefined {
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name)) return 'must be 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit';
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name))
+    return 'must be 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit';
   if (RESERVED_USERS.includes(name)) return `"${name}" is a user hangar keeps for itself (the instance password is the default user's)`;
   return undefined;
 }

@@ -19,7 +19,8 @@ const MAX_LOGIN = 254;
 function targetOf(req: FastifyRequest): string | null {
   const p = (req.params ?? {}) as Record<string, string | undefined>;
   const body = req.body as { name?: unknown } | undefined;
-  const created = req.routeOptions.config.audit === 'instance.create' && typeof body?.name === 'string' ? body.name.slice(0, 64) : undefined;
+  const created =
+    req.routeOptions.config.audit === 'instance.create' && typeof body?.name === 'string' ? body.name.slice(0, 64) : undefined;
   const parts = [
     created !== undefined ? `instance:${created}` : undefined,
     p.instance_name !== undefined ? `instance:${p.instance_name}` : undefined,
@@ -43,7 +44,10 @@ function targetOf(req: FastifyRequest): string | null {
  * when that login (or key) exists, is filed under its account, so the account sees attempts
  * on it in its own log.
  */
-export function registerAudit(app: FastifyInstance, deps: { now: () => number; services: { accounts: AccountService; audit: AuditService } }): void {
+export function registerAudit(
+  app: FastifyInstance,
+  deps: { now: () => number; services: { accounts: AccountService; audit: AuditService } },
+): void {
   // A callback hook: answers that record nothing (reads) go on without a promise of their own.
   app.addHook('onSend', (req, reply, payload, done) => {
     const attempt = req.loginAttempt;
@@ -57,7 +61,10 @@ export function registerAudit(app: FastifyInstance, deps: { now: () => number; s
     // The answer leaves once the event is recorded (or failed to be).
     record(req, reply, action, attempt)
       .catch((err: unknown) => req.log.error({ err }, 'audit event not recorded'))
-      .then(() => done(null, payload), () => done(null, payload));
+      .then(
+        () => done(null, payload),
+        () => done(null, payload),
+      );
   });
 
   async function record(req: FastifyRequest, reply: FastifyReply, action: string, attempt: FastifyRequest['loginAttempt']): Promise<void> {

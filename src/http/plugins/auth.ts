@@ -73,7 +73,7 @@ export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
     }
   }
 
-  function limit(req: FastifyRequest, reply: FastifyReply, key: string): void {
+  function limit(_req: FastifyRequest, reply: FastifyReply, key: string): void {
     const s = deps.rateLimiter.take(key);
     void reply.header('x-ratelimit-limit', s.limit).header('x-ratelimit-remaining', s.remaining).header('x-ratelimit-reset', s.reset);
     if (s.exceeded) throw errors.rateLimited(s.retryAfterSeconds);

@@ -21,7 +21,9 @@ export function registerJsonBodies(app: FastifyInstance): void {
     strictJson(req, body, (err, value) => {
       if (err) {
         const e = errors.invalidBody(
-          /prototype/i.test(err.message) ? 'the body contains a forbidden key (__proto__ or constructor.prototype)' : 'the body is not valid JSON',
+          /prototype/i.test(err.message)
+            ? 'the body contains a forbidden key (__proto__ or constructor.prototype)'
+            : 'the body is not valid JSON',
         );
         return done(e);
       }

@@ -54,7 +54,11 @@ export function validationError(e: AjvError, context: string | undefined): Hanga
     }
     case 'enum': {
       const field = fieldName(e.instancePath);
-      return errors.invalidValue(field, `"${field}" has a value that is not allowed`, (e.params.allowedValues as (string | number)[]) ?? []);
+      return errors.invalidValue(
+        field,
+        `"${field}" has a value that is not allowed`,
+        (e.params.allowedValues as (string | number)[]) ?? [],
+      );
     }
     case 'const': {
       const field = fieldName(e.instancePath);
@@ -62,7 +66,9 @@ export function validationError(e: AjvError, context: string | undefined): Hanga
     }
     default: {
       const field = fieldName(e.instancePath);
-      return field ? errors.invalidValue(field, `"${field}" ${e.message ?? 'is not valid'}`) : errors.invalidBody(`${where} ${e.message ?? 'is not valid'}`);
+      return field
+        ? errors.invalidValue(field, `"${field}" ${e.message ?? 'is not valid'}`)
+        : errors.invalidBody(`${where} ${e.message ?? 'is not valid'}`);
     }
   }
 }
@@ -178,7 +184,14 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
     socket.destroy();
     return;
   }
-  writeRaw(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? errors.requestTimeout() : err.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.malformedRequest());
+  writeRaw(
+    socket,
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? errors.requestTimeout()
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? errors.headersTooLarge()
+        : errors.malformedRequest(),
+  );
 }
 
 /** CONNECT requests: no tunnels here. */

@@ -67,18 +67,26 @@ export function registerIdempotency(app: FastifyInstance, deps: { services: { id
       done(null, payload);
       return;
     }
-    settle(req, reply, held, payload).then(() => done(null, payload), (err: unknown) => done(err as Error));
+    settle(req, reply, held, payload).then(
+      () => done(null, payload),
+      (err: unknown) => done(err as Error),
+    );
   });
 
-  async function settle(req: FastifyRequest, reply: FastifyReply, held: { accountId: string; key: string }, payload: unknown): Promise<void> {
+  async function settle(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    held: { accountId: string; key: string },
+    payload: unknown,
+  ): Promise<void> {
     req.idempotency = undefined;
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
       await idempotency.release(held.accountId, held.key).catch((err: unknown) => req.log.warn({ err }, 'idempotency key not released'));
     } else {
       const operation = reply.getHeader('x-operation-id');
-      await idempotency.complete(held.accountId, held.key, reply.statusCode, payload, typeof operation === 'string' ? operation : undefined).catch((err: unknown) =>
-        req.log.warn({ err }, 'idempotent answer not recorded'),
-      );
+      await idempotency
+        .complete(held.accountId, held.key, reply.statusCode, payload, typeof operation === 'string' ? operation : undefined)
+        .catch((err: unknown) => req.log.warn({ err }, 'idempotent answer not recorded'));
     }
   }
 }

@@ -46,8 +46,12 @@ const TAGS = [
   { name: 'mongodb users', description: 'MongoDB database users and their roles' },
   { name: 'backups', description: 'Backups, restores and backup policies of an instance' },
   { name: 'events', description: 'The audit log of the account, and its events as they happen (Server-Sent Events)' },
-  { name: 'operations', description: 'Every asynchronous action (create, resize, rename, delete, ACL and user changes, backups and restores): state, steps, outcome' },
-  { name: 'webhooks', description: 'URLs sent the account\'s events, signed' },
+  {
+    name: 'operations',
+    description:
+      'Every asynchronous action (create, resize, rename, delete, ACL and user changes, backups and restores): state, steps, outcome',
+  },
+  { name: 'webhooks', description: "URLs sent the account's events, signed" },
   { name: 'keys', description: 'The API key pairs of the account' },
   { name: 'docs', description: 'This document' },
 ];
@@ -117,7 +121,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transform: ({ schema, url, route }) => {
       const auth = (route.config as { auth?: string } | undefined)?.auth;
       if (auth === undefined || !schema) return { schema, url };
-      const security: Record<string, string[]>[] = auth === 'basic' ? [{ basic: [] }] : auth === 'none' ? [] : [{ token: [] }, { basic: [] }];
+      const security: Record<string, string[]>[] =
+        auth === 'basic' ? [{ basic: [] }] : auth === 'none' ? [] : [{ token: [] }, { basic: [] }];
       return { schema: { ...schema, security }, url };
     },
   });

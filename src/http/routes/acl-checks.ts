@@ -20,7 +20,8 @@ export function aclCheckRoutes(fastify: FastifyInstance, deps: AppDeps): void {
     {
       schema: {
         summary: 'Would this address be admitted, and by which ACL? (an addition to the ObjectRocket API)',
-        description: "Answered from the ACLs in force (expired ones no longer count), as the edge judges a connection to the instance's client listeners. Changes nothing.",
+        description:
+          "Answered from the ACLs in force (expired ones no longer count), as the edge judges a connection to the instance's client listeners. Changes nothing.",
         tags,
         params: NameParams,
         headers: IdempotencyHeaders,
@@ -58,11 +59,14 @@ export function aclCheckRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       schema: {
         summary: 'The last connections the edge refused, newest first (an addition to the ObjectRocket API)',
         description:
-          "From the edge's log of refused connections, kept in memory (the last 100 per instance; gone when hangar or the edge restarts). /metrics counts them: hangar_edge_connections_total{outcome=\"refused\"}.",
+          'From the edge\'s log of refused connections, kept in memory (the last 100 per instance; gone when hangar or the edge restarts). /metrics counts them: hangar_edge_connections_total{outcome="refused"}.',
         tags,
         params: NameParams,
         querystring: DeniedQuery,
-        response: { 200: Data(Type.Array(DeniedConnectionRecord), [DENIED_CONNECTION]), ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'INVALID_BODY', 'INSTANCE_NOT_FOUND']) },
+        response: {
+          200: Data(Type.Array(DeniedConnectionRecord), [DENIED_CONNECTION]),
+          ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'INVALID_BODY', 'INSTANCE_NOT_FOUND']),
+        },
       },
     },
     async (req) => {

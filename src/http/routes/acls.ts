@@ -46,15 +46,34 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         body: AclReplaceBody,
         response: {
           200: { ...Data(Type.Array(AclRecord), [ACL]), headers: OPERATION_HEADERS },
-          ...errorResponses([...WITH_PATH, ...WITH_BODY, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'ACL_EXISTS', 'QUOTA_EXCEEDED', 'INSTANCE_DELETING', 'PRECONDITION_FAILED']),
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'ACL_EXISTS',
+            'QUOTA_EXCEEDED',
+            'INSTANCE_DELETING',
+            'PRECONDITION_FAILED',
+          ]),
         },
       },
     },
     async (req, reply) => {
       const ifMatch = req.headers['if-match'];
-      const { instance, acls: list, etag } = answerStarted(
+      const {
+        instance,
+        acls: list,
+        etag,
+      } = answerStarted(
         reply,
-        await acls.replace(callerOf(req), req.params.instance_name, req.body, typeof ifMatch === 'string' ? ifMatch : undefined, originOf(req)),
+        await acls.replace(
+          callerOf(req),
+          req.params.instance_name,
+          req.body,
+          typeof ifMatch === 'string' ? ifMatch : undefined,
+          originOf(req),
+        ),
       );
       void reply.header('etag', etag);
       return { data: list.map((a) => aclRecord(a, instance)) };
@@ -67,18 +86,30 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       config: { audit: 'acl.create' },
       schema: {
         summary: 'Admit an address or range at the edge',
-        description: 'Answers once the edge enforces the ACL (or after a short wait; the ACL is recorded either way and applied soon after).',
+        description:
+          'Answers once the edge enforces the ACL (or after a short wait; the ACL is recorded either way and applied soon after).',
         tags,
         params: NameParams,
         headers: IdempotencyHeaders,
         body: AclCreateBody,
         response: {
           200: { ...Data(Type.String({ description: 'The id of the new ACL' }), ACL._id.$oid), headers: OPERATION_HEADERS },
-          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'ACL_EXISTS', 'QUOTA_EXCEEDED', 'INSTANCE_DELETING']),
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'ACL_EXISTS',
+            'QUOTA_EXCEEDED',
+            'INSTANCE_DELETING',
+          ]),
         },
       },
     },
-    async (req, reply) => ({ data: answerStarted(reply, await acls.create(callerOf(req), req.params.instance_name, req.body, originOf(req))) }),
+    async (req, reply) => ({
+      data: answerStarted(reply, await acls.create(callerOf(req), req.params.instance_name, req.body, originOf(req))),
+    }),
   );
 
   app.get(
@@ -105,7 +136,10 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         summary: "Stop admitting the ACL's sources, and close their open connections",
         tags,
         params: AclParams,
-        response: { 200: { ...Data(Type.Object({}, { description: 'Empty' }), {}), headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'ACL_NOT_FOUND']) },
+        response: {
+          200: { ...Data(Type.Object({}, { description: 'Empty' }), {}), headers: OPERATION_HEADERS },
+          ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'ACL_NOT_FOUND']),
+        },
       },
     },
     async (req, reply) => {

@@ -5,7 +5,16 @@ import { errors } from '../../domain/errors.js';
 import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
 import {
-  BACKUP_EXAMPLE, BackupParams, BackupRecord, PENDING_BACKUP_EXAMPLE, POLICY_EXAMPLE, PolicyBody, PolicyRecord, RESTORE_EXAMPLE, RestoreBody, RestoreRecord,
+  BACKUP_EXAMPLE,
+  BackupParams,
+  BackupRecord,
+  PENDING_BACKUP_EXAMPLE,
+  POLICY_EXAMPLE,
+  PolicyBody,
+  PolicyRecord,
+  RESTORE_EXAMPLE,
+  RestoreBody,
+  RestoreRecord,
 } from '../schemas/backups.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
@@ -48,7 +57,16 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         response: {
           200: { ...Data(BackupRecord, PENDING_BACKUP_EXAMPLE), headers: OPERATION_HEADERS },
-          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING', 'INSTANCE_NOT_READY', 'BACKUP_IN_PROGRESS', 'BACKUP_UNAVAILABLE']),
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INSTANCE_NOT_FOUND',
+            'INSTANCE_DELETING',
+            'INSTANCE_NOT_READY',
+            'BACKUP_IN_PROGRESS',
+            'BACKUP_UNAVAILABLE',
+          ]),
         },
       },
     },
@@ -83,7 +101,10 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags,
         params: BackupParams,
         response: {
-          200: Data(Type.String({ description: 'Confirmation naming the backup' }), `Backup "${BACKUP_EXAMPLE.id}" of instance "cache" deleted`),
+          200: Data(
+            Type.String({ description: 'Confirmation naming the backup' }),
+            `Backup "${BACKUP_EXAMPLE.id}" of instance "cache" deleted`,
+          ),
           ...errorResponses([...WITH_PATH, 'BACKUP_NOT_FOUND', 'BACKUP_IN_PROGRESS', 'BACKUP_STORAGE_UNAVAILABLE']),
         },
       },
@@ -112,14 +133,16 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
     },
     async (req, reply) => {
       const content = await backups.download(callerOf(req), req.params.instance_name, req.params.backup_id);
-      return reply
-        .type('application/octet-stream')
-        // the instance's data itself: no cache keeps it
-        .header('cache-control', 'no-store')
-        .header('content-length', String(content.backup.sizeBytes))
-        .header('content-disposition', `attachment; filename="${content.fileName}"`)
-        .header('x-backup-sha256', content.backup.sha256!)
-        .send(content.stream as never);
+      return (
+        reply
+          .type('application/octet-stream')
+          // the instance's data itself: no cache keeps it
+          .header('cache-control', 'no-store')
+          .header('content-length', String(content.backup.sizeBytes))
+          .header('content-disposition', `attachment; filename="${content.fileName}"`)
+          .header('x-backup-sha256', content.backup.sha256!)
+          .send(content.stream as never)
+      );
     },
   );
 
@@ -128,7 +151,7 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
     {
       config: { audit: 'instance.restore' },
       schema: {
-        summary: "Restore a backup into the instance, replacing its data",
+        summary: 'Restore a backup into the instance, replacing its data',
         description:
           'The backup is read and checked (its SHA-256) before anything changes: a corrupt one is a 422 and the instance is untouched. Then the instance turns RESTORING (clients are cut off while its engines restart on the restored data) and ACTIVE again, its replica resynced; its Redis users and settings stay. The `restore` operation of the same id (`X-Operation-Id`) follows it with its steps and SUCCEEDS once the instance serves the restored data; `GET .../restores/` lists restores.',
         tags,
@@ -138,13 +161,28 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         response: {
           200: { ...Data(RestoreRecord, RESTORE_EXAMPLE), headers: OPERATION_HEADERS },
           ...errorResponses([
-            ...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'BACKUP_NOT_FOUND', 'INSTANCE_DELETING', 'OPERATION_IN_PROGRESS',
-            'BACKUP_IN_PROGRESS', 'BACKUP_NOT_COMPLETED', 'BACKUP_CORRUPT', 'BACKUP_UNAVAILABLE', 'BACKUP_STORAGE_UNAVAILABLE',
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'BACKUP_NOT_FOUND',
+            'INSTANCE_DELETING',
+            'OPERATION_IN_PROGRESS',
+            'BACKUP_IN_PROGRESS',
+            'BACKUP_NOT_COMPLETED',
+            'BACKUP_CORRUPT',
+            'BACKUP_UNAVAILABLE',
+            'BACKUP_STORAGE_UNAVAILABLE',
           ]),
         },
       },
     },
-    async (req, reply) => ({ data: restoreRecord(answerStarted(reply, await backups.restore(callerOf(req), req.params.instance_name, req.body.backup_id, originOf(req)))) }),
+    async (req, reply) => ({
+      data: restoreRecord(
+        answerStarted(reply, await backups.restore(callerOf(req), req.params.instance_name, req.body.backup_id, originOf(req))),
+      ),
+    }),
   );
 
   app.get(
@@ -154,7 +192,12 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         summary: "The instance's restores, newest first",
         tags,
         params: NameParams,
-        response: { 200: Data(Type.Array(RestoreRecord), [{ ...RESTORE_EXAMPLE, state: 'COMPLETED', started: '2026-11-26 09:00:00', finished: '2026-11-26 09:00:03' }]), ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND']) },
+        response: {
+          200: Data(Type.Array(RestoreRecord), [
+            { ...RESTORE_EXAMPLE, state: 'COMPLETED', started: '2026-11-26 09:00:00', finished: '2026-11-26 09:00:03' },
+          ]),
+          ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND']),
+        },
       },
     },
     async (req) => ({ data: (await backups.restores(callerOf(req), req.params.instance_name)).map(restoreRecord) }),
@@ -184,7 +227,10 @@ export function backupRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags,
         params: NameParams,
         body: PolicyBody,
-        response: { 200: Data(PolicyRecord, POLICY_EXAMPLE), ...errorResponses([...WITH_PATH, ...WITH_BODY, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING', 'BACKUP_UNAVAILABLE']) },
+        response: {
+          200: Data(PolicyRecord, POLICY_EXAMPLE),
+          ...errorResponses([...WITH_PATH, ...WITH_BODY, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING', 'BACKUP_UNAVAILABLE']),
+        },
       },
     },
     async (req) => ({ data: policyRecord(await backups.setPolicy(callerOf(req), req.params.instance_name, req.body)) }),

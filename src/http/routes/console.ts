@@ -59,7 +59,10 @@ export async function consoleRoutes(app: FastifyInstance, dir: string | undefine
     scope.addHook('onRequest', async (_req, reply) => consoleHeaders(reply));
     // Read each time (it is small): a rebuild while hangar runs gives the page of the new assets.
     const sendPage = async (_req: unknown, reply: FastifyReply) =>
-      reply.header('cache-control', 'no-cache').type('text/html; charset=utf-8').send(await readFile(join(dir, 'index.html')));
+      reply
+        .header('cache-control', 'no-cache')
+        .type('text/html; charset=utf-8')
+        .send(await readFile(join(dir, 'index.html')));
     for (const url of ['/', '/console/']) scope.get(url, { schema: { hide: true } }, sendPage);
     await scope.register(fastifyStatic, {
       root: join(dir, 'assets'),

@@ -65,9 +65,16 @@ export function streamRoute(fastify: FastifyInstance, deps: AppDeps): void {
     },
     async (req, reply) => {
       const caller = callerOf(req);
-      const kinds = (req.query.kinds ?? '*').split(',').map((k) => k.trim()).filter((k) => k !== '');
+      const kinds = (req.query.kinds ?? '*')
+        .split(',')
+        .map((k) => k.trim())
+        .filter((k) => k !== '');
       for (const k of kinds) {
-        if (!isKindFilter(k)) throw errors.invalidValue('kinds', `"kinds": ${JSON.stringify(k)} is no kind of event; give kinds, families (operation, instance) or *`);
+        if (!isKindFilter(k))
+          throw errors.invalidValue(
+            'kinds',
+            `"kinds": ${JSON.stringify(k)} is no kind of event; give kinds, families (operation, instance) or *`,
+          );
       }
       let instanceId: string | undefined;
       if (req.query.instance !== undefined) {
@@ -77,7 +84,8 @@ export function streamRoute(fastify: FastifyInstance, deps: AppDeps): void {
         else throw errors.instanceNotFound(req.query.instance);
       }
       const header = req.headers['last-event-id'];
-      const resumeFrom = typeof header === 'string' ? Number(header) : req.query.last_event_id !== undefined ? Number(req.query.last_event_id) : undefined;
+      const resumeFrom =
+        typeof header === 'string' ? Number(header) : req.query.last_event_id !== undefined ? Number(req.query.last_event_id) : undefined;
       const { cursor, lost } = await events.start(resumeFrom);
 
       reply.hijack();
@@ -92,7 +100,10 @@ export function streamRoute(fastify: FastifyInstance, deps: AppDeps): void {
         connection: 'keep-alive',
       });
       raw.write(`retry: ${RETRY_MS}\n: connected\n\n`);
-      if (lost) raw.write(`event: gap\ndata: ${JSON.stringify({ message: `events after ${resumeFrom} were pruned (HANGAR_EVENT_RETENTION): read the current state again` })}\n\n`);
+      if (lost)
+        raw.write(
+          `event: gap\ndata: ${JSON.stringify({ message: `events after ${resumeFrom} were pruned (HANGAR_EVENT_RETENTION): read the current state again` })}\n\n`,
+        );
 
       let unsubscribe: (() => void) | undefined;
       let ended = false;
@@ -103,7 +114,9 @@ export function streamRoute(fastify: FastifyInstance, deps: AppDeps): void {
         accounts.stillValid(caller).then(
           (valid) => {
             if (valid || ended) return;
-            raw.write(`event: unauthorized\ndata: ${JSON.stringify({ message: 'the credentials of this stream are no longer valid (revoked or expired): log in again at GET /v2/tokens/ and resume with Last-Event-ID' })}\n\n`);
+            raw.write(
+              `event: unauthorized\ndata: ${JSON.stringify({ message: 'the credentials of this stream are no longer valid (revoked or expired): log in again at GET /v2/tokens/ and resume with Last-Event-ID' })}\n\n`,
+            );
             end();
           },
           (err: unknown) => req.log.warn({ err }, 'event stream credentials not checked'),

@@ -27,7 +27,10 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       schema: {
         summary: "The account's instances",
         tags,
-        response: { 200: Data(Type.Array(InstanceRecord), [REDIS_INSTANCE, MONGODB_INSTANCE, ELASTICSEARCH_INSTANCE]), ...errorResponses([]) },
+        response: {
+          200: Data(Type.Array(InstanceRecord), [REDIS_INSTANCE, MONGODB_INSTANCE, ELASTICSEARCH_INSTANCE]),
+          ...errorResponses([]),
+        },
       },
     },
     async (req, reply) => {
@@ -58,7 +61,15 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         body: CreateInstanceBody,
         response: {
           200: { ...Data(CreationRecord, CREATED_REDIS_INSTANCE), headers: OPERATION_HEADERS },
-          ...errorResponses([...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'NAME_TAKEN', 'QUOTA_EXCEEDED', 'SERVICE_UNAVAILABLE_HERE', 'CAPACITY_EXHAUSTED']),
+          ...errorResponses([
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'NAME_TAKEN',
+            'QUOTA_EXCEEDED',
+            'SERVICE_UNAVAILABLE_HERE',
+            'CAPACITY_EXHAUSTED',
+          ]),
         },
       },
     },
@@ -102,7 +113,10 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags,
         params: NameParams,
         response: {
-          200: { ...Data(Type.String({ description: 'Confirmation naming the instance' }), 'Instance "cache" is being deleted'), headers: OPERATION_HEADERS },
+          200: {
+            ...Data(Type.String({ description: 'Confirmation naming the instance' }), 'Instance "cache" is being deleted'),
+            headers: OPERATION_HEADERS,
+          },
           ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING']),
         },
       },
@@ -121,11 +135,24 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: RenameBody,
         response: {
-          200: { ...Data(Type.String({ description: 'Confirmation naming the old and the new name' }), 'Instance "cache" renamed to "sessions"'), headers: OPERATION_HEADERS },
-          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'NAME_TAKEN', 'INSTANCE_DELETING']),
+          200: {
+            ...Data(Type.String({ description: 'Confirmation naming the old and the new name' }), 'Instance "cache" renamed to "sessions"'),
+            headers: OPERATION_HEADERS,
+          },
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'NAME_TAKEN',
+            'INSTANCE_DELETING',
+          ]),
         },
       },
     },
-    async (req, reply) => ({ data: answerStarted(reply, await instances.rename(callerOf(req), req.params.instance_name, req.body.name, originOf(req))) }),
+    async (req, reply) => ({
+      data: answerStarted(reply, await instances.rename(callerOf(req), req.params.instance_name, req.body.name, originOf(req))),
+    }),
   );
 }

@@ -9,7 +9,6 @@ import { Data } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { ApiKeyRecord, CREATED_KEY_EXAMPLE, CreatedApiKey, KEY_EXAMPLE, KeyParams } from '../schemas/keys.js';
 
-
 function keyRecord(k: ApiKeyInfo) {
   return {
     _id: { $oid: k.id },

@@ -23,7 +23,10 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
         summary: 'Users of a database',
         tags,
         params: DatabaseParams,
-        response: { 200: Data(Type.Array(UserRecord), [MONGODB_USER]), ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND']) },
+        response: {
+          200: Data(Type.Array(UserRecord), [MONGODB_USER]),
+          ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND']),
+        },
       },
     },
     async (req) => ({ data: await mongodbUsers.list(callerOf(req), req.params.instance_id, req.params.database_name) }),
@@ -39,12 +42,28 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
         headers: IdempotencyHeaders,
         body: UserCreateBody,
         response: {
-          200: { ...Data(Type.String({ description: 'Confirmation naming the user' }), 'User "app" added to database "orders"'), headers: OPERATION_HEADERS },
-          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_EXISTS', 'INSTANCE_DELETING']),
+          200: {
+            ...Data(Type.String({ description: 'Confirmation naming the user' }), 'User "app" added to database "orders"'),
+            headers: OPERATION_HEADERS,
+          },
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'USER_EXISTS',
+            'INSTANCE_DELETING',
+          ]),
         },
       },
     },
-    async (req, reply) => ({ data: answerStarted(reply, await mongodbUsers.create(callerOf(req), req.params.instance_id, req.params.database_name, req.body, originOf(req))) }),
+    async (req, reply) => ({
+      data: answerStarted(
+        reply,
+        await mongodbUsers.create(callerOf(req), req.params.instance_id, req.params.database_name, req.body, originOf(req)),
+      ),
+    }),
   );
   app.patch(
     `${base}/:username`,
@@ -56,11 +75,32 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
         params: UserParams,
         headers: IdempotencyHeaders,
         body: UserPatchBody,
-        response: { 200: { ...Message, headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'INSTANCE_DELETING']) },
+        response: {
+          200: { ...Message, headers: OPERATION_HEADERS },
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'USER_NOT_FOUND',
+            'INSTANCE_DELETING',
+          ]),
+        },
       },
     },
     async (req, reply) => ({
-      message: answerStarted(reply, await mongodbUsers.update(callerOf(req), req.params.instance_id, req.params.database_name, req.params.username, req.body, originOf(req))),
+      message: answerStarted(
+        reply,
+        await mongodbUsers.update(
+          callerOf(req),
+          req.params.instance_id,
+          req.params.database_name,
+          req.params.username,
+          req.body,
+          originOf(req),
+        ),
+      ),
     }),
   );
   app.delete(
@@ -72,11 +112,22 @@ export function mongodbUserRoutes(fastify: FastifyInstance, deps: AppDeps): void
         tags,
         params: UserParams,
         response: {
-          200: { ...Data(Type.String({ description: 'Confirmation naming the user and the database' }), 'User "app" deleted from database "orders"'), headers: OPERATION_HEADERS },
+          200: {
+            ...Data(
+              Type.String({ description: 'Confirmation naming the user and the database' }),
+              'User "app" deleted from database "orders"',
+            ),
+            headers: OPERATION_HEADERS,
+          },
           ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND']),
         },
       },
     },
-    async (req, reply) => ({ data: answerStarted(reply, await mongodbUsers.delete(callerOf(req), req.params.instance_id, req.params.database_name, req.params.username, originOf(req))) }),
+    async (req, reply) => ({
+      data: answerStarted(
+        reply,
+        await mongodbUsers.delete(callerOf(req), req.params.instance_id, req.params.database_name, req.params.username, originOf(req)),
+      ),
+    }),
   );
 }

@@ -3,10 +3,23 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type AppDeps, callerOf } from '../context.js';
 import { Data } from '../schemas/common.js';
 import { WITH_PATH, errorResponses } from '../schemas/error-responses.js';
-import { FAILED_OPERATION_EXAMPLE, OPERATION_EXAMPLE, OperationList, OperationParams, OperationRecord, OperationsQuery } from '../schemas/operations.js';
+import {
+  FAILED_OPERATION_EXAMPLE,
+  OPERATION_EXAMPLE,
+  OperationList,
+  OperationParams,
+  OperationRecord,
+  OperationsQuery,
+} from '../schemas/operations.js';
 import { operationRecord } from '../serializers.js';
 
-const list = (v: string | undefined): string[] | undefined => (v === undefined ? undefined : v.split(',').map((x) => x.trim()).filter((x) => x !== ''));
+const list = (v: string | undefined): string[] | undefined =>
+  v === undefined
+    ? undefined
+    : v
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
 
 /**
  * `/v2/operations/`: every asynchronous action of the account (an addition to the spec): the
@@ -50,7 +63,10 @@ export function operationRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         summary: 'One operation: its state, steps, progress and error',
         tags,
         params: OperationParams,
-        response: { 200: Data(OperationRecord, OPERATION_EXAMPLE, FAILED_OPERATION_EXAMPLE), ...errorResponses([...WITH_PATH, 'OPERATION_NOT_FOUND']) },
+        response: {
+          200: Data(OperationRecord, OPERATION_EXAMPLE, FAILED_OPERATION_EXAMPLE),
+          ...errorResponses([...WITH_PATH, 'OPERATION_NOT_FOUND']),
+        },
       },
     },
     async (req) => ({ data: operationRecord(await operations.get(callerOf(req), req.params.operation_id)) }),
@@ -67,8 +83,26 @@ export function operationRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags,
         params: OperationParams,
         response: {
-          200: Data(OperationRecord, { ...OPERATION_EXAMPLE, state: 'CANCELLED', progress: null, steps: [OPERATION_EXAMPLE.steps[0]!, { name: 'cancelled', at: { $date: 1795251600100 }, message: 'cancelled by ops@example.com before its build started; the instance is removed' }] }),
-          ...errorResponses([...WITH_PATH, 'OPERATION_NOT_FOUND', 'OPERATION_NOT_CANCELLABLE', 'IDEMPOTENCY_KEY_CONFLICT', 'IDEMPOTENCY_KEY_IN_USE']),
+          200: Data(OperationRecord, {
+            ...OPERATION_EXAMPLE,
+            state: 'CANCELLED',
+            progress: null,
+            steps: [
+              OPERATION_EXAMPLE.steps[0]!,
+              {
+                name: 'cancelled',
+                at: { $date: 1795251600100 },
+                message: 'cancelled by ops@example.com before its build started; the instance is removed',
+              },
+            ],
+          }),
+          ...errorResponses([
+            ...WITH_PATH,
+            'OPERATION_NOT_FOUND',
+            'OPERATION_NOT_CANCELLABLE',
+            'IDEMPOTENCY_KEY_CONFLICT',
+            'IDEMPOTENCY_KEY_IN_USE',
+          ]),
         },
       },
     },

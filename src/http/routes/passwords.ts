@@ -51,7 +51,10 @@ export function passwordRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags: ['instances'],
         params: NameParams,
         headers: IdempotencyHeaders,
-        response: { 200: { ...Data(FinishRecord, { retired: true }), headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND']) },
+        response: {
+          200: { ...Data(FinishRecord, { retired: true }), headers: OPERATION_HEADERS },
+          ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND']),
+        },
       },
     },
     async (req, reply) => finished(reply, await passwords.finishInstance(callerOf(req), req.params.instance_name, originOf(req))),
@@ -61,15 +64,28 @@ export function passwordRoutes(fastify: FastifyInstance, deps: AppDeps): void {
     {
       config: { audit: 'redis_user.password.rotate' },
       schema: {
-        summary: "Give a user a new password, keeping the old one working for a grace period",
+        summary: 'Give a user a new password, keeping the old one working for a grace period',
         tags: ['redis users'],
         params: RedisUserParams,
         headers: IdempotencyHeaders,
-        response: { 200: { ...Data(RotationRecord, ROTATION), headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'ROTATION_IN_PROGRESS', 'INSTANCE_DELETING']) },
+        response: {
+          200: { ...Data(RotationRecord, ROTATION), headers: OPERATION_HEADERS },
+          ...errorResponses([
+            ...WITH_PATH,
+            ...IDEMPOTENT,
+            'INSTANCE_NOT_FOUND',
+            'USER_NOT_FOUND',
+            'ROTATION_IN_PROGRESS',
+            'INSTANCE_DELETING',
+          ]),
+        },
       },
     },
     async (req, reply) => {
-      const r = answerStarted(reply, await passwords.rotateUser(callerOf(req), req.params.instance_name, req.params.username, originOf(req)));
+      const r = answerStarted(
+        reply,
+        await passwords.rotateUser(callerOf(req), req.params.instance_name, req.params.username, originOf(req)),
+      );
       return { data: { password: r.password, previous_valid_until: iso(r.previousValidUntil) } };
     },
   );
@@ -82,9 +98,13 @@ export function passwordRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags: ['redis users'],
         params: RedisUserParams,
         headers: IdempotencyHeaders,
-        response: { 200: { ...Data(FinishRecord, { retired: true }), headers: OPERATION_HEADERS }, ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND']) },
+        response: {
+          200: { ...Data(FinishRecord, { retired: true }), headers: OPERATION_HEADERS },
+          ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND']),
+        },
       },
     },
-    async (req, reply) => finished(reply, await passwords.finishUser(callerOf(req), req.params.instance_name, req.params.username, originOf(req))),
+    async (req, reply) =>
+      finished(reply, await passwords.finishUser(callerOf(req), req.params.instance_name, req.params.username, originOf(req))),
   );
 }

@@ -35,19 +35,34 @@ export function redisUserRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       config: { audit: 'redis_user.create' },
       schema: {
         summary: 'Add a user, with its keys, channels and commands',
-        description: 'Applied on the primary and the replica (and written into their configuration files) before the answer, or within seconds after it.',
+        description:
+          'Applied on the primary and the replica (and written into their configuration files) before the answer, or within seconds after it.',
         tags,
         params: NameParams,
         headers: IdempotencyHeaders,
         body: RedisUserCreateBody,
         response: {
-          200: { ...Data(RedisUserCreated, { user: REDIS_USER, password: '8c1d0e9f2a3b4c5d6e7f8091a2b3c4d5' }), headers: OPERATION_HEADERS },
-          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_EXISTS', 'INSTANCE_DELETING']),
+          200: {
+            ...Data(RedisUserCreated, { user: REDIS_USER, password: '8c1d0e9f2a3b4c5d6e7f8091a2b3c4d5' }),
+            headers: OPERATION_HEADERS,
+          },
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'USER_EXISTS',
+            'INSTANCE_DELETING',
+          ]),
         },
       },
     },
     async (req, reply) => {
-      const { user, password } = answerStarted(reply, await redisUsers.create(callerOf(req), req.params.instance_name, req.body, originOf(req)));
+      const { user, password } = answerStarted(
+        reply,
+        await redisUsers.create(callerOf(req), req.params.instance_name, req.body, originOf(req)),
+      );
       return { data: { user: redisUserRecord(user), password } };
     },
   );
@@ -75,12 +90,25 @@ export function redisUserRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         body: RedisUserPatchBody,
         response: {
           200: { ...Data(RedisUserRecord, REDIS_USER), headers: OPERATION_HEADERS },
-          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'USER_NOT_FOUND', 'INSTANCE_DELETING']),
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'USER_NOT_FOUND',
+            'INSTANCE_DELETING',
+          ]),
         },
       },
     },
     async (req, reply) => ({
-      data: redisUserRecord(answerStarted(reply, await redisUsers.update(callerOf(req), req.params.instance_name, req.params.username, req.body, originOf(req)))),
+      data: redisUserRecord(
+        answerStarted(
+          reply,
+          await redisUsers.update(callerOf(req), req.params.instance_name, req.params.username, req.body, originOf(req)),
+        ),
+      ),
     }),
   );
   app.delete(

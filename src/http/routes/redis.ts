@@ -6,7 +6,15 @@ import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
-import { RedisConfigPatchBody, RedisConfigRecord, RedisStatsRecord, ResizeBody, SlowlogEntryRecord, SlowlogQuery, SpaceUsage } from '../schemas/redis.js';
+import {
+  RedisConfigPatchBody,
+  RedisConfigRecord,
+  RedisStatsRecord,
+  ResizeBody,
+  SlowlogEntryRecord,
+  SlowlogQuery,
+  SpaceUsage,
+} from '../schemas/redis.js';
 import { slowlogRecord, statsRecord } from '../serializers.js';
 
 export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
@@ -106,7 +114,9 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         },
       },
     },
-    async (req, reply) => ({ data: answerStarted(reply, await redis.setConfig(callerOf(req), req.params.instance_name, req.body, originOf(req))) }),
+    async (req, reply) => ({
+      data: answerStarted(reply, await redis.setConfig(callerOf(req), req.params.instance_name, req.body, originOf(req))),
+    }),
   );
   app.get(
     '/redis/:instance_name/slowlog/',
@@ -117,8 +127,24 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         description: 'What enters it: slowlog-log-slower-than and slowlog-max-len, both settings of PATCH .../config/.',
         querystring: SlowlogQuery,
         response: {
-          200: Data(Type.Array(SlowlogEntryRecord), [{ id: 12, time: '2026-11-21T09:00:00.000Z', duration_us: 15210, command: ['KEYS', '*'], client: '127.0.0.1:52114', client_name: '' }]),
-          ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'INVALID_BODY', 'INSTANCE_NOT_FOUND', 'INSTANCE_NOT_READY', 'ENGINE_UNREACHABLE']),
+          200: Data(Type.Array(SlowlogEntryRecord), [
+            {
+              id: 12,
+              time: '2026-11-21T09:00:00.000Z',
+              duration_us: 15210,
+              command: ['KEYS', '*'],
+              client: '127.0.0.1:52114',
+              client_name: '',
+            },
+          ]),
+          ...errorResponses([
+            ...WITH_PATH,
+            'INVALID_VALUE',
+            'INVALID_BODY',
+            'INSTANCE_NOT_FOUND',
+            'INSTANCE_NOT_READY',
+            'ENGINE_UNREACHABLE',
+          ]),
         },
       },
     },
@@ -135,9 +161,25 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         summary: 'Throughput, hit ratio, evictions, clients, memory and replication, read live (an addition to the ObjectRocket API)',
         response: {
           200: Data(RedisStatsRecord, {
-            ops_per_sec: 1520, total_commands: 8812345, keyspace_hits: 90210, keyspace_misses: 1022, hit_ratio: 0.9888, evicted_keys: 0, expired_keys: 312, keys: 4021,
-            connected_clients: 14, maxclients: 10000, blocked_clients: 0, used_memory: 3145728, maxmemory: 524288000, fragmentation_ratio: 1.21,
-            role: 'master', replication_offset: 1048576, replicas: [{ state: 'online', offset: 1048576, lag_bytes: 0, lag_seconds: 0 }], uptime_seconds: 86400, version: '7.0.15',
+            ops_per_sec: 1520,
+            total_commands: 8812345,
+            keyspace_hits: 90210,
+            keyspace_misses: 1022,
+            hit_ratio: 0.9888,
+            evicted_keys: 0,
+            expired_keys: 312,
+            keys: 4021,
+            connected_clients: 14,
+            maxclients: 10000,
+            blocked_clients: 0,
+            used_memory: 3145728,
+            maxmemory: 524288000,
+            fragmentation_ratio: 1.21,
+            role: 'master',
+            replication_offset: 1048576,
+            replicas: [{ state: 'online', offset: 1048576, lag_bytes: 0, lag_seconds: 0 }],
+            uptime_seconds: 86400,
+            version: '7.0.15',
           }),
           ...errs,
         },
@@ -157,13 +199,26 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         body: ResizeBody,
         response: {
           200: {
-            ...Data(Type.String({ description: 'Confirmation naming the instance, the old and the new plan' }), 'Resizing of instance "cache" from 500 MB to 1000 MB has started'),
+            ...Data(
+              Type.String({ description: 'Confirmation naming the instance, the old and the new plan' }),
+              'Resizing of instance "cache" from 500 MB to 1000 MB has started',
+            ),
             headers: OPERATION_HEADERS,
           },
-          ...errorResponses([...WITH_PATH, ...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'INSTANCE_NOT_FOUND', 'OPERATION_IN_PROGRESS', 'INSTANCE_DELETING']),
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'OPERATION_IN_PROGRESS',
+            'INSTANCE_DELETING',
+          ]),
         },
       },
     },
-    async (req, reply) => ({ data: answerStarted(reply, await redis.resize(callerOf(req), req.params.instance_name, req.body.new_plan, originOf(req))) }),
+    async (req, reply) => ({
+      data: answerStarted(reply, await redis.resize(callerOf(req), req.params.instance_name, req.body.new_plan, originOf(req))),
+    }),
   );
 }

@@ -27,7 +27,7 @@ export function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         response: { 200: Data(TokenData, { token: TOKEN }), ...errorResponses([]) },
       },
     },
-    async (req, reply) => {
+    async (req, _reply) => {
       // no-store comes with the answer's schema (a token): see plugins/no-store.ts
       const { token } = await accounts.issueToken(callerOf(req));
       return { data: { token } };

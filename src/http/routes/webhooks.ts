@@ -9,7 +9,15 @@ import { Data } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
 import {
-  CREATED_WEBHOOK_EXAMPLE, CreatedWebhook, DELIVERY_EXAMPLE, DeliveriesQuery, DeliveryRecord, WEBHOOK_EXAMPLE, WebhookCreateBody, WebhookParams, WebhookRecord,
+  CREATED_WEBHOOK_EXAMPLE,
+  CreatedWebhook,
+  DELIVERY_EXAMPLE,
+  DeliveriesQuery,
+  DeliveryRecord,
+  WEBHOOK_EXAMPLE,
+  WebhookCreateBody,
+  WebhookParams,
+  WebhookRecord,
 } from '../schemas/webhooks.js';
 
 const NO_STORE = 'no-store';
@@ -65,7 +73,11 @@ export function webhookRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/webhooks/',
     {
-      schema: { summary: "The account's webhooks, without their secrets", tags, response: { 200: Data(Type.Array(WebhookRecord), [WEBHOOK_EXAMPLE]), ...errorResponses([]) } },
+      schema: {
+        summary: "The account's webhooks, without their secrets",
+        tags,
+        response: { 200: Data(Type.Array(WebhookRecord), [WEBHOOK_EXAMPLE]), ...errorResponses([]) },
+      },
     },
     async (req) => ({ data: (await webhooks.list(callerOf(req))).map(webhookRecord) }),
   );
@@ -81,7 +93,10 @@ export function webhookRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags,
         headers: IdempotencyHeaders,
         body: WebhookCreateBody,
-        response: { 200: Data(CreatedWebhook, CREATED_WEBHOOK_EXAMPLE), ...errorResponses([...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'TARGET_NOT_ALLOWED', 'QUOTA_EXCEEDED']) },
+        response: {
+          200: Data(CreatedWebhook, CREATED_WEBHOOK_EXAMPLE),
+          ...errorResponses([...WITH_BODY, ...IDEMPOTENT, 'INVALID_VALUE', 'TARGET_NOT_ALLOWED', 'QUOTA_EXCEEDED']),
+        },
       },
     },
     async (req, reply) => {
@@ -94,7 +109,12 @@ export function webhookRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.get(
     '/webhooks/:webhook_id/',
     {
-      schema: { summary: 'One webhook, without its secret', tags, params: WebhookParams, response: { 200: Data(WebhookRecord, WEBHOOK_EXAMPLE), ...errorResponses([...WITH_PATH, 'WEBHOOK_NOT_FOUND']) } },
+      schema: {
+        summary: 'One webhook, without its secret',
+        tags,
+        params: WebhookParams,
+        response: { 200: Data(WebhookRecord, WEBHOOK_EXAMPLE), ...errorResponses([...WITH_PATH, 'WEBHOOK_NOT_FOUND']) },
+      },
     },
     async (req) => ({ data: webhookRecord(await webhooks.get(callerOf(req), req.params.webhook_id)) }),
   );
@@ -122,7 +142,8 @@ export function webhookRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       config: { audit: 'webhook.rotate' },
       schema: {
         summary: 'A new signing secret, shown in this answer only; the old one also signs for 24 hours',
-        description: 'Takes no body (or `{}`). Until `previous_secret_until`, X-Hangar-Signature carries two v1= values: the new secret\'s and the old one\'s.',
+        description:
+          "Takes no body (or `{}`). Until `previous_secret_until`, X-Hangar-Signature carries two v1= values: the new secret's and the old one's.",
         tags,
         params: WebhookParams,
         response: {
@@ -147,12 +168,18 @@ export function webhookRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         tags,
         params: WebhookParams,
         querystring: DeliveriesQuery,
-        response: { 200: Data(Type.Array(DeliveryRecord), [DELIVERY_EXAMPLE]), ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'WEBHOOK_NOT_FOUND']) },
+        response: {
+          200: Data(Type.Array(DeliveryRecord), [DELIVERY_EXAMPLE]),
+          ...errorResponses([...WITH_PATH, 'INVALID_VALUE', 'WEBHOOK_NOT_FOUND']),
+        },
       },
     },
     async (req) => {
       const q = req.query;
-      const states = q.state?.split(',').map((s) => s.trim()).filter((s) => s !== '');
+      const states = q.state
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
       const list = await webhooks.deliveries(callerOf(req), req.params.webhook_id, {
         limit: Math.min(500, Math.max(1, Number(q.limit ?? 100))),
         ...(q.before !== undefined ? { beforeEventId: Number(q.before) } : {}),

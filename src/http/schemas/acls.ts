@@ -38,7 +38,9 @@ const aclFields = {
   port: Type.Integer({ description: "The instance's public port" }),
   transport: Type.Optional(Type.Boolean({ description: 'elasticsearch: also admitted on the transport port' })),
   kibana: Type.Optional(Type.Boolean({ description: 'elasticsearch: admitted on Kibana' })),
-  expires_at: Type.Optional(Type.String({ description: 'When it stops admitting (RFC 3339, UTC); absent: never (an addition to the ObjectRocket API)' })),
+  expires_at: Type.Optional(
+    Type.String({ description: 'When it stops admitting (RFC 3339, UTC); absent: never (an addition to the ObjectRocket API)' }),
+  ),
 };
 
 export const AclRecord = Type.Object(aclFields, { $id: 'Acl', description: 'An ACL (spec 2.4)', examples: [ACL] });
@@ -61,12 +63,20 @@ export const AclParams = Type.Object({
 export const AclReplaceBody = Type.Array(AclCreateBody, {
   maxItems: 1000,
   description: 'Every ACL the instance is to have; those it has and the list leaves out are removed',
-  examples: [[{ cidr_mask: '203.0.113.7', description: 'laptop' }, { cidr_mask: '198.51.100.0/24', description: 'office', expires_at: '2026-12-31T23:59:59Z' }]],
+  examples: [
+    [
+      { cidr_mask: '203.0.113.7', description: 'laptop' },
+      { cidr_mask: '198.51.100.0/24', description: 'office', expires_at: '2026-12-31T23:59:59Z' },
+    ],
+  ],
 });
 
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(
-    Type.String({ description: 'The ETag of the list as last read (GET .../acls/ answers it); a list that changed since is a 412. Left out: replace whatever the list is' }),
+    Type.String({
+      description:
+        'The ETag of the list as last read (GET .../acls/ answers it); a list that changed since is a 412. Left out: replace whatever the list is',
+    }),
   ),
 });
 
@@ -78,7 +88,9 @@ export const AclCheckBody = Type.Object(
 export const AclCheckRecord = Type.Object(
   {
     ip: Type.String({ description: 'The address, normalised' }),
-    admitted: Type.Boolean({ description: "Whether the edge admits it on the instance's client listeners (hangar's own probe address aside)" }),
+    admitted: Type.Boolean({
+      description: "Whether the edge admits it on the instance's client listeners (hangar's own probe address aside)",
+    }),
     acl: Type.Union([AclRecord, Type.Null()], { description: 'The ACL that admits it, the most specific one; null when none does' }),
   },
   { description: 'Whether an address would be admitted, and by which ACL' },
@@ -99,7 +111,9 @@ export const EffectiveAccessRecord = Type.Object(
     desired: Sources,
     enforcers: Type.Array(
       Type.Object({
-        name: Type.String({ description: 'What enforces: haproxy (the local edge), pod/<name> (an edge pod), networkpolicy/<name>, emulated' }),
+        name: Type.String({
+          description: 'What enforces: haproxy (the local edge), pod/<name> (an edge pod), networkpolicy/<name>, emulated',
+        }),
         sources: Sources,
         in_sync: Type.Boolean({ description: 'Whether it admits exactly the desired sources' }),
         missing: Sources,
@@ -122,6 +136,14 @@ export const DeniedConnectionRecord = Type.Object(
 );
 
 export const DeniedQuery = Type.Object(
-  { limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: 'How many, 1-100, default 20 (the edge keeps the last 100 per instance)', examples: ['20'] })) },
+  {
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^[0-9]{1,3}$',
+        description: 'How many, 1-100, default 20 (the edge keeps the last 100 per instance)',
+        examples: ['20'],
+      }),
+    ),
+  },
   { additionalProperties: false },
 );

@@ -42,7 +42,9 @@ export const BackupRecord = Type.Object(
     instance_name: Type.String({ description: 'Name of the instance when the backup was asked for' }),
     service: Type.String({ description: 'redis, mongodb or elasticsearch' }),
     engine_version: Type.String({ description: 'Version of the engine the snapshot was taken of' }),
-    format: Type.String({ description: 'rdb (redis), mongodb-archive (mongodump --archive --gzip), elasticsearch-snapshot (a snapshot repository, tar)' }),
+    format: Type.String({
+      description: 'rdb (redis), mongodb-archive (mongodump --archive --gzip), elasticsearch-snapshot (a snapshot repository, tar)',
+    }),
     state: Type.String({ description: 'PENDING, RUNNING, COMPLETED or FAILED' }),
     state_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it FAILED' }),
     step: Type.Union([Type.String(), Type.Null()], { description: 'What a RUNNING backup is doing (snapshot, storing)' }),
@@ -53,7 +55,9 @@ export const BackupRecord = Type.Object(
     finished: time('When it ended'),
     size_bytes: count('Size of the snapshot (what a download gives), once COMPLETED'),
     sha256: Type.Union([Type.String(), Type.Null()], { description: 'SHA-256 of the snapshot, hex, once COMPLETED; a restore checks it' }),
-    used_memory_bytes: count('Memory (redis) the instance used when the snapshot was taken: a new instance restored from it needs a plan at least this large'),
+    used_memory_bytes: count(
+      'Memory (redis) the instance used when the snapshot was taken: a new instance restored from it needs a plan at least this large',
+    ),
     location: Type.String({ description: 'Where the encrypted object is kept (file:// or s3://); never a credential' }),
   },
   { $id: 'Backup', description: 'A backup of an instance', examples: [BACKUP_EXAMPLE] },
@@ -83,7 +87,9 @@ export const RestoreRecord = Type.Object(
     kind: Type.String({ description: 'in_place (POST .../restore/) or new_instance (restore_from in a create)' }),
     state: Type.String({ description: 'PENDING, RUNNING, COMPLETED or FAILED' }),
     state_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it FAILED' }),
-    step: Type.Union([Type.String(), Type.Null()], { description: 'What a RUNNING restore is doing (reading, restore:staged, restore:engines-stopped, restore:data-swapped)' }),
+    step: Type.Union([Type.String(), Type.Null()], {
+      description: 'What a RUNNING restore is doing (reading, restore:staged, restore:engines-stopped, restore:data-swapped)',
+    }),
     requested: Type.String({ description: 'When it was asked for (YYYY-MM-DD HH:MM:SS, UTC)' }),
     started: time('When it started'),
     finished: time('When it ended'),
@@ -93,11 +99,22 @@ export const RestoreRecord = Type.Object(
 export type RestoreRecord = Static<typeof RestoreRecord>;
 
 export const RestoreBody = Type.Object(
-  { backup_id: Type.String({ description: 'A completed backup of the account, of the same service (of this instance or another one, deleted ones included)' }) },
+  {
+    backup_id: Type.String({
+      description: 'A completed backup of the account, of the same service (of this instance or another one, deleted ones included)',
+    }),
+  },
   { additionalProperties: false, examples: [{ backup_id: BACKUP_EXAMPLE.id }] },
 );
 
-export const POLICY_EXAMPLE = { schedule: 'daily', daily_at: '03:00', every_hours: null, keep_last: 7, keep_days: 30, next_run: '2026-11-27 03:00:00' };
+export const POLICY_EXAMPLE = {
+  schedule: 'daily',
+  daily_at: '03:00',
+  every_hours: null,
+  keep_last: 7,
+  keep_days: 30,
+  next_run: '2026-11-27 03:00:00',
+};
 
 export const PolicyRecord = Type.Object(
   {
@@ -106,7 +123,9 @@ export const PolicyRecord = Type.Object(
     daily_at: Type.Union([Type.String(), Type.Null()], { description: 'HH:MM, UTC (schedule daily)' }),
     keep_last: count('Retention: keep the last K completed backups (null: no such limit)'),
     keep_days: count('Retention: keep the backups of the last D days (null: no such limit); with both, a backup either keeps is kept'),
-    next_run: Type.Union([Type.String(), Type.Null()], { description: 'When the schedule fires next (YYYY-MM-DD HH:MM:SS, UTC); null when off' }),
+    next_run: Type.Union([Type.String(), Type.Null()], {
+      description: 'When the schedule fires next (YYYY-MM-DD HH:MM:SS, UTC); null when off',
+    }),
   },
   { $id: 'BackupPolicy', description: "The instance's backup policy", examples: [POLICY_EXAMPLE] },
 );
@@ -120,7 +139,14 @@ export const PolicyBody = Type.Object(
     keep_last: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: 'keep the last K completed backups' })),
     keep_days: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: 'keep the backups of the last D days' })),
   },
-  { additionalProperties: false, examples: [{ schedule: 'daily', daily_at: '03:00', keep_last: 7 }, { schedule: 'every', every_hours: 6, keep_days: 2 }, { schedule: 'off' }] },
+  {
+    additionalProperties: false,
+    examples: [
+      { schedule: 'daily', daily_at: '03:00', keep_last: 7 },
+      { schedule: 'every', every_hours: 6, keep_days: 2 },
+      { schedule: 'off' },
+    ],
+  },
 );
 
 export const BackupParams = Type.Object({

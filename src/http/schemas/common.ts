@@ -25,7 +25,10 @@ export const Data = <T extends TSchema>(data: T, ...examples: unknown[]) => {
 };
 
 /** The `{"message": ...}` envelope of the MongoDB user update. */
-export const Message = Type.Object({ message: Type.String({ description: 'Confirmation naming the user and the database' }) }, { description: 'The user is updated', examples: [{ message: 'User "app" on database "orders" updated' }] });
+export const Message = Type.Object(
+  { message: Type.String({ description: 'Confirmation naming the user and the database' }) },
+  { description: 'The user is updated', examples: [{ message: 'User "app" on database "orders" updated' }] },
+);
 
 export const ObjectIdRef = Type.Object({ $oid: Type.String({ pattern: '^[0-9a-f]{24}$' }) });
 export const DateRef = Type.Object({ $date: Type.Integer({ description: 'epoch milliseconds' }) });

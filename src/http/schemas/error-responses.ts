@@ -10,7 +10,11 @@ export type { ErrorCode };
  * without an example here does not compile.
  */
 const EXAMPLES: Record<ErrorCode, HangarError> = {
-  INVALID_VALUE: errors.invalidValue('plan', '"plan" of a redis instance 750 is not allowed', [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000]),
+  INVALID_VALUE: errors.invalidValue(
+    'plan',
+    '"plan" of a redis instance 750 is not allowed',
+    [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
+  ),
   INVALID_BODY: errors.invalidBody('"name" is required', 'name'),
   UNAUTHORIZED: errors.unauthorized(),
   TOO_MANY_LOGIN_FAILURES: errors.tooManyLogins(42),
@@ -20,8 +24,13 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
   USER_NOT_FOUND: errors.userNotFound('app', 'orders'),
   OPERATION_NOT_FOUND: errors.operationNotFound('6560a1f2c3d4e5f607182950'),
   WEBHOOK_NOT_FOUND: errors.webhookNotFound('6560a1f2c3d4e5f607182960'),
-  OPERATION_NOT_CANCELLABLE: errors.operationNotCancellable('6560a1f2c3d4e5f607182950', 'a resize cannot be cancelled once recorded: the engines may already run on the larger plan; wait for it to finish'),
-  TARGET_NOT_ALLOWED: errors.targetNotAllowed('"url": 10.0.0.7 is a private address; hangar refuses webhook targets on loopback, private and link-local addresses unless HANGAR_WEBHOOK_ALLOW_PRIVATE=true'),
+  OPERATION_NOT_CANCELLABLE: errors.operationNotCancellable(
+    '6560a1f2c3d4e5f607182950',
+    'a resize cannot be cancelled once recorded: the engines may already run on the larger plan; wait for it to finish',
+  ),
+  TARGET_NOT_ALLOWED: errors.targetNotAllowed(
+    '"url": 10.0.0.7 is a private address; hangar refuses webhook targets on loopback, private and link-local addresses unless HANGAR_WEBHOOK_ALLOW_PRIVATE=true',
+  ),
   ROUTE_NOT_FOUND: errors.routeNotFound('GET', '/v2/nothing/'),
   NAME_TAKEN: errors.nameTaken('cache'),
   USER_EXISTS: errors.userExists('app', 'orders'),
@@ -37,13 +46,29 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
   BACKUP_NOT_FOUND: errors.backupNotFound('6560a1f2c3d4e5f607182950'),
   BACKUP_IN_PROGRESS: errors.backupInProgress('cache', '6560a1f2c3d4e5f607182950', 'RUNNING'),
   BACKUP_NOT_COMPLETED: errors.backupNotCompleted('6560a1f2c3d4e5f607182950', 'FAILED'),
-  BACKUP_CORRUPT: errors.backupCorrupt('6560a1f2c3d4e5f607182950', 'its SHA-256 is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 (1048576 bytes), not the 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae (1048576 bytes) recorded when it was taken'),
-  BACKUP_UNAVAILABLE: errors.backupUnavailable('mongodb', 'backups of mongodb need mongodump and mongorestore (the MongoDB Database Tools), which are not installed on this host'),
-  BACKUP_STORAGE_UNAVAILABLE: errors.backupStorageUnavailable('reading s3://backups/hangar/6560a1f2c3d4e5f607182930/6560a1f2c3d4e5f607182950.rdb.hgb: the object storage is unreachable (ECONNREFUSED)'),
-  SERVICE_UNAVAILABLE_HERE: errors.serviceUnavailableHere('mongodb', 'mongodb cannot run on this host: mongod was not found on PATH (set HANGAR_MONGOD_BIN)'),
+  BACKUP_CORRUPT: errors.backupCorrupt(
+    '6560a1f2c3d4e5f607182950',
+    'its SHA-256 is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 (1048576 bytes), not the 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae (1048576 bytes) recorded when it was taken',
+  ),
+  BACKUP_UNAVAILABLE: errors.backupUnavailable(
+    'mongodb',
+    'backups of mongodb need mongodump and mongorestore (the MongoDB Database Tools), which are not installed on this host',
+  ),
+  BACKUP_STORAGE_UNAVAILABLE: errors.backupStorageUnavailable(
+    'reading s3://backups/hangar/6560a1f2c3d4e5f607182930/6560a1f2c3d4e5f607182950.rdb.hgb: the object storage is unreachable (ECONNREFUSED)',
+  ),
+  SERVICE_UNAVAILABLE_HERE: errors.serviceUnavailableHere(
+    'mongodb',
+    'mongodb cannot run on this host: mongod was not found on PATH (set HANGAR_MONGOD_BIN)',
+  ),
   ENGINE_UNREACHABLE: errors.engineUnreachable('cache', 'no answer within 3000 ms'),
   STORE_UNAVAILABLE: errors.storeUnavailable(),
-  CAPACITY_EXCEEDED: errors.capacityExceeded('zone "US-Dallas"', 1200, 22000, 'a redis_ha_instance on plan 1000 needs 2000 MB (2 x 1000 MB: maxmemory of the primary and of the replica)'),
+  CAPACITY_EXCEEDED: errors.capacityExceeded(
+    'zone "US-Dallas"',
+    1200,
+    22000,
+    'a redis_ha_instance on plan 1000 needs 2000 MB (2 x 1000 MB: maxmemory of the primary and of the replica)',
+  ),
   CAPACITY_EXHAUSTED: errors.capacityExhausted('no free port left in HANGAR_PORT_RANGE 20000-29999'),
   SHUTTING_DOWN: errors.shuttingDown(),
   LOGIN_TAKEN: errors.loginTaken('me@example.com'),
@@ -94,7 +119,12 @@ export const WITH_BODY: readonly ErrorCode[] = ['INVALID_BODY', 'BODY_TOO_LARGE'
 
 export interface ErrorResponse {
   readonly description: string;
-  readonly content: { readonly 'application/json': { readonly schema: typeof ErrorRef; readonly examples: Record<string, { summary: string; value: unknown }> } };
+  readonly content: {
+    readonly 'application/json': {
+      readonly schema: typeof ErrorRef;
+      readonly examples: Record<string, { summary: string; value: unknown }>;
+    };
+  };
 }
 
 /** The example body of an error code. */
@@ -110,11 +140,24 @@ export function errorExample(code: ErrorCode): { message: string; code: string; 
  */
 export function errorResponses(codes: readonly ErrorCode[], opts: { authenticated?: boolean } = {}): Record<number, ErrorResponse> {
   const all = new Set<ErrorCode>([...(opts.authenticated === false ? ['INTERNAL' as const] : AUTHENTICATED), ...codes]);
-  const out: Record<number, { description: string; content: { 'application/json': { schema: typeof ErrorRef; examples: Record<string, { summary: string; value: unknown }> } } }> = {};
+  const out: Record<
+    number,
+    {
+      description: string;
+      content: { 'application/json': { schema: typeof ErrorRef; examples: Record<string, { summary: string; value: unknown }> } };
+    }
+  > = {};
   for (const code of all) {
     const e = byCode.get(code);
     if (!e) throw new Error(`no example for error code ${code}`);
-    const slot = (out[e.status] ??= { description: STATUS_TEXT[e.status] ?? 'Error', content: { 'application/json': { schema: ErrorRef, examples: {} } } });
+    let slot = out[e.status];
+    if (!slot) {
+      slot = {
+        description: STATUS_TEXT[e.status] ?? 'Error',
+        content: { 'application/json': { schema: ErrorRef, examples: {} } },
+      };
+      out[e.status] = slot;
+    }
     slot.content['application/json'].examples[code] = { summary: code, value: errorExample(code) };
   }
   return out;

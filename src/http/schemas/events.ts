@@ -5,7 +5,9 @@ export const AuditEventRecord = Type.Object(
   {
     id: Type.Integer({ description: 'Event number, increasing' }),
     action: Type.String({ description: 'What was done, e.g. instance.create, acl.delete, token.create' }),
-    target: Type.Union([Type.String(), Type.Null()], { description: 'What it was done to, e.g. instance:cache/acl:6560a1f2c3d4e5f60718293a' }),
+    target: Type.Union([Type.String(), Type.Null()], {
+      description: 'What it was done to, e.g. instance:cache/acl:6560a1f2c3d4e5f60718293a',
+    }),
     source_ip: Type.Union([Type.String(), Type.Null()], { description: 'Address the request came from' }),
     outcome: Type.String({ description: 'success or failure' }),
     status: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the answer' }),
@@ -19,7 +21,9 @@ export const AuditEventRecord = Type.Object(
 export const EventsQuery = Type.Object(
   {
     limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'How many events, 1-1000, default 100', examples: ['20'] })),
-    before: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$', description: 'Only events with a smaller id (paging)', examples: ['42'] })),
+    before: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,15}$', description: 'Only events with a smaller id (paging)', examples: ['42'] }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -82,7 +82,14 @@ export const CREATED_REDIS_INSTANCE = {
   state: 'REQUESTED',
 };
 
-export const CREATE_REDIS_BODY = { name: 'cache', plan: 500, service: 'redis', type: 'redis_ha_instance', version: '7.0.15', zone: 'US-Dallas' };
+export const CREATE_REDIS_BODY = {
+  name: 'cache',
+  plan: 500,
+  service: 'redis',
+  type: 'redis_ha_instance',
+  version: '7.0.15',
+  zone: 'US-Dallas',
+};
 export const CREATE_MONGODB_BODY = {
   name: 'orders',
   plan: 5,
@@ -109,7 +116,13 @@ export const ACL = {
 
 export const ACL_EXTENDED = { ...ACL, instance_id: { $oid: REDIS_INSTANCE.id }, instance_type: 'redis_ha_instance', service_type: 'redis' };
 
-export const MONGODB_USER = { name: 'app', roles: [{ role: 'readWrite', db: 'orders' }, { role: 'read', db: 'reports' }] };
+export const MONGODB_USER = {
+  name: 'app',
+  roles: [
+    { role: 'readWrite', db: 'orders' },
+    { role: 'read', db: 'reports' },
+  ],
+};
 
 export const AUDIT_EVENT = {
   id: 42,
@@ -145,7 +158,13 @@ export const EFFECTIVE_ACCESS = {
   in_sync: false,
   desired: { main: ['198.51.100.0/24', '203.0.113.7'] },
   enforcers: [
-    { name: 'haproxy', sources: { main: ['198.51.100.0/24', '203.0.113.7', '203.0.113.99'] }, in_sync: false, missing: {}, extra: { main: ['203.0.113.99'] } },
+    {
+      name: 'haproxy',
+      sources: { main: ['198.51.100.0/24', '203.0.113.7', '203.0.113.99'] },
+      in_sync: false,
+      missing: {},
+      extra: { main: ['203.0.113.99'] },
+    },
   ],
   checked_at: '2026-11-21T09:00:00.000Z',
 };

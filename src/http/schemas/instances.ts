@@ -2,7 +2,14 @@ import { Type, type Static } from 'typebox';
 import { DateRef, ObjectIdRef } from './common.js';
 import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES } from '../../domain/catalog.js';
 import { AclCreateBody } from './acls.js';
-import { CREATED_REDIS_INSTANCE, CREATE_MONGODB_BODY, CREATE_REDIS_BODY, ELASTICSEARCH_INSTANCE, MONGODB_INSTANCE, REDIS_INSTANCE } from './examples.js';
+import {
+  CREATED_REDIS_INSTANCE,
+  CREATE_MONGODB_BODY,
+  CREATE_REDIS_BODY,
+  ELASTICSEARCH_INSTANCE,
+  MONGODB_INSTANCE,
+  REDIS_INSTANCE,
+} from './examples.js';
 
 /** `redis: a, b; mongodb: c, d` from a catalogue table. */
 const perService = (table: Readonly<Record<string, readonly (string | number)[]>>) =>
@@ -19,13 +26,21 @@ export const CreateInstanceBody = Type.Object(
     encryption: Type.Optional(Type.Boolean({ description: 'Encryption at rest; elasticsearch and mongodb only' })),
     storage_engine: Type.Optional(Type.String({ description: `mongodb only: ${STORAGE_ENGINES.join(' or ')}` })),
     acls: Type.Optional(Type.Array(AclCreateBody, { maxItems: 1000, description: 'ACLs to create with the instance' })),
-    restore_from: Type.Optional(Type.String({ description: "A completed backup of the account, of the same service: the instance is built, then restored from it (RESTORING, then ACTIVE). The plan must hold what the backed-up instance used." })),
+    restore_from: Type.Optional(
+      Type.String({
+        description:
+          'A completed backup of the account, of the same service: the instance is built, then restored from it (RESTORING, then ACTIVE). The plan must hold what the backed-up instance used.',
+      }),
+    ),
   },
   { additionalProperties: false, examples: [CREATE_REDIS_BODY, CREATE_MONGODB_BODY] },
 );
 export type CreateInstanceBody = Static<typeof CreateInstanceBody>;
 
-export const RenameBody = Type.Object({ name: Type.String({ description: 'The new name' }) }, { additionalProperties: false, examples: [{ name: 'sessions' }] });
+export const RenameBody = Type.Object(
+  { name: Type.String({ description: 'The new name' }) },
+  { additionalProperties: false, examples: [{ name: 'sessions' }] },
+);
 
 const Addresses = (what: string) => Type.String({ description: `${what}, comma-separated when several` });
 
@@ -59,7 +74,9 @@ const detailFields = {
   api_key: Type.String({ description: 'Key attached to the instance' }),
   caster: Type.Null({ description: 'Always null' }),
   state: Type.String({ description: 'REQUESTED, BUILDING, ACTIVE, COMPLETED, RESIZING, RESTORING, DEGRADED, DELETING or FAILED' }),
-  state_reason: Type.Optional(Type.String({ description: 'Why the instance is DEGRADED or FAILED, or what a build or resize is waiting for' })),
+  state_reason: Type.Optional(
+    Type.String({ description: 'Why the instance is DEGRADED or FAILED, or what a build or resize is waiting for' }),
+  ),
   connect_string: Type.Optional(Type.String({ description: 'mongodb: host:port entries, comma-separated; redis: redis://host:port' })),
   ssl_connect_string: Type.Optional(Type.String({ description: 'mongodb_sharded: host:port of the TLS listener' })),
   clb_id: Type.Optional(Type.Null({ description: 'redis: load balancer identifier, always null' })),
@@ -71,7 +88,11 @@ const detailFields = {
   connection_strings: Type.Optional(ConnectionStrings),
 };
 
-export const InstanceRecord = Type.Object(detailFields, { $id: 'Instance', description: 'An instance (spec 2.1); fields depend on service and type', examples: [REDIS_INSTANCE, MONGODB_INSTANCE, ELASTICSEARCH_INSTANCE] });
+export const InstanceRecord = Type.Object(detailFields, {
+  $id: 'Instance',
+  description: 'An instance (spec 2.1); fields depend on service and type',
+  examples: [REDIS_INSTANCE, MONGODB_INSTANCE, ELASTICSEARCH_INSTANCE],
+});
 
 export const CreationRecord = Type.Object(
   {
@@ -89,5 +110,9 @@ export const CreationRecord = Type.Object(
     login_prior: Type.Null({ description: 'Always null' }),
     ...detailFields,
   },
-  { $id: 'CreatedInstance', description: 'The creation record (spec 2.3) with the fields of the instance record', examples: [CREATED_REDIS_INSTANCE] },
+  {
+    $id: 'CreatedInstance',
+    description: 'The creation record (spec 2.3) with the fields of the instance record',
+    examples: [CREATED_REDIS_INSTANCE],
+  },
 );

@@ -16,7 +16,10 @@ export const UserCreateBody = Type.Object(
     password: Type.String({ description: 'User password; stored encrypted, never shown again' }),
     roles: Type.Array(Role, { maxItems: 100, description: 'Roles granted' }),
   },
-  { additionalProperties: false, examples: [{ username: 'app', password: 'a-long-secret-password', roles: [{ role: 'readWrite', db: 'orders' }] }] },
+  {
+    additionalProperties: false,
+    examples: [{ username: 'app', password: 'a-long-secret-password', roles: [{ role: 'readWrite', db: 'orders' }] }],
+  },
 );
 
 export const UserPatchBody = Type.Object(

@@ -45,10 +45,17 @@ export const FAILED_OPERATION_EXAMPLE = {
     { name: 'recorded', at: { $date: T0 } },
     { name: 'started', at: { $date: T0 + 30 } },
     { name: 'state:DEGRADED', at: { $date: T0 + 3100 }, message: 'the engine of the primary does not answer' },
-    { name: 'failed', at: { $date: T0 + 600_000 }, message: 'resize not finished within its deadline of 600 s; the instance is DEGRADED until hangar has carried the change out' },
+    {
+      name: 'failed',
+      at: { $date: T0 + 600_000 },
+      message: 'resize not finished within its deadline of 600 s; the instance is DEGRADED until hangar has carried the change out',
+    },
   ],
   progress: null,
-  error: { code: 'DEADLINE_EXCEEDED', message: 'resize not finished within its deadline of 600 s; the instance is DEGRADED until hangar has carried the change out' },
+  error: {
+    code: 'DEADLINE_EXCEEDED',
+    message: 'resize not finished within its deadline of 600 s; the instance is DEGRADED until hangar has carried the change out',
+  },
   detail: { from_plan: 500, to_plan: 1000 },
   date_updated: { $date: T0 + 600_000 },
   date_started: { $date: T0 + 30 },
@@ -62,7 +69,10 @@ const NullableDate = Type.Union([DateRef, Type.Null()]);
 
 export const OperationStepRecord = Type.Object(
   {
-    name: Type.String({ description: '`recorded`, `started`, a step of the work (e.g. `create:primary-started`), `state:<STATE>` of the instance, then `succeeded`, `failed` or `cancelled`' }),
+    name: Type.String({
+      description:
+        '`recorded`, `started`, a step of the work (e.g. `create:primary-started`), `state:<STATE>` of the instance, then `succeeded`, `failed` or `cancelled`',
+    }),
     at: DateRef,
     message: Type.Optional(Type.String({ description: 'What the step says (a reason, a state)' })),
   },
@@ -72,18 +82,28 @@ export const OperationStepRecord = Type.Object(
 export const OperationRecord = Type.Object(
   {
     id: Type.String({ pattern: '^[0-9a-f]{24}$', description: 'Operation id: GET /v2/operations/{operation_id}/' }),
-    kind: Type.String({ description: 'create, resize, rename, delete, acl.add, acl.delete, user.create, user.update, user.delete, backup, restore' }),
-    state: Type.Union([Type.Literal('PENDING'), Type.Literal('RUNNING'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('CANCELLED')], {
-      description: 'PENDING, RUNNING, then SUCCEEDED, FAILED or CANCELLED',
+    kind: Type.String({
+      description: 'create, resize, rename, delete, acl.add, acl.delete, user.create, user.update, user.delete, backup, restore',
     }),
+    state: Type.Union(
+      [Type.Literal('PENDING'), Type.Literal('RUNNING'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('CANCELLED')],
+      {
+        description: 'PENDING, RUNNING, then SUCCEEDED, FAILED or CANCELLED',
+      },
+    ),
     instance_id: Nullable(Type.String({ description: 'The instance it is about' })),
     instance_name: Nullable(Type.String({ description: 'Its name when the operation was recorded' })),
     account_id: Type.String({ description: 'The account' }),
     steps: Type.Array(OperationStepRecord, { description: 'The steps so far, oldest first, with their times' }),
-    progress: Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()], { description: 'Percent done where it can be known (100 once it succeeded); null otherwise' }),
-    error: Type.Union([Type.Object({ code: Type.String({ description: 'e.g. DEADLINE_EXCEEDED, INSTANCE_FAILED' }), message: Type.String() }), Type.Null()], {
-      description: 'Why it FAILED; null otherwise',
+    progress: Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()], {
+      description: 'Percent done where it can be known (100 once it succeeded); null otherwise',
     }),
+    error: Type.Union(
+      [Type.Object({ code: Type.String({ description: 'e.g. DEADLINE_EXCEEDED, INSTANCE_FAILED' }), message: Type.String() }), Type.Null()],
+      {
+        description: 'Why it FAILED; null otherwise',
+      },
+    ),
     requested_by: Type.Union(
       [
         Type.Object({
@@ -96,15 +116,23 @@ export const OperationRecord = Type.Object(
       { description: 'Who asked for it' },
     ),
     request_id: Nullable(Type.String({ description: 'X-Request-Id of the request that started it' })),
-    detail: Type.Record(Type.String(), Type.Unknown(), { description: 'Facts of its kind: plans of a resize, names of a rename, the ACL of an ACL change, the user of a user change' }),
+    detail: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'Facts of its kind: plans of a resize, names of a rename, the ACL of an ACL change, the user of a user change',
+    }),
     cancellable: Type.Boolean({ description: 'Whether POST .../cancel may cancel it while open (a create also before its build starts)' }),
     created: Type.String({ description: 'YYYY-MM-DD HH:MM:SS, UTC' }),
     date_created: DateRef,
     date_updated: DateRef,
     date_started: NullableDate,
     date_finished: NullableDate,
-    deadline: Type.Object({ $date: Type.Integer({ description: 'epoch milliseconds' }) }, { description: 'When it is FAILED if still open (HANGAR_OPERATION_DEADLINES)' }),
-    last_event_id: Type.Union([Type.Integer(), Type.Null()], { description: 'Id of the event of its latest change: GET /v2/events/stream with Last-Event-ID set to it misses none of its later changes' }),
+    deadline: Type.Object(
+      { $date: Type.Integer({ description: 'epoch milliseconds' }) },
+      { description: 'When it is FAILED if still open (HANGAR_OPERATION_DEADLINES)' },
+    ),
+    last_event_id: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        'Id of the event of its latest change: GET /v2/events/stream with Last-Event-ID set to it misses none of its later changes',
+    }),
   },
   { $id: 'Operation', description: 'An asynchronous action and how it went', examples: [OPERATION_EXAMPLE] },
 );
@@ -122,16 +150,28 @@ export const OperationList = Type.Object(
 
 export const OperationsQuery = Type.Object(
   {
-    instance: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only those of this instance (its name, or its id)', examples: ['cache'] })),
-    state: Type.Optional(Type.String({ maxLength: 100, description: 'Only in these states, comma-separated', examples: ['PENDING,RUNNING'] })),
+    instance: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'Only those of this instance (its name, or its id)', examples: ['cache'] }),
+    ),
+    state: Type.Optional(
+      Type.String({ maxLength: 100, description: 'Only in these states, comma-separated', examples: ['PENDING,RUNNING'] }),
+    ),
     kind: Type.Optional(Type.String({ maxLength: 200, description: 'Only of these kinds, comma-separated', examples: ['create,delete'] })),
     limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: 'Page size, 1-200, default 50', examples: ['20'] })),
-    cursor: Type.Optional(Type.String({ maxLength: 200, description: '`next_cursor` of the previous page', examples: ['MTc5NTI1MTYwMDAwMC42NTYwYTFmMmMzZDRlNWY2MDcxODI5NTE'] })),
+    cursor: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: '`next_cursor` of the previous page',
+        examples: ['MTc5NTI1MTYwMDAwMC42NTYwYTFmMmMzZDRlNWY2MDcxODI5NTE'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
-export const OperationParams = Type.Object({ operation_id: Type.String({ description: 'The operation id (X-Operation-Id of the answer that started it)', examples: [OP_ID] }) });
+export const OperationParams = Type.Object({
+  operation_id: Type.String({ description: 'The operation id (X-Operation-Id of the answer that started it)', examples: [OP_ID] }),
+});
 
 /** Headers of an answer that started an operation. */
 export const OPERATION_HEADERS = {
@@ -164,18 +204,41 @@ export const EventRecord = Type.Object(
         'operation.*: the operation record; instance.state: {from, to, reason, plan}; instance.created: {state, service, type, plan, zone}; instance.renamed: {from, to}; instance.deleted: {state}',
     }),
   },
-  { $id: 'Event', description: 'An instance state change or an operation change, as streamed and sent to webhooks', examples: [EVENT_EXAMPLE] },
+  {
+    $id: 'Event',
+    description: 'An instance state change or an operation change, as streamed and sent to webhooks',
+    examples: [EVENT_EXAMPLE],
+  },
 );
 
 export const StreamQuery = Type.Object(
   {
-    kinds: Type.Optional(Type.String({ maxLength: 500, description: 'Only these kinds, comma-separated: a kind, a family (`operation`, `instance`) or `*`', examples: ['operation,instance.state'] })),
-    instance: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only events of this instance (its name, or its id)', examples: ['cache'] })),
-    last_event_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$', description: 'Resume after this event (as the Last-Event-ID header does)', examples: ['42'] })),
+    kinds: Type.Optional(
+      Type.String({
+        maxLength: 500,
+        description: 'Only these kinds, comma-separated: a kind, a family (`operation`, `instance`) or `*`',
+        examples: ['operation,instance.state'],
+      }),
+    ),
+    instance: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'Only events of this instance (its name, or its id)', examples: ['cache'] }),
+    ),
+    last_event_id: Type.Optional(
+      Type.String({
+        pattern: '^[0-9]{1,15}$',
+        description: 'Resume after this event (as the Last-Event-ID header does)',
+        examples: ['42'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
 export const StreamHeaders = Type.Object({
-  'last-event-id': Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$', description: 'Resume after this event: every later event of the account is sent first (within HANGAR_EVENT_RETENTION)' })),
+  'last-event-id': Type.Optional(
+    Type.String({
+      pattern: '^[0-9]{1,15}$',
+      description: 'Resume after this event: every later event of the account is sent first (within HANGAR_EVENT_RETENTION)',
+    }),
+  ),
 });

@@ -13,7 +13,11 @@ const commands = Type.Array(Type.String(), {
 export const RedisUserCreateBody = Type.Object(
   {
     username: Type.String({ description: 'User name: 1 to 64 letters, digits, `_`, `.` or `-`; not `default` or `hangar`' }),
-    password: Type.Optional(Type.String({ description: 'Its password (8 to 256 characters); left out, hangar makes one. Stored encrypted; shown in this answer only' })),
+    password: Type.Optional(
+      Type.String({
+        description: 'Its password (8 to 256 characters); left out, hangar makes one. Stored encrypted; shown in this answer only',
+      }),
+    ),
     keys: Type.Optional(keys),
     channels: Type.Optional(channels),
     commands: Type.Optional(commands),
@@ -26,7 +30,11 @@ export const RedisUserCreateBody = Type.Object(
 
 export const RedisUserPatchBody = Type.Object(
   {
-    password: Type.Optional(Type.String({ description: 'A new password, at once (the old one stops working); for a change without downtime use rotate-password' })),
+    password: Type.Optional(
+      Type.String({
+        description: 'A new password, at once (the old one stops working); for a change without downtime use rotate-password',
+      }),
+    ),
     keys: Type.Optional(keys),
     channels: Type.Optional(channels),
     commands: Type.Optional(commands),
@@ -41,9 +49,15 @@ export const RedisUserRecord = Type.Object(
     channels: Type.Array(Type.String(), { description: 'Channel patterns' }),
     commands: Type.Array(Type.String(), { description: 'Command rules (hangar adds -@admin after them)' }),
     date_created: Type.Object({ $date: Type.Integer({ description: 'epoch milliseconds' }) }),
-    previous_password_valid_until: Type.Optional(Type.String({ description: 'During a password rotation: until when the old password works too (RFC 3339)' })),
+    previous_password_valid_until: Type.Optional(
+      Type.String({ description: 'During a password rotation: until when the old password works too (RFC 3339)' }),
+    ),
   },
-  { $id: 'RedisUser', description: 'An application user of a Redis instance (a Redis ACL user); the password is never shown', examples: [REDIS_USER] },
+  {
+    $id: 'RedisUser',
+    description: 'An application user of a Redis instance (a Redis ACL user); the password is never shown',
+    examples: [REDIS_USER],
+  },
 );
 
 export const RedisUserCreated = Type.Object(
@@ -57,7 +71,9 @@ export const RedisUserCreated = Type.Object(
 export const RotationRecord = Type.Object(
   {
     password: Type.String({ description: 'The new password, to give to clients; the old one keeps working until previous_valid_until' }),
-    previous_valid_until: Type.String({ description: 'When the old password stops working (RFC 3339), unless rotate-password/finish ends it earlier' }),
+    previous_valid_until: Type.String({
+      description: 'When the old password stops working (RFC 3339), unless rotate-password/finish ends it earlier',
+    }),
   },
   { description: 'A password rotation started' },
 );

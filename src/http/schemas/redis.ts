@@ -24,7 +24,10 @@ export const RedisConfigPatchBody = Type.Record(Type.String(), Type.Union([Type.
   minProperties: 1,
   maxProperties: 32,
   description: `Settings to change, by their redis.conf names: ${Object.entries(REDIS_SETTINGS)
-    .map(([name, rule]) => `${name} (${rule.kind === 'enum' ? rule.values.join(' | ') : rule.kind === 'int' ? `${rule.min} to ${rule.max}` : `characters of ${rule.chars}`})`)
+    .map(
+      ([name, rule]) =>
+        `${name} (${rule.kind === 'enum' ? rule.values.join(' | ') : rule.kind === 'int' ? `${rule.min} to ${rule.max}` : `characters of ${rule.chars}`})`,
+    )
     .join('; ')}`,
   examples: [{ 'maxmemory-policy': 'allkeys-lru', timeout: 300 }],
 });

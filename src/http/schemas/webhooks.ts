@@ -41,37 +41,64 @@ const webhookFields = {
   created: Type.String({ description: 'YYYY-MM-DD HH:MM:SS, UTC' }),
   date_created: DateRef,
   date_updated: DateRef,
-  previous_secret_until: Type.Union([DateRef, Type.Null()], { description: 'After a rotation: until when the old secret signs too (a second v1=)' }),
+  previous_secret_until: Type.Union([DateRef, Type.Null()], {
+    description: 'After a rotation: until when the old secret signs too (a second v1=)',
+  }),
 };
 
-export const WebhookRecord = Type.Object(webhookFields, { $id: 'Webhook', description: 'A webhook (without its secret)', examples: [WEBHOOK_EXAMPLE] });
+export const WebhookRecord = Type.Object(webhookFields, {
+  $id: 'Webhook',
+  description: 'A webhook (without its secret)',
+  examples: [WEBHOOK_EXAMPLE],
+});
 
 export const CreatedWebhook = Type.Object(
   {
     ...webhookFields,
-    secret: Type.String({ description: 'The signing secret, shown in this answer only: X-Hangar-Signature is t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>' }),
+    secret: Type.String({
+      description:
+        'The signing secret, shown in this answer only: X-Hangar-Signature is t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>',
+    }),
   },
   { description: 'The webhook with its secret (shown this once)', examples: [CREATED_WEBHOOK_EXAMPLE] },
 );
 
 export const WebhookCreateBody = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'https:// URL (http:// with HANGAR_WEBHOOK_ALLOW_HTTP); loopback, private and link-local addresses only with HANGAR_WEBHOOK_ALLOW_PRIVATE' }),
-    kinds: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { minItems: 1, maxItems: 20, description: 'Event kinds, families (operation, instance) or *; default *' })),
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description:
+        'https:// URL (http:// with HANGAR_WEBHOOK_ALLOW_HTTP); loopback, private and link-local addresses only with HANGAR_WEBHOOK_ALLOW_PRIVATE',
+    }),
+    kinds: Type.Optional(
+      Type.Array(Type.String({ maxLength: 64 }), {
+        minItems: 1,
+        maxItems: 20,
+        description: 'Event kinds, families (operation, instance) or *; default *',
+      }),
+    ),
     description: Type.Optional(Type.String({ maxLength: 200 })),
   },
-  { additionalProperties: false, examples: [{ url: 'https://hooks.example.com/hangar', kinds: ['operation', 'instance.state'], description: 'deploy bot' }] },
+  {
+    additionalProperties: false,
+    examples: [{ url: 'https://hooks.example.com/hangar', kinds: ['operation', 'instance.state'], description: 'deploy bot' }],
+  },
 );
 
 export const WebhookParams = Type.Object({ webhook_id: Type.String({ description: 'The webhook id', examples: [WEBHOOK_ID] }) });
 
 export const DeliveryRecord = Type.Object(
   {
-    id: Type.String({ description: 'The delivery id, also in X-Hangar-Delivery: the same on every attempt (receivers drop repeats by it)' }),
+    id: Type.String({
+      description: 'The delivery id, also in X-Hangar-Delivery: the same on every attempt (receivers drop repeats by it)',
+    }),
     webhook_id: Type.String(),
     event_id: Type.Integer({ description: 'The event delivered (its id in the stream)' }),
     event_kind: Type.String(),
-    state: Type.Union([Type.Literal('PENDING'), Type.Literal('DELIVERED'), Type.Literal('FAILED')], { description: 'PENDING (to be tried, again), DELIVERED (a 2xx answer), FAILED (given up after HANGAR_WEBHOOK_RETRY_WINDOW)' }),
+    state: Type.Union([Type.Literal('PENDING'), Type.Literal('DELIVERED'), Type.Literal('FAILED')], {
+      description: 'PENDING (to be tried, again), DELIVERED (a 2xx answer), FAILED (given up after HANGAR_WEBHOOK_RETRY_WINDOW)',
+    }),
     attempts: Type.Integer({ description: 'Attempts so far' }),
     last_status: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the last answer; null when there was none' }),
     last_error: Type.Union([Type.String(), Type.Null()], { description: 'Why the last attempt failed' }),
@@ -87,7 +114,9 @@ export const DeliveryRecord = Type.Object(
 export const DeliveriesQuery = Type.Object(
   {
     limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: 'How many, 1-500, default 100', examples: ['20'] })),
-    before: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$', description: 'Only deliveries of events with a smaller id (paging)', examples: ['43'] })),
+    before: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,15}$', description: 'Only deliveries of events with a smaller id (paging)', examples: ['43'] }),
+    ),
     state: Type.Optional(Type.String({ maxLength: 100, description: 'Only in these states, comma-separated', examples: ['FAILED'] })),
   },
   { additionalProperties: false },

@@ -5,14 +5,22 @@ export const ZONE = {
   name: 'US-Dallas',
   runtime: 'local',
   services: [
-    { service: 'redis', available: true, types: ['redis_ha_instance'], plans: [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000], versions: ['7.0.15', '7.0'], reason: null },
+    {
+      service: 'redis',
+      available: true,
+      types: ['redis_ha_instance'],
+      plans: [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
+      versions: ['7.0.15', '7.0'],
+      reason: null,
+    },
   ],
   capacity_mb: 22_527,
   allocated_mb: 2000,
   free_mb: 20_527,
 };
 
-const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T, description: string) => Type.Union([t, Type.Null()], { description });
+const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T, description: string) =>
+  Type.Union([t, Type.Null()], { description });
 
 export const ZoneRecord = Type.Object(
   {

@@ -1,7 +1,15 @@
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type {
-  AccessRule, EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition, UnitDriver, UnitHost,
+  AccessRule,
+  EnsureResult,
+  Health,
+  InstancePlace,
+  InstanceSpec,
+  StepContext,
+  UnitDefinition,
+  UnitDriver,
+  UnitHost,
 } from '../../domain/units.js';
 import { accessGroups, edgeRoutes } from '../../domain/endpoints.js';
 import { matcher } from '../../lib/cidr.js';
@@ -36,7 +44,10 @@ export class EmulatedRuntime implements Runtime {
   constructor() {
     const of = (u: UnitDefinition): Placed => {
       let p = this.placed.get(u.instanceId);
-      if (!p) this.placed.set(u.instanceId, (p = { units: new Set(), files: new Map(), rules: [], denied: [] }));
+      if (!p) {
+        p = { units: new Set(), files: new Map(), rules: [], denied: [] };
+        this.placed.set(u.instanceId, p);
+      }
       return p;
     };
     this.host = {
@@ -241,4 +252,3 @@ export class EmulatedRuntime implements Runtime {
     return { processesUp: units, processesExpected: units, edge: [] };
   }
 }
-

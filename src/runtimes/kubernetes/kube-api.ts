@@ -27,15 +27,51 @@ export interface WatchEvent {
   readonly object: KubeObject & { readonly status?: unknown };
 }
 
+/** The fields of an object's spec that the runtime reads back (of Services, workloads and NetworkPolicies). */
+export interface LiveSpec {
+  /** Service. */
+  readonly clusterIP?: string;
+  /** StatefulSet, Deployment. */
+  readonly replicas?: number;
+  /** NetworkPolicy (its rules as the client library's models). */
+  readonly ingress?: readonly unknown[];
+  readonly [field: string]: unknown;
+}
+
+/** The fields of an object's status that the runtime reads (of Services, workloads and pods). */
+export interface LiveStatus {
+  /** Service of type LoadBalancer. */
+  readonly loadBalancer?: { readonly ingress?: readonly { readonly ip?: string; readonly hostname?: string }[] };
+  /** StatefulSet, Deployment. */
+  readonly observedGeneration?: number;
+  readonly currentRevision?: string;
+  readonly updateRevision?: string;
+  readonly updatedReplicas?: number;
+  readonly readyReplicas?: number;
+  /** Pod. */
+  readonly phase?: string;
+  readonly podIP?: string;
+  readonly hostIP?: string;
+  readonly conditions?: readonly { readonly type: string; readonly status: string; readonly reason?: string; readonly message?: string }[];
+  readonly containerStatuses?: readonly {
+    readonly restartCount?: number;
+    readonly state?: { readonly waiting?: { readonly reason?: string; readonly message?: string } };
+  }[];
+  readonly [field: string]: unknown;
+}
+
+/** An object as the API server answers it. */
+export type LiveObject = KubeObject & { readonly spec?: LiveSpec; readonly status?: LiveStatus };
+
 /** What the Kubernetes runtime asks of a cluster: one namespace, its own objects only. */
 export interface KubeApi {
   readonly namespace: string;
   /** Server-side apply (field manager `hangar`, conflicts forced): the object as the server has it after. */
-  apply(obj: KubeObject): Promise<KubeObject & { readonly spec?: any; readonly status?: any }>;
+  apply(obj: KubeObject): Promise<LiveObject>;
   /** One object, or undefined when there is none. */
-  get(apiVersion: string, kind: string, name: string): Promise<(KubeObject & { readonly spec?: any; readonly status?: any }) | undefined>;
+  get(apiVersion: string, kind: string, name: string): Promise<LiveObject | undefined>;
   /** The objects of a kind matching a label selector. */
-  list(apiVersion: string, kind: string, labelSelector: string): Promise<(KubeObject & { readonly spec?: any; readonly status?: any })[]>;
+  list(apiVersion: string, kind: string, labelSelector: string): Promise<LiveObject[]>;
   /** Deletes an object (its dependents in the background); no error when it is gone already. */
   delete(apiVersion: string, kind: string, name: string): Promise<void>;
   /**
@@ -82,7 +118,10 @@ export function kubeError(err: unknown, what: string): KubeError {
 function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new KubeError(0, `${what}: the API server did not answer within ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new KubeError(0, `${what}: the API server did not answer within ${CALL_TIMEOUT_MS} ms`)),
+      CALL_TIMEOUT_MS,
+    );
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
@@ -113,7 +152,11 @@ export function kubeApi(kc: KubeConfig, namespace: string): KubeApi {
     const set = await groupVersions();
     return set.has(apiVersion) || !set.has(earlier) ? apiVersion : earlier;
   };
-  const header = async (apiVersion: string, kind: string, name: string) => ({ apiVersion: await version(apiVersion), kind, metadata: { name, namespace } });
+  const header = async (apiVersion: string, kind: string, name: string) => ({
+    apiVersion: await version(apiVersion),
+    kind,
+    metadata: { name, namespace },
+  });
   const call = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
     try {
       return await withTimeout(work(), what);
@@ -125,12 +168,23 @@ export function kubeApi(kc: KubeConfig, namespace: string): KubeApi {
     namespace,
     apply: (obj) =>
       call(`apply ${obj.kind} ${obj.metadata.name}`, async () => {
-        const spec = clientModel({ ...obj, apiVersion: await version(obj.apiVersion), metadata: { ...obj.metadata, namespace } }) as KubernetesObject;
-        return (await objects.patch(spec, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)) as unknown as KubeObject;
+        const spec = clientModel({
+          ...obj,
+          apiVersion: await version(obj.apiVersion),
+          metadata: { ...obj.metadata, namespace },
+        }) as KubernetesObject;
+        return (await objects.patch(
+          spec,
+          undefined,
+          undefined,
+          FIELD_MANAGER,
+          true,
+          PatchStrategy.ServerSideApply,
+        )) as unknown as LiveObject;
       }),
     get: async (apiVersion, kind, name) => {
       try {
-        return (await call(`get ${kind} ${name}`, async () => objects.read(await header(apiVersion, kind, name)))) as unknown as KubeObject;
+        return (await call(`get ${kind} ${name}`, async () => objects.read(await header(apiVersion, kind, name)))) as unknown as LiveObject;
       } catch (err) {
         if (err instanceof KubeError && err.status === 404) return undefined;
         throw err;
@@ -138,12 +192,23 @@ export function kubeApi(kc: KubeConfig, namespace: string): KubeApi {
     },
     list: (apiVersion, kind, labelSelector) =>
       call(`list ${kind}`, async () => {
-        const res = await objects.list(await version(apiVersion), kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
-        return res.items.map((i) => ({ apiVersion, kind, ...i }) as unknown as KubeObject);
+        const res = await objects.list(
+          await version(apiVersion),
+          kind,
+          namespace,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          labelSelector,
+        );
+        return res.items.map((i) => ({ apiVersion, kind, ...i }) as unknown as LiveObject);
       }),
     delete: async (apiVersion, kind, name) => {
       try {
-        await call(`delete ${kind} ${name}`, async () => objects.delete(await header(apiVersion, kind, name), undefined, undefined, undefined, undefined, 'Background'));
+        await call(`delete ${kind} ${name}`, async () =>
+          objects.delete(await header(apiVersion, kind, name), undefined, undefined, undefined, undefined, 'Background'),
+        );
       } catch (err) {
         if (err instanceof KubeError && err.status === 404) return;
         throw err;

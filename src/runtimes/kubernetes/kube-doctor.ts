@@ -1,4 +1,4 @@
-import { AuthorizationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { kubeError, loadKubeConfig } from './kube-api.js';
 
@@ -25,17 +25,27 @@ export interface ZoneCheck {
  */
 export async function checkKubernetesZone(target: KubernetesTarget): Promise<ZoneCheck[]> {
   const out: ZoneCheck[] = [];
-  let kc;
+  let kc: KubeConfig;
   try {
     kc = loadKubeConfig(target);
-    out.push({ check: 'kubeconfig', ok: true, detail: target.inCluster ? 'in cluster (ServiceAccount)' : `${target.kubeconfig}${target.context ? ` (context ${target.context})` : ''}` });
+    out.push({
+      check: 'kubeconfig',
+      ok: true,
+      detail: target.inCluster
+        ? 'in cluster (ServiceAccount)'
+        : `${target.kubeconfig}${target.context ? ` (context ${target.context})` : ''}`,
+    });
   } catch (err) {
     out.push({ check: 'kubeconfig', ok: false, detail: (err as Error).message });
     return out;
   }
   const core = kc.makeApiClient(CoreV1Api);
   try {
-    await core.createNamespacedSecret({ namespace: target.namespace, dryRun: 'All', body: { metadata: { name: 'hangar-doctor-check' }, stringData: {} } });
+    await core.createNamespacedSecret({
+      namespace: target.namespace,
+      dryRun: 'All',
+      body: { metadata: { name: 'hangar-doctor-check' }, stringData: {} },
+    });
     out.push({ check: 'api', ok: true, detail: kc.getCurrentCluster()?.server ?? 'reachable' });
     out.push({ check: 'namespace', ok: true, detail: target.namespace });
   } catch (err) {
@@ -45,11 +55,17 @@ export async function checkKubernetesZone(target: KubernetesTarget): Promise<Zon
       return out;
     }
     out.push({ check: 'api', ok: true, detail: kc.getCurrentCluster()?.server ?? 'reachable' });
-    out.push({ check: 'namespace', ok: e.status !== 404, detail: e.status === 404 ? `namespace ${target.namespace} does not exist: create it` : target.namespace });
+    out.push({
+      check: 'namespace',
+      ok: e.status !== 404,
+      detail: e.status === 404 ? `namespace ${target.namespace} does not exist: create it` : target.namespace,
+    });
   }
   const authz = kc.makeApiClient(AuthorizationV1Api);
   // one review per verb, asked all at once (tens of them: in sequence they add up on a slow API server)
-  const asks = RBAC_NEEDS.flatMap((rule) => rule.resources.flatMap((resource) => rule.verbs.map((verb) => ({ group: rule.group, resource, verb }))));
+  const asks = RBAC_NEEDS.flatMap((rule) =>
+    rule.resources.flatMap((resource) => rule.verbs.map((verb) => ({ group: rule.group, resource, verb }))),
+  );
   const answers = await Promise.all(
     asks.map(async ({ group, resource, verb }) => {
       try {
@@ -63,6 +79,13 @@ export async function checkKubernetesZone(target: KubernetesTarget): Promise<Zon
     }),
   );
   const missing = answers.filter((m): m is string => m !== undefined);
-  out.push({ check: 'rbac', ok: missing.length === 0, detail: missing.length === 0 ? 'every verb of deploy/role.yaml is granted' : `missing: ${missing.join(', ')} (apply deploy/role.yaml and bind it)` });
+  out.push({
+    check: 'rbac',
+    ok: missing.length === 0,
+    detail:
+      missing.length === 0
+        ? 'every verb of deploy/role.yaml is granted'
+        : `missing: ${missing.join(', ')} (apply deploy/role.yaml and bind it)`,
+  });
   return out;
 }

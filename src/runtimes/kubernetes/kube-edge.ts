@@ -47,7 +47,12 @@ export const DENIED_RING = 'denied';
  * connections (content rules: HAProxy logs none a connection rule rejects) are logged, and
  * nothing else, to a ring in the edge's memory.
  */
-export function renderEdgeConfig(id: string, routes: readonly EdgeRoute[], backends: readonly EdgeBackend[], proxyProtocol: boolean): string {
+export function renderEdgeConfig(
+  id: string,
+  routes: readonly EdgeRoute[],
+  backends: readonly EdgeBackend[],
+  proxyProtocol: boolean,
+): string {
   const lines = [
     `# Edge of hangar instance ${id}. Written by hangar: ACLs change through the runtime API.`,
     'global',
@@ -122,7 +127,10 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
   const edgeLabels = { ...e.labels, 'app.kubernetes.io/component': 'edge' };
   const config = renderEdgeConfig(e.id, e.routes, e.backends, e.target.sourceAddress === 'proxy-protocol');
   const allAllowed = normaliseSources([...e.access.values()].flat());
-  const nodeSelector = { ...e.target.nodeSelector, ...(e.target.topologyZone ? { 'topology.kubernetes.io/zone': e.target.topologyZone } : {}) };
+  const nodeSelector = {
+    ...e.target.nodeSelector,
+    ...(e.target.topologyZone ? { 'topology.kubernetes.io/zone': e.target.topologyZone } : {}),
+  };
   const keepsSource = e.target.serviceType !== 'ClusterIP' && e.target.sourceAddress === 'local';
   const hangarFrom = [
     { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'hangar' } } },
@@ -134,14 +142,26 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
       kind: 'Secret',
       metadata: { name: n.config, labels: { ...e.labels } },
       type: 'Opaque',
-      stringData: { 'haproxy.cfg': config, 'hangar.lst': normaliseSources(e.hangarSources).map((s) => `${s}\n`).join('') },
+      stringData: {
+        'haproxy.cfg': config,
+        'hangar.lst': normaliseSources(e.hangarSources)
+          .map((s) => `${s}\n`)
+          .join(''),
+      },
     },
     {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: { name: n.acl, labels: { ...e.labels } },
       type: 'Opaque',
-      stringData: Object.fromEntries([...e.access].map(([group, list]) => [`${group}.lst`, normaliseSources(list).map((s) => `${s}\n`).join('')])),
+      stringData: Object.fromEntries(
+        [...e.access].map(([group, list]) => [
+          `${group}.lst`,
+          normaliseSources(list)
+            .map((s) => `${s}\n`)
+            .join(''),
+        ]),
+      ),
     },
     {
       apiVersion: 'apps/v1',
@@ -169,7 +189,10 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
                 image: e.image,
                 imagePullPolicy: 'IfNotPresent',
                 command: ['haproxy', '-W', '-db', '-f', `${CONFIG_DIR}/haproxy.cfg`],
-                ports: [...e.routes.map((r) => ({ name: portName(r.role), containerPort: r.port })), { name: 'admin', containerPort: EDGE_ADMIN_PORT }],
+                ports: [
+                  ...e.routes.map((r) => ({ name: portName(r.role), containerPort: r.port })),
+                  { name: 'admin', containerPort: EDGE_ADMIN_PORT },
+                ],
                 readinessProbe: { tcpSocket: { port: EDGE_ADMIN_PORT }, periodSeconds: 2 },
                 resources: { requests: { memory: `${EDGE_MEMORY_MB}Mi`, cpu: '50m' }, limits: { memory: `${EDGE_MEMORY_MB}Mi` } },
                 volumeMounts: [
@@ -236,7 +259,9 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
           // No rule without sources: a rule with no `from` would admit everyone.
           ...e.routes.flatMap((r) => {
             const allowed = normaliseSources(e.access.get(r.group) ?? []);
-            return allowed.length === 0 ? [] : [{ from: allowed.map((c) => ({ ipBlock: { cidr: ipBlock(c) } })), ports: [{ port: r.port, protocol: 'TCP' }] }];
+            return allowed.length === 0
+              ? []
+              : [{ from: allowed.map((c) => ({ ipBlock: { cidr: ipBlock(c) } })), ports: [{ port: r.port, protocol: 'TCP' }] }];
           }),
         ],
       },

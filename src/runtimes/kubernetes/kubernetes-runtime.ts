@@ -4,8 +4,16 @@ import type { ClusterPlace, KubeObject, PodState } from '../../domain/cluster.js
 import { accessGroups, edgeRoutes, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
 import { TerminalError } from '../../domain/errors.js';
 import {
-  throwIfCancelled, type AccessRule, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext,
-  type UnitDriver, type UnitHost,
+  throwIfCancelled,
+  type AccessRule,
+  type EnsureResult,
+  type Health,
+  type InstancePlace,
+  type InstanceSpec,
+  type ProbeTarget,
+  type StepContext,
+  type UnitDriver,
+  type UnitHost,
 } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { matcher, parseCidr } from '../../lib/cidr.js';
@@ -14,7 +22,7 @@ import { sleep } from '../../lib/time.js';
 import { cliWord, haproxyCommand, parseShowAcl, parseShowEvents, parseShowSess, parseShowStat } from '../local/haproxy-socket.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 import { DENIED_RING, EDGE_ADMIN_PORT, aclFile, edgeNames, edgeObjects, frontendOf, normaliseSources } from './kube-edge.js';
-import { KubeError, type KubeApi } from './kube-api.js';
+import { KubeError, type KubeApi, type LiveObject } from './kube-api.js';
 
 /** Every object hangar makes carries these: it finds, adopts and removes its own objects and nothing else. */
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'hangar' } as const;
@@ -68,14 +76,14 @@ function sourceAddressTowards(ip: string): Promise<string> {
   });
 }
 
-type Pod = KubeObject & { status?: any; spec?: any };
+type Pod = LiveObject;
 
 /** A pod as the engines and the edge need to know it. */
 function podState(p: Pod): PodState & { ip?: string; hostIp?: string } {
-  const conditions: { type: string; status: string; reason?: string; message?: string }[] = p.status?.conditions ?? [];
+  const conditions = p.status?.conditions ?? [];
   const ready = conditions.some((c) => c.type === 'Ready' && c.status === 'True');
   const unscheduled = conditions.find((c) => c.type === 'PodScheduled' && c.status === 'False');
-  const statuses: { restartCount?: number; state?: { waiting?: { reason?: string; message?: string } } }[] = p.status?.containerStatuses ?? [];
+  const statuses = p.status?.containerStatuses ?? [];
   const waiting = statuses.map((s) => s.state?.waiting).find((w) => w?.reason && w.reason !== 'ContainerCreating');
   const reason = unscheduled
     ? `not scheduled (${unscheduled.reason ?? 'Unschedulable'}): ${unscheduled.message ?? ''}`.trim()
@@ -153,7 +161,12 @@ export class KubernetesRuntime implements Runtime {
     this.events = events;
     this.watching = true;
     const ns = this.api.namespace;
-    for (const path of [`/api/v1/namespaces/${ns}/pods`, `/apis/apps/v1/namespaces/${ns}/statefulsets`, `/apis/apps/v1/namespaces/${ns}/deployments`, `/api/v1/namespaces/${ns}/services`]) {
+    for (const path of [
+      `/api/v1/namespaces/${ns}/pods`,
+      `/apis/apps/v1/namespaces/${ns}/statefulsets`,
+      `/apis/apps/v1/namespaces/${ns}/deployments`,
+      `/api/v1/namespaces/${ns}/services`,
+    ]) {
       void this.watch(path);
     }
   }
@@ -171,7 +184,11 @@ export class KubernetesRuntime implements Runtime {
               delay = 500;
               const id = e.object.metadata.labels?.[INSTANCE_LABEL];
               if (!id) return;
-              if (e.type === 'DELETED' && e.object.kind !== 'Pod') this.log.warn({ instance: id, object: `${e.object.kind ?? path.split('/').pop()}/${e.object.metadata.name}` }, 'object deleted; the instance is reconciled');
+              if (e.type === 'DELETED' && e.object.kind !== 'Pod')
+                this.log.warn(
+                  { instance: id, object: `${e.object.kind ?? path.split('/').pop()}/${e.object.metadata.name}` },
+                  'object deleted; the instance is reconciled',
+                );
               this.events?.instanceChanged(id);
             },
             resolve,
@@ -232,9 +249,12 @@ export class KubernetesRuntime implements Runtime {
         if (!w) return `${kind} ${name} does not exist`;
         const st = w.status ?? {};
         const want = w.spec?.replicas ?? 1;
-        if ((st.observedGeneration ?? 0) < ((w.metadata as { generation?: number }).generation ?? 0)) return `${kind} ${name} is not observed yet`;
-        if (kind === 'StatefulSet' && st.updateRevision && st.currentRevision !== st.updateRevision) return `${kind} ${name} is rolling out (${st.updatedReplicas ?? 0} of ${want} updated)`;
-        if (kind === 'Deployment' && (st.updatedReplicas ?? 0) < want) return `${kind} ${name} is rolling out (${st.updatedReplicas ?? 0} of ${want} updated)`;
+        if ((st.observedGeneration ?? 0) < ((w.metadata as { generation?: number }).generation ?? 0))
+          return `${kind} ${name} is not observed yet`;
+        if (kind === 'StatefulSet' && st.updateRevision && st.currentRevision !== st.updateRevision)
+          return `${kind} ${name} is rolling out (${st.updatedReplicas ?? 0} of ${want} updated)`;
+        if (kind === 'Deployment' && (st.updatedReplicas ?? 0) < want)
+          return `${kind} ${name} is rolling out (${st.updatedReplicas ?? 0} of ${want} updated)`;
         if ((st.readyReplicas ?? 0) < want) return `${kind} ${name}: ${st.readyReplicas ?? 0} of ${want} ready`;
         return undefined;
       },
@@ -248,9 +268,12 @@ export class KubernetesRuntime implements Runtime {
       this.apiProblem = undefined;
       return out;
     } catch (err) {
-      if (err instanceof KubeError && err.status === 0) this.apiProblem = `the Kubernetes API of zone ${this.opts.zone} does not answer: ${err.message}`;
+      if (err instanceof KubeError && err.status === 0)
+        this.apiProblem = `the Kubernetes API of zone ${this.opts.zone} does not answer: ${err.message}`;
       if (err instanceof KubeError && err.status === 403) {
-        throw new Error(`${err.message}; hangar's Role in namespace ${this.api.namespace} lacks the verb "${err.forbidden ?? 'unknown'}" (see deploy/)`);
+        throw new Error(
+          `${err.message}; hangar's Role in namespace ${this.api.namespace} lacks the verb "${err.forbidden ?? 'unknown'}" (see deploy/)`,
+        );
       }
       throw err;
     }
@@ -267,7 +290,10 @@ export class KubernetesRuntime implements Runtime {
       const live = await this.call(() => this.api.get(o.apiVersion, o.kind, o.metadata.name));
       if (live?.spec) {
         const spec = (obj as unknown as { spec: Record<string, unknown> }).spec;
-        obj = { ...obj, spec: { ...spec, ...pick(live.spec, ['volumeClaimTemplates', 'selector', 'serviceName', 'podManagementPolicy']) } } as KubeObject;
+        obj = {
+          ...obj,
+          spec: { ...spec, ...pick(live.spec, ['volumeClaimTemplates', 'selector', 'serviceName', 'podManagementPolicy']) },
+        } as KubeObject;
       }
     }
     for (let attempt = 1; ; attempt++) {
@@ -284,7 +310,10 @@ export class KubernetesRuntime implements Runtime {
   }
 
   /** The pods matching `labels`; those being deleted too when `terminating` is set. */
-  private async pods(labels: Readonly<Record<string, string>>, terminating = false): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
+  private async pods(
+    labels: Readonly<Record<string, string>>,
+    terminating = false,
+  ): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
     const pods = (await this.call(() => this.api.list('v1', 'Pod', this.selector(labels)))) as Pod[];
     return pods
       .filter((p) => terminating || !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp)
@@ -315,14 +344,25 @@ export class KubernetesRuntime implements Runtime {
     if (!member?.ip) throw new Error('no pod of the instance has an address yet');
     const source = await this.hangarSource(member.ip);
     const image = imageOf(this.opts.target, 'haproxy', '2.6');
-    for (const o of edgeObjects({ id: spec.id, labels: this.labels(spec.id), target: this.opts.target, image, routes, backends: result.backends, access, hangarSources: [source] })) {
+    for (const o of edgeObjects({
+      id: spec.id,
+      labels: this.labels(spec.id),
+      target: this.opts.target,
+      image,
+      routes,
+      backends: result.backends,
+      access,
+      hangarSources: [source],
+    })) {
       throwIfCancelled(ctx.signal, 'applying the edge');
       await this.apply(o, this.labels(spec.id));
     }
     ctx.step(`${result.fresh ? 'create' : 'ensure'}:edge-applied`);
     const edges = await this.waitEdge(spec.id, ctx);
     if (await this.accessLive(routes, edges, access, ctx.signal)) ctx.step('ensure:access-applied');
-    const targets: ProbeTarget[] = edges.flatMap((p) => routes.filter((r) => r.group === 'main' && !r.tls).map((r) => ({ host: p.ip!, port: r.port, localAddress: source })));
+    const targets: ProbeTarget[] = edges.flatMap((p) =>
+      routes.filter((r) => r.group === 'main' && !r.tls).map((r) => ({ host: p.ip!, port: r.port, localAddress: source })),
+    );
     const until = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       throwIfCancelled(ctx.signal, 'waiting for the instance to be ready');
@@ -420,7 +460,8 @@ export class KubernetesRuntime implements Runtime {
   async removeInstance(id: string, ctx: StepContext): Promise<void> {
     const selector = this.selector(this.labels(id));
     for (const [apiVersion, kind] of KINDS) {
-      for (const o of await this.call(() => this.api.list(apiVersion, kind, selector))) await this.call(() => this.api.delete(apiVersion, kind, o.metadata.name));
+      for (const o of await this.call(() => this.api.list(apiVersion, kind, selector)))
+        await this.call(() => this.api.delete(apiVersion, kind, o.metadata.name));
     }
     ctx.step('delete:objects-deleted');
     const until = Date.now() + REMOVE_TIMEOUT_MS;
@@ -439,7 +480,12 @@ export class KubernetesRuntime implements Runtime {
 
   async listInstanceIds(): Promise<string[]> {
     const ids = new Set<string>();
-    for (const [apiVersion, kind] of [['apps/v1', 'StatefulSet'], ['apps/v1', 'Deployment'], ['v1', 'Service'], ['v1', 'Secret']] as const) {
+    for (const [apiVersion, kind] of [
+      ['apps/v1', 'StatefulSet'],
+      ['apps/v1', 'Deployment'],
+      ['v1', 'Service'],
+      ['v1', 'Secret'],
+    ] as const) {
       for (const o of await this.call(() => this.api.list(apiVersion, kind, MANAGED_SELECTOR))) {
         const id = o.metadata.labels?.[INSTANCE_LABEL];
         if (id) ids.add(id);
@@ -468,7 +514,10 @@ export class KubernetesRuntime implements Runtime {
       if (!id || !p.status?.podIP) continue;
       try {
         const stats = parseShowStat(await haproxyCommand({ host: p.status.podIP, port: EDGE_ADMIN_PORT }, 'show stat'));
-        const sum = stats.reduce((acc, s) => ({ admitted: acc.admitted + s.admitted, refused: acc.refused + s.refused }), { admitted: 0, refused: 0 });
+        const sum = stats.reduce((acc, s) => ({ admitted: acc.admitted + s.admitted, refused: acc.refused + s.refused }), {
+          admitted: 0,
+          refused: 0,
+        });
         const known = edge.find((e) => e.instanceId === id);
         if (known) {
           known.admitted += sum.admitted;
@@ -507,7 +556,7 @@ export class KubernetesRuntime implements Runtime {
       }
     }
     const policyName = edgeNames(spec.id).policy;
-    const policy = (await this.call(() => this.api.get('networking.k8s.io/v1', 'NetworkPolicy', policyName))) as (KubeObject & { spec?: any }) | undefined;
+    const policy = await this.call(() => this.api.get('networking.k8s.io/v1', 'NetworkPolicy', policyName));
     if (!policy) {
       out.push({ name: `networkpolicy/${policyName}`, groups: {}, problem: 'the NetworkPolicy does not exist' });
       return out;
@@ -519,11 +568,15 @@ export class KubernetesRuntime implements Runtime {
     for (const rule of (policy.spec?.ingress ?? []) as { from?: Peer[]; _from?: Peer[]; ports?: { port?: number | string }[] }[]) {
       const peers = rule.from ?? rule._from ?? [];
       // a rule without sources admits every source (on its ports, or on all of them)
-      const sources = peers.length === 0 ? everyone : peers.flatMap((p) => (p.ipBlock?.cidr ? [parseCidr(p.ipBlock.cidr)?.text ?? p.ipBlock.cidr] : []));
+      const sources =
+        peers.length === 0 ? everyone : peers.flatMap((p) => (p.ipBlock?.cidr ? [parseCidr(p.ipBlock.cidr)?.text ?? p.ipBlock.cidr] : []));
       const ports = rule.ports ?? [];
       // a rule with sources and no ports is hangar's own (its probes and administration)
       if (ports.length === 0 && peers.length > 0) continue;
-      const targets = ports.length === 0 ? groups : ports.map((port) => routes.find((r) => r.port === Number(port.port))?.group).filter((g): g is AccessGroup => g !== undefined);
+      const targets =
+        ports.length === 0
+          ? groups
+          : ports.map((port) => routes.find((r) => r.port === Number(port.port))?.group).filter((g): g is AccessGroup => g !== undefined);
       for (const group of targets) for (const s of sources) byGroup.get(group)?.add(s);
     }
     out.push({ name: `networkpolicy/${policyName}`, groups: Object.fromEntries([...byGroup].map(([g, set]) => [g, [...set].sort()])) });
@@ -539,7 +592,8 @@ export class KubernetesRuntime implements Runtime {
       try {
         for (const line of parseShowEvents(await haproxyCommand({ host: pod.ip, port: EDGE_ADMIN_PORT }, `show events ${DENIED_RING}`))) {
           const d = parseDeniedLine(line);
-          if (d) out.push({ source: d.source, at: d.at, listener: routes.find((r) => frontendOf(r.role) === d.frontend)?.role ?? d.frontend });
+          if (d)
+            out.push({ source: d.source, at: d.at, listener: routes.find((r) => frontendOf(r.role) === d.frontend)?.role ?? d.frontend });
         }
       } catch (err) {
         this.log.debug({ err, pod: pod.name }, 'refused connections of an edge pod unavailable');

@@ -9,7 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalError } from '../../domain/errors.js';
 import { findExecutable } from '../../lib/binaries.js';
 import {
-  edgeCertificateFile, edgeCertificatePublicFile, edgeTlsDir, ensureEdgeCertificate, removeEdgeCertificate, tlsBindOptions,
+  edgeCertificateFile,
+  edgeCertificatePublicFile,
+  edgeTlsDir,
+  ensureEdgeCertificate,
+  removeEdgeCertificate,
+  tlsBindOptions,
 } from './edge-tls.js';
 import { freePort } from '../../../test/helpers/ports.js';
 
@@ -131,21 +136,24 @@ describe.runIf(haproxyHere)('HAProxy with a TLS listener', () => {
     await ensureEdgeCertificate({ edgeDir, instanceId: ID, host: '127.0.0.1' });
     tlsPort = await freePort();
     const cfg = join(edgeDir, 'haproxy.cfg');
-    writeFileSync(cfg, [
-      'global',
-      '    maxconn 100',
-      'defaults',
-      '    mode tcp',
-      '    timeout connect 5s',
-      '    timeout client 30s',
-      '    timeout server 30s',
-      `frontend i-${ID}-ssl`,
-      `    bind 127.0.0.1:${tlsPort} ${tlsBindOptions(edgeDir, ID)}`,
-      `    default_backend e-${ID}-engine`,
-      `backend e-${ID}-engine`,
-      `    server engine 127.0.0.1:${backendPort}`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      cfg,
+      [
+        'global',
+        '    maxconn 100',
+        'defaults',
+        '    mode tcp',
+        '    timeout connect 5s',
+        '    timeout client 30s',
+        '    timeout server 30s',
+        `frontend i-${ID}-ssl`,
+        `    bind 127.0.0.1:${tlsPort} ${tlsBindOptions(edgeDir, ID)}`,
+        `    default_backend e-${ID}-engine`,
+        `backend e-${ID}-engine`,
+        `    server engine 127.0.0.1:${backendPort}`,
+        '',
+      ].join('\n'),
+    );
     chmodSync(cfg, 0o600);
     const check = spawnSync(haproxy!, ['-c', '-f', cfg], { encoding: 'utf8' });
     expect(check.status, check.stderr + check.stdout).toBe(0);

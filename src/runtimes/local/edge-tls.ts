@@ -67,7 +67,12 @@ function openssl(bin: string, args: readonly string[], cwd: string): Promise<voi
       if (!err) return resolve();
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'EACCES') {
-        reject(new TerminalError(`the edge needs the openssl program for TLS listeners and cannot run ${bin}: install it (Debian: apt-get install openssl)`, { cause: err }));
+        reject(
+          new TerminalError(
+            `the edge needs the openssl program for TLS listeners and cannot run ${bin}: install it (Debian: apt-get install openssl)`,
+            { cause: err },
+          ),
+        );
       } else {
         reject(new Error(`openssl failed: ${stderr.trim().split('\n').slice(-2).join(' | ') || err.message}`, { cause: err }));
       }
@@ -97,11 +102,29 @@ export async function ensureEdgeCertificate(o: EdgeCertificateOptions): Promise<
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const work = mkdtempSync(join(dir, `.${o.instanceId}-`));
   try {
-    await openssl(o.opensslBin ?? 'openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', 'key.pem', '-out', 'cert.pem', '-days', String(VALID_DAYS),
-      '-subj', `/O=hangar/CN=${o.instanceId}`, '-addext', `subjectAltName=${altName(o.host)}`,
-    ], work);
+    await openssl(
+      o.opensslBin ?? 'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        'key.pem',
+        '-out',
+        'cert.pem',
+        '-days',
+        String(VALID_DAYS),
+        '-subj',
+        `/O=hangar/CN=${o.instanceId}`,
+        '-addext',
+        `subjectAltName=${altName(o.host)}`,
+      ],
+      work,
+    );
     const cert = readFileSync(join(work, 'cert.pem'), 'utf8');
     const key = readFileSync(join(work, 'key.pem'), 'utf8');
     const pem = `${cert.trimEnd()}\n${key.trimEnd()}\n`;

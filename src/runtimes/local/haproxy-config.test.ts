@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { edgeRoutes } from '../../domain/endpoints.js';
-import { DENIED_LOG_FORMAT, allowListFile, frontendName, instanceOfFrontend, parseDeniedLine, renderHaproxyConfig, roleOfFrontend, type EdgeConfigInput } from './haproxy-config.js';
+import {
+  DENIED_LOG_FORMAT,
+  allowListFile,
+  frontendName,
+  instanceOfFrontend,
+  parseDeniedLine,
+  renderHaproxyConfig,
+  roleOfFrontend,
+  type EdgeConfigInput,
+} from './haproxy-config.js';
 
 const A = '65a1b2c3d4e5f60718293a4b';
 const B = '65a1b2c3d4e5f60718293a4c';
@@ -31,7 +40,10 @@ function section(text: string, header: string): string[] {
 describe('renderHaproxyConfig', () => {
   it('gives each client address of an instance a listener that forwards to the primary', () => {
     const text = renderHaproxyConfig(input());
-    for (const [role, port] of [['public', 20000], ['servicenet', 20001]] as const) {
+    for (const [role, port] of [
+      ['public', 20000],
+      ['servicenet', 20001],
+    ] as const) {
       const fe = section(text, `frontend ${frontendName(A, role)}`);
       expect(fe).toContain(`bind 127.0.0.1:${port}`);
       expect(fe).toContain(`default_backend e-${A}-engine.primary`);
@@ -57,7 +69,9 @@ describe('renderHaproxyConfig', () => {
   it('logs refused connections only, to the log receiver when there is one', () => {
     const text = renderHaproxyConfig(input({ logAddress: '127.0.0.1:5514' }));
     expect(section(text, 'global')).toContain('log 127.0.0.1:5514 len 1024 local0 info');
-    expect(section(text, 'defaults')).toEqual(expect.arrayContaining(['log global', `log-format "${DENIED_LOG_FORMAT}"`, 'option dontlog-normal']));
+    expect(section(text, 'defaults')).toEqual(
+      expect.arrayContaining(['log global', `log-format "${DENIED_LOG_FORMAT}"`, 'option dontlog-normal']),
+    );
     expect(renderHaproxyConfig(input())).not.toMatch(/^\s*log /m);
   });
 
@@ -78,19 +92,46 @@ describe('renderHaproxyConfig', () => {
   });
 
   it('uses one allow list per access group', () => {
-    const es = edgeRoutes('elasticsearch', 'elasticsearch', Object.fromEntries(
-      ['public.http', 'public.https', 'public.transport', 'public.kibana_http', 'public.kibana_https', 'servicenet.http', 'servicenet.https', 'servicenet.transport', 'engine.http', 'engine.transport', 'engine.kibana']
-        .map((r, i) => [r, 21000 + i]),
-    ));
+    const es = edgeRoutes(
+      'elasticsearch',
+      'elasticsearch',
+      Object.fromEntries(
+        [
+          'public.http',
+          'public.https',
+          'public.transport',
+          'public.kibana_http',
+          'public.kibana_https',
+          'servicenet.http',
+          'servicenet.https',
+          'servicenet.transport',
+          'engine.http',
+          'engine.transport',
+          'engine.kibana',
+        ].map((r, i) => [r, 21000 + i]),
+      ),
+    );
     const text = renderHaproxyConfig(input({ instances: [{ id: A, routes: es }] }));
-    expect(section(text, `frontend ${frontendName(A, 'public.transport')}`).join('\n')).toContain(allowListFile('/data/edge', A, 'transport'));
-    expect(section(text, `frontend ${frontendName(A, 'public.kibana_http')}`).join('\n')).toContain(allowListFile('/data/edge', A, 'kibana'));
+    expect(section(text, `frontend ${frontendName(A, 'public.transport')}`).join('\n')).toContain(
+      allowListFile('/data/edge', A, 'transport'),
+    );
+    expect(section(text, `frontend ${frontendName(A, 'public.kibana_http')}`).join('\n')).toContain(
+      allowListFile('/data/edge', A, 'kibana'),
+    );
     expect(section(text, `frontend ${frontendName(A, 'public.http')}`).join('\n')).toContain(allowListFile('/data/edge', A, 'main'));
-    expect(section(text, `frontend ${frontendName(A, 'public.kibana_https')}`).join('\n')).toContain(allowListFile('/data/edge', A, 'kibana'));
+    expect(section(text, `frontend ${frontendName(A, 'public.kibana_https')}`).join('\n')).toContain(
+      allowListFile('/data/edge', A, 'kibana'),
+    );
   });
 
   it("terminates TLS on TLS listeners with the instance's certificate, forwarding in plain to the same engine", () => {
-    const routes = edgeRoutes('mongodb', 'mongodb_sharded', { public: 1, ssl: 2, 'engine.config': 3, 'engine.shard': 4, 'engine.mongos': 5 });
+    const routes = edgeRoutes('mongodb', 'mongodb_sharded', {
+      public: 1,
+      ssl: 2,
+      'engine.config': 3,
+      'engine.shard': 4,
+      'engine.mongos': 5,
+    });
     const text = renderHaproxyConfig(input({ instances: [{ id: A, routes }] }));
     const ssl = section(text, `frontend ${frontendName(A, 'ssl')}`);
     expect(ssl).toContain(`bind 127.0.0.1:2 ssl crt "/data/edge/tls/${A}.pem"`);
@@ -113,9 +154,15 @@ describe('frontend names', () => {
 describe('parseDeniedLine', () => {
   it('reads a refused connection, with or without the syslog header, and nothing else', () => {
     expect(parseDeniedLine(`<134>Nov 26 07:11:33 haproxy[26046]: hangar-edge 127.0.0.2 i-${A}-public 1795677093.240 PR`)).toEqual({
-      source: '127.0.0.2', frontend: `i-${A}-public`, at: 1795677093240,
+      source: '127.0.0.2',
+      frontend: `i-${A}-public`,
+      at: 1795677093240,
     });
-    expect(parseDeniedLine('hangar-edge ::1 f_public 1795677093.005 PR\n')).toEqual({ source: '::1', frontend: 'f_public', at: 1795677093005 });
+    expect(parseDeniedLine('hangar-edge ::1 f_public 1795677093.005 PR\n')).toEqual({
+      source: '::1',
+      frontend: 'f_public',
+      at: 1795677093005,
+    });
     // an admitted connection cut by the client or the server is logged too, and is not a refusal
     expect(parseDeniedLine(`hangar-edge 127.0.0.1 i-${A}-public 1795677093.240 CD`)).toBeUndefined();
     expect(parseDeniedLine('[ALERT] something else')).toBeUndefined();

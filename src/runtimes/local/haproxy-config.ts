@@ -40,7 +40,7 @@ export interface DeniedLine {
 /** Reads a log line of the edge; undefined for anything but a refused connection (`PR`). */
 export function parseDeniedLine(line: string): DeniedLine | undefined {
   const m = /hangar-edge (\S+) (\S+) (\d+)\.(\d{3}) (\S+)/.exec(line);
-  if (!m || m[5] !== 'PR') return undefined;
+  if (m?.[5] !== 'PR') return undefined;
   return { source: m[1]!, frontend: m[2]!, at: Number(m[3]) * 1000 + Number(m[4]) };
 }
 

@@ -29,8 +29,22 @@ describe.runIf(available)('HaproxyEdge with TLS listeners', () => {
   const ID = '65a1b2c3d4e5f60718293a4b';
   const edgeDir = mkdtempSync(join(tmpdir(), 'hangar-edge-'));
   const log = pino({ level: 'silent' });
-  const supervisor = new ProcessSupervisor({ programs: new Set([realpathSync(haproxy!)]), env: { PATH: process.env.PATH ?? '' }, log, onDeath: () => {} });
-  const edge = new HaproxyEdge({ edgeDir, bin: haproxy!, bindAddress: '127.0.0.1', probeSource: '127.77.0.1', certificateHost: '127.0.0.1', maxconn: 100, supervisor, log });
+  const supervisor = new ProcessSupervisor({
+    programs: new Set([realpathSync(haproxy!)]),
+    env: { PATH: process.env.PATH ?? '' },
+    log,
+    onDeath: () => {},
+  });
+  const edge = new HaproxyEdge({
+    edgeDir,
+    bin: haproxy!,
+    bindAddress: '127.0.0.1',
+    probeSource: '127.77.0.1',
+    certificateHost: '127.0.0.1',
+    maxconn: 100,
+    supervisor,
+    log,
+  });
   let engine: Server;
   const received: string[] = [];
   let ports: Record<string, number>;
@@ -45,7 +59,13 @@ describe.runIf(available)('HaproxyEdge with TLS listeners', () => {
       socket.on('error', () => {});
     });
     await new Promise<void>((r) => engine.listen(0, '127.0.0.1', r));
-    ports = { public: await freePort(), ssl: await freePort(), 'engine.config': 1, 'engine.shard': 2, 'engine.mongos': (engine.address() as AddressInfo).port };
+    ports = {
+      public: await freePort(),
+      ssl: await freePort(),
+      'engine.config': 1,
+      'engine.shard': 2,
+      'engine.mongos': (engine.address() as AddressInfo).port,
+    };
   });
 
   afterAll(async () => {

@@ -8,11 +8,16 @@ import { TerminalError } from '../../domain/errors.js';
 import { throwIfCancelled } from '../../domain/units.js';
 import { ensureEdgeCertificate, removeEdgeCertificate } from './edge-tls.js';
 import { ensureDir, readText, writeFileIfChanged } from './files.js';
+import { allowListFile, edgePaths, frontendName, instanceOfFrontend, renderHaproxyConfig, type EdgeInstance } from './haproxy-config.js';
 import {
-  allowListFile, edgePaths, frontendName, instanceOfFrontend, renderHaproxyConfig, type EdgeInstance,
-} from './haproxy-config.js';
-import {
-  cliWord, haproxyCommand, haproxyCommandRetrying, parseShowAcl, parseShowProc, parseShowSess, parseShowStat, type HaproxySession,
+  cliWord,
+  haproxyCommand,
+  haproxyCommandRetrying,
+  parseShowAcl,
+  parseShowProc,
+  parseShowSess,
+  parseShowStat,
+  type HaproxySession,
 } from './haproxy-socket.js';
 import { portIsFree } from './ports.js';
 import { logTail, type ProcessSupervisor, type SupervisedUnit } from './process-supervisor.js';
@@ -203,7 +208,8 @@ export class HaproxyEdge {
     // Nothing to do for listeners the running edge has as they are: no lock to wait for, and
     // no rendering of the whole configuration (which grows with the number of instances).
     const same = known !== undefined && JSON.stringify(known) === JSON.stringify(routes);
-    if (!changed && same && !newCertificate && wasLive && !this.blocked.has(id) && this.opts.supervisor.isRunning(this.unit)) return { wentLive: false };
+    if (!changed && same && !newCertificate && wasLive && !this.blocked.has(id) && this.opts.supervisor.isRunning(this.unit))
+      return { wentLive: false };
     await this.exclusive(() => this.sync(signal));
     const reason = this.blocked.get(id);
     if (reason) throw new Error(reason);
@@ -280,7 +286,11 @@ export class HaproxyEdge {
    * running edge serves the instance (`live`; when not, only the files were written, which its
    * next start or reload reads).
    */
-  async applyAccess(id: string, groups: ReadonlyMap<AccessGroup, readonly string[]>, signal?: AbortSignal): Promise<{ changed: boolean; live: boolean }> {
+  async applyAccess(
+    id: string,
+    groups: ReadonlyMap<AccessGroup, readonly string[]>,
+    signal?: AbortSignal,
+  ): Promise<{ changed: boolean; live: boolean }> {
     ensureDir(this.paths.allowDir);
     const desired = new Map<AccessGroup, string[]>();
     let changed = false;
@@ -401,7 +411,10 @@ export class HaproxyEdge {
    * The sources the running edge admits for the instance, per access group, read from its
    * runtime API (what it enforces, whatever its files or hangar's store say).
    */
-  async effective(id: string, groups: readonly AccessGroup[]): Promise<{ groups: Partial<Record<AccessGroup, string[]>>; problem?: string }> {
+  async effective(
+    id: string,
+    groups: readonly AccessGroup[],
+  ): Promise<{ groups: Partial<Record<AccessGroup, string[]>>; problem?: string }> {
     if (!this.opts.supervisor.isRunning(this.unit)) return { groups: {}, problem: 'the edge (haproxy) is not running' };
     const out: Partial<Record<AccessGroup, string[]>> = {};
     try {
@@ -440,7 +453,9 @@ export class HaproxyEdge {
    */
   private async sync(signal?: AbortSignal): Promise<void> {
     if (this.paths.masterSocket.length > MAX_SOCKET_PATH) {
-      throw new TerminalError(`the data dir path is too long for the edge's sockets (${this.paths.masterSocket}); use a shorter --data-dir`);
+      throw new TerminalError(
+        `the data dir path is too long for the edge's sockets (${this.paths.masterSocket}); use a shorter --data-dir`,
+      );
     }
     let running = this.opts.supervisor.isRunning(this.unit);
     if (!running) {
@@ -548,7 +563,9 @@ export class HaproxyEdge {
 
   /** The last alerts HAProxy logged, to explain a failed start or reload. */
   private alerts(): string {
-    const tail = logTail(this.opts.edgeDir, 40).split(' | ').filter((l) => l.includes('[ALERT]'));
+    const tail = logTail(this.opts.edgeDir, 40)
+      .split(' | ')
+      .filter((l) => l.includes('[ALERT]'));
     return tail.slice(-3).join(' | ') || 'see the edge log';
   }
 }

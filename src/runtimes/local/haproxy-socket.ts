@@ -48,7 +48,8 @@ export async function haproxyCommandRetrying(socketPath: string, line: string, d
       return await haproxyCommand(socketPath, line, 3000, signal);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (signal?.aborted || !['ECONNREFUSED', 'ENOENT', 'EAGAIN', 'ECONNRESET', 'EPIPE'].includes(code ?? '') || Date.now() > until) throw err;
+      if (signal?.aborted || !['ECONNREFUSED', 'ENOENT', 'EAGAIN', 'ECONNRESET', 'EPIPE'].includes(code ?? '') || Date.now() > until)
+        throw err;
       await sleep(10, signal);
     }
   }

@@ -27,7 +27,12 @@ describe('LocalRuntime.removeInstance', () => {
   it("stops a unit by its pid file even when its program is an interpreter (Elasticsearch's java, Kibana's node)", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hangar-remove-'));
     try {
-      const r = new LocalRuntime({ config: loadConfig({}, { HANGAR_DATA_DIR: dataDir }), log: pino({ level: 'silent' }), binaries: base, searchPath: '/usr/bin:/bin' });
+      const r = new LocalRuntime({
+        config: loadConfig({}, { HANGAR_DATA_DIR: dataDir }),
+        log: pino({ level: 'silent' }),
+        binaries: base,
+        searchPath: '/usr/bin:/bin',
+      });
       const unitDir = join(dataDir, 'instances', instanceId, 'node');
       mkdirSync(unitDir, { recursive: true });
       // a node process standing for a JVM: its command line names the unit directory, its program is no engine binary

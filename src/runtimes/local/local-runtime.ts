@@ -1,12 +1,31 @@
-import { accessSync, constants, createReadStream, existsSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  createReadStream,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { accessGroups, edgeRoutes, type EdgeRoute } from '../../domain/endpoints.js';
 import {
   throwIfCancelled,
-  type AccessRule, type EnsureResult, type Health, type InstancePlace, type InstanceSpec, type ProbeTarget, type StepContext, type UnitDefinition,
-  type UnitDriver, type UnitHost,
+  type AccessRule,
+  type EnsureResult,
+  type Health,
+  type InstancePlace,
+  type InstanceSpec,
+  type ProbeTarget,
+  type StepContext,
+  type UnitDefinition,
+  type UnitDriver,
+  type UnitHost,
 } from '../../domain/units.js';
 import type { EngineBinaries } from '../../lib/binaries.js';
 import { sleep } from '../../lib/time.js';
@@ -59,7 +78,9 @@ export interface LocalRuntimeOptions {
 /** The open-file limit allows two descriptors per proxied connection: stay below it. */
 export function edgeMaxconn(): number {
   try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const hard = Number(line?.trim().split(/\s+/)[4]);
     if (Number.isFinite(hard)) return Math.max(100, Math.min(9000, Math.floor((hard - 200) / 2)));
   } catch {
@@ -75,7 +96,6 @@ function realpath(path: string): string | undefined {
     return undefined;
   }
 }
-
 
 /**
  * Engines as real processes on this machine, behind one HAProxy edge that enforces the ACLs.
@@ -128,7 +148,13 @@ export class LocalRuntime implements Runtime {
   }
 
   private unitHost(): UnitHost {
-    const supervised = (u: UnitDefinition): SupervisedUnit => ({ key: `${u.instanceId}/${u.role}`, instanceId: u.instanceId, dir: u.dir, bin: u.bin, args: u.args });
+    const supervised = (u: UnitDefinition): SupervisedUnit => ({
+      key: `${u.instanceId}/${u.role}`,
+      instanceId: u.instanceId,
+      dir: u.dir,
+      bin: u.bin,
+      args: u.args,
+    });
     return {
       ensureUnit: (u) => this.supervisor.ensureRunning(supervised(u)),
       stopUnit: (u) => this.supervisor.stop(supervised(u)),
@@ -191,13 +217,17 @@ export class LocalRuntime implements Runtime {
     for (const id of this.instanceDirs()) {
       const dir = this.instanceDir(id);
       for (const role of readdirSync(dir)) {
-        if (statSync(join(dir, role)).isDirectory()) await this.supervisor.adopt({ key: `${id}/${role}`, instanceId: id, dir: join(dir, role) });
+        if (statSync(join(dir, role)).isDirectory())
+          await this.supervisor.adopt({ key: `${id}/${role}`, instanceId: id, dir: join(dir, role) });
       }
     }
     this.supervisor.start();
     this.dirTimer = setInterval(() => this.checkDataDirs(), DATA_DIR_CHECK_MS);
     this.dirTimer.unref();
-    this.log.info({ instances: this.instanceDirs().length, edge: this.supervisor.pidOf(this.edge.unit) ?? null }, 'local runtime supervising');
+    this.log.info(
+      { instances: this.instanceDirs().length, edge: this.supervisor.pidOf(this.edge.unit) ?? null },
+      'local runtime supervising',
+    );
   }
 
   async close(): Promise<void> {
@@ -323,7 +353,9 @@ export class LocalRuntime implements Runtime {
     const dir = this.instanceDir(id);
     let roles: string[] = [];
     try {
-      roles = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      roles = readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
     } catch {
       /* no directory left */
     }
@@ -354,7 +386,8 @@ export class LocalRuntime implements Runtime {
     const units: UnitRef[] = [];
     for (const id of this.instanceDirs()) {
       const dir = this.instanceDir(id);
-      for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) units.push({ key: `${id}/${e.name}`, instanceId: id, dir: join(dir, e.name) });
+      for (const e of readdirSync(dir, { withFileTypes: true }))
+        if (e.isDirectory()) units.push({ key: `${id}/${e.name}`, instanceId: id, dir: join(dir, e.name) });
     }
     const running = units.filter((u) => this.supervisor.isRunning(u)).map((u) => u.key);
     await Promise.all(units.map((u) => this.supervisor.stop(u, graceMs)));

@@ -5,7 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findProcesses, isAlive, ProcessSupervisor, readProcess, UNIT_PID_FILE, unitMarker, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
+import {
+  findProcesses,
+  isAlive,
+  ProcessSupervisor,
+  readProcess,
+  UNIT_PID_FILE,
+  unitMarker,
+  type SupervisedUnit,
+  type UnitRef,
+} from './process-supervisor.js';
 import { freePort } from '../../../test/helpers/ports.js';
 
 // Units here are small node programs: real processes that fork nothing (a shell loop forks a

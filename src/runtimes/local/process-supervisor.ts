@@ -81,8 +81,7 @@ function threadsLeft(pid: number): number {
  * the others finish, and they keep its files, listening sockets included, until the last one
  * ends. Taken for dead, its port would look held by a stranger a moment longer.
  */
-const gone = (p: ProcessInfo | undefined): boolean =>
-  p === undefined || p.state === 'X' || (p.state === 'Z' && threadsLeft(p.pid) <= 1);
+const gone = (p: ProcessInfo | undefined): boolean => p === undefined || p.state === 'X' || (p.state === 'Z' && threadsLeft(p.pid) <= 1);
 
 /** The marker a unit's command line contains: its directory, with a trailing slash. */
 export function unitMarker(dir: string): string {
@@ -174,7 +173,13 @@ export function logTail(dir: string, lines = 5): string {
     const buf = Buffer.alloc(length);
     fd = openSync(file, 'r');
     readSync(fd, buf, 0, length, size - length);
-    return buf.toString('utf8').split('\n').map((l) => l.trim()).filter(Boolean).slice(-lines).join(' | ');
+    return buf
+      .toString('utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .slice(-lines)
+      .join(' | ');
   } catch {
     return '';
   } finally {

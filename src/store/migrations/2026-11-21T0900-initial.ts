@@ -151,7 +151,19 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ['meta', 'leases', 'audit_events', 'idempotency_keys', 'mongodb_users', 'acls', 'ports', 'instances', 'tokens', 'api_keys', 'accounts']) {
+  for (const t of [
+    'meta',
+    'leases',
+    'audit_events',
+    'idempotency_keys',
+    'mongodb_users',
+    'acls',
+    'ports',
+    'instances',
+    'tokens',
+    'api_keys',
+    'accounts',
+  ]) {
     await db.schema.dropTable(t).execute();
   }
 }

@@ -4,8 +4,20 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /** Columns of `instances` that instance records show; changing one changes the account's version. */
 const RECORD_COLUMNS = [
-  'account_id', 'name', 'service', 'type', 'version', 'zone', 'plan', 'encrypted', 'api_key_enc', 'password_enc',
-  'state', 'state_reason', 'ports', 'created_at',
+  'account_id',
+  'name',
+  'service',
+  'type',
+  'version',
+  'zone',
+  'plan',
+  'encrypted',
+  'api_key_enc',
+  'password_enc',
+  'state',
+  'state_reason',
+  'ports',
+  'created_at',
 ];
 
 /**

@@ -4,8 +4,21 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /** The record columns of the previous migration, and `address`, which records now show too. */
 const RECORD_COLUMNS = [
-  'account_id', 'name', 'service', 'type', 'version', 'zone', 'plan', 'encrypted', 'api_key_enc', 'password_enc',
-  'state', 'state_reason', 'ports', 'created_at', 'address',
+  'account_id',
+  'name',
+  'service',
+  'type',
+  'version',
+  'zone',
+  'plan',
+  'encrypted',
+  'api_key_enc',
+  'password_enc',
+  'state',
+  'state_reason',
+  'ports',
+  'created_at',
+  'address',
 ];
 
 /**

@@ -144,13 +144,17 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`CREATE TRIGGER instances_event_created AFTER INSERT ON instances BEGIN
     INSERT INTO events (account_id, kind, instance_id, instance_name, operation_id, data, created_at)
     VALUES (NEW.account_id, 'instance.created', NEW.id, NEW.name, NULL,
-      json_object('state', NEW.state, 'service', NEW.service, 'type', NEW.type, 'plan', NEW.plan, 'zone', NEW.zone), ${now}); END`.execute(db);
+      json_object('state', NEW.state, 'service', NEW.service, 'type', NEW.type, 'plan', NEW.plan, 'zone', NEW.zone), ${now}); END`.execute(
+    db,
+  );
   await sql`CREATE TRIGGER instances_event_deleted AFTER DELETE ON instances BEGIN
     INSERT INTO events (account_id, kind, instance_id, instance_name, operation_id, data, created_at)
     VALUES (OLD.account_id, 'instance.deleted', OLD.id, OLD.name, NULL, json_object('state', OLD.state), ${now}); END`.execute(db);
   await sql`CREATE TRIGGER instances_event_renamed AFTER UPDATE OF name ON instances WHEN OLD.name IS NOT NEW.name BEGIN
     INSERT INTO events (account_id, kind, instance_id, instance_name, operation_id, data, created_at)
-    VALUES (NEW.account_id, 'instance.renamed', NEW.id, NEW.name, NULL, json_object('from', OLD.name, 'to', NEW.name), ${now}); END`.execute(db);
+    VALUES (NEW.account_id, 'instance.renamed', NEW.id, NEW.name, NULL, json_object('from', OLD.name, 'to', NEW.name), ${now}); END`.execute(
+    db,
+  );
   await sql`CREATE TRIGGER instances_event_state AFTER UPDATE OF state, state_reason ON instances
     WHEN OLD.state IS NOT NEW.state OR OLD.state_reason IS NOT NEW.state_reason BEGIN
     INSERT INTO events (account_id, kind, instance_id, instance_name, operation_id, data, created_at)

@@ -31,9 +31,15 @@ const listen = (server, ...args) =>
   });
 
 execFileSync('ip', ['link', 'set', 'lo', 'up']);
-await listen(createServer((s) => splice(s, connect(join(dir, 'app.sock')))), Number(appPort), '127.0.0.1');
+await listen(
+  createServer((s) => splice(s, connect(join(dir, 'app.sock')))),
+  Number(appPort),
+  '127.0.0.1',
+);
 
-const child = spawn(chromium, [...flags, '--remote-debugging-address=127.0.0.1', '--remote-debugging-port=0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+const child = spawn(chromium, [...flags, '--remote-debugging-address=127.0.0.1', '--remote-debugging-port=0'], {
+  stdio: ['ignore', 'ignore', 'pipe'],
+});
 for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 
@@ -46,6 +52,9 @@ child.stderr.on('data', async (c) => {
   const m = /DevTools listening on ws:\/\/127\.0\.0\.1:(\d+)\//.exec(stderr);
   if (!m) return;
   devtools = Number(m[1]);
-  await listen(createServer((s) => splice(s, connect(devtools, '127.0.0.1'))), join(dir, 'cdp.sock'));
+  await listen(
+    createServer((s) => splice(s, connect(devtools, '127.0.0.1'))),
+    join(dir, 'cdp.sock'),
+  );
   process.stderr.write('browser-netns ready\n');
 });

@@ -40,7 +40,11 @@ export interface TestBrowser {
   readonly browser: Browser;
   readonly pid: number;
   /** A fresh context (its own storage) with a page, at `viewport`. */
-  newPage(opts?: { width?: number; height?: number; colorScheme?: 'light' | 'dark' }): Promise<{ context: BrowserContext; page: Page; problems: Problems }>;
+  newPage(opts?: {
+    width?: number;
+    height?: number;
+    colorScheme?: 'light' | 'dark';
+  }): Promise<{ context: BrowserContext; page: Page; problems: Problems }>;
   /** Closes the browser, ends its process group, removes its profile. */
   close(): Promise<void>;
 }
@@ -66,7 +70,8 @@ function networkIsolationAvailable(): boolean {
   if (isolation === undefined) {
     isolation = spawnSync('unshare', ['--net', 'ip', 'link', 'set', 'lo', 'up'], { stdio: 'ignore' }).status === 0;
     if (!isolation) {
-      const message = 'the console tests run chromium in a network namespace of its own (unshare --net and ip, as root), out of reach of network changes made elsewhere on the machine';
+      const message =
+        'the console tests run chromium in a network namespace of its own (unshare --net and ip, as root), out of reach of network changes made elsewhere on the machine';
       if (process.env.CI === 'true') throw new Error(`${message}: unshare --net failed`);
       console.warn(`${message}; not possible here, so it runs in the machine's network`);
     }
@@ -75,7 +80,10 @@ function networkIsolationAvailable(): boolean {
 }
 
 /** A TCP or Unix socket server whose every connection is spliced to a new connection made by `to`. */
-async function forwarder(to: () => Socket, ...listenArgs: [path: string] | [port: number, host: string]): Promise<{ server: Server; close(): void }> {
+async function forwarder(
+  to: () => Socket,
+  ...listenArgs: [path: string] | [port: number, host: string]
+): Promise<{ server: Server; close(): void }> {
   const open = new Set<Socket>();
   const server = createServer((a) => {
     const b = to();
@@ -237,8 +245,20 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   // loaded once per document: the console moves between pages without loading a new one
   if (!(await page.evaluate(() => 'axe' in globalThis))) await page.evaluate(axeSource);
   const result = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run: (ctx: unknown, opts: unknown) => Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
-    const r = await axe.run(document, { resultTypes: ['violations'], runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
+    const axe = (
+      globalThis as unknown as {
+        axe: {
+          run: (
+            ctx: unknown,
+            opts: unknown,
+          ) => Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }>;
+        };
+      }
+    ).axe;
+    const r = await axe.run(document, {
+      resultTypes: ['violations'],
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+    });
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => JSON.stringify(n.target)) }));
   });
   return result.filter((v) => v.impact === 'serious' || v.impact === 'critical');

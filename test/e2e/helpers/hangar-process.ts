@@ -61,7 +61,9 @@ function threadsOf(pid: number): string {
 /** What the local runtime needs here, or the packages to install. */
 export function missingEngines(): string[] {
   const has = (bin: string) => spawnSync('sh', ['-c', `PATH="$PATH:/usr/sbin:/sbin" command -v ${bin}`], { stdio: 'ignore' }).status === 0;
-  return [has('redis-server') ? undefined : 'redis-server', has('haproxy') ? undefined : 'haproxy'].filter((x): x is string => x !== undefined);
+  return [has('redis-server') ? undefined : 'redis-server', has('haproxy') ? undefined : 'haproxy'].filter(
+    (x): x is string => x !== undefined,
+  );
 }
 
 /**
@@ -161,15 +163,30 @@ export class HangarProcess {
   /** Starts `hangar serve` on this data dir (again, after a stop or a kill); `env` adds settings for this start only. */
   async serve(env: Record<string, string> = {}): Promise<void> {
     const args = [
-      BIN, 'serve', '--runtime', this.opts.runtime ?? 'local', '--port', '0', '--data-dir', this.dataDir,
-      '--port-range', `${this.portRange.first}-${this.portRange.last}`, '--log-level', 'info',
+      BIN,
+      'serve',
+      '--runtime',
+      this.opts.runtime ?? 'local',
+      '--port',
+      '0',
+      '--data-dir',
+      this.dataDir,
+      '--port-range',
+      `${this.portRange.first}-${this.portRange.last}`,
+      '--log-level',
+      'info',
       // a replica of another host would wait for a dead one's leases to expire: keep them short
-      '--lease-ttl', String(this.opts.leaseTtl ?? 2),
+      '--lease-ttl',
+      String(this.opts.leaseTtl ?? 2),
     ];
     if (this.opts.databaseUrl) args.push('--database-url', this.opts.databaseUrl);
-    const account: Record<string, string> = this.opts.createAccount === false ? {} : { HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD };
+    const account: Record<string, string> =
+      this.opts.createAccount === false ? {} : { HANGAR_BOOTSTRAP_LOGIN: LOGIN, HANGAR_BOOTSTRAP_PASSWORD: PASSWORD };
     // stopped at once unless a test asks for a drain (HANGAR_DRAIN_PERIOD)
-    const child = spawn(process.execPath, args, { env: childEnv({ HANGAR_DRAIN_PERIOD: '0', ...account, ...this.opts.env, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      env: childEnv({ HANGAR_DRAIN_PERIOD: '0', ...account, ...this.opts.env, ...env }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child = child;
     // each process writes to its own buffer: a stopped one must not add to the next one's
     const output = { text: '' };
@@ -236,7 +253,11 @@ export class HangarProcess {
 
   /** The last `count` lines of its log at level warn or above, cut to 600 characters: what it said, for a failed test. */
   warnings(count = 15): string[] {
-    return this.log.split('\n').filter((l) => /"level":[45]0/.test(l)).slice(-count).map((l) => l.slice(0, 600));
+    return this.log
+      .split('\n')
+      .filter((l) => /"level":[45]0/.test(l))
+      .slice(-count)
+      .map((l) => l.slice(0, 600));
   }
 
   /** Resolves when the process has exited (or rejects after `ms`, with its log). */
@@ -276,7 +297,11 @@ export class HangarProcess {
   async request<T = any>(method: string, path: string, body?: unknown): Promise<Reply<T>> {
     const headers: Record<string, string> = { 'x-auth-token': this.token };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetchClearOfStaleConnections(`${this.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetchClearOfStaleConnections(`${this.url}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.text();
     let parsed: unknown = text;
     try {
@@ -322,7 +347,9 @@ export class HangarProcess {
       if (predicate(rec)) return rec;
       await new Promise((r) => setTimeout(r, 25));
     }
-    throw new Error(`instance ${name} did not reach the expected state; last answer ${JSON.stringify(last?.body)}\nhangar log:\n${this.log}`);
+    throw new Error(
+      `instance ${name} did not reach the expected state; last answer ${JSON.stringify(last?.body)}\nhangar log:\n${this.log}`,
+    );
   }
 
   /** The body of a redis create request. */

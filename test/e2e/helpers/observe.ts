@@ -63,7 +63,8 @@ export class Observer {
   async until(what: string, predicate: () => boolean, ms = 15_000): Promise<void> {
     const end = Date.now() + ms;
     while (!predicate()) {
-      if (Date.now() > end) throw new Error(`not seen within ${ms} ms: ${what}\n${this.describe()}\nhangar log:\n${this.h.log.slice(-3000)}`);
+      if (Date.now() > end)
+        throw new Error(`not seen within ${ms} ms: ${what}\n${this.describe()}\nhangar log:\n${this.h.log.slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }

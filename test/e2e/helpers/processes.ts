@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 
 export interface Proc {
@@ -43,7 +43,7 @@ export function processesUnder(dir: string): Proc[] {
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     const p = read(Number(name));
-    if (p && p.cmdline.includes(marker)) out.push(p);
+    if (p?.cmdline.includes(marker)) out.push(p);
   }
   return out;
 }
@@ -52,7 +52,7 @@ export function processesUnder(dir: string): Proc[] {
 export function pidFiles(dir: string): { file: string; pid: number }[] {
   const out: { file: string; pid: number }[] = [];
   const walk = (d: string) => {
-    let entries;
+    let entries: Dirent[];
     try {
       entries = readdirSync(d, { withFileTypes: true });
     } catch {

@@ -32,7 +32,12 @@ export async function connectRedis(port: number, password: string, localAddress?
 
 /** A real Redis client authenticated as an application user (`AUTH user password`). */
 export async function connectRedisAs(port: number, username: string, password: string): Promise<RedisClient> {
-  const client = createClient({ socket: { host: '127.0.0.1', port, connectTimeout: 2000, reconnectStrategy: false }, username, password, disableClientInfo: true });
+  const client = createClient({
+    socket: { host: '127.0.0.1', port, connectTimeout: 2000, reconnectStrategy: false },
+    username,
+    password,
+    disableClientInfo: true,
+  });
   client.on('error', () => {});
   try {
     await client.connect();

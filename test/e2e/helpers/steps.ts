@@ -9,8 +9,14 @@ const STEP_SOURCES = ['reconciler', 'service', 'runtimes/local', 'engines/redis'
 
 /** Step names the redis engine builds from its roles rather than writes out. */
 export const COMPUTED_STEPS = [
-  'create:primary-started', 'create:replica-started', 'ensure:primary-restarted', 'ensure:replica-restarted', 'resize:primary-set', 'resize:replica-set',
-  'access:primary-applied', 'access:replica-applied',
+  'create:primary-started',
+  'create:replica-started',
+  'ensure:primary-restarted',
+  'ensure:replica-restarted',
+  'resize:primary-set',
+  'resize:replica-set',
+  'access:primary-applied',
+  'access:replica-applied',
 ];
 
 /** Every step name written out in the sources of the local runtime's work (`step('x:y')`). */
@@ -31,7 +37,13 @@ export function literalStepNames(): string[] {
 
 /** The steps of MongoDB user work (run here on the emulated runtime: no mongod on this machine). */
 export const USER_STEPS = [
-  'user-create:inserted', 'user-create:recorded', 'user-create:applied',
-  'user-update:changed', 'user-update:recorded', 'user-update:applied',
-  'user-delete:marked', 'user-delete:recorded', 'user-delete:dropped',
+  'user-create:inserted',
+  'user-create:recorded',
+  'user-create:applied',
+  'user-update:changed',
+  'user-update:recorded',
+  'user-update:applied',
+  'user-delete:marked',
+  'user-delete:recorded',
+  'user-delete:dropped',
 ] as const;

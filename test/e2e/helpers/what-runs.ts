@@ -135,21 +135,36 @@ export async function expectApiMatchesWhatRuns(h: HangarProcess): Promise<void> 
   const servingIds = new Set(serving.map((r) => r.id as string));
   const bound = boundPorts(h.dataDir);
 
-  expect([...runs.engines.keys()].filter((id) => !servingIds.has(id)), `engines of no listed instance\n${context()}`).toEqual([]);
-  expect([...runs.frontends.keys()].filter((id) => !servingIds.has(id)), `listeners of no listed instance\n${context()}`).toEqual([]);
-  expect(runs.instanceDirs.filter((id) => !servingIds.has(id)), `data of no listed instance\n${context()}`).toEqual([]);
+  expect(
+    [...runs.engines.keys()].filter((id) => !servingIds.has(id)),
+    `engines of no listed instance\n${context()}`,
+  ).toEqual([]);
+  expect(
+    [...runs.frontends.keys()].filter((id) => !servingIds.has(id)),
+    `listeners of no listed instance\n${context()}`,
+  ).toEqual([]);
+  expect(
+    runs.instanceDirs.filter((id) => !servingIds.has(id)),
+    `data of no listed instance\n${context()}`,
+  ).toEqual([]);
   expect(runs.edgeMasters.length, `edge masters ${runs.edgeMasters}\n${context()}`).toBeLessThanOrEqual(1);
   if (serving.length > 0) expect(runs.edgeMasters, `edge masters\n${context()}`).toHaveLength(1);
 
   for (const r of serving) {
     const engines = runs.engines.get(r.id);
-    expect(Object.fromEntries(engines ?? []), `engines of ${r.name}\n${context()}`).toEqual({ primary: [expect.any(Number)], replica: [expect.any(Number)] });
+    expect(Object.fromEntries(engines ?? []), `engines of ${r.name}\n${context()}`).toEqual({
+      primary: [expect.any(Number)],
+      replica: [expect.any(Number)],
+    });
     for (const role of ['primary', 'replica']) {
       const pid = Number(readFileSync(join(h.dataDir, 'instances', r.id, role, 'process.pid'), 'utf8').trim());
       expect(engines!.get(role), `pid file of ${r.name}/${role}`).toEqual([pid]);
       expect(isAlive(pid)).toBe(true);
     }
-    expect([...(runs.frontends.get(r.id) ?? [])].sort(), `listeners of ${r.name}\n${context()}`).toEqual([`i-${r.id}-public`, `i-${r.id}-servicenet`]);
+    expect([...(runs.frontends.get(r.id) ?? [])].sort(), `listeners of ${r.name}\n${context()}`).toEqual([
+      `i-${r.id}-public`,
+      `i-${r.id}-servicenet`,
+    ]);
     const pub = Number(new URL(r.public_connect_string).port);
     const svc = Number(new URL(r.servicenet_connect_string).port);
     expect(bound.get(`i-${r.id}-public`)).toBe(pub);

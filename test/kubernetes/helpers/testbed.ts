@@ -31,8 +31,14 @@ export function readTestbedEnv(): TestbedEnv | undefined {
  */
 export function testbedAvailable(): boolean {
   const env = readTestbedEnv();
-  if (env && spawnSync(env.HANGAR_K8S_KUBECTL!, ['--kubeconfig', env.HANGAR_K8S_ADMIN_KUBECONFIG!, 'get', '--raw', '/readyz'], { encoding: 'utf8' }).stdout === 'ok') return true;
-  const message = 'the Kubernetes tests need the testbed: scripts/k8s-testbed up (root; builds Kubernetes from Debian sources once, ~10 min)';
+  if (
+    env &&
+    spawnSync(env.HANGAR_K8S_KUBECTL!, ['--kubeconfig', env.HANGAR_K8S_ADMIN_KUBECONFIG!, 'get', '--raw', '/readyz'], { encoding: 'utf8' })
+      .stdout === 'ok'
+  )
+    return true;
+  const message =
+    'the Kubernetes tests need the testbed: scripts/k8s-testbed up (root; builds Kubernetes from Debian sources once, ~10 min)';
   if (process.env.CI === 'true') throw new Error(message);
   console.warn(`${message}; leaving them out`);
   return false;
@@ -42,9 +48,16 @@ export class Testbed {
   constructor(readonly env: TestbedEnv) {}
 
   /** kubectl as the admin (the test's own set-up and checks) or as hangar's user. */
-  kubectl(args: readonly string[], opts: { as?: 'admin' | 'hangar'; input?: string } = {}): { status: number; stdout: string; stderr: string } {
+  kubectl(
+    args: readonly string[],
+    opts: { as?: 'admin' | 'hangar'; input?: string } = {},
+  ): { status: number; stdout: string; stderr: string } {
     const kubeconfig = opts.as === 'hangar' ? this.env.HANGAR_K8S_HANGAR_KUBECONFIG! : this.env.HANGAR_K8S_ADMIN_KUBECONFIG!;
-    const r = spawnSync(this.env.HANGAR_K8S_KUBECTL!, ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input: opts.input, timeout: 120_000 });
+    const r = spawnSync(this.env.HANGAR_K8S_KUBECTL!, ['--kubeconfig', kubeconfig, ...args], {
+      encoding: 'utf8',
+      input: opts.input,
+      timeout: 120_000,
+    });
     return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
   }
 
@@ -61,7 +74,9 @@ export class Testbed {
 
   /** The admin secret of a Redis instance (its Secret), which its engines and Sentinels accept. */
   redisAdminSecret(namespace: string, instanceId: string): string {
-    return Buffer.from(this.json(['-n', namespace, 'get', 'secret', `h-${instanceId}-redis`]).data['admin-secret'], 'base64').toString('utf8');
+    return Buffer.from(this.json(['-n', namespace, 'get', 'secret', `h-${instanceId}-redis`]).data['admin-secret'], 'base64').toString(
+      'utf8',
+    );
   }
 
   /**
@@ -86,8 +101,12 @@ export class Testbed {
         if (c.isOpen) c.destroy();
       }
     };
-    let flags = '';
-    for (const end = Date.now() + ms; (flags = await ask()) !== 'slave' && Date.now() < end; ) await new Promise((r) => setTimeout(r, 500));
+    const end = Date.now() + ms;
+    let flags = await ask();
+    while (flags !== 'slave' && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 500));
+      flags = await ask();
+    }
     return flags;
   }
 
@@ -122,18 +141,36 @@ export class Testbed {
     for (let i = 0; i < count; i++) {
       const path = join(dir, `${prefix}-${i}`);
       mkdirSync(path, { recursive: true });
-      this.k(['apply', '-f', '-'], JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'PersistentVolume',
-        metadata: { name: `${prefix}-${i}`, labels: { 'hangar-test': prefix } },
-        spec: { capacity: { storage: size }, accessModes: ['ReadWriteOnce'], storageClassName: storageClass, persistentVolumeReclaimPolicy: 'Retain', hostPath: { path, type: 'DirectoryOrCreate' } },
-      }));
+      this.k(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'PersistentVolume',
+          metadata: { name: `${prefix}-${i}`, labels: { 'hangar-test': prefix } },
+          spec: {
+            capacity: { storage: size },
+            accessModes: ['ReadWriteOnce'],
+            storageClassName: storageClass,
+            persistentVolumeReclaimPolicy: 'Retain',
+            hostPath: { path, type: 'DirectoryOrCreate' },
+          },
+        }),
+      );
     }
   }
 
   /** The objects of kinds hangar makes that carry an instance's label. */
   objectsOf(namespace: string, id: string): string[] {
-    const out = this.k(['-n', namespace, 'get', 'statefulsets,deployments,services,secrets,poddisruptionbudgets,networkpolicies,pods', '-l', `hangar.io/instance=${id}`, '-o', 'name']);
+    const out = this.k([
+      '-n',
+      namespace,
+      'get',
+      'statefulsets,deployments,services,secrets,poddisruptionbudgets,networkpolicies,pods',
+      '-l',
+      `hangar.io/instance=${id}`,
+      '-o',
+      'name',
+    ]);
     return out.split('\n').filter(Boolean);
   }
 
@@ -171,14 +208,24 @@ export class ClientHost {
     const pid = holder.pid!;
     const host = `${name.slice(0, 10)}0`;
     const peer = `${name.slice(0, 10)}1`;
-    sh(`ip link add ${host} type veth peer name ${peer}; ip link set ${peer} netns ${pid}; ip link set ${host} up; ip route add ${address}/32 dev ${host}`);
-    sh(`nsenter -t ${pid} -n sh -ec 'ip addr add ${address}/32 dev ${peer}; ip link set ${peer} up; ip link set lo up; ip route add ${nodeIp}/32 dev ${peer}'`);
+    sh(
+      `ip link add ${host} type veth peer name ${peer}; ip link set ${peer} netns ${pid}; ip link set ${host} up; ip route add ${address}/32 dev ${host}`,
+    );
+    sh(
+      `nsenter -t ${pid} -n sh -ec 'ip addr add ${address}/32 dev ${peer}; ip link set ${peer} up; ip link set lo up; ip route add ${nodeIp}/32 dev ${peer}'`,
+    );
     return new ClientHost(holder, host, address);
   }
 
   /** A Redis connection from the namespace, driven command by command (AUTH first). */
   redis(host: string, port: number): NetnsRedis {
-    return new NetnsRedis(spawn('nsenter', ['-t', String(this.holder.pid), '-n', process.execPath, join(import.meta.dirname, 'netns-redis.mjs'), host, String(port)], { stdio: ['pipe', 'pipe', 'inherit'] }));
+    return new NetnsRedis(
+      spawn(
+        'nsenter',
+        ['-t', String(this.holder.pid), '-n', process.execPath, join(import.meta.dirname, 'netns-redis.mjs'), host, String(port)],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
+      ),
+    );
   }
 
   /** AUTH then PING on a new connection: `PONG`, or how it failed (`closed` when the edge refused it). */

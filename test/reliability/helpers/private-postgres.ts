@@ -42,7 +42,11 @@ export class PrivatePostgres {
   /** initdb, start, and a database `hangar`. */
   static async create(): Promise<PrivatePostgres> {
     const dir = mkdtempSync(join(tmpdir(), 'hangar-pg-'));
-    chownSync(dir, Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()), Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()));
+    chownSync(
+      dir,
+      Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()),
+      Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()),
+    );
     asPostgres('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
     const pg = new PrivatePostgres(dir, await freePort());
     pg.start();
@@ -56,8 +60,15 @@ export class PrivatePostgres {
 
   start(): void {
     asPostgres('pg_ctl', [
-      '-D', join(this.dir, 'data'), '-l', join(this.dir, 'server.log'), '-w', '-t', '30',
-      '-o', `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+      '-D',
+      join(this.dir, 'data'),
+      '-l',
+      join(this.dir, 'server.log'),
+      '-w',
+      '-t',
+      '30',
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
       'start',
     ]);
   }
@@ -99,7 +110,9 @@ export class PrivatePostgres {
     } catch {
       /* not running */
     }
-    spawnSync('runuser', ['-u', 'postgres', '--', join(BIN, 'pg_ctl'), '-D', join(this.dir, 'data'), '-m', 'immediate', '-w', 'stop'], { stdio: 'ignore' });
+    spawnSync('runuser', ['-u', 'postgres', '--', join(BIN, 'pg_ctl'), '-D', join(this.dir, 'data'), '-m', 'immediate', '-w', 'stop'], {
+      stdio: 'ignore',
+    });
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -31,23 +31,130 @@ export function fromValue(v: unknown): Json {
 
 /** Every field name of every request body, and names that have hurt JavaScript servers. */
 export const FIELD_NAMES = [
-  'name', 'plan', 'service', 'type', 'version', 'zone', 'encryption', 'storage_engine', 'acls', 'cidr_mask', 'description',
-  'transport', 'kibana', 'new_plan', 'username', 'password', 'roles', 'role', 'db', 'token', 'login', 'id', '_id', '$oid',
-  '__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', '__defineGetter__', '', ' ', '$where', '$ne',
+  'name',
+  'plan',
+  'service',
+  'type',
+  'version',
+  'zone',
+  'encryption',
+  'storage_engine',
+  'acls',
+  'cidr_mask',
+  'description',
+  'transport',
+  'kibana',
+  'new_plan',
+  'username',
+  'password',
+  'roles',
+  'role',
+  'db',
+  'token',
+  'login',
+  'id',
+  '_id',
+  '$oid',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  '__defineGetter__',
+  '',
+  ' ',
+  '$where',
+  '$ne',
 ] as const;
 
 const SPECIAL_NUMBERS = [
-  '0', '-0', '1', '-1', '500', '500.0', '5e2', '5E+2', '1000', '100000', '0.5', '1e-400', '1e400', '-1e400', '1.7976931348623157e309',
-  '9007199254740993', '-9007199254740993', '18446744073709551616', '123456789012345678901234567890123456789', '1e21', '0.1e1',
+  '0',
+  '-0',
+  '1',
+  '-1',
+  '500',
+  '500.0',
+  '5e2',
+  '5E+2',
+  '1000',
+  '100000',
+  '0.5',
+  '1e-400',
+  '1e400',
+  '-1e400',
+  '1.7976931348623157e309',
+  '9007199254740993',
+  '-9007199254740993',
+  '18446744073709551616',
+  '123456789012345678901234567890123456789',
+  '1e21',
+  '0.1e1',
 ] as const;
 
 const SPECIAL_STRINGS = [
-  '', ' ', '.', '..', '../..', '../../etc/passwd', '%00', '\u0000', '\u0000x', 'a\u0000b', '\u001b[31m', '\r\nX-Injected: 1', '\u2028', '\ufeff',
-  '\ud800', '\udfff', '😀', 'ñ', 'İ', 'ﬀ', '\u202e', '__proto__', 'constructor', 'prototype', '<script>alert(1)</script>',
-  "'; DROP TABLE instances; --", '" OR 1=1 --', '${jndi:ldap://127.0.0.1/x}', '{{7*7}}', '%s%s%s%n', 'redis', 'mongodb', 'elasticsearch',
-  'redis_ha_instance', '7.0.15', 'US-Dallas', 'fz-redis', 'fz-mongo', 'fz-es', '192.0.2.10', '0.0.0.0/0', '::/0', '10.0.0.0/33',
-  '256.1.1.1', '1.2.3.4/', '1.2.3.4/-1', '01.02.03.04', '::ffff:1.2.3.4', 'fe80::1%eth0', 'read', 'readWrite', 'root', 'admin', '__system',
-  'app', 'local', 'config', 'null', 'true', '1e400', 'NaN', 'Infinity',
+  '',
+  ' ',
+  '.',
+  '..',
+  '../..',
+  '../../etc/passwd',
+  '%00',
+  '\u0000',
+  '\u0000x',
+  'a\u0000b',
+  '\u001b[31m',
+  '\r\nX-Injected: 1',
+  '\u2028',
+  '\ufeff',
+  '\ud800',
+  '\udfff',
+  '😀',
+  'ñ',
+  'İ',
+  'ﬀ',
+  '\u202e',
+  '__proto__',
+  'constructor',
+  'prototype',
+  '<script>alert(1)</script>',
+  "'; DROP TABLE instances; --",
+  '" OR 1=1 --',
+  '${jndi:ldap://127.0.0.1/x}',
+  '{{7*7}}',
+  '%s%s%s%n',
+  'redis',
+  'mongodb',
+  'elasticsearch',
+  'redis_ha_instance',
+  '7.0.15',
+  'US-Dallas',
+  'fz-redis',
+  'fz-mongo',
+  'fz-es',
+  '192.0.2.10',
+  '0.0.0.0/0',
+  '::/0',
+  '10.0.0.0/33',
+  '256.1.1.1',
+  '1.2.3.4/',
+  '1.2.3.4/-1',
+  '01.02.03.04',
+  '::ffff:1.2.3.4',
+  'fe80::1%eth0',
+  'read',
+  'readWrite',
+  'root',
+  'admin',
+  '__system',
+  'app',
+  'local',
+  'config',
+  'null',
+  'true',
+  '1e400',
+  'NaN',
+  'Infinity',
 ] as const;
 
 const controlChars = fc.string({ unit: fc.integer({ min: 0, max: 0x1f }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 8 });
@@ -77,7 +184,10 @@ const scalar: fc.Arbitrary<Json> = fc.oneof(
   { weight: 3, arbitrary: anyString.map((v): Json => ({ t: 'str', v })) },
 );
 
-export const anyKey: fc.Arbitrary<string> = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...FIELD_NAMES) }, { weight: 1, arbitrary: anyString });
+export const anyKey: fc.Arbitrary<string> = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(...FIELD_NAMES) },
+  { weight: 1, arbitrary: anyString },
+);
 
 /** Any JSON value, of any type and depth, keys duplicated at times. */
 export const anyJson: fc.Arbitrary<Json> = fc.letrec<{ json: Json }>((tie) => ({
@@ -96,7 +206,14 @@ type Mutation =
   | { readonly kind: 'duplicate'; readonly at: number; readonly value: Json; readonly first: boolean }
   | { readonly kind: 'deep'; readonly at: number; readonly value: Json }
   /** A value of the same JSON type: passes the schema, tests the rules behind it. */
-  | { readonly kind: 'similar'; readonly at: number; readonly str: string; readonly num: string; readonly bool: boolean; readonly depth: number };
+  | {
+      readonly kind: 'similar';
+      readonly at: number;
+      readonly str: string;
+      readonly num: string;
+      readonly bool: boolean;
+      readonly depth: number;
+    };
 
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), value: anyJson }) },
@@ -106,7 +223,14 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('deep' as const), at: fc.nat(), value: anyJson }) },
   {
     weight: 5,
-    arbitrary: fc.record({ kind: fc.constant('similar' as const), at: fc.nat(), str: anyString, num: numberText, bool: fc.boolean(), depth: fc.nat({ max: 2 }) }),
+    arbitrary: fc.record({
+      kind: fc.constant('similar' as const),
+      at: fc.nat(),
+      str: anyString,
+      num: numberText,
+      bool: fc.boolean(),
+      depth: fc.nat({ max: 2 }),
+    }),
   },
 );
 
@@ -116,7 +240,11 @@ function similar(j: Json, m: Extract<Mutation, { kind: 'similar' }>, depth: numb
     case 'str':
       return { t: 'str', v: m.str };
     case 'lit':
-      return j.text === 'true' || j.text === 'false' ? { t: 'lit', text: String(m.bool) } : j.text === 'null' ? j : { t: 'lit', text: m.num };
+      return j.text === 'true' || j.text === 'false'
+        ? { t: 'lit', text: String(m.bool) }
+        : j.text === 'null'
+          ? j
+          : { t: 'lit', text: m.num };
     case 'arr': {
       if (j.items.length === 0) return j;
       const i = m.at % j.items.length;
@@ -155,7 +283,8 @@ function mutate(j: Json, m: Mutation): Json {
       break;
     case 'deep': {
       const [k, v] = entries[i]!;
-      if (v.t === 'arr' && v.items.length > 0) entries[i] = [k, { t: 'arr', items: [mutate(v.items[0]!, { kind: 'replace', at: m.at, value: m.value }), ...v.items.slice(1)] }];
+      if (v.t === 'arr' && v.items.length > 0)
+        entries[i] = [k, { t: 'arr', items: [mutate(v.items[0]!, { kind: 'replace', at: m.at, value: m.value }), ...v.items.slice(1)] }];
       else entries[i] = [k, mutate(v, { kind: 'replace', at: m.at, value: m.value })];
       break;
     }
@@ -172,11 +301,28 @@ export const brokenJsonText = (valid: unknown): fc.Arbitrary<string> => {
   const text = JSON.stringify(valid);
   return fc.oneof(
     fc.nat({ max: text.length - 1 }).map((n) => text.slice(0, n)),
-    fc.tuple(fc.constantFrom('}', ']', ',', 'x', '\u0000', '{}', ' true', '//', '/*'), fc.boolean()).map(([g, before]) => (before ? g + text : text + g)),
+    fc
+      .tuple(fc.constantFrom('}', ']', ',', 'x', '\u0000', '{}', ' true', '//', '/*'), fc.boolean())
+      .map(([g, before]) => (before ? g + text : text + g)),
     controlChars.map((c) => text.replace(/"([^"]*)"/, `"$1${c}"`)),
     fc.constantFrom(1000, 20_000, 32_000).map((n) => '['.repeat(n) + ']'.repeat(n)),
-    fc.constantFrom(1000, 10_000).map((n) => '{"a":'.repeat(n) + '1' + '}'.repeat(n)),
-    fc.constantFrom("{'name': 'x'}", '{name: "x"}', 'NaN', '-', '"', '\ufeff{}', '{"a":1}{"b":2}', '[,]', '{,}', '{"a" 1}', '0x10', '+1', '.5', '01'),
+    fc.constantFrom(1000, 10_000).map((n) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`),
+    fc.constantFrom(
+      "{'name': 'x'}",
+      '{name: "x"}',
+      'NaN',
+      '-',
+      '"',
+      '\ufeff{}',
+      '{"a":1}{"b":2}',
+      '[,]',
+      '{,}',
+      '{"a" 1}',
+      '0x10',
+      '+1',
+      '.5',
+      '01',
+    ),
     fc.string({ unit: 'binary', maxLength: 40 }),
   );
 };
@@ -196,9 +342,19 @@ export const contentType: fc.Arbitrary<string | undefined> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      'application/json; charset=utf-8', 'application/json; charset=latin1', 'APPLICATION/JSON', 'application/vnd.api+json', 'text/plain',
-      'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'application/json, text/plain', '*/*', '',
-      'application/json; boundary="', 'text/json',
+      'application/json; charset=utf-8',
+      'application/json; charset=latin1',
+      'APPLICATION/JSON',
+      'application/vnd.api+json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/jsonx',
+      'application/json, text/plain',
+      '*/*',
+      '',
+      'application/json; boundary="',
+      'text/json',
     ),
   },
 );

@@ -47,7 +47,10 @@ export class FuzzWorld {
 
   static async start(): Promise<FuzzWorld> {
     // Limits far away: the properties send thousands of requests, some with wrong passwords.
-    const th = await startTestHangar({ listen: true, env: { HANGAR_RATE_LIMIT: '100000000', HANGAR_LOGIN_FAILURE_LIMIT: '100000000', HANGAR_LOGIN_SOURCE_FAILURE_LIMIT: '100000000' } });
+    const th = await startTestHangar({
+      listen: true,
+      env: { HANGAR_RATE_LIMIT: '100000000', HANGAR_LOGIN_FAILURE_LIMIT: '100000000', HANGAR_LOGIN_SOURCE_FAILURE_LIMIT: '100000000' },
+    });
     const w = new FuzzWorld(th);
     w.account = await th.signup('fuzz@example.com');
     w.tokenValue = w.account.auth && 'token' in w.account.auth ? w.account.auth.token : '';
@@ -108,11 +111,21 @@ export class FuzzWorld {
     const inIds = 'in (select value from json_each(?))';
     return {
       db,
-      instances: db.prepare('select id, name, plan, desired_plan, deleting, spec_version, encrypted, api_key_enc, password_enc, admin_secret_enc from instances where account_id = ? order by id'),
-      acls: db.prepare(`select id, instance_id, cidr_mask, description, transport, kibana, deleting, expires_at from acls where instance_id ${inIds} order by id`),
-      redisUsers: db.prepare(`select id, instance_id, username, password_enc, password_prior_enc, keys, channels, commands, deleting from redis_users where instance_id ${inIds} order by id`),
-      redisSettings: db.prepare(`select instance_id, name, value from redis_settings where instance_id ${inIds} order by instance_id, name`),
-      users: db.prepare(`select id, instance_id, database_name, username, password_enc, roles, spec_version, deleting from mongodb_users where instance_id ${inIds} order by id`),
+      instances: db.prepare(
+        'select id, name, plan, desired_plan, deleting, spec_version, encrypted, api_key_enc, password_enc, admin_secret_enc from instances where account_id = ? order by id',
+      ),
+      acls: db.prepare(
+        `select id, instance_id, cidr_mask, description, transport, kibana, deleting, expires_at from acls where instance_id ${inIds} order by id`,
+      ),
+      redisUsers: db.prepare(
+        `select id, instance_id, username, password_enc, password_prior_enc, keys, channels, commands, deleting from redis_users where instance_id ${inIds} order by id`,
+      ),
+      redisSettings: db.prepare(
+        `select instance_id, name, value from redis_settings where instance_id ${inIds} order by instance_id, name`,
+      ),
+      users: db.prepare(
+        `select id, instance_id, database_name, username, password_enc, roles, spec_version, deleting from mongodb_users where instance_id ${inIds} order by id`,
+      ),
       ports: db.prepare(`select port, instance_id, role from ports where instance_id ${inIds} order by port`),
       tokens: db.prepare('select id, revoked_at, expires_at from tokens where account_id = ? order by id'),
       accounts: db.prepare('select id, login, password_hash from accounts order by id'),
@@ -132,15 +145,20 @@ export class FuzzWorld {
       this.tokenValue = await this.spareToken();
       (me as { auth: unknown }).auth = { token: this.tokenValue };
     }
-    const known: Record<string, string> = this.seeds ? { 'fz-redis': this.seeds.redis, 'fz-mongo': this.seeds.mongo, 'fz-es': this.seeds.es } : {};
+    const known: Record<string, string> = this.seeds
+      ? { 'fz-redis': this.seeds.redis, 'fz-mongo': this.seeds.mongo, 'fz-es': this.seeds.es }
+      : {};
     const rows = await db.selectFrom('instances').select(['id', 'name', 'deleting']).where('account_id', '=', this.accountId).execute();
     for (const r of rows) {
       // a seed under another name is simply replaced: cheaper than untangling names
       if (!r.deleting && known[r.name] !== r.id) await me.delete(`/v2/instances/${encodeURIComponent(r.name)}/`);
     }
-    await this.settle(() => db.selectFrom('instances').select('id').where('account_id', '=', this.accountId).where('deleting', '=', 1).execute());
+    await this.settle(() =>
+      db.selectFrom('instances').select('id').where('account_id', '=', this.accountId).where('deleting', '=', 1).execute(),
+    );
     const current = await db.selectFrom('instances').select(['id', 'name']).where('account_id', '=', this.accountId).execute();
-    const idOf = async (name: string, body: { name: string; service: string }) => current.find((c) => c.name === name)?.id ?? (await me.ready(body)).id;
+    const idOf = async (name: string, body: { name: string; service: string }) =>
+      current.find((c) => c.name === name)?.id ?? (await me.ready(body)).id;
     const redis = await idOf('fz-redis', redisBody('fz-redis'));
     const mongo = await idOf('fz-mongo', mongoBody('fz-mongo', 'mongodb_replica_set'));
     const es = await idOf('fz-es', esBody('fz-es'));
@@ -154,15 +172,18 @@ export class FuzzWorld {
         }
       }
     }
-    let aclId = ((await me.get('/v2/instances/fz-redis/acls/')).body.data as any[]).find((a) => a.cidr_mask === SEED_ACL.cidr_mask)?._id.$oid;
+    let aclId = ((await me.get('/v2/instances/fz-redis/acls/')).body.data as any[]).find((a) => a.cidr_mask === SEED_ACL.cidr_mask)?._id
+      .$oid;
     aclId ??= (await me.post('/v2/instances/fz-redis/acls/', SEED_ACL)).body.data;
     for (const database of await this.databasesOf(mongo)) {
       for (const u of (await me.get(`/v2/mongodb/${mongo}/databases/${encodeURIComponent(database)}/users`)).body.data as any[]) {
-        if (database !== 'app' || u.name !== SEED_USER.username) await me.delete(`/v2/mongodb/${mongo}/databases/${encodeURIComponent(database)}/users/${encodeURIComponent(u.name)}`);
+        if (database !== 'app' || u.name !== SEED_USER.username)
+          await me.delete(`/v2/mongodb/${mongo}/databases/${encodeURIComponent(database)}/users/${encodeURIComponent(u.name)}`);
       }
     }
     const users = (await me.get(`/v2/mongodb/${mongo}/databases/app/users`)).body.data as any[];
-    if (!users.some((u) => u.name === SEED_USER.username)) expect((await me.post(`/v2/mongodb/${mongo}/databases/app/users`, SEED_USER)).status).toBe(200);
+    if (!users.some((u) => u.name === SEED_USER.username))
+      expect((await me.post(`/v2/mongodb/${mongo}/databases/app/users`, SEED_USER)).status).toBe(200);
     this.seeds = { redis, mongo, es, mongoId: mongo, aclId, user: SEED_USER.username };
     await this.settle(async () => [
       ...(await db.selectFrom('acls').select('id').where('deleting', '=', 1).execute()),
@@ -171,7 +192,12 @@ export class FuzzWorld {
   }
 
   private async databasesOf(instanceId: string): Promise<string[]> {
-    const rows = await this.th.hangar.store.db.selectFrom('mongodb_users').select('database_name').distinct().where('instance_id', '=', instanceId).execute();
+    const rows = await this.th.hangar.store.db
+      .selectFrom('mongodb_users')
+      .select('database_name')
+      .distinct()
+      .where('instance_id', '=', instanceId)
+      .execute();
     return [...new Set(['app', ...rows.map((r) => r.database_name)])];
   }
 
@@ -217,7 +243,10 @@ const LEAKS = /\n\s+at |node_modules|\/src\/|\/work\/|\.ts:\d+|\.js:\d+|<html|<!
  * What every answer must be, whatever was sent: no 5xx; JSON; an error is `{message, code}`
  * (plus `field`, `allowed`) with a message; nosniff; no X-Powered-By; no stack trace or path.
  */
-export function expectSaneAnswer(res: { status: number; headers: Record<string, unknown>; text: string; json: any }, opts: { head?: boolean } = {}): void {
+export function expectSaneAnswer(
+  res: { status: number; headers: Record<string, unknown>; text: string; json: any },
+  opts: { head?: boolean } = {},
+): void {
   expect(res.status, `status of ${res.text.slice(0, 300)}`).toBeGreaterThanOrEqual(200);
   expect(res.status, `a 5xx: ${res.text.slice(0, 300)}`).toBeLessThan(500);
   expect(res.headers['x-powered-by']).toBeUndefined();
@@ -229,7 +258,9 @@ export function expectSaneAnswer(res: { status: number; headers: Record<string, 
   if (res.status >= 400 || json) expect(res.text).not.toMatch(LEAKS);
   if (res.status >= 400) {
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.json, res.text.slice(0, 300)).toEqual(expect.objectContaining({ message: expect.any(String), code: expect.stringMatching(/^[A-Z_]+$/) }));
+    expect(res.json, res.text.slice(0, 300)).toEqual(
+      expect.objectContaining({ message: expect.any(String), code: expect.stringMatching(/^[A-Z_]+$/) }),
+    );
     expect(res.json.message.length).toBeGreaterThan(0);
     for (const k of Object.keys(res.json)) expect(['message', 'code', 'field', 'allowed']).toContain(k);
   }

@@ -56,9 +56,12 @@ export function sendRaw(baseUrl: string, request: string | Buffer, opts: { bodyl
       const parsed = parseReply(buf, opts.bodyless);
       if (parsed) finish(parsed.reply);
     });
-    socket.on('close', () => finish(parseReply(buf, opts.bodyless)?.reply ?? { status: 0, headers: {}, text: buf.toString('latin1'), json: undefined }));
+    socket.on('close', () =>
+      finish(parseReply(buf, opts.bodyless)?.reply ?? { status: 0, headers: {}, text: buf.toString('latin1'), json: undefined }),
+    );
     socket.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ECONNRESET' || err.code === 'EPIPE') finish({ status: 0, headers: {}, text: buf.toString('latin1'), json: undefined });
+      if (err.code === 'ECONNRESET' || err.code === 'EPIPE')
+        finish({ status: 0, headers: {}, text: buf.toString('latin1'), json: undefined });
       else if (!done) reject(err);
     });
     socket.write(typeof request === 'string' ? Buffer.from(request, 'latin1') : request);
@@ -79,7 +82,11 @@ export interface SlowConnection {
 export function openSlow(baseUrl: string, opts: { localAddress?: string } = {}): Promise<SlowConnection> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
-    const socket = connect({ port: Number(url.port), host: url.hostname, ...(opts.localAddress ? { localAddress: opts.localAddress } : {}) });
+    const socket = connect({
+      port: Number(url.port),
+      host: url.hostname,
+      ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
+    });
     let buf = Buffer.alloc(0);
     let open = true;
     const timers: NodeJS.Timeout[] = [];

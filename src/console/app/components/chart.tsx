@@ -40,8 +40,22 @@ export function TimeChart({ title, data, series, leftLabel, rightLabel }: ChartP
         {
           width: Math.max(260, el.clientWidth),
           height: 240,
-          series: [{}, ...series.map((s) => ({ label: s.label, stroke: css(s.colorVar), width: 2, scale: s.scale, ...(s.dash ? { dash: s.dash } : {}), spanGaps: false }))],
-          scales: { x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] }, y2: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.2] } },
+          series: [
+            {},
+            ...series.map((s) => ({
+              label: s.label,
+              stroke: css(s.colorVar),
+              width: 2,
+              scale: s.scale,
+              ...(s.dash ? { dash: s.dash } : {}),
+              spanGaps: false,
+            })),
+          ],
+          scales: {
+            x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] },
+            y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
+            y2: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.2] },
+          },
           axes: [
             { ...axis },
             { ...axis, scale: 'y', label: leftLabel, size: 60 },

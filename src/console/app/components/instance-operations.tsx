@@ -49,7 +49,10 @@ export function InstanceOperations({ instance, pinned }: { instance: Instance; p
         setOps((cur) => upsertOperation(cur, op, isOpen(op) || pins.current.includes(op.id)));
       },
     });
-    return () => (r.stop(), unfollow());
+    return () => {
+      r.stop();
+      unfollow();
+    };
   }, [id, pinKey]);
 
   const visible = ops.filter((o) => !dismissed.includes(o.id));
@@ -71,7 +74,9 @@ export function InstanceOperations({ instance, pinned }: { instance: Instance; p
         </div>
       ))}
       <p class="hint">
-        <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>Every operation of {instance.name}</a>
+        <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>
+          Every operation of {instance.name}
+        </a>
       </p>
     </section>
   );

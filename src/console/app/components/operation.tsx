@@ -88,7 +88,15 @@ export function operationTitle(op: Operation): string {
  * One operation, compact: state, progress, its latest step, its error, its steps on demand,
  * Cancel where that may work. `data-operation` and `data-state` name it for scripts and tests.
  */
-export function OperationCard({ op, onCancelled, heading = 'h3' }: { op: Operation; onCancelled?: (op: Operation) => void; heading?: 'h2' | 'h3' }) {
+export function OperationCard({
+  op,
+  onCancelled,
+  heading = 'h3',
+}: {
+  op: Operation;
+  onCancelled?: (op: Operation) => void;
+  heading?: 'h2' | 'h3';
+}) {
   const H = heading;
   const last = op.steps.at(-1);
   const took = op.date_finished ? op.date_finished.$date - op.date_created.$date : undefined;

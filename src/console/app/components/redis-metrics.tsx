@@ -48,7 +48,11 @@ export function RedisMetrics({ instance }: { instance: Instance }) {
         setFigures({ connectedSlaves, connectedClients, spaceUsage, maxMemoryPolicy, maxClients });
         setError(undefined);
         const used = parseHumanBytes(spaceUsage.usedMemoryHuman);
-        setSamples((s) => [...s, { t: Date.now() / 1000, usedMb: used === undefined ? null : used / 1024 ** 2, maxMb, clients: connectedClients }].slice(-KEEP));
+        setSamples((s) =>
+          [...s, { t: Date.now() / 1000, usedMb: used === undefined ? null : used / 1024 ** 2, maxMb, clients: connectedClients }].slice(
+            -KEEP,
+          ),
+        );
       } catch (err) {
         if (stopped) return;
         setError(err);
@@ -71,7 +75,9 @@ export function RedisMetrics({ instance }: { instance: Instance }) {
       <dl class="tiles">
         <div class="tile">
           <dt>Memory used</dt>
-          <dd data-metric="spaceUsage">{figures ? `${figures.spaceUsage.usedMemoryHuman}B (${figures.spaceUsage.freeSpacePercentage}% free)` : '…'}</dd>
+          <dd data-metric="spaceUsage">
+            {figures ? `${figures.spaceUsage.usedMemoryHuman}B (${figures.spaceUsage.freeSpacePercentage}% free)` : '…'}
+          </dd>
         </div>
         <div class="tile">
           <dt>Connected clients</dt>

@@ -151,7 +151,14 @@ export function Confirm({ title, children, confirmLabel, confirmDisabled = false
     return () => d?.close();
   }, []);
   return (
-    <dialog ref={ref} aria-labelledby={titleId} onCancel={(e) => (e.preventDefault(), onCancel())}>
+    <dialog
+      ref={ref}
+      aria-labelledby={titleId}
+      onCancel={(e) => {
+        e.preventDefault();
+        onCancel();
+      }}
+    >
       <h2 id={titleId}>{title}</h2>
       <div>{children}</div>
       <div class="actions">

@@ -26,7 +26,10 @@ export function AclsTab({ instance }: { instance: Instance }) {
 
   useEffect(() => {
     void load();
-    void api((c) => c.whoami()).then((w) => setMyIp(w.source_ip), () => undefined);
+    void api((c) => c.whoami()).then(
+      (w) => setMyIp(w.source_ip),
+      () => undefined,
+    );
   }, [load]);
 
   const add = async (cidr: string, description: string, extra: { transport?: boolean; kibana?: boolean } = {}) => {
@@ -61,7 +64,8 @@ export function AclsTab({ instance }: { instance: Instance }) {
     }
   };
 
-  const fieldError = (f: string) => (error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined);
+  const fieldError = (f: string) =>
+    error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
   const es = instance.service === 'elasticsearch';
   return (
     <section aria-labelledby="acls-title">
@@ -71,6 +75,8 @@ export function AclsTab({ instance }: { instance: Instance }) {
       {acls === undefined && !loadError ? <Busy>Loading ACLs…</Busy> : null}
       {acls && acls.length === 0 ? <p class="empty">No address is admitted yet.</p> : null}
       {acls && acls.length > 0 ? (
+        // biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable)
         <div class="table-wrap" role="region" aria-label="ACLs" tabIndex={0}>
           <table>
             <thead>
@@ -107,7 +113,11 @@ export function AclsTab({ instance }: { instance: Instance }) {
 
       <h3>Add an address</h3>
       <div class="actions">
-        <button type="button" onClick={() => myIp && void add(myIp, 'my address (added by the console)')} disabled={!myIp || busy !== undefined}>
+        <button
+          type="button"
+          onClick={() => myIp && void add(myIp, 'my address (added by the console)')}
+          disabled={!myIp || busy !== undefined}
+        >
           Add my address{myIp ? ` (${myIp})` : ''}
         </button>
       </div>
@@ -115,28 +125,57 @@ export function AclsTab({ instance }: { instance: Instance }) {
         class="inline"
         onSubmit={(e) => {
           e.preventDefault();
-          void add(form.cidr.trim(), form.description.trim(), es ? { ...(form.transport ? { transport: true } : {}), ...(form.kibana ? { kibana: true } : {}) } : {});
+          void add(
+            form.cidr.trim(),
+            form.description.trim(),
+            es ? { ...(form.transport ? { transport: true } : {}), ...(form.kibana ? { kibana: true } : {}) } : {},
+          );
         }}
         noValidate
       >
         <Field label="Address or range" error={fieldError('cidr_mask')} hint="An IPv4 or IPv6 address, or a CIDR range such as 10.0.0.0/8.">
           {({ id, describedBy, invalid }) => (
-            <input id={id} name="cidr_mask" value={form.cidr} onInput={(e) => setForm({ ...form, cidr: e.currentTarget.value })} aria-describedby={describedBy} aria-invalid={invalid} />
+            <input
+              id={id}
+              name="cidr_mask"
+              value={form.cidr}
+              onInput={(e) => setForm({ ...form, cidr: e.currentTarget.value })}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+            />
           )}
         </Field>
         <Field label="Description" error={fieldError('description')}>
           {({ id, describedBy, invalid }) => (
-            <input id={id} name="description" maxLength={256} value={form.description} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} aria-describedby={describedBy} aria-invalid={invalid} />
+            <input
+              id={id}
+              name="description"
+              maxLength={256}
+              value={form.description}
+              onInput={(e) => setForm({ ...form, description: e.currentTarget.value })}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+            />
           )}
         </Field>
         {es ? (
           <>
             <div class="field checkbox">
-              <input id="acl-transport" type="checkbox" checked={form.transport} onChange={(e) => setForm({ ...form, transport: e.currentTarget.checked })} />
+              <input
+                id="acl-transport"
+                type="checkbox"
+                checked={form.transport}
+                onChange={(e) => setForm({ ...form, transport: e.currentTarget.checked })}
+              />
               <label for="acl-transport">Also the transport port</label>
             </div>
             <div class="field checkbox">
-              <input id="acl-kibana" type="checkbox" checked={form.kibana} onChange={(e) => setForm({ ...form, kibana: e.currentTarget.checked })} />
+              <input
+                id="acl-kibana"
+                type="checkbox"
+                checked={form.kibana}
+                onChange={(e) => setForm({ ...form, kibana: e.currentTarget.checked })}
+              />
               <label for="acl-kibana">Kibana instead</label>
             </div>
           </>
@@ -149,9 +188,15 @@ export function AclsTab({ instance }: { instance: Instance }) {
       {busy ? <Busy>{busy}</Busy> : null}
       {notice ? <Notice>{notice}</Notice> : null}
       {confirm ? (
-        <Confirm title="Delete this ACL?" confirmLabel={`Delete ${confirm.cidr_mask}`} onConfirm={() => void remove(confirm)} onCancel={() => setConfirm(undefined)}>
+        <Confirm
+          title="Delete this ACL?"
+          confirmLabel={`Delete ${confirm.cidr_mask}`}
+          onConfirm={() => void remove(confirm)}
+          onCancel={() => setConfirm(undefined)}
+        >
           <p>
-            <code>{confirm.cidr_mask}</code> ({confirm.description}) will no longer be admitted to {name}, and its open connections are closed.
+            <code>{confirm.cidr_mask}</code> ({confirm.description}) will no longer be admitted to {name}, and its open connections are
+            closed.
           </p>
         </Confirm>
       ) : null}

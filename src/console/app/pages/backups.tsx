@@ -4,7 +4,18 @@ import { HangarApiError, type Backup, type BackupPolicy, type BackupPolicyReques
 import { InstanceOperations } from '../components/instance-operations.js';
 import { useOperation } from '../components/operation.js';
 import { Busy, Confirm, ErrorBox, Field, Notice, StateBadge } from '../components/ui.js';
-import { BUSY_STATES, READY, describePolicy, formatBytes, formatPlan, isOpen, operationFilterQuery, policyBody, shortSha, stepLabel } from '../format.js';
+import {
+  BUSY_STATES,
+  READY,
+  describePolicy,
+  formatBytes,
+  formatPlan,
+  isOpen,
+  operationFilterQuery,
+  policyBody,
+  shortSha,
+  stepLabel,
+} from '../format.js';
 import { follow, reader, watchInstance, watchInstances } from '../live.js';
 import { href, navigate } from '../router.js';
 import { api } from '../session.js';
@@ -36,7 +47,11 @@ export function BackupsPage({ name }: { name: string | undefined }) {
     <form class="filters" onSubmit={(e) => e.preventDefault()}>
       <label>
         Instance
-        <select name="instance" value={name ?? ''} onChange={(e) => navigate(e.currentTarget.value ? `/backups/${encodeURIComponent(e.currentTarget.value)}` : '/backups')}>
+        <select
+          name="instance"
+          value={name ?? ''}
+          onChange={(e) => navigate(e.currentTarget.value ? `/backups/${encodeURIComponent(e.currentTarget.value)}` : '/backups')}
+        >
           <option value="">Choose an instance…</option>
           {names.map((n) => (
             <option key={n} value={n}>
@@ -57,8 +72,8 @@ export function BackupsPage({ name }: { name: string | undefined }) {
           Backups
         </h1>
         <p class="hint">
-          Choose an instance to take, download and restore its backups and to set when they are taken. Backups are encrypted snapshots kept by hangar; a deleted instance's stay until their
-          retention ends, under the name it had.
+          Choose an instance to take, download and restore its backups and to set when they are taken. Backups are encrypted snapshots kept
+          by hangar; a deleted instance's stay until their retention ends, under the name it had.
         </p>
         {chooser}
         <ErrorBox error={listError} title="The instances could not be read" />
@@ -132,7 +147,10 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
         if (ours && (e.kind.startsWith('operation.') || e.kind.startsWith('instance.'))) r.refresh();
       },
     });
-    return () => (r.stop(), unfollow());
+    return () => {
+      r.stop();
+      unfollow();
+    };
   }, [name, instanceId]);
 
   const start = (text: string) => {
@@ -168,14 +186,20 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
         received += value.byteLength;
         setDoing({ text: `Downloading ${d.fileName}`, received, total: d.sizeBytes });
       }
-      if (received !== d.sizeBytes) throw new Error(`The download was cut short: ${received} of ${d.sizeBytes} bytes arrived (a backup that no longer matches its SHA-256 is never sent whole). Try again; if it happens again, restore from another backup.`);
+      if (received !== d.sizeBytes)
+        throw new Error(
+          `The download was cut short: ${received} of ${d.sizeBytes} bytes arrived (a backup that no longer matches its SHA-256 is never sent whole). Try again; if it happens again, restore from another backup.`,
+        );
       const blob = new Blob(chunks as BlobPart[], { type: 'application/octet-stream' });
       // where the browser has WebCrypto (https, localhost), what arrived is checked against the SHA-256 recorded when it was taken
       let checked = false;
       if (globalThis.crypto?.subtle && d.sha256) {
         const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', await blob.arrayBuffer()));
         const hex = Array.from(digest, (x) => x.toString(16).padStart(2, '0')).join('');
-        if (hex !== d.sha256) throw new Error(`The file received does not match the backup's SHA-256 (${shortSha(hex)} instead of ${shortSha(d.sha256)}): it was not saved. Try again.`);
+        if (hex !== d.sha256)
+          throw new Error(
+            `The file received does not match the backup's SHA-256 (${shortSha(hex)} instead of ${shortSha(d.sha256)}): it was not saved. Try again.`,
+          );
         checked = true;
       }
       const url = URL.createObjectURL(blob);
@@ -248,13 +272,15 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
       </div>
       {instance ? (
         <p class="facts">
-          {instance.service} · {formatPlan(instance.service, instance.plan)} · {instance.zone} · version {instance.version} · <a href={href('instances', instance.name)}>instance page</a> ·{' '}
+          {instance.service} · {formatPlan(instance.service, instance.plan)} · {instance.zone} · version {instance.version} ·{' '}
+          <a href={href('instances', instance.name)}>instance page</a> ·{' '}
           <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>operations</a>
         </p>
       ) : null}
       {instance === undefined ? (
         <p class="hint">
-          No instance is named {name} now: these backups are of one that was deleted (or renamed). They can be downloaded, or restored into a new instance.
+          No instance is named {name} now: these backups are of one that was deleted (or renamed). They can be downloaded, or restored into
+          a new instance.
         </p>
       ) : null}
       {chooser}
@@ -283,17 +309,24 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
           <span class="spinner" aria-hidden="true" />
           <span>
             {doing.text}
-            {doing.total !== undefined && doing.received !== undefined ? `: ${formatBytes(doing.received)} of ${formatBytes(doing.total)}` : ''}
+            {doing.total !== undefined && doing.received !== undefined
+              ? `: ${formatBytes(doing.received)} of ${formatBytes(doing.total)}`
+              : ''}
           </span>
           {doing.total ? <progress max={doing.total} value={doing.received ?? 0} aria-label="Downloaded" /> : null}
         </div>
       ) : null}
       <ErrorBox error={error} />
       {notice ? <Notice>{notice}</Notice> : null}
-      {taken && backupOp?.state === 'SUCCEEDED' ? <Notice>The backup is COMPLETED{typeof backupOp.detail.size_bytes === 'number' ? ` (${formatBytes(backupOp.detail.size_bytes)})` : ''}.</Notice> : null}
+      {taken && backupOp?.state === 'SUCCEEDED' ? (
+        <Notice>
+          The backup is COMPLETED{typeof backupOp.detail.size_bytes === 'number' ? ` (${formatBytes(backupOp.detail.size_bytes)})` : ''}.
+        </Notice>
+      ) : null}
       {taken && backupOp && (backupOp.state === 'FAILED' || backupOp.state === 'CANCELLED') ? (
         <div class="error-box" role="alert">
-          The backup {backupOp.state === 'FAILED' ? 'failed' : 'was cancelled'}: {backupOp.error?.message ?? 'no reason given'}. <span class="remedy">The instance is untouched; try again, and if it fails again tell your operator.</span>
+          The backup {backupOp.state === 'FAILED' ? 'failed' : 'was cancelled'}: {backupOp.error?.message ?? 'no reason given'}.{' '}
+          <span class="remedy">The instance is untouched; try again, and if it fails again tell your operator.</span>
         </div>
       ) : null}
       {restoring && restoreOp && isOpen(restoreOp) ? (
@@ -309,15 +342,22 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
       ) : null}
       {restoring && restoreOp?.state === 'FAILED' ? (
         <div class="error-box" role="alert">
-          The restore failed: {restoreOp.error?.message ?? 'no reason given'}. <span class="remedy">Its operation above says at which step; a restore refused before the data was replaced leaves the instance as it was.</span>
+          The restore failed: {restoreOp.error?.message ?? 'no reason given'}.{' '}
+          <span class="remedy">
+            Its operation above says at which step; a restore refused before the data was replaced leaves the instance as it was.
+          </span>
         </div>
       ) : null}
 
       <h2 id="backups-title">Backups</h2>
       <ErrorBox error={loadError} title="The backups could not be read" />
       {backups === undefined && !loadError ? <Busy>Loading backups…</Busy> : null}
-      {backups && backups.length === 0 ? <p class="empty">No backup yet{instance ? ': take one now, or set a policy below to take them on a schedule.' : '.'}</p> : null}
+      {backups && backups.length === 0 ? (
+        <p class="empty">No backup yet{instance ? ': take one now, or set a policy below to take them on a schedule.' : '.'}</p>
+      ) : null}
       {backups && backups.length > 0 ? (
+        // biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable)
         <div class="table-wrap" role="region" aria-labelledby="backups-title" tabIndex={0}>
           <table class="backups">
             <thead>
@@ -361,12 +401,23 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
                           </button>
                         ) : null}
                         {done && instance ? (
-                          <button type="button" class="small" onClick={() => setToRestore(b)} disabled={actionsOff || !ready || open !== undefined}>
-                            Restore <span class="visually-hidden">{label} into {name}</span>
+                          <button
+                            type="button"
+                            class="small"
+                            onClick={() => setToRestore(b)}
+                            disabled={actionsOff || !ready || open !== undefined}
+                          >
+                            Restore{' '}
+                            <span class="visually-hidden">
+                              {label} into {name}
+                            </span>
                           </button>
                         ) : null}
                         {done ? (
-                          <a class="button small" href={`${href('instances', 'new')}?restore_from=${encodeURIComponent(b.id)}&from=${encodeURIComponent(name)}`}>
+                          <a
+                            class="button small"
+                            href={`${href('instances', 'new')}?restore_from=${encodeURIComponent(b.id)}&from=${encodeURIComponent(name)}`}
+                          >
                             New instance <span class="visually-hidden">from {label}</span>
                           </a>
                         ) : null}
@@ -388,10 +439,16 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
       {instance ? <PolicyForm name={name} /> : null}
 
       {toDelete ? (
-        <Confirm title="Delete this backup?" confirmLabel="Delete backup" onConfirm={() => void remove(toDelete)} onCancel={() => setToDelete(undefined)}>
+        <Confirm
+          title="Delete this backup?"
+          confirmLabel="Delete backup"
+          onConfirm={() => void remove(toDelete)}
+          onCancel={() => setToDelete(undefined)}
+        >
           <p>
             The backup of {when(toDelete)}
-            {toDelete.size_bytes !== null ? ` (${formatBytes(toDelete.size_bytes)})` : ''} is removed from the storage: it can no longer be downloaded or restored.
+            {toDelete.size_bytes !== null ? ` (${formatBytes(toDelete.size_bytes)})` : ''} is removed from the storage: it can no longer be
+            downloaded or restored.
           </p>
         </Confirm>
       ) : null}
@@ -403,15 +460,25 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
           onConfirm={() => {
             if (typed === name) void restore(toRestore);
           }}
-          onCancel={() => (setToRestore(undefined), setTyped(''))}
+          onCancel={() => {
+            setToRestore(undefined);
+            setTyped('');
+          }}
         >
           <p>
-            The data of {name} is replaced by the backup of {when(toRestore)}: what was written since is lost. Clients are cut off while the engines restart; the addresses, password, users and
-            settings stay. The instance is RESTORING until it is ACTIVE again.
+            The data of {name} is replaced by the backup of {when(toRestore)}: what was written since is lost. Clients are cut off while the
+            engines restart; the addresses, password, users and settings stay. The instance is RESTORING until it is ACTIVE again.
           </p>
           <Field label={`Type ${name} to confirm`}>
             {({ id, describedBy }) => (
-              <input id={id} name="confirm_name" autocomplete="off" value={typed} onInput={(e) => setTyped(e.currentTarget.value)} aria-describedby={describedBy} />
+              <input
+                id={id}
+                name="confirm_name"
+                autocomplete="off"
+                value={typed}
+                onInput={(e) => setTyped(e.currentTarget.value)}
+                aria-describedby={describedBy}
+              />
             )}
           </Field>
         </Confirm>
@@ -465,7 +532,8 @@ function PolicyForm({ name }: { name: string }) {
       setSaving(false);
     }
   };
-  const fieldError = (f: PolicyField): string | undefined => (error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined);
+  const fieldError = (f: PolicyField): string | undefined =>
+    error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
   const general = error instanceof HangarApiError && error.status === 400 && POLICY_FIELDS.includes(error.field ?? '') ? undefined : error;
   const text = (f: PolicyField, label: string, hint: string, placeholder?: string) => (
     <Field label={label} error={fieldError(f)} hint={hint}>
@@ -498,17 +566,30 @@ function PolicyForm({ name }: { name: string }) {
           <form class="policy" onSubmit={(e) => void submit(e)} noValidate>
             <Field label="Schedule" error={fieldError('schedule')}>
               {({ id, describedBy, invalid }) => (
-                <select id={id} name="schedule" value={form.schedule} onChange={set('schedule')} aria-describedby={describedBy} aria-invalid={invalid}>
+                <select
+                  id={id}
+                  name="schedule"
+                  value={form.schedule}
+                  onChange={set('schedule')}
+                  aria-describedby={describedBy}
+                  aria-invalid={invalid}
+                >
                   <option value="off">Off: no scheduled backups</option>
                   <option value="every">Every N hours</option>
                   <option value="daily">Daily at a time (UTC)</option>
                 </select>
               )}
             </Field>
-            {form.schedule === 'every' ? text('every_hours', 'Hours between backups', 'A whole number from 1 to 8760; the first is taken that long after saving.') : null}
+            {form.schedule === 'every'
+              ? text('every_hours', 'Hours between backups', 'A whole number from 1 to 8760; the first is taken that long after saving.')
+              : null}
             {form.schedule === 'daily' ? text('daily_at', 'Time of day (UTC)', 'HH:MM, 00:00 to 23:59, in UTC.', 'HH:MM') : null}
             {text('keep_last', 'Keep the last N backups', 'Empty: no limit on their number.')}
-            {text('keep_days', 'Keep the backups of the last N days', 'Empty: no limit on their age. A backup either rule keeps is kept; both empty: every backup is kept.')}
+            {text(
+              'keep_days',
+              'Keep the backups of the last N days',
+              'Empty: no limit on their age. A backup either rule keeps is kept; both empty: every backup is kept.',
+            )}
             <ErrorBox error={general} />
             <div class="actions">
               <button type="submit" disabled={saving}>
@@ -532,7 +613,10 @@ export function BackupsSummary({ instance }: { instance: Instance }) {
   useEffect(() => {
     const r = reader(
       async () => {
-        const [backups, policy] = await Promise.all([api((c) => c.listBackups(name)), api((c) => c.getBackupPolicy(name)).catch(() => undefined)]);
+        const [backups, policy] = await Promise.all([
+          api((c) => c.listBackups(name)),
+          api((c) => c.getBackupPolicy(name)).catch(() => undefined),
+        ]);
         return { backups, policy };
       },
       {
@@ -550,7 +634,10 @@ export function BackupsSummary({ instance }: { instance: Instance }) {
         if (e.instance_id === id && e.kind.startsWith('operation.') && (kind === 'backup' || kind === 'restore')) r.refresh();
       },
     });
-    return () => (r.stop(), unfollow());
+    return () => {
+      r.stop();
+      unfollow();
+    };
   }, [id, name]);
   const latest = last?.backups.find((b) => b.state === 'COMPLETED');
   return (
@@ -559,7 +646,9 @@ export function BackupsSummary({ instance }: { instance: Instance }) {
       <ErrorBox error={error} title="The backups could not be read" />
       {last ? (
         <p data-last-backup={latest?.id ?? ''}>
-          {latest ? `Last completed backup: ${latest.finished} UTC (${latest.size_bytes !== null ? formatBytes(latest.size_bytes) : 'size unknown'}).` : 'No completed backup yet.'}
+          {latest
+            ? `Last completed backup: ${latest.finished} UTC (${latest.size_bytes !== null ? formatBytes(latest.size_bytes) : 'size unknown'}).`
+            : 'No completed backup yet.'}
           {last.policy ? ` ${describePolicy(last.policy)}.` : ''}
         </p>
       ) : null}

@@ -30,7 +30,10 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
 
   useEffect(() => {
     void api((c) => c.listZones()).then(setZones, setLoadError);
-    void api((c) => c.whoami()).then((w) => setMyIp(w.source_ip), () => undefined);
+    void api((c) => c.whoami()).then(
+      (w) => setMyIp(w.source_ip),
+      () => undefined,
+    );
   }, []);
 
   useEffect(() => {
@@ -49,7 +52,12 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
     const fresh = backup !== undefined && applied.current !== backup.id;
     const want = fresh ? { ...form, service: backup.service, version: backup.engine_version, plan: '' } : form;
     const offers = (x: Zone) => x.services.some((s) => s.available && (!fresh || s.service === want.service));
-    const z = zones.find((x) => x.name === form.zone && offers(x)) ?? zones.find((x) => x.name === form.zone) ?? zones.find(offers) ?? zones.find((x) => x.services.some((s) => s.available)) ?? zones[0]!;
+    const z =
+      zones.find((x) => x.name === form.zone && offers(x)) ??
+      zones.find((x) => x.name === form.zone) ??
+      zones.find(offers) ??
+      zones.find((x) => x.services.some((s) => s.available)) ??
+      zones[0]!;
     const s = z.services.find((x) => x.service === want.service && x.available) ?? z.services.find((x) => x.available);
     const fitting = s && backup ? plansHolding(s.service, s.plans, backup.used_memory_bytes) : (s?.plans ?? []);
     const next = {
@@ -66,7 +74,13 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
 
   const fieldError = (f: FieldName): string | undefined =>
     error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
-  const generalError = useMemo(() => (error instanceof HangarApiError && error.status === 400 && (FIELDS as readonly string[]).includes(error.field ?? '') ? undefined : error), [error]);
+  const generalError = useMemo(
+    () =>
+      error instanceof HangarApiError && error.status === 400 && (FIELDS as readonly string[]).includes(error.field ?? '')
+        ? undefined
+        : error,
+    [error],
+  );
 
   const set = (k: keyof typeof form) => (e: Event) => {
     const t = e.currentTarget as HTMLInputElement;
@@ -108,7 +122,8 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
       </h1>
       {restoreFrom ? (
         <p class="hint">
-          The instance is built, then restored from the backup (RESTORING, then ACTIVE) with a password of its own. <a href={href('instances', 'new')}>Create an empty instance instead</a>.
+          The instance is built, then restored from the backup (RESTORING, then ACTIVE) with a password of its own.{' '}
+          <a href={href('instances', 'new')}>Create an empty instance instead</a>.
         </p>
       ) : null}
       <ErrorBox error={backupError} title="The backup could not be read" />
@@ -126,15 +141,37 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
                   : undefined
               }
             >
-              {({ id, describedBy, invalid }) => <input id={id} name="restore_from" value={restoreFrom} readOnly aria-describedby={describedBy} aria-invalid={invalid} />}
+              {({ id, describedBy, invalid }) => (
+                <input id={id} name="restore_from" value={restoreFrom} readOnly aria-describedby={describedBy} aria-invalid={invalid} />
+              )}
             </Field>
           ) : null}
           <Field label="Name" error={fieldError('name')} hint="1 to 64 letters, digits, - and _; unique in your account.">
             {({ id, describedBy, invalid }) => (
-              <input id={id} name="name" required maxLength={64} pattern="[A-Za-z0-9_-]{1,64}" value={form.name} onInput={set('name')} aria-describedby={describedBy} aria-invalid={invalid} />
+              <input
+                id={id}
+                name="name"
+                required
+                maxLength={64}
+                pattern="[A-Za-z0-9_-]{1,64}"
+                value={form.name}
+                onInput={set('name')}
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+              />
             )}
           </Field>
-          <Field label="Zone" error={fieldError('zone')} hint={zone && zone.capacity_mb !== null ? `${(zone.free_mb ?? 0).toLocaleString('en-US')} MB free of ${zone.capacity_mb.toLocaleString('en-US')} MB (runtime: ${zone.runtime})` : zone ? `runtime: ${zone.runtime}` : undefined}>
+          <Field
+            label="Zone"
+            error={fieldError('zone')}
+            hint={
+              zone && zone.capacity_mb !== null
+                ? `${(zone.free_mb ?? 0).toLocaleString('en-US')} MB free of ${zone.capacity_mb.toLocaleString('en-US')} MB (runtime: ${zone.runtime})`
+                : zone
+                  ? `runtime: ${zone.runtime}`
+                  : undefined
+            }
+          >
             {({ id, describedBy, invalid }) => (
               <select id={id} name="zone" value={form.zone} onChange={set('zone')} aria-describedby={describedBy} aria-invalid={invalid}>
                 {zones.map((z) => (
@@ -145,9 +182,25 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
               </select>
             )}
           </Field>
-          <Field label="Service" error={fieldError('service')} hint={zone?.services.filter((s) => !s.available).map((s) => `${s.service}: ${s.reason ?? 'not available'}`).join(' · ') || undefined}>
+          <Field
+            label="Service"
+            error={fieldError('service')}
+            hint={
+              zone?.services
+                .filter((s) => !s.available)
+                .map((s) => `${s.service}: ${s.reason ?? 'not available'}`)
+                .join(' · ') || undefined
+            }
+          >
             {({ id, describedBy, invalid }) => (
-              <select id={id} name="service" value={form.service} onChange={set('service')} aria-describedby={describedBy} aria-invalid={invalid}>
+              <select
+                id={id}
+                name="service"
+                value={form.service}
+                onChange={set('service')}
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+              >
                 {(zone?.services ?? []).map((s) => (
                   <option key={s.service} value={s.service} disabled={!s.available}>
                     {s.service}
@@ -168,14 +221,21 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
               </select>
             )}
           </Field>
-          <Field label="Plan" error={fieldError('plan')} hint={form.service === 'redis' ? 'Memory of the instance (maxmemory).' : 'Size of the instance.'}>
+          <Field
+            label="Plan"
+            error={fieldError('plan')}
+            hint={form.service === 'redis' ? 'Memory of the instance (maxmemory).' : 'Size of the instance.'}
+          >
             {({ id, describedBy, invalid }) => (
               <select id={id} name="plan" value={form.plan} onChange={set('plan')} aria-describedby={describedBy} aria-invalid={invalid}>
                 {(offer?.plans ?? []).map((p) => {
                   // redis plans are MB of memory: one larger than the zone's free memory cannot be promised
                   const tooBig = form.service === 'redis' && zone?.free_mb != null && p > zone.free_mb;
                   // a backup's data must fit: the API refuses smaller plans
-                  const tooSmall = backup !== undefined && backup.service === form.service && !plansHolding(form.service, [p], backup.used_memory_bytes).includes(p);
+                  const tooSmall =
+                    backup !== undefined &&
+                    backup.service === form.service &&
+                    !plansHolding(form.service, [p], backup.used_memory_bytes).includes(p);
                   return (
                     <option key={p} value={String(p)} disabled={tooBig || tooSmall}>
                       {formatPlan(form.service, p)}
@@ -188,7 +248,14 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
           </Field>
           <Field label="Version" error={fieldError('version')}>
             {({ id, describedBy, invalid }) => (
-              <select id={id} name="version" value={form.version} onChange={set('version')} aria-describedby={describedBy} aria-invalid={invalid}>
+              <select
+                id={id}
+                name="version"
+                value={form.version}
+                onChange={set('version')}
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+              >
                 {(offer?.versions ?? []).map((v) => (
                   <option key={v} value={v}>
                     {v}

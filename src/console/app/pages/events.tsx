@@ -35,6 +35,8 @@ export function EventsPage() {
       <p class="hint">Every change made with this account, and every login to it (failed ones too), newest first.</p>
       <ErrorBox error={error} title="The audit log could not be read" />
       {events.length > 0 ? (
+        // biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable)
         <div class="table-wrap" role="region" aria-label="Audit events" tabIndex={0}>
           <table>
             <thead>

@@ -67,7 +67,8 @@ export function InstancePage({ name, tab, operation }: { name: string; tab: stri
           {name}
         </h1>
         <div class="error-box" role="alert">
-          There is no instance named “{name}” in your account. It may have been deleted or renamed: <a href={href('instances')}>go back to the list</a>.
+          There is no instance named “{name}” in your account. It may have been deleted or renamed:{' '}
+          <a href={href('instances')}>go back to the list</a>.
         </div>
       </section>
     );
@@ -88,8 +89,10 @@ export function InstancePage({ name, tab, operation }: { name: string; tab: stri
         <StateBadge state={instance.state} />
       </div>
       <p class="facts">
-        {instance.service} · {instance.type} · {formatPlan(instance.service, instance.plan)} · {instance.zone} · version {instance.version} · created {instance.created} UTC ·{' '}
-        <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>operations</a> · <a href={href('backups', instance.name)}>backups</a>
+        {instance.service} · {instance.type} · {formatPlan(instance.service, instance.plan)} · {instance.zone} · version {instance.version}{' '}
+        · created {instance.created} UTC ·{' '}
+        <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>operations</a> ·{' '}
+        <a href={href('backups', instance.name)}>backups</a>
       </p>
       <InstanceOperations instance={instance} pinned={pinned} />
       {busy ? (
@@ -103,7 +106,8 @@ export function InstancePage({ name, tab, operation }: { name: string; tab: stri
       ) : null}
       {instance.state === 'FAILED' ? (
         <div class="error-box" role="alert">
-          This instance could not be built: {instance.state_reason ?? 'no reason given'}. Delete it (Settings) and create it again; if it fails again, tell your operator.
+          This instance could not be built: {instance.state_reason ?? 'no reason given'}. Delete it (Settings) and create it again; if it
+          fails again, tell your operator.
         </div>
       ) : null}
       <ErrorBox error={error} title="The instance could not be refreshed" />
@@ -165,7 +169,8 @@ function Connect({ instance: i }: { instance: Instance }) {
           <CopyValue label="mongosh command" value={mongoshCommand(i.connect_string, 'USER', 'DATABASE')} />
         </dl>
         <p class="hint">
-          Replace USER and DATABASE with a user of the <a href={href('instances', i.name, 'users')}>Users</a> tab and its database; mongosh asks for the password.
+          Replace USER and DATABASE with a user of the <a href={href('instances', i.name, 'users')}>Users</a> tab and its database; mongosh
+          asks for the password.
         </p>
         {needAcl}
       </>

@@ -57,6 +57,7 @@ export function InstancesPage({ notice }: { notice?: string | null }) {
         </p>
       ) : null}
       <ErrorBox error={error} title="The list could not be refreshed" />
+      {/* biome-ignore lint/a11y/useSemanticElements: role=search is the search landmark in every browser; the <search> element (2023) has no role in older ones */}
       <div class="filters" role="search">
         <label>
           Filter
@@ -81,10 +82,13 @@ export function InstancesPage({ notice }: { notice?: string | null }) {
           No instances yet. <a href={href('instances', 'new')}>Create the first one</a>.
         </p>
       ) : (
+        // biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable)
         <div class="table-wrap" role="region" aria-label="Instances" tabIndex={0}>
           <table class="instances">
             <caption class="visually-hidden">
-              {shown.length} of {list?.length ?? 0} instances, sorted by {sort.key} {sort.dir === 'asc' ? 'ascending' : 'descending'}; {liveText(mode)}
+              {shown.length} of {list?.length ?? 0} instances, sorted by {sort.key} {sort.dir === 'asc' ? 'ascending' : 'descending'};{' '}
+              {liveText(mode)}
             </caption>
             <thead>
               <tr>

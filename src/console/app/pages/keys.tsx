@@ -65,9 +65,11 @@ export function KeysPage() {
         </button>
       </div>
       <p class="hint">
-        A key pair logs in like a password: HTTP Basic with the user key as login and the pass key as password (for example <code>hangar login</code> or <code>GET /v2/tokens/</code>). Give each program its own pair, and delete a pair you no longer use.
+        A key pair logs in like a password: HTTP Basic with the user key as login and the pass key as password (for example{' '}
+        <code>hangar login</code> or <code>GET /v2/tokens/</code>). Give each program its own pair, and delete a pair you no longer use.
       </p>
       {created ? (
+        // biome-ignore lint/a11y/useSemanticElements: a named region (the role a <section> has), which the console's tests find by role and name
         <div class="secret-box" role="region" aria-label="New key pair">
           <h2>New key pair</h2>
           <p>
@@ -89,6 +91,8 @@ export function KeysPage() {
       {keys === undefined && !loadError ? <Busy>Loading keys…</Busy> : null}
       {keys && keys.length === 0 ? <p class="empty">No API key yet.</p> : null}
       {keys && keys.length > 0 ? (
+        // biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable)
         <div class="table-wrap" role="region" aria-label="API keys" tabIndex={0}>
           <table>
             <thead>
@@ -121,7 +125,12 @@ export function KeysPage() {
         </div>
       ) : null}
       {confirm ? (
-        <Confirm title="Delete this API key?" confirmLabel="Delete key" onConfirm={() => void remove(confirm)} onCancel={() => setConfirm(undefined)}>
+        <Confirm
+          title="Delete this API key?"
+          confirmLabel="Delete key"
+          onConfirm={() => void remove(confirm)}
+          onCancel={() => setConfirm(undefined)}
+        >
           <p>
             Programs logging in with <code>{confirm.user_key}</code> will be refused. Tokens it already gave keep working until they expire.
           </p>

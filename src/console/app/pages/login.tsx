@@ -20,7 +20,7 @@ export function LoginPage({ route }: { route: Route }) {
     try {
       await logIn(login.trim(), password);
       setPassword('');
-      navigate(next && next.startsWith('/') && !next.startsWith('/login') ? next : '/instances', { replace: true });
+      navigate(next?.startsWith('/') && !next.startsWith('/login') ? next : '/instances', { replace: true });
     } catch (err) {
       setError(err);
     } finally {
@@ -38,7 +38,16 @@ export function LoginPage({ route }: { route: Route }) {
       <form onSubmit={(e) => void submit(e)} noValidate>
         <Field label="Login">
           {({ id, describedBy }) => (
-            <input id={id} name="login" type="text" autocomplete="username" required value={login} aria-describedby={describedBy} onInput={(e) => setLogin(e.currentTarget.value)} />
+            <input
+              id={id}
+              name="login"
+              type="text"
+              autocomplete="username"
+              required
+              value={login}
+              aria-describedby={describedBy}
+              onInput={(e) => setLogin(e.currentTarget.value)}
+            />
           )}
         </Field>
         <Field label="Password" hint="Or log in with an API key pair: the user key as login, the pass key as password.">
@@ -57,7 +66,8 @@ export function LoginPage({ route }: { route: Route }) {
         </Field>
         {refused ? (
           <div class="error-box" role="alert">
-            <span class="what">Wrong login or password.</span> <span class="remedy">Check both and try again; after several failures hangar makes you wait.</span>
+            <span class="what">Wrong login or password.</span>{' '}
+            <span class="remedy">Check both and try again; after several failures hangar makes you wait.</span>
           </div>
         ) : (
           <ErrorBox error={error} />

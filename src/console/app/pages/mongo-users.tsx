@@ -62,7 +62,9 @@ export function MongoUsersTab({ instance }: { instance: Instance }) {
         }}
       >
         <Field label="Database">
-          {({ id: fid, describedBy }) => <input id={fid} name="database" value={db} onInput={(e) => setDb(e.currentTarget.value)} aria-describedby={describedBy} />}
+          {({ id: fid, describedBy }) => (
+            <input id={fid} name="database" value={db} onInput={(e) => setDb(e.currentTarget.value)} aria-describedby={describedBy} />
+          )}
         </Field>
         <button type="submit">Show users</button>
       </form>
@@ -77,16 +79,40 @@ export function MongoUsersTab({ instance }: { instance: Instance }) {
                 user={u}
                 db={shownDb}
                 disabled={busy !== undefined}
-                onPassword={(password) => run(`Changing the password of ${u.name}…`, `The password of ${u.name} is changed.`, () => api((c) => c.updateMongoUser(id, shownDb, u.name, { password })))}
-                onRoles={(roles) => run(`Replacing the roles of ${u.name}…`, `${u.name} now has exactly ${roles.length} role(s).`, () => api((c) => c.updateMongoUser(id, shownDb, u.name, { roles })))}
+                onPassword={(password) =>
+                  run(`Changing the password of ${u.name}…`, `The password of ${u.name} is changed.`, () =>
+                    api((c) => c.updateMongoUser(id, shownDb, u.name, { password })),
+                  )
+                }
+                onRoles={(roles) =>
+                  run(`Replacing the roles of ${u.name}…`, `${u.name} now has exactly ${roles.length} role(s).`, () =>
+                    api((c) => c.updateMongoUser(id, shownDb, u.name, { roles })),
+                  )
+                }
                 onDrop={() => setDrop(u.name)}
               />
             </li>
           ))}
         </ul>
       ) : null}
-      <AddUser key={shownDb} db={shownDb} disabled={busy !== undefined} error={error} onAdd={(username, password, roles) => run(`Adding ${username}…`, `${username} is added to ${shownDb}.`, () => api((c) => c.createMongoUser(id, shownDb, { username, password, roles })))} />
-      <ErrorBox error={error instanceof HangarApiError && error.status === 400 && ['username', 'password', 'roles'].includes(error.field ?? '') ? undefined : error} />
+      <AddUser
+        key={shownDb}
+        db={shownDb}
+        disabled={busy !== undefined}
+        error={error}
+        onAdd={(username, password, roles) =>
+          run(`Adding ${username}…`, `${username} is added to ${shownDb}.`, () =>
+            api((c) => c.createMongoUser(id, shownDb, { username, password, roles })),
+          )
+        }
+      />
+      <ErrorBox
+        error={
+          error instanceof HangarApiError && error.status === 400 && ['username', 'password', 'roles'].includes(error.field ?? '')
+            ? undefined
+            : error
+        }
+      />
       {busy ? <Busy>{busy}</Busy> : null}
       {notice ? <Notice>{notice}</Notice> : null}
       {drop ? (
@@ -175,7 +201,16 @@ function UserEditor({ user, db, disabled, onPassword, onRoles, onDrop }: EditorP
         }}
       >
         <Field label={`New password for ${user.name}`} hint="8 to 256 characters.">
-          {({ id, describedBy }) => <input id={id} type="password" autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} aria-describedby={describedBy} />}
+          {({ id, describedBy }) => (
+            <input
+              id={id}
+              type="password"
+              autocomplete="new-password"
+              value={password}
+              onInput={(e) => setPassword(e.currentTarget.value)}
+              aria-describedby={describedBy}
+            />
+          )}
         </Field>
         <button type="submit" disabled={disabled || password.length === 0}>
           Change password
@@ -188,11 +223,22 @@ function UserEditor({ user, db, disabled, onPassword, onRoles, onDrop }: EditorP
   );
 }
 
-function AddUser({ db, disabled, error, onAdd }: { db: string; disabled: boolean; error: unknown; onAdd: (u: string, p: string, r: MongoRole[]) => Promise<boolean> }) {
+function AddUser({
+  db,
+  disabled,
+  error,
+  onAdd,
+}: {
+  db: string;
+  disabled: boolean;
+  error: unknown;
+  onAdd: (u: string, p: string, r: MongoRole[]) => Promise<boolean>;
+}) {
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
   const [roles, setRoles] = useState<MongoRole[]>([{ role: 'readWrite', db }]);
-  const fieldError = (f: string) => (error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined);
+  const fieldError = (f: string) =>
+    error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
   return (
     <form
       class="add-user"
@@ -209,11 +255,29 @@ function AddUser({ db, disabled, error, onAdd }: { db: string; disabled: boolean
     >
       <h3>Add a user to {db}</h3>
       <Field label="User name" error={fieldError('username')}>
-        {({ id, describedBy, invalid }) => <input id={id} name="username" value={username} onInput={(e) => setUsername(e.currentTarget.value)} aria-describedby={describedBy} aria-invalid={invalid} />}
+        {({ id, describedBy, invalid }) => (
+          <input
+            id={id}
+            name="username"
+            value={username}
+            onInput={(e) => setUsername(e.currentTarget.value)}
+            aria-describedby={describedBy}
+            aria-invalid={invalid}
+          />
+        )}
       </Field>
       <Field label="Password" error={fieldError('password')} hint="8 to 256 characters; hangar never shows it again.">
         {({ id, describedBy, invalid }) => (
-          <input id={id} name="user_password" type="password" autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} aria-describedby={describedBy} aria-invalid={invalid} />
+          <input
+            id={id}
+            name="user_password"
+            type="password"
+            autocomplete="new-password"
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+            aria-describedby={describedBy}
+            aria-invalid={invalid}
+          />
         )}
       </Field>
       <RolesEditor roles={roles} db={db} onChange={setRoles} />

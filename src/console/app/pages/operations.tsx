@@ -1,9 +1,24 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Operation } from '../../../client/index.js';
 import { OPERATION_KINDS } from '../../../domain/operations.js';
-import { CancelOperation, OperationCard, OperationProgress, OperationStateBadge, OperationSteps, operationTitle } from '../components/operation.js';
+import {
+  CancelOperation,
+  OperationCard,
+  OperationProgress,
+  OperationStateBadge,
+  OperationSteps,
+  operationTitle,
+} from '../components/operation.js';
 import { Busy, ErrorBox, Notice } from '../components/ui.js';
-import { type OperationFilter, formatUtc, isOpen, operationFilterOf, operationFilterQuery, operationMatches, upsertOperation } from '../format.js';
+import {
+  type OperationFilter,
+  formatUtc,
+  isOpen,
+  operationFilterOf,
+  operationFilterQuery,
+  operationMatches,
+  upsertOperation,
+} from '../format.js';
 import { follow, reader, watchOperation } from '../live.js';
 import { href, navigate } from '../router.js';
 import { api } from '../session.js';
@@ -80,7 +95,10 @@ export function OperationsPage({ query }: { query: URLSearchParams }) {
         setOps((cur) => (cur === undefined ? cur : upsertOperation(cur, op, operationMatches(op, filter))));
       },
     });
-    return () => (r.stop(), unfollow());
+    return () => {
+      r.stop();
+      unfollow();
+    };
   }, [key]);
 
   const loadMore = async () => {
@@ -105,9 +123,10 @@ export function OperationsPage({ query }: { query: URLSearchParams }) {
         Operations
       </h1>
       <p class="hint">
-        Every long action on your instances (create, resize, rename, delete, ACL and user changes) with its steps and outcome, newest first. They change here as they run; an open create can be
-        cancelled until its build starts.
+        Every long action on your instances (create, resize, rename, delete, ACL and user changes) with its steps and outcome, newest first.
+        They change here as they run; an open create can be cancelled until its build starts.
       </p>
+      {/* biome-ignore lint/a11y/useSemanticElements: role=search is the search landmark in every browser; the <search> element (2023) has no role in older ones */}
       <form
         class="filters"
         role="search"
@@ -119,11 +138,21 @@ export function OperationsPage({ query }: { query: URLSearchParams }) {
       >
         <label>
           Instance
-          <input type="search" name="instance" value={instance} placeholder="name or id" onInput={(e) => setInstance(e.currentTarget.value)} />
+          <input
+            type="search"
+            name="instance"
+            value={instance}
+            placeholder="name or id"
+            onInput={(e) => setInstance(e.currentTarget.value)}
+          />
         </label>
         <label>
           State
-          <select name="state" value={filter.state} onChange={(e) => apply({ ...filter, instance: instance.trim(), state: e.currentTarget.value })}>
+          <select
+            name="state"
+            value={filter.state}
+            onChange={(e) => apply({ ...filter, instance: instance.trim(), state: e.currentTarget.value })}
+          >
             {STATE_CHOICES.map(([value, label]) => (
               <option key={value} value={value}>
                 {label}
@@ -133,7 +162,11 @@ export function OperationsPage({ query }: { query: URLSearchParams }) {
         </label>
         <label>
           Kind
-          <select name="kind" value={filter.kind} onChange={(e) => apply({ ...filter, instance: instance.trim(), kind: e.currentTarget.value })}>
+          <select
+            name="kind"
+            value={filter.kind}
+            onChange={(e) => apply({ ...filter, instance: instance.trim(), kind: e.currentTarget.value })}
+          >
             <option value="">Any kind</option>
             {OPERATION_KINDS.map((k) => (
               <option key={k} value={k}>
@@ -153,7 +186,11 @@ export function OperationsPage({ query }: { query: URLSearchParams }) {
       </form>
       <ErrorBox error={error} title="The operations could not be read" />
       {ops === undefined && !error ? <Busy>Loading operations…</Busy> : null}
-      {ops !== undefined && ops.length === 0 ? <p class="empty">{filtered ? 'No operation matches the filters.' : 'No operation yet: they appear when you create, change or delete an instance.'}</p> : null}
+      {ops !== undefined && ops.length === 0 ? (
+        <p class="empty">
+          {filtered ? 'No operation matches the filters.' : 'No operation yet: they appear when you create, change or delete an instance.'}
+        </p>
+      ) : null}
       {ops !== undefined && ops.length > 0 ? (
         <ul class="op-list" aria-label="Operations">
           {ops.map((op) => (
@@ -243,7 +280,11 @@ export function OperationPage({ id }: { id: string }) {
         <dt>Instance</dt>
         <dd>{op.instance_name ? <a href={href('instances', op.instance_name)}>{op.instance_name}</a> : '—'}</dd>
         <dt>Asked by</dt>
-        <dd>{op.requested_by ? `${op.requested_by.login} (${op.requested_by.credential}${op.requested_by.id ? ` ${op.requested_by.id}` : ''})` : '—'}</dd>
+        <dd>
+          {op.requested_by
+            ? `${op.requested_by.login} (${op.requested_by.credential}${op.requested_by.id ? ` ${op.requested_by.id}` : ''})`
+            : '—'}
+        </dd>
         <dt>Request id</dt>
         <dd>
           <code>{op.request_id ?? '—'}</code>
@@ -262,7 +303,9 @@ export function OperationPage({ id }: { id: string }) {
         ])}
       </dl>
       <p>
-        <a href={`${href('operations')}${op.instance_name ? operationFilterQuery({ instance: op.instance_name, state: '', kind: '' }) : ''}`}>
+        <a
+          href={`${href('operations')}${op.instance_name ? operationFilterQuery({ instance: op.instance_name, state: '', kind: '' }) : ''}`}
+        >
           {op.instance_name ? `Every operation of ${op.instance_name}` : 'Every operation'}
         </a>
       </p>

@@ -7,7 +7,15 @@ import { navigate } from '../router.js';
 import { api } from '../session.js';
 
 /** Resize (redis, to a larger plan), rename, delete (the name typed to confirm). */
-export function SettingsTab({ instance, onDeleting, onOperation }: { instance: Instance; onDeleting: () => void; onOperation: (id: string) => void }) {
+export function SettingsTab({
+  instance,
+  onDeleting,
+  onOperation,
+}: {
+  instance: Instance;
+  onDeleting: () => void;
+  onOperation: (id: string) => void;
+}) {
   return (
     <>
       {instance.service === 'redis' ? <Resize instance={instance} onOperation={onOperation} /> : null}
@@ -68,7 +76,8 @@ function Resize({ instance, onOperation }: { instance: Instance; onOperation: (i
     <section aria-labelledby="resize-title">
       <h2 id="resize-title">Resize</h2>
       <p class="hint">
-        Now {formatPlan(instance.service, instance.plan)}. A resize grows maxmemory on the primary and the replica, live, keeping the data; plans only grow.
+        Now {formatPlan(instance.service, instance.plan)}. A resize grows maxmemory on the primary and the replica, live, keeping the data;
+        plans only grow.
       </p>
       <ErrorBox error={loadError} title="The plans could not be read" />
       {plans && plans.length === 0 && !running ? <p>This instance has the largest plan offered.</p> : null}
@@ -76,7 +85,14 @@ function Resize({ instance, onOperation }: { instance: Instance; onOperation: (i
         <form class="inline" onSubmit={(e) => void submit(e)}>
           <Field label="New plan" error={planError}>
             {({ id, describedBy, invalid }) => (
-              <select id={id} name="new_plan" value={plan} onChange={(e) => setPlan(e.currentTarget.value)} aria-describedby={describedBy} aria-invalid={invalid}>
+              <select
+                id={id}
+                name="new_plan"
+                value={plan}
+                onChange={(e) => setPlan(e.currentTarget.value)}
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+              >
                 {plans.map((p) => (
                   <option key={p} value={String(p)}>
                     {formatPlan(instance.service, p)}
@@ -99,10 +115,13 @@ function Resize({ instance, onOperation }: { instance: Instance; onOperation: (i
           {last ? `: ${stepLabel(last.name)}` : ''}… (its operation, above, shows every step)
         </Busy>
       ) : null}
-      {started && op?.state === 'SUCCEEDED' ? <Notice>Resized: the instance now has {formatPlan(instance.service, started.plan)}.</Notice> : null}
+      {started && op?.state === 'SUCCEEDED' ? (
+        <Notice>Resized: the instance now has {formatPlan(instance.service, started.plan)}.</Notice>
+      ) : null}
       {started && op && (op.state === 'FAILED' || op.state === 'CANCELLED') ? (
         <div class="error-box" role="alert">
-          The resize {op.state === 'FAILED' ? 'failed' : 'was cancelled'}: {op.error?.message ?? op.steps.at(-1)?.message ?? 'no reason given'}.{' '}
+          The resize {op.state === 'FAILED' ? 'failed' : 'was cancelled'}:{' '}
+          {op.error?.message ?? op.steps.at(-1)?.message ?? 'no reason given'}.{' '}
           <span class="remedy">hangar keeps converging the instance to the plan it records; if it stays DEGRADED, tell your operator.</span>
         </div>
       ) : null}
@@ -136,7 +155,15 @@ function Rename({ instance }: { instance: Instance }) {
       <form class="inline" onSubmit={(e) => void submit(e)} noValidate>
         <Field label="New name" error={nameError}>
           {({ id, describedBy, invalid }) => (
-            <input id={id} name="new_name" maxLength={64} value={name} onInput={(e) => setName(e.currentTarget.value)} aria-describedby={describedBy} aria-invalid={invalid} />
+            <input
+              id={id}
+              name="new_name"
+              maxLength={64}
+              value={name}
+              onInput={(e) => setName(e.currentTarget.value)}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+            />
           )}
         </Field>
         <button type="submit" disabled={busy || name.trim() === '' || name.trim() === instance.name}>
@@ -174,7 +201,14 @@ function Delete({ instance, onDeleting, onOperation }: { instance: Instance; onD
       <form class="inline" onSubmit={(e) => void submit(e)} noValidate>
         <Field label={`Type ${instance.name} to confirm`}>
           {({ id, describedBy }) => (
-            <input id={id} name="confirm_name" autocomplete="off" value={typed} onInput={(e) => setTyped(e.currentTarget.value)} aria-describedby={describedBy} />
+            <input
+              id={id}
+              name="confirm_name"
+              autocomplete="off"
+              value={typed}
+              onInput={(e) => setTyped(e.currentTarget.value)}
+              aria-describedby={describedBy}
+            />
           )}
         </Field>
         <button type="submit" class="danger" disabled={deleting || typed !== instance.name}>
@@ -182,7 +216,9 @@ function Delete({ instance, onDeleting, onOperation }: { instance: Instance; onD
         </button>
       </form>
       <ErrorBox error={error} />
-      {deleting ? <Busy>Deleting {instance.name} (its operation, above, shows every step): the page goes back to the list once it is gone…</Busy> : null}
+      {deleting ? (
+        <Busy>Deleting {instance.name} (its operation, above, shows every step): the page goes back to the list once it is gone…</Busy>
+      ) : null}
     </section>
   );
 }
