@@ -47,6 +47,7 @@ export interface Config {
   /** Default `maxmemory-policy` of new Redis instances. */
   readonly redisMaxmemoryPolicy: string;
   readonly redisServerBin: string;
+  readonly valkeyServerBin: string | undefined;
   readonly haproxyBin: string;
   readonly mongodBin: string | undefined;
   readonly mongosBin: string | undefined;
@@ -316,6 +317,14 @@ export const SETTINGS: readonly SettingDoc[] = [
     kind: 'string',
     default: 'redis-server',
     description: 'redis-server binary',
+  },
+  {
+    key: 'valkeyServerBin',
+    flag: 'valkey-server-bin',
+    env: 'HANGAR_VALKEY_SERVER_BIN',
+    kind: 'string',
+    default: undefined,
+    description: 'valkey-server binary (default: `valkey-server` on PATH)',
   },
   {
     key: 'haproxyBin',

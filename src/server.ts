@@ -24,6 +24,7 @@ import { IdempotencyService } from './service/idempotency.js';
 import type { ServiceDeps } from './service/deps.js';
 import { ZoneService } from './service/zones.js';
 import { INSTANCE_STATES } from './domain/model.js';
+import { serviceOffering } from './engines/registry.js';
 import { InstanceService } from './service/instances.js';
 import { LoginGuard, RateLimiter } from './service/limits.js';
 import { MongoUserService } from './service/mongodb-users.js';
@@ -298,11 +299,11 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
         const problems: string[] = [];
         // the runtimes as they are when the request is taken, before the store is asked
         const health = zones.targets().map((t) => t.runtime.health());
-        // redis is the default service: a zone offering it whose engines cannot run it makes this hangar unready
+        // redis is the default service: a zone offering it where no engine can run it makes this hangar unready
         const redis = new Set(
           zones.list().flatMap((z) => {
-            const o = z.engines.offerings().redis;
-            return z.services.includes('redis') && !o.available ? [o.unavailableReason ?? 'redis cannot run here'] : [];
+            const o = serviceOffering(z.engines.offerings(), 'redis');
+            return z.services.includes('redis') && !o.default ? [o.unavailableReason ?? 'redis cannot run here'] : [];
           }),
         );
         try {

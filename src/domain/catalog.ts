@@ -33,9 +33,6 @@ export const SPEC_VERSIONS: Record<Exclude<Service, 'redis'>, readonly string[]>
 
 export const STORAGE_ENGINES = ['mmapv1', 'wiredtiger'] as const;
 
-/** Services whose create body may carry `encryption` (spec 4.2). */
-export const ENCRYPTABLE: readonly Service[] = ['elasticsearch', 'mongodb'];
-
 /**
  * Role names a MongoDB user may hold. Left out: roles that administer the users of `admin`,
  * hangar's own among them (`userAdminAnyDatabase`, `restore`, which writes `admin.system.users`,

@@ -39,6 +39,8 @@ export interface Instance {
   readonly name: string;
   readonly namePrior: string | null;
   readonly service: Service;
+  /** The product that runs it (`redis`, `valkey`, `mongod`, ...): see engines/products.ts. */
+  readonly engine: string;
   readonly type: InstanceType;
   readonly version: string;
   readonly zone: string;
@@ -79,6 +81,7 @@ export interface NewInstance {
   readonly login: string;
   readonly name: string;
   readonly service: Service;
+  readonly engine: string;
   readonly type: InstanceType;
   readonly version: string;
   readonly zone: string;

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { InstanceType, Service } from './catalog.js';
-import type { AccessGroup } from './endpoints.js';
+import type { AccessGroup, EdgeRoute } from './endpoints.js';
 import type { ClusterDriver, ClusterPlace } from './cluster.js';
 import type { PortMap } from './model.js';
 
@@ -17,6 +17,10 @@ export type RuntimeKind = 'local' | 'emulated' | 'kubernetes';
 export interface InstanceSpec {
   readonly id: string;
   readonly service: Service;
+  /** The product that runs it (`redis`, `valkey`, ...). */
+  readonly engine: string;
+  /** Its edge listeners and the engine port each forwards to, as its product lays them out. */
+  readonly routes: readonly EdgeRoute[];
   readonly type: InstanceType;
   readonly version: string;
   /** The plan to run with (for redis, `maxmemory` in MB). */
@@ -88,8 +92,11 @@ export interface FoundProgram {
   readonly version: string;
 }
 
-/** What a zone can host, per service. */
+/** What a zone can host, per engine. */
 export interface Offering {
+  /** The product (`redis`, `valkey`, ...). */
+  readonly engine: string;
+  readonly service: Service;
   readonly available: boolean;
   /** Versions accepted in a create body. */
   readonly versions: readonly string[];
@@ -98,12 +105,13 @@ export interface Offering {
   /** What to install to make it available. */
   readonly installHint?: string;
   /** The programs found, with their versions (for `hangar doctor`). */
-  readonly engines?: readonly FoundProgram[];
+  readonly programs?: readonly FoundProgram[];
   /** `storage_engine` values accepted in a create body (mongodb); absent: any the API allows. */
   readonly storageEngines?: readonly string[];
 }
 
-export type Offerings = Readonly<Record<Service, Offering>>;
+/** What a zone can host, one offering per engine, in the order of the product registry. */
+export type Offerings = readonly Offering[];
 
 /** Passed into long runtime operations so that tests can stop hangar at a named step. */
 export interface StepContext {

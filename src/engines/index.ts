@@ -1,96 +1,102 @@
 import type { Config } from '../config.js';
-import { SPEC_VERSIONS, type Service } from '../domain/catalog.js';
-import type { Offering, Offerings } from '../domain/units.js';
-import { offeringsOf, versionsOf, type EngineBinaries } from '../lib/binaries.js';
-import { ClusterOnlyEngine } from './kubernetes/cluster-only-engine.js';
-import { ElasticsearchClusterDriver } from './elasticsearch/elasticsearch-kubernetes.js';
-import { MongodbClusterDriver } from './mongodb/mongodb-kubernetes.js';
-import { ElasticsearchEngine } from './elasticsearch/elasticsearch-engine.js';
+import type { FoundProgram, Offering } from '../domain/units.js';
+import { type EngineBinaries, HAPROXY_PROGRAM, type ProgramSpec, versionsOf } from '../lib/binaries.js';
 import { emulatedEngines } from './emulated/emulated-engines.js';
 import type { Engine } from './engine.js';
-import { registryOf, type EngineRegistry } from './registry.js';
-import { MongodbEngine } from './mongodb/mongodb-engine.js';
-import { RedisEngine } from './redis/redis-engine.js';
+import type { Product } from './product.js';
+import { PRODUCTS } from './products.js';
+import { type EngineRegistry, registryOf } from './registry.js';
+
+/** Every program the local runtime looks for: the edge, then each product's. */
+export function localPrograms(): ProgramSpec[] {
+  return [HAPROXY_PROGRAM, ...PRODUCTS.flatMap((p) => [...p.local.programs, ...(p.local.optional ?? [])])];
+}
 
 /**
- * What this machine can host: the binaries found, then what each engine can run with them (a
- * version it cannot drive, or running as root, makes its service unavailable with the reason;
- * the storage engines it can honour are offered).
+ * What this machine can run of one product, given the programs found: available at the version
+ * of its first program when every program it needs (and the edge) is here and its engine can run
+ * it; else why not, naming what is missing and the variable that points to it.
  */
-export function offeringsWith(binaries: EngineBinaries, engines: Partial<Record<Service, Engine>>): Offerings {
-  const offered: Record<Service, Offering> = { ...offeringsOf(binaries, new Set(Object.keys(engines) as Service[])) };
-  for (const service of Object.keys(engines) as Service[]) {
-    const support = engines[service]?.support?.();
-    if (!support || !offered[service].available) continue;
-    if (support.unavailableReason !== undefined) {
-      offered[service] = {
-        ...offered[service],
-        available: false,
-        versions: [],
-        unavailableReason: `${service} cannot run here: ${support.unavailableReason}`,
-      };
-    } else if (support.storageEngines !== undefined) {
-      offered[service] = { ...offered[service], storageEngines: support.storageEngines };
+function localOffering(p: Product, binaries: EngineBinaries, engine: Engine | undefined): Offering {
+  const needed = [HAPROXY_PROGRAM, ...p.local.programs];
+  const programs = [...p.local.programs, HAPROXY_PROGRAM, ...(p.local.optional ?? [])].flatMap((s) => {
+    const b = binaries[s.key];
+    return b && 'found' in b ? [b.found] : [];
+  });
+  const problems = needed.flatMap((s) => {
+    const b = binaries[s.key];
+    return !b ? [`${s.names[0]} was not looked for`] : 'problem' in b ? [b.problem] : [];
+  });
+  const base = { engine: p.name, service: p.service, programs };
+  if (problems.length > 0 || !engine) {
+    return {
+      ...base,
+      available: false,
+      versions: [],
+      unavailableReason: `${p.name} cannot run here: ${problems.join('; ')}`,
+      installHint: p.local.install,
+    };
+  }
+  const support = engine.support?.();
+  if (support?.unavailableReason !== undefined) {
+    return { ...base, available: false, versions: [], unavailableReason: `${p.name} cannot run here: ${support.unavailableReason}` };
+  }
+  const main = binaries[p.local.programs[0]!.key] as { found: FoundProgram };
+  return {
+    ...base,
+    available: true,
+    versions: versionsOf(main.found.version),
+    ...(support?.storageEngines !== undefined ? { storageEngines: support.storageEngines } : {}),
+  };
+}
+
+/**
+ * The engines that run as processes on this machine, with the programs found. A product whose
+ * programs are missing is offered as unavailable, naming what to install.
+ */
+export function localEngines(config: Config, binaries: EngineBinaries, searchPath?: string): EngineRegistry {
+  const engines: Record<string, Engine> = {};
+  const offerings: Offering[] = [];
+  for (const p of PRODUCTS) {
+    const found: Record<string, FoundProgram> = {};
+    for (const s of [...p.local.programs, ...(p.local.optional ?? [])]) {
+      const b = binaries[s.key];
+      if (b && 'found' in b) found[s.key] = b.found;
     }
+    const complete = p.local.programs.every((s) => found[s.key] !== undefined);
+    const engine = complete ? p.local.engine(found, { config, ...(searchPath ? { searchPath } : {}) }) : undefined;
+    if (engine) engines[p.name] = engine;
+    offerings.push(localOffering(p, binaries, engine));
   }
-  return offered;
+  return registryOf(engines, offerings);
 }
 
-/**
- * The engines that run as processes on this machine, with the binaries found. MongoDB and
- * Elasticsearch only where their binaries are: without them the offering names what is missing.
- */
-export function localEngines(
-  config: Pick<Config, 'redisServerBin' | 'redisMaxmemoryPolicy'>,
-  binaries: EngineBinaries,
-  searchPath?: string,
-): EngineRegistry {
-  const engines: Partial<Record<Service, Engine>> = {};
-  const redisServer = 'found' in binaries.redisServer ? binaries.redisServer.found.path : config.redisServerBin;
-  engines.redis = new RedisEngine({ bin: redisServer, maxmemoryPolicy: config.redisMaxmemoryPolicy });
-  if ('found' in binaries.mongod && 'found' in binaries.mongos) {
-    engines.mongodb = new MongodbEngine({
-      mongod: binaries.mongod.found,
-      mongos: binaries.mongos.found,
-      ...(searchPath ? { searchPath } : {}),
-    });
-  }
-  if ('found' in binaries.elasticsearch) {
-    engines.elasticsearch = new ElasticsearchEngine({
-      node: binaries.elasticsearch.found,
-      ...('found' in binaries.kibana ? { dashboards: binaries.kibana.found } : {}),
-      runningAsRoot: process.getuid?.() === 0,
-      ...(searchPath ? { searchPath } : {}),
-    });
-  }
-  return registryOf(engines, offeringsWith(binaries, engines));
+/** The versions of a product named by a zone's images (`images["redis:7.0.15"]`), or undefined when it names none. */
+function imageVersions(images: Readonly<Record<string, string>>, product: string): string[] | undefined {
+  const named = Object.keys(images)
+    .filter((k) => k.startsWith(`${product}:`))
+    .map((k) => k.slice(product.length + 1));
+  return named.length > 0 ? [...new Set(named.flatMap(versionsOf))] : undefined;
 }
-
-/** Redis versions offered on Kubernetes with the official images, where the zone names none (hangar's configuration needs Redis 7). */
-export const KUBERNETES_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0'] as const;
 
 /**
  * The engines of a Kubernetes zone: each in its cluster form. The versions offered are those the
  * zone names images for (`images["redis:7.0.15"]`), or, where it names none for a product, the
  * versions of the official images.
  */
-export function kubernetesEngines(config: Pick<Config, 'redisMaxmemoryPolicy'>, images: Readonly<Record<string, string>>): EngineRegistry {
-  const versions = (product: Service, defaults: readonly string[]): readonly string[] => {
-    const named = Object.keys(images)
-      .filter((k) => k.startsWith(`${product}:`))
-      .map((k) => k.slice(product.length + 1));
-    return named.length > 0 ? [...new Set(named.flatMap(versionsOf))] : defaults;
-  };
-  const engines: Record<Service, Engine> = {
-    redis: new RedisEngine({ bin: 'redis-server', maxmemoryPolicy: config.redisMaxmemoryPolicy }),
-    mongodb: new ClusterOnlyEngine('mongodb', new MongodbClusterDriver()),
-    elasticsearch: new ClusterOnlyEngine('elasticsearch', new ElasticsearchClusterDriver()),
-  };
-  return registryOf(engines, {
-    redis: { available: true, versions: versions('redis', KUBERNETES_REDIS_VERSIONS) },
-    mongodb: { available: true, versions: versions('mongodb', SPEC_VERSIONS.mongodb) },
-    elasticsearch: { available: true, versions: versions('elasticsearch', SPEC_VERSIONS.elasticsearch) },
-  });
+export function kubernetesEngines(config: Config, images: Readonly<Record<string, string>>): EngineRegistry {
+  const engines: Record<string, Engine> = {};
+  const offerings: Offering[] = [];
+  for (const p of PRODUCTS) {
+    engines[p.name] = p.cluster.engine(config);
+    offerings.push({
+      engine: p.name,
+      service: p.service,
+      available: true,
+      versions: imageVersions(images, p.name) ?? p.cluster.defaultVersions,
+    });
+  }
+  return registryOf(engines, offerings);
 }
 
 export { emulatedEngines, registryOf, type EngineRegistry };

@@ -1,7 +1,8 @@
 import type { Static } from 'typebox';
 import { formatCreated } from '../lib/time.js';
 import { publicPort } from '../domain/endpoints.js';
-import type { Acl, Instance, PortMap, RedisUser } from '../domain/model.js';
+import type { Acl, Instance, RedisUser } from '../domain/model.js';
+import { productNamed } from '../engines/products.js';
 import type { DeniedConnection } from '../domain/units.js';
 import type { EffectiveAccess } from '../service/acls.js';
 import type { RedisStats, SlowlogEntry } from '../service/redis.js';
@@ -35,59 +36,17 @@ export function instanceRecord(inst: Instance, advertised: string): InstanceReco
     type: inst.type,
     plan: inst.plan,
     version: inst.version,
+    engine: inst.engine,
     zone: inst.zone,
     created: formatCreated(inst.createdAt),
     api_key: inst.apiKey,
     caster: null,
     state: inst.state,
   };
-  switch (inst.service) {
-    case 'redis':
-      Object.assign(base, {
-        connect_string: `redis://${host}:${inst.ports.public}`,
-        clb_id: null,
-        password: inst.password,
-        public_connect_string: `redis://${host}:${inst.ports.public}`,
-        servicenet_connect_string: `redis://${host}:${inst.ports.servicenet}`,
-      });
-      break;
-    case 'mongodb':
-      base.connect_string = mongoConnectString(inst, host);
-      if (inst.type === 'mongodb_sharded') base.ssl_connect_string = `${host}:${inst.ports.ssl}`;
-      break;
-    case 'elasticsearch':
-      Object.assign(base, {
-        encrypted: inst.encrypted,
-        settings: {},
-        connection_strings: esConnectionStrings(inst.ports, host),
-      });
-      break;
-  }
+  Object.assign(base, productNamed(inst.engine).recordFields(inst, host));
   // Why it is DEGRADED or FAILED, or what a build or resize waits for (a pod the scheduler cannot place).
   if (inst.stateReason !== null) base.state_reason = inst.stateReason;
   return base;
-}
-
-function mongoConnectString(inst: Instance, host: string): string {
-  if (inst.type === 'mongodb_singledb' || inst.type === 'mongodb_sharded') return `${host}:${inst.ports.public}`;
-  return [0, 1, 2].map((i) => `${host}:${inst.ports[`public.${i}`]}`).join(',');
-}
-
-function esConnectionStrings(p: PortMap, host: string) {
-  return {
-    public: {
-      http: `http://${host}:${p['public.http']}`,
-      https: `https://${host}:${p['public.https']}`,
-      kibana_http: `http://${host}:${p['public.kibana_http']}`,
-      kibana_https: `https://${host}:${p['public.kibana_https']}`,
-      transport: `${host}:${p['public.transport']}`,
-    },
-    servicenet: {
-      http: `http://${host}:${p['servicenet.http']}`,
-      https: `https://${host}:${p['servicenet.https']}`,
-      transport: `${host}:${p['servicenet.transport']}`,
-    },
-  };
 }
 
 /** The creation response: the record of spec 2.3 plus the instance record's fields. */
@@ -120,10 +79,10 @@ export function aclRecord(acl: Acl, inst: Instance): AclRecord {
     metadata: {},
     port: publicPort(inst.ports),
   };
-  if (inst.service === 'elasticsearch') {
-    rec.transport = acl.transport;
-    rec.kibana = acl.kibana;
-  }
+  // the flags of the product's extra listeners (Elasticsearch's transport and Kibana)
+  const groups = productNamed(inst.engine).features.aclGroups;
+  if (groups.includes('transport')) rec.transport = acl.transport;
+  if (groups.includes('kibana')) rec.kibana = acl.kibana;
   if (acl.expiresAt !== null) rec.expires_at = new Date(acl.expiresAt).toISOString();
   return rec;
 }

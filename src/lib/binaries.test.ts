@@ -3,7 +3,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compareVersions } from './versions.js';
-import { lookupBinary, offeringsOf, parseVersion, type EngineBinaries } from './binaries.js';
+import { ELASTICSEARCH_PROGRAM } from '../engines/elasticsearch/elasticsearch-product.js';
+import { MONGOD_PROGRAM, MONGOS_PROGRAM } from '../engines/mongodb/mongodb-product.js';
+import { REDIS_SERVER_PROGRAM } from '../engines/redis/redis-product.js';
+import { VALKEY_SERVER_PROGRAM } from '../engines/valkey/valkey-product.js';
+import { HAPROXY_PROGRAM, lookupProgram, parseVersion, type ProgramSpec } from './binaries.js';
+
+const SPECS: Readonly<Record<string, ProgramSpec>> = {
+  redisServer: REDIS_SERVER_PROGRAM,
+  valkeyServer: VALKEY_SERVER_PROGRAM,
+  haproxy: HAPROXY_PROGRAM,
+  mongod: MONGOD_PROGRAM,
+  mongos: MONGOS_PROGRAM,
+  elasticsearch: ELASTICSEARCH_PROGRAM,
+};
+const lookupBinary = (key: string, configured: string | undefined, searchPath: string) =>
+  lookupProgram(SPECS[key]!, configured, searchPath);
 
 const dir = mkdtempSync(join(tmpdir(), 'hangar-binaries-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,25 +34,28 @@ function fakeProgram(name: string, output: string): string {
 
 describe('parseVersion', () => {
   it('reads the version line of each engine', () => {
-    expect(parseVersion('redisServer', 'Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d7c971a948f0')).toBe(
-      '7.0.15',
-    );
-    expect(parseVersion('haproxy', 'HAProxy version 2.6.12-1+deb12u4 2026/10/17 - https://haproxy.org/')).toBe('2.6.12');
-    expect(parseVersion('mongod', 'db version v6.0.5\nBuild Info: {\n    "version": "6.0.5"')).toBe('6.0.5');
-    expect(parseVersion('mongos', 'mongos version v6.0.5\nBuild Info: {')).toBe('6.0.5');
+    expect(
+      parseVersion(SPECS.redisServer!, 'Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d7c971a948f0'),
+    ).toBe('7.0.15');
+    expect(parseVersion(SPECS.haproxy!, 'HAProxy version 2.6.12-1+deb12u4 2026/10/17 - https://haproxy.org/')).toBe('2.6.12');
+    expect(parseVersion(SPECS.mongod!, 'db version v6.0.5\nBuild Info: {\n    "version": "6.0.5"')).toBe('6.0.5');
+    expect(parseVersion(SPECS.mongos!, 'mongos version v6.0.5\nBuild Info: {')).toBe('6.0.5');
     expect(
       parseVersion(
-        'elasticsearch',
+        SPECS.elasticsearch!,
         'Version: 8.11.1, Build: default/deb/6f9ff581fbcde658e6f69d6ce03050f060d1fd0c/2023-11-11T10:05:59.421038163Z, JVM: 21.0.1',
       ),
     ).toBe('8.11.1');
     expect(
       parseVersion(
-        'elasticsearch',
+        SPECS.elasticsearch!,
         'Version: 2.11.0, Build: tar/4dcad6dd1fd45b6bd91f041a041829c8687278fa/2023-10-13T02:55:55.511945994Z, JVM: 17.0.8',
       ),
     ).toBe('2.11.0');
-    expect(parseVersion('mongod', 'command not found')).toBeUndefined();
+    expect(
+      parseVersion(SPECS.valkeyServer!, 'Valkey server v=8.0.1 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=fd1c9b4d7e2ac4b2'),
+    ).toBe('8.0.1');
+    expect(parseVersion(SPECS.mongod!, 'command not found')).toBeUndefined();
   });
 });
 
@@ -89,51 +107,5 @@ describe('lookupBinary', () => {
   it('reports a binary that prints no version', async () => {
     const path = fakeProgram('broken-redis', 'segmentation fault');
     expect(await lookupBinary('redisServer', path, dir)).toEqual({ problem: expect.stringContaining('HANGAR_REDIS_SERVER_BIN') });
-  });
-});
-
-describe('offeringsOf', () => {
-  const found = (name: string, version: string) => ({ found: { name, path: `/usr/bin/${name}`, version } });
-  const problem = (text: string) => ({ problem: text });
-  const base: EngineBinaries = {
-    redisServer: found('redis-server', '7.0.15'),
-    haproxy: found('haproxy', '2.6.12'),
-    mongod: problem('`mongod` was not found on PATH; install it or set HANGAR_MONGOD_BIN to its path'),
-    mongos: problem('`mongos` was not found on PATH; install it or set HANGAR_MONGOS_BIN to its path'),
-    elasticsearch: problem('`elasticsearch` or `opensearch` was not found on PATH; install it or set HANGAR_ELASTICSEARCH_BIN to its path'),
-    kibana: problem('`kibana` or `opensearch-dashboards` was not found on PATH; install it or set HANGAR_KIBANA_BIN to its path'),
-  };
-
-  it('offers redis at the installed version, as X.Y.Z and X.Y', () => {
-    const o = offeringsOf(base, new Set(['redis']));
-    expect(o.redis).toMatchObject({ available: true, versions: ['7.0.15', '7.0'] });
-    expect(o.redis.engines?.map((e) => e.name)).toEqual(['redis-server', 'haproxy']);
-  });
-
-  it('refuses services whose binaries are missing, naming them and their variables', () => {
-    const o = offeringsOf(base, new Set(['redis']));
-    expect(o.mongodb.available).toBe(false);
-    expect(o.mongodb.unavailableReason).toMatch(/mongod.*HANGAR_MONGOD_BIN/);
-    expect(o.mongodb.unavailableReason).toMatch(/mongos.*HANGAR_MONGOS_BIN/);
-    expect(o.elasticsearch.unavailableReason).toMatch(/elasticsearch.*opensearch.*HANGAR_ELASTICSEARCH_BIN/);
-    expect(o.elasticsearch.installHint).toBeTruthy();
-  });
-
-  it('refuses redis without the edge', () => {
-    const o = offeringsOf(
-      { ...base, haproxy: problem('`haproxy` was not found on PATH; install it or set HANGAR_HAPROXY_BIN to its path') },
-      new Set(['redis']),
-    );
-    expect(o.redis).toMatchObject({ available: false, versions: [] });
-    expect(o.redis.unavailableReason).toMatch(/haproxy.*HANGAR_HAPROXY_BIN/);
-  });
-
-  it('says so when the binaries are there but the runtime has no engine for the service', () => {
-    const o = offeringsOf({ ...base, mongod: found('mongod', '7.0.2'), mongos: found('mongos', '7.0.2') }, new Set(['redis']));
-    expect(o.mongodb).toMatchObject({ available: false, versions: [] });
-    expect(o.mongodb.unavailableReason).toMatch(/not supported.*mongod 7\.0\.2/);
-    expect(
-      offeringsOf({ ...base, mongod: found('mongod', '7.0.2'), mongos: found('mongos', '7.0.2') }, new Set(['redis', 'mongodb'])).mongodb,
-    ).toMatchObject({ available: true, versions: ['7.0.2', '7.0'] });
   });
 });

@@ -2,8 +2,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
-import type { Service } from '../domain/catalog.js';
-import type { FoundProgram, Offering, Offerings } from '../domain/units.js';
+import type { FoundProgram } from '../domain/units.js';
 import { compareVersions } from './versions.js';
 
 /** An engine binary found on this machine. */
@@ -12,49 +11,45 @@ export type FoundBinary = FoundProgram;
 /** The result of looking for one binary: found, or why not (naming the variable that points to it). */
 export type BinaryLookup = { readonly found: FoundBinary } | { readonly problem: string };
 
-export type BinaryKey = 'redisServer' | 'haproxy' | 'mongod' | 'mongos' | 'elasticsearch' | 'kibana';
+/** The programs looked for, by key (`redisServer`, `haproxy`, ...). */
+export type EngineBinaries = Readonly<Record<string, BinaryLookup>>;
 
-export type EngineBinaries = Readonly<Record<BinaryKey, BinaryLookup>>;
+/** Settings of the configuration that name a program. */
+export type ProgramSetting = {
+  [K in keyof Config]: Config[K] extends string | undefined ? K : never;
+}[keyof Config];
 
-interface BinarySpec {
+/** How to find one program and read its version. Each product module declares its own. */
+export interface ProgramSpec {
+  /** Its key in lookups (`redisServer`). */
+  readonly key: string;
   /** Names tried on PATH, in order, when no path is configured. */
   readonly names: readonly string[];
-  /** Oldest version hangar works with, and why. */
-  readonly minimum?: { readonly version: string; readonly because: string };
   /** The variable that points to it. */
   readonly variable: string;
+  /** The setting that holds the configured name or path. */
+  readonly setting: ProgramSetting;
   readonly versionArgs: readonly string[];
   readonly versionPattern: RegExp;
+  /** Oldest version hangar works with, and why. */
+  readonly minimum?: { readonly version: string; readonly because: string };
+  /** For operators (`hangar doctor`): what it is for, where it comes from, a page about it. */
+  readonly about: { readonly purpose: string; readonly install: string; readonly page: string };
 }
 
-const SPECS: Readonly<Record<BinaryKey, BinarySpec>> = {
-  redisServer: {
-    names: ['redis-server'],
-    variable: 'HANGAR_REDIS_SERVER_BIN',
-    versionArgs: ['--version'],
-    versionPattern: /\bv=(\d+\.\d+\.\d+)/,
-    minimum: { version: '7.0.0', because: 'its configuration uses the AOF directory and ACL rules of Redis 7' },
-  },
-  haproxy: {
-    names: ['haproxy'],
-    variable: 'HANGAR_HAPROXY_BIN',
-    versionArgs: ['-v'],
-    versionPattern: /version (\d+\.\d+\.\d+)/i,
-    minimum: { version: '2.2.0', because: 'the edge relies on its master CLI and seamless reloads' },
-  },
-  mongod: { names: ['mongod'], variable: 'HANGAR_MONGOD_BIN', versionArgs: ['--version'], versionPattern: /db version v(\d+\.\d+\.\d+)/ },
-  mongos: { names: ['mongos'], variable: 'HANGAR_MONGOS_BIN', versionArgs: ['--version'], versionPattern: /version v(\d+\.\d+\.\d+)/ },
-  elasticsearch: {
-    names: ['elasticsearch', 'opensearch'],
-    variable: 'HANGAR_ELASTICSEARCH_BIN',
-    versionArgs: ['--version'],
-    versionPattern: /Version: (\d+\.\d+\.\d+)/,
-  },
-  kibana: {
-    names: ['kibana', 'opensearch-dashboards'],
-    variable: 'HANGAR_KIBANA_BIN',
-    versionArgs: ['--version'],
-    versionPattern: /(\d+\.\d+\.\d+)/,
+/** The edge of the local runtime: every service needs it. */
+export const HAPROXY_PROGRAM: ProgramSpec = {
+  key: 'haproxy',
+  names: ['haproxy'],
+  variable: 'HANGAR_HAPROXY_BIN',
+  setting: 'haproxyBin',
+  versionArgs: ['-v'],
+  versionPattern: /version (\d+\.\d+\.\d+)/i,
+  minimum: { version: '2.2.0', because: 'the edge relies on its master CLI and seamless reloads' },
+  about: {
+    purpose: 'the edge of every instance (ACLs, TLS)',
+    install: 'Debian/Ubuntu package haproxy (apt-get install haproxy)',
+    page: 'https://www.haproxy.org/',
   },
 };
 
@@ -87,8 +82,8 @@ export function findExecutable(nameOrPath: string, searchPath: string): string |
 }
 
 /** `X.Y.Z` from a program's version output, or undefined. */
-export function parseVersion(key: BinaryKey, output: string): string | undefined {
-  return SPECS[key].versionPattern.exec(output)?.[1];
+export function parseVersion(spec: ProgramSpec, output: string): string | undefined {
+  return spec.versionPattern.exec(output)?.[1];
 }
 
 function run(path: string, args: readonly string[], searchPath: string): Promise<string> {
@@ -99,15 +94,14 @@ function run(path: string, args: readonly string[], searchPath: string): Promise
   });
 }
 
-/** Looks for one binary: the configured name or path, else its usual names on PATH. */
-export async function lookupBinary(key: BinaryKey, configured: string | undefined, searchPath: string): Promise<BinaryLookup> {
-  const spec = SPECS[key];
+/** Looks for one program: the configured name or path, else its usual names on PATH. */
+export async function lookupProgram(spec: ProgramSpec, configured: string | undefined, searchPath: string): Promise<BinaryLookup> {
   const candidates = configured !== undefined && configured !== '' ? [configured] : spec.names;
   for (const candidate of candidates) {
     const path = findExecutable(candidate, searchPath);
     if (!path) continue;
     const output = await run(path, spec.versionArgs, searchPath);
-    const version = parseVersion(key, output);
+    const version = parseVersion(spec, output);
     if (!version) {
       return {
         problem: `\`${path} ${spec.versionArgs.join(' ')}\` did not print a version (${output.trim().split('\n')[0] ?? 'no output'}); set ${spec.variable} to a working binary`,
@@ -127,84 +121,15 @@ export async function lookupBinary(key: BinaryKey, configured: string | undefine
   return { problem: `${names} was not found on PATH; install it or set ${spec.variable} to its path` };
 }
 
-/** Every engine binary the local runtime can use, with its version. Looks them up concurrently. */
-export async function detectBinaries(
-  config: Pick<Config, 'redisServerBin' | 'haproxyBin' | 'mongodBin' | 'mongosBin' | 'elasticsearchBin' | 'kibanaBin'>,
-  searchPath: string,
-): Promise<EngineBinaries> {
-  const configured: Record<BinaryKey, string | undefined> = {
-    redisServer: config.redisServerBin,
-    haproxy: config.haproxyBin,
-    mongod: config.mongodBin,
-    mongos: config.mongosBin,
-    elasticsearch: config.elasticsearchBin,
-    kibana: config.kibanaBin,
-  };
-  const keys = Object.keys(SPECS) as BinaryKey[];
-  const found = await Promise.all(keys.map((k) => lookupBinary(k, configured[k], searchPath)));
-  return Object.fromEntries(keys.map((k, i) => [k, found[i]!])) as unknown as EngineBinaries;
+/** Looks for every program of `specs` (once each, concurrently), as the configuration names them. */
+export async function detectPrograms(specs: readonly ProgramSpec[], config: Config, searchPath: string): Promise<EngineBinaries> {
+  const unique = [...new Map(specs.map((s) => [s.key, s])).values()];
+  const found = await Promise.all(unique.map((s) => lookupProgram(s, config[s.setting], searchPath)));
+  return Object.fromEntries(unique.map((s, i) => [s.key, found[i]!]));
 }
-
-/** The binaries each service needs, and what to install when they are missing. */
-const NEEDS: Readonly<Record<Service, { readonly keys: readonly BinaryKey[]; readonly install: string }>> = {
-  redis: {
-    keys: ['redisServer', 'haproxy'],
-    install: 'apt-get install redis-server haproxy (Debian/Ubuntu), or set HANGAR_REDIS_SERVER_BIN and HANGAR_HAPROXY_BIN',
-  },
-  mongodb: {
-    keys: ['mongod', 'mongos', 'haproxy'],
-    install: 'install MongoDB Community Server (mongod and mongos), or set HANGAR_MONGOD_BIN and HANGAR_MONGOS_BIN',
-  },
-  elasticsearch: {
-    keys: ['elasticsearch', 'haproxy'],
-    install: 'install Elasticsearch or OpenSearch, or set HANGAR_ELASTICSEARCH_BIN (and HANGAR_KIBANA_BIN for Kibana)',
-  },
-};
 
 /** `X.Y.Z` and `X.Y`: the versions a create body may name for an engine found here. */
 export function versionsOf(version: string): string[] {
   const minor = version.split('.').slice(0, 2).join('.');
   return minor === version ? [version] : [version, minor];
-}
-
-/**
- * What this machine can host, given the binaries found and the services the runtime has an
- * engine for. A service is available when its engine is implemented and every binary it needs
- * is here; otherwise the reason names the missing binary and the variable that points to it.
- */
-export function offeringsOf(binaries: EngineBinaries, implemented: ReadonlySet<Service>): Offerings {
-  const offering = (service: Service): Offering => {
-    const need = NEEDS[service];
-    const engines = need.keys.flatMap((k) => {
-      const b = binaries[k];
-      return 'found' in b ? [b.found] : [];
-    });
-    // Kibana is optional next to Elasticsearch: shown when present.
-    const kibana = binaries.kibana;
-    if (service === 'elasticsearch' && 'found' in kibana) engines.push(kibana.found);
-    const problems = need.keys.flatMap((k) => {
-      const b = binaries[k];
-      return 'problem' in b ? [b.problem] : [];
-    });
-    if (problems.length > 0) {
-      return {
-        available: false,
-        versions: [],
-        engines,
-        unavailableReason: `${service} cannot run here: ${problems.join('; ')}`,
-        installHint: need.install,
-      };
-    }
-    const main = binaries[need.keys[0]!];
-    if (!implemented.has(service) || !('found' in main)) {
-      return {
-        available: false,
-        versions: [],
-        engines,
-        unavailableReason: `${service} instances are not supported by this version of the local runtime (found ${engines.map((e) => `${e.name} ${e.version}`).join(', ')})`,
-      };
-    }
-    return { available: true, versions: versionsOf(main.found.version), engines };
-  };
-  return { redis: offering('redis'), mongodb: offering('mongodb'), elasticsearch: offering('elasticsearch') };
 }

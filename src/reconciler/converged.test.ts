@@ -5,6 +5,8 @@ import { ConvergedSpecs } from './converged.js';
 const spec: InstanceSpec = {
   id: 'i1',
   service: 'redis',
+  engine: 'redis',
+  routes: [],
   type: 'redis_ha_instance',
   version: '7.0',
   plan: 500,

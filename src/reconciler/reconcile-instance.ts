@@ -24,7 +24,8 @@ export interface Targets {
 }
 import { READY_STATES, type Instance, type InstanceState } from '../domain/model.js';
 import { pickFreePorts, type PortPool } from '../store/ports.js';
-import { toSpec } from '../domain/spec.js';
+import { productNamed } from '../engines/products.js';
+import { toSpec } from '../engines/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
 import { listRedisSettings, listRedisUsers, purgeDeletedRedisUsers } from '../store/redis-user-repository.js';
 import { anythingDue, carryOutDue, untilNextDeadline } from './deadlines.js';
@@ -161,10 +162,11 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     ctx.step('create:building');
   }
 
+  const product = productNamed(inst.engine);
   // Expired ACLs and rotations whose grace period is over are taken off below, with the rest.
   const readTimed = async () => ({
     acls: await listAcls(db, id, true),
-    users: inst.service === 'redis' ? await listRedisUsers(db, deps.keyring, id, true) : [],
+    users: product.features.redisApi ? await listRedisUsers(db, deps.keyring, id, true) : [],
   });
   let timed = await readTimed();
   const dueAt = deps.now();
@@ -174,16 +176,16 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   }
   const { acls, users } = timed;
   const rules: AccessRule[] = acls.filter((a) => !a.deleting).map((a) => ({ cidr: a.cidrMask, transport: a.transport, kibana: a.kibana }));
-  const spec = toSpec(inst, inst.service === 'redis' ? { users, settings: await listRedisSettings(db, id) } : {});
+  const spec = toSpec(inst, product.features.redisApi ? { users, settings: await listRedisSettings(db, id) } : {});
   // A pass that only checks (nothing was asked) first says whether the instance serves, so
   // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
   if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, target, inst, spec);
-  const done: InstanceState = inst.service === 'elasticsearch' ? 'COMPLETED' : 'ACTIVE';
+  const done: InstanceState = product.doneState;
   let fresh = false;
   let address: string | undefined;
   try {
     if (!(await accessAlone(deps, target, inst, spec, rules, done, report, ctx))) {
-      ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.service), ctx));
+      ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.engine), ctx));
       deps.converged?.remember(spec, version);
     }
   } catch (err) {
@@ -223,7 +225,8 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     }
   }
 
-  if (inst.service === 'mongodb' && (await syncUsers(deps, target, inst, fresh, ctx)) && report.kind === 'access') report.kind = 'users';
+  if (product.features.databaseUsers && (await syncUsers(deps, target, inst, fresh, ctx)) && report.kind === 'access')
+    report.kind = 'users';
 
   const moved = address !== undefined && address !== inst.address;
   // Converged: the next pass runs at the next deadline (an ACL's expiry, a rotation's end), if any.
@@ -377,7 +380,7 @@ async function teardown(deps: ReconcileDeps, target: Target, inst: Instance, ctx
 /** Writes DEGRADED with the reason when the runtime finds the instance not serving; returns the instance as it is then. */
 async function sayHealth(deps: ReconcileDeps, target: Target, inst: Instance, spec: InstanceSpec): Promise<Instance> {
   const health = await Promise.resolve()
-    .then(() => target.runtime.checkInstance(spec, target.engines.require(spec.service)))
+    .then(() => target.runtime.checkInstance(spec, target.engines.require(spec.engine)))
     .catch((err: unknown) => ({ healthy: false, reason: err instanceof Error ? err.message : String(err) }));
   if (health.healthy) return inst;
   const reason = health.reason ?? 'the instance does not serve';
@@ -467,8 +470,8 @@ async function syncUsers(deps: ReconcileDeps, target: Target, inst: Instance, fr
   if (users.length === 0) return false;
   let changed = false;
   const spec = toSpec(inst);
-  const engine = target.engines.require(inst.service);
-  if (!engine.mongodbUsers) throw new TerminalError(`the ${inst.service} engine keeps no database users`);
+  const engine = target.engines.require(inst.engine);
+  if (!engine.mongodbUsers) throw new TerminalError(`the ${inst.engine} engine keeps no database users`);
   const admin = engine.mongodbUsers(spec, target.runtime.place(spec));
   const present = new Map<string, Set<string>>();
   const usersOf = async (database: string): Promise<Set<string>> => {

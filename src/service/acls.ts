@@ -16,8 +16,9 @@ import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import type { Db } from '../store/database.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
-import { accessGroups, edgeRoutes, type AccessGroup } from '../domain/endpoints.js';
-import { toSpec } from '../domain/spec.js';
+import { accessGroups, type AccessGroup } from '../domain/endpoints.js';
+import { productNamed } from '../engines/products.js';
+import { toSpec } from '../engines/spec.js';
 import type { AccessEnforcer, DeniedConnection } from '../domain/units.js';
 import type { InstanceService, Started } from './instances.js';
 import type { Acl, Instance } from '../domain/model.js';
@@ -111,7 +112,7 @@ export class AclService {
     const instance = await this.instances.get(caller, name);
     const { db, config } = this.deps;
     const now = this.deps.now();
-    const acl = assertAcl(input, instance.service, now);
+    const acl = assertAcl(input, instance.service, productNamed(instance.engine).features.aclGroups, now);
     if (instance.deleting) throw errors.instanceDeleting(name);
     const id = newObjectId(now);
     const { operations } = this.deps;
@@ -188,7 +189,7 @@ export class AclService {
     const instance = await this.instances.get(caller, name);
     const { db, config, operations } = this.deps;
     const now = this.deps.now();
-    const wanted = inputs.map((a, i) => assertAcl(a, instance.service, now, `[${i}].`));
+    const wanted = inputs.map((a, i) => assertAcl(a, instance.service, productNamed(instance.engine).features.aclGroups, now, `[${i}].`));
     const seen = new Set<string>();
     for (const a of wanted) {
       if (seen.has(ruleKey(a))) throw errors.invalidValue('cidr_mask', `the list holds ${a.cidrMask} twice`);
@@ -279,7 +280,7 @@ export class AclService {
     const now = this.deps.now();
     const acls = await listLiveAcls(this.deps.db, instance.id, now);
     const groups = accessGroups(
-      edgeRoutes(instance.service, instance.type, instance.ports),
+      productNamed(instance.engine).edgeRoutes(instance.type, instance.ports),
       acls.map((a) => ({ cidr: a.cidrMask, transport: a.transport, kibana: a.kibana })),
     );
     const desired: Partial<Record<AccessGroup, string[]>> = Object.fromEntries(

@@ -5,7 +5,7 @@ import type { Keyring } from '../lib/secrets.js';
 import { chain } from '../lib/streams.js';
 import { prunable, type Backup } from '../domain/backups.js';
 import { SERVING_STATES, type Instance } from '../domain/model.js';
-import { toSpec } from '../domain/spec.js';
+import { toSpec } from '../engines/spec.js';
 import { throwIfCancelled, type InstanceSpec, type StepContext } from '../domain/units.js';
 import type { Target, Targets } from '../reconciler/reconcile-instance.js';
 import { StorageError, type BackupStorage } from '../storage/index.js';
@@ -232,7 +232,7 @@ export class BackupRunner {
       if (!SERVING_STATES.includes(inst.state) || inst.state === 'RESIZING')
         throw new Error(`the instance was ${inst.state} when its backup was to run`);
       const target = this.target(inst);
-      const driver = target.engines.require(inst.service).backups;
+      const driver = target.engines.require(inst.engine).backups;
       if (!driver) throw new Error(`backups of ${inst.service} are not supported`);
       const spec = toSpec(inst);
       await this.assertServing(inst, target, spec, controller.signal);
@@ -302,7 +302,7 @@ export class BackupRunner {
    * the snapshot, and an instance that still does not serve fails the backup saying why.
    */
   private async assertServing(inst: Instance, target: Target, spec: InstanceSpec, signal: AbortSignal): Promise<void> {
-    const engine = target.engines.require(inst.service);
+    const engine = target.engines.require(inst.engine);
     const check = () =>
       Promise.resolve()
         .then(() => target.runtime.checkInstance(spec, engine))

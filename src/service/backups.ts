@@ -2,7 +2,8 @@ import type { Readable } from 'node:stream';
 import { decryptStream, newDataKey, verifyStream } from '../lib/backup-crypto.js';
 import { newObjectId } from '../lib/ids.js';
 import { chain, drain } from '../lib/streams.js';
-import { PLANS } from '../domain/catalog.js';
+import { PLANS, type Service } from '../domain/catalog.js';
+import { firstProductOf } from '../engines/products.js';
 import {
   ACTIVE_BACKUP_STATES,
   nextRunAfter,
@@ -63,9 +64,9 @@ const NOT_BUMPED = new Error('instance not bumped');
 const MB = 1024 * 1024;
 const GB = 1024 * MB;
 
-/** The plan in bytes: redis plans are MB of memory, the others GB. */
-export function planBytes(service: string, plan: number): number {
-  return plan * (service === 'redis' ? MB : GB);
+/** The plan in bytes, in its service's unit (redis plans are MB of memory, the others GB). */
+export function planBytes(service: Service, plan: number): number {
+  return plan * (firstProductOf(service).planUnit === 'MB' ? MB : GB);
 }
 
 /**
@@ -122,16 +123,16 @@ export class BackupService {
   }
 
   /** The engine's backup driver for an instance, or a 422 saying why it has none here. */
-  driverFor(inst: Pick<Instance, 'service' | 'zone'>): BackupDriver {
+  driverFor(inst: Pick<Instance, 'service' | 'engine' | 'zone'>): BackupDriver {
     const zone = this.deps.zones.get(inst.zone);
     if (!zone) throw errors.backupUnavailable(inst.service, `zone "${inst.zone}" is not configured on this hangar`);
     if (zone.runtime === 'kubernetes')
       throw errors.backupUnavailable(inst.service, `backups of instances on Kubernetes (zone "${inst.zone}") are not supported yet`);
-    const offering = zone.engines.offerings()[inst.service];
-    if (!offering.available)
-      throw errors.backupUnavailable(inst.service, offering.unavailableReason ?? `${inst.service} cannot run on this host`);
-    const driver = zone.engines.require(inst.service).backups;
-    if (!driver) throw errors.backupUnavailable(inst.service, `backups of ${inst.service} are not supported`);
+    const offering = zone.engines.offerings().find((o) => o.engine === inst.engine);
+    if (!offering?.available)
+      throw errors.backupUnavailable(inst.service, offering?.unavailableReason ?? `${inst.engine} cannot run on this host`);
+    const driver = zone.engines.require(inst.engine).backups;
+    if (!driver) throw errors.backupUnavailable(inst.service, `backups of ${inst.engine} are not supported`);
     const reason = driver.unavailableReason();
     if (reason) throw errors.backupUnavailable(inst.service, reason);
     return driver;
@@ -280,10 +281,10 @@ export class BackupService {
       );
     }
     if (backup.state !== 'COMPLETED') throw errors.backupNotCompleted(backupId, backup.state);
-    if (backup.usedBytes !== null && planBytes(service, plan) < backup.usedBytes) {
-      const unit = service === 'redis' ? 'MB' : 'GB';
-      const need = Math.ceil(backup.usedBytes / planBytes(service, 1));
-      const larger = PLANS[backup.service].filter((p) => planBytes(service, p) >= backup.usedBytes!);
+    if (backup.usedBytes !== null && planBytes(backup.service, plan) < backup.usedBytes) {
+      const unit = firstProductOf(backup.service).planUnit;
+      const need = Math.ceil(backup.usedBytes / planBytes(backup.service, 1));
+      const larger = PLANS[backup.service].filter((p) => planBytes(backup.service, p) >= backup.usedBytes!);
       throw errors.invalidValue(
         'plan',
         `"plan" ${plan} ${unit} is smaller than what the instance of backup "${backupId}" used (${need} ${unit})`,

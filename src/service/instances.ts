@@ -17,24 +17,22 @@ import {
 } from '../store/instance-repository.js';
 import type { NewAcl } from '../store/acl-repository.js';
 import { insertRestore } from '../store/backup-repository.js';
-import {
-  ENCRYPTABLE,
-  INSTANCE_TYPES,
-  PLANS,
-  SERVICES,
-  STORAGE_ENGINES,
-  isService,
-  type InstanceType,
-  type Service,
-} from '../domain/catalog.js';
+import { INSTANCE_TYPES, PLANS, SERVICES, isService, type InstanceType, type Service } from '../domain/catalog.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps, type ZoneView } from './deps.js';
 import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
-import { portRoles } from '../domain/endpoints.js';
-import { errors } from '../domain/errors.js';
+import { PRODUCTS, productNamed } from '../engines/products.js';
+import { chooseEngine } from '../engines/registry.js';
+import { errors, type HangarError } from '../domain/errors.js';
 import type { Instance, PortMap } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
 import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
+
+/** The 404 of the spec's service routes (`/v2/redis/<name>/...`, `/v2/mongodb/<id>/...`): their own words. */
+const NOT_FOUND_IN: Partial<Record<Service, (given: string) => HangarError>> = {
+  redis: errors.notARedisInstance,
+  mongodb: errors.notAMongodbInstance,
+};
 
 /**
  * The 404 of a request about one instance: none the caller owns by that name (or id), or one
@@ -42,11 +40,7 @@ import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './val
  * with the same answer byte for byte.
  */
 export function assertInstanceFits<T extends { service: string }>(found: T | undefined, given: string, service?: Service): T {
-  if (!found) {
-    if (service === 'redis') throw errors.notARedisInstance(given);
-    if (service === 'mongodb') throw errors.notAMongodbInstance(given);
-    throw errors.instanceNotFound(given);
-  }
+  if (!found) throw (service ? NOT_FOUND_IN[service] : undefined)?.(given) ?? errors.instanceNotFound(given);
   if (service !== undefined && found.service !== service) throw errors.wrongService(given, found.service, service);
   return found;
 }
@@ -58,6 +52,8 @@ export interface CreateInstanceInput {
   readonly type: string;
   readonly version: string;
   readonly zone: string;
+  /** The product to run it; default: the first of its service the zone can run. */
+  readonly engine?: string;
   readonly encryption?: boolean;
   readonly storage_engine?: string;
   readonly acls?: readonly AclInput[];
@@ -145,24 +141,35 @@ export class InstanceService {
     assertOneOf('type', input.type, INSTANCE_TYPES[service] as readonly string[], `"type" of a ${service} instance`);
     assertOneOf('plan', input.plan, PLANS[service], `"plan" of a ${service} instance`);
     const zone = this.zones.zoneFor(service, input.zone);
-    if (input.encryption === true && !ENCRYPTABLE.includes(service)) {
-      throw errors.invalidValue('encryption', `"encryption" applies to ${ENCRYPTABLE.join(' and ')} instances only`);
+    const offering = chooseEngine(zone.engines.offerings(), service, input.engine);
+    const product = productNamed(offering.engine);
+    if (!product.types.includes(input.type as InstanceType)) {
+      const served = PRODUCTS.filter((p) => p.service === service && p.types.includes(input.type as InstanceType)).map((p) => p.name);
+      throw errors.serviceUnavailableHere(
+        service,
+        `${product.label} (engine ${product.name}) cannot run a ${input.type}${served.length > 0 ? `: ask for engine ${served.join(' or ')}` : ''}`,
+      );
+    }
+    if (input.encryption === true && !product.features.encryption) {
+      const encryptable = [...new Set(PRODUCTS.filter((p) => p.features.encryption).map((p) => p.service))].sort();
+      throw errors.invalidValue('encryption', `"encryption" applies to ${encryptable.join(' and ')} instances only`);
     }
     if (input.storage_engine !== undefined) {
-      if (service !== 'mongodb') throw errors.invalidValue('storage_engine', '"storage_engine" applies to mongodb instances only');
-      assertOneOf('storage_engine', input.storage_engine, STORAGE_ENGINES);
+      if (!product.features.storageEngines) {
+        const services = [...new Set(PRODUCTS.filter((p) => p.features.storageEngines).map((p) => p.service))];
+        throw errors.invalidValue('storage_engine', `"storage_engine" applies to ${services.join(' and ')} instances only`);
+      }
+      assertOneOf('storage_engine', input.storage_engine, product.features.storageEngines);
     }
-    const offering = zone.engines.offerings()[service];
-    if (!offering.available) {
-      throw errors.serviceUnavailableHere(service, offering.unavailableReason ?? `${service} cannot run on this host`);
-    }
-    assertOneOf('version', input.version, offering.versions, `"version" of a ${service} instance`);
+    // the engine is named in the message when the body named it: a body without one reads as it always did
+    const onEngine = input.engine !== undefined ? ` on ${product.name}` : '';
+    assertOneOf('version', input.version, offering.versions, `"version" of a ${service} instance${onEngine}`);
     if (input.storage_engine !== undefined && offering.storageEngines && !offering.storageEngines.includes(input.storage_engine)) {
       // mmapv1 exists up to MongoDB 4.0; the engines a host runs may be newer
-      const message = `"storage_engine" ${JSON.stringify(input.storage_engine)} is not available with the ${service} installed on this host`;
+      const message = `"storage_engine" ${JSON.stringify(input.storage_engine)} is not available with the ${product.name} installed on this host`;
       throw errors.invalidValue('storage_engine', message, offering.storageEngines);
     }
-    const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, this.deps.now(), `acls[${i}].`));
+    const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, product.features.aclGroups, this.deps.now(), `acls[${i}].`));
     const seen = new Set<string>();
     for (const a of acls) {
       const key = `${parseCidr(a.cidrMask)?.text ?? a.cidrMask}|${a.transport}|${a.kibana}`;
@@ -183,7 +190,7 @@ export class InstanceService {
     const now = this.deps.now();
     const id = newObjectId(now);
     const type = input.type as InstanceType;
-    const roles = portRoles(service, type);
+    const roles = product.portRoles(type);
     const newAcls: NewAcl[] = acls.map((a) => ({
       ...a,
       id: newObjectId(now),
@@ -205,6 +212,7 @@ export class InstanceService {
           targetVersion: 1,
           detail: {
             service,
+            engine: product.name,
             type: input.type,
             plan: input.plan,
             version: input.version,
@@ -240,6 +248,7 @@ export class InstanceService {
             login: caller.login,
             name: input.name,
             service,
+            engine: product.name,
             type,
             version: input.version,
             zone: input.zone,
@@ -247,7 +256,7 @@ export class InstanceService {
             encrypted: input.encryption === true,
             storageEngine: input.storage_engine ?? null,
             apiKey: randomHex(16),
-            password: service === 'redis' ? randomHex(16) : null,
+            password: product.features.password ? randomHex(16) : null,
             adminSecret: randomHex(24),
             buildId: newBuildId(),
             ports,
@@ -258,7 +267,7 @@ export class InstanceService {
           {
             maxInstances: config.maxInstancesPerAccount,
             guard: async (trx) => {
-              await this.zones.assertFits(trx, zone, { service, type, plan: input.plan });
+              await this.zones.assertFits(trx, zone, { engine: product.name, type, plan: input.plan });
               // recorded with the instance: a restore asked is never lost, and never left without its instance
               if (restoreFrom !== undefined && restoreId !== undefined) {
                 await insertRestore(trx, {

@@ -6,6 +6,7 @@ import { patternProblem, ruleProblem, usernameProblem } from '../engines/redis/r
 
 /** Command categories a user may be granted (engine knowledge, for the API's documentation). */
 export { GRANTABLE_CATEGORIES } from '../engines/redis/redis-users.js';
+import { productNamed } from '../engines/products.js';
 import { errors } from '../domain/errors.js';
 import type { Instance, RedisUser } from '../domain/model.js';
 import type { OperationKind } from '../domain/operations.js';
@@ -33,7 +34,7 @@ export interface RedisUserChange {
 /** The caller's redis instance by name; anything else is the same 404 as none. */
 export async function redisInstanceOf(instances: InstanceService, caller: Caller, name: string): Promise<Instance> {
   const inst = await instances.find(caller, name);
-  if (inst?.service !== 'redis') throw errors.notARedisInstance(name);
+  if (!inst || !productNamed(inst.engine).features.redisApi) throw errors.notARedisInstance(name);
   return inst;
 }
 

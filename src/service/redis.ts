@@ -6,7 +6,7 @@ import { type InstanceService, type Started, assertInstanceFits } from './instan
 import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
 import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
-import { toSpec } from '../domain/spec.js';
+import { toSpec } from '../engines/spec.js';
 import type { RedisInspector, SlowlogEntry } from '../engines/engine.js';
 
 export type { SlowlogEntry };
@@ -99,7 +99,7 @@ export class RedisService {
   private inspector(inst: Instance): RedisInspector {
     const zone = this.deps.zones.get(inst.zone);
     if (!zone) throw new Error(`zone ${inst.zone} is not configured on this hangar`);
-    const engine = zone.engines.require(inst.service);
+    const engine = zone.engines.require(inst.engine);
     if (!engine.redis) throw new Error(`the ${inst.service} engine has no Redis inspection`);
     const spec = toSpec(inst);
     return engine.redis(spec, zone.place(spec));
@@ -266,7 +266,7 @@ export class RedisService {
           },
           trx,
         );
-        if (zone) await this.zones.assertFits(trx, zone, { service: inst.service, type: inst.type, plan: newPlan }, inst.id);
+        if (zone) await this.zones.assertFits(trx, zone, { engine: inst.engine, type: inst.type, plan: newPlan }, inst.id);
         const changed = await bumpInstance(
           trx,
           inst.id,

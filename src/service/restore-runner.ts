@@ -76,7 +76,7 @@ export class RestoreRunner implements Restores {
       throwIfCancelled(guard.signal, 'reading the backup');
       const backup = await findBackup(db, keyring, restore.backupId);
       if (backup?.state !== 'COMPLETED') throw new Error(`backup ${restore.backupId} no longer exists`);
-      const driver = target.engines.require(inst.service).backups;
+      const driver = target.engines.require(inst.engine).backups;
       if (!driver) throw new Error(`backups of ${inst.service} are not supported`);
       let raw: Readable;
       try {

@@ -1,6 +1,7 @@
 import { parseCidr } from '../lib/cidr.js';
 import { INSTANCE_NAME_PATTERN, type Service } from '../domain/catalog.js';
 import { errors } from '../domain/errors.js';
+import { PRODUCTS } from '../engines/products.js';
 
 /** Rules a JSON schema cannot say, each throwing a 400 that names the field. */
 
@@ -52,7 +53,7 @@ export function assertFutureTime(field: string, text: string, now: number): numb
  * bits cleared (`10.1.2.3/8` is `10.0.0.0/8`), IPv6 compressed. A single address keeps the form it
  * was sent in: `a.b.c.d` or `a.b.c.d/32` (`/128` for IPv6), both of which the spec allows.
  */
-export function assertAcl(input: AclInput, service: Service, now: number, field = ''): ValidAcl {
+export function assertAcl(input: AclInput, service: Service, groups: readonly string[], now: number, field = ''): ValidAcl {
   const cidr = parseCidr(input.cidr_mask);
   if (!cidr) {
     throw errors.invalidValue(
@@ -64,10 +65,14 @@ export function assertAcl(input: AclInput, service: Service, now: number, field 
     throw errors.invalidValue(`${field}description`, `"${field}description" must be at most 256 characters`);
   const transport = input.transport ?? false;
   const kibana = input.kibana ?? false;
-  // `false` asks for nothing, so only a true flag counts as "used" on another service.
-  if ((transport || kibana) && service !== 'elasticsearch') {
-    const which = transport ? 'transport' : 'kibana';
-    throw errors.invalidValue(`${field}${which}`, `"${field}${which}" applies to elasticsearch instances only`);
+  // `false` asks for nothing, so only a true flag counts as "used" on an instance without those listeners.
+  const unused = transport && !groups.includes('transport') ? 'transport' : kibana && !groups.includes('kibana') ? 'kibana' : undefined;
+  if (unused) {
+    const services = [...new Set(PRODUCTS.filter((p) => p.features.aclGroups.includes(unused)).map((p) => p.service))];
+    throw errors.invalidValue(
+      `${field}${unused}`,
+      `"${field}${unused}" applies to ${services.join(' and ')} instances only, not ${service}`,
+    );
   }
   if (transport && kibana) {
     throw errors.invalidValue(`${field}transport`, `"${field}transport" and "${field}kibana" cannot be combined: create one ACL for each`);

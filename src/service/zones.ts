@@ -1,6 +1,8 @@
 import { INSTANCE_TYPES, PLANS, SERVICES, ZONES, type InstanceType, type Service } from '../domain/catalog.js';
 import { errors } from '../domain/errors.js';
-import { memoryRule, promisedMemoryMb } from '../engines/memory.js';
+import type { PlanUnit } from '../engines/product.js';
+import { firstProductOf, productNamed } from '../engines/products.js';
+import { serviceOffering } from '../engines/registry.js';
 import type { Db } from '../store/database.js';
 import { countPlacements, lockPlacements, type PlacementGroup } from '../store/instance-repository.js';
 import type { CapacityLimit, ZoneView, Zones } from './deps.js';
@@ -14,8 +16,14 @@ export interface ZoneSummary {
     readonly available: boolean;
     readonly types: readonly string[];
     readonly plans: readonly number[];
+    /** What a plan number counts. */
+    readonly planUnit: PlanUnit;
+    /** Versions of the engine a create without `engine` gets. */
     readonly versions: readonly string[];
     readonly reason: string | null;
+    /** The engine a create without `engine` gets; null: none can run here. */
+    readonly defaultEngine: string | null;
+    readonly engines: readonly EngineSummary[];
   }[];
   /** The memory the zone's instances may promise (the tightest of its limits); null: unlimited. */
   readonly capacityMb: number | null;
@@ -25,19 +33,28 @@ export interface ZoneSummary {
   readonly freeMb: number | null;
 }
 
+/** One engine of a service in a zone. */
+export interface EngineSummary {
+  readonly engine: string;
+  readonly available: boolean;
+  readonly versions: readonly string[];
+  readonly reason: string | null;
+}
+
 /** What a placement asks of a zone. */
 export interface Need {
-  readonly service: Service;
+  /** The product that will run it. */
+  readonly engine: string;
   readonly type: InstanceType;
   readonly plan: number;
 }
 
 /** Memory an instance promises: at its asked plan, which a resize makes the larger one. */
-const promiseOf = (p: PlacementGroup): number => promisedMemoryMb(p.service, p.type, Math.max(p.plan, p.desiredPlan));
+const promiseOf = (p: PlacementGroup): number => productNamed(p.engine).promisedMemoryMb(p.type, Math.max(p.plan, p.desiredPlan));
 
 /**
  * Zones as placement targets: which zone serves a create, and whether a plan fits there before
- * anything is recorded. Every zone's instances promise memory (see engines/memory.ts); a zone
+ * anything is recorded. Every zone's instances promise memory (each product says how much); a zone
  * may promise at most its capacity, and the local zones of one host together at most the host's.
  */
 export class ZoneService {
@@ -72,7 +89,8 @@ export class ZoneService {
     if (zone.limits.length === 0) return;
     await lockPlacements(trx);
     const groups = await countPlacements(trx, [...new Set(zone.limits.flatMap((l) => l.zones))], instanceId);
-    const wanted = promisedMemoryMb(need.service, need.type, need.plan);
+    const product = productNamed(need.engine);
+    const wanted = product.promisedMemoryMb(need.type, need.plan);
     for (const limit of zone.limits) {
       const counted = new Set(limit.zones);
       const allocated = groups.filter((g) => counted.has(g.zone)).reduce((sum, g) => sum + g.count * promiseOf(g), 0);
@@ -82,7 +100,7 @@ export class ZoneService {
           limit.label,
           Math.max(0, free),
           limit.capacityMb,
-          `a ${need.type} on plan ${need.plan} needs ${wanted} MB (${memoryRule(need.service, need.type, need.plan)})`,
+          `a ${need.type} on plan ${need.plan} needs ${wanted} MB (${product.memoryRule(need.type, need.plan)})`,
         );
       }
     }
@@ -102,14 +120,22 @@ export class ZoneService {
         name: zone.name,
         runtime: zone.runtime,
         services: SERVICES.filter((s) => zone.services.includes(s)).map((service) => {
-          const o = offerings[service];
+          const o = serviceOffering(offerings, service);
           return {
             service,
-            available: o.available,
+            available: o.default !== undefined,
             types: INSTANCE_TYPES[service],
             plans: PLANS[service],
-            versions: o.available ? o.versions : [],
-            reason: o.available ? null : (o.unavailableReason ?? `${service} cannot run here`),
+            planUnit: firstProductOf(service).planUnit,
+            versions: o.default?.versions ?? [],
+            reason: o.default ? null : (o.unavailableReason ?? `${service} cannot run here`),
+            defaultEngine: o.default?.engine ?? null,
+            engines: o.engines.map((e) => ({
+              engine: e.engine,
+              available: e.available,
+              versions: e.available ? e.versions : [],
+              reason: e.available ? null : (e.unavailableReason ?? `${e.engine} cannot run here`),
+            })),
           };
         }),
         capacityMb: zone.limits[0]?.capacityMb ?? null,

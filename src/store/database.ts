@@ -57,6 +57,8 @@ export interface InstanceTable {
   name: string;
   name_prior: string | null;
   service: string;
+  /** The product that runs it (`redis`, `valkey`, ...). */
+  engine: string;
   type: string;
   version: string;
   zone: string;

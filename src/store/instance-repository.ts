@@ -16,6 +16,7 @@ export function toInstance(row: InstanceRow, keyring: Keyring): Instance {
     name: row.name,
     namePrior: row.name_prior,
     service: row.service as Service,
+    engine: row.engine,
     type: row.type as InstanceType,
     version: row.version,
     zone: row.zone,
@@ -51,6 +52,7 @@ function newInstanceRow(inst: NewInstance, keyring: Keyring): NewInstanceRow & I
     name: inst.name,
     name_prior: null,
     service: inst.service,
+    engine: inst.engine,
     type: inst.type,
     version: inst.version,
     zone: inst.zone,
@@ -543,6 +545,7 @@ export async function countInstancesByServiceAndState(db: Db): Promise<{ service
 export interface PlacementGroup {
   readonly zone: string;
   readonly service: Service;
+  readonly engine: string;
   readonly type: InstanceType;
   readonly plan: number;
   readonly desiredPlan: number;
@@ -550,7 +553,7 @@ export interface PlacementGroup {
 }
 
 /**
- * The instances (of `zones`, when given; deleting ones too: they hold their memory until gone), grouped by zone, service, type and plans and
+ * The instances (of `zones`, when given; deleting ones too: they hold their memory until gone), grouped by zone, service, engine, type and plans and
  * counted (an aggregate in the store: a few rows whatever the number of instances); `except`
  * leaves one instance out (a resize counts only what it adds).
  */
@@ -558,14 +561,15 @@ export async function countPlacements(db: Db, zones?: readonly string[], except?
   if (zones !== undefined && zones.length === 0) return [];
   let q = db
     .selectFrom('instances')
-    .select((eb) => ['zone', 'service', 'type', 'plan', 'desired_plan', eb.fn.countAll<number>().as('n')])
-    .groupBy(['zone', 'service', 'type', 'plan', 'desired_plan']);
+    .select((eb) => ['zone', 'service', 'engine', 'type', 'plan', 'desired_plan', eb.fn.countAll<number>().as('n')])
+    .groupBy(['zone', 'service', 'engine', 'type', 'plan', 'desired_plan']);
   if (zones !== undefined) q = q.where('zone', 'in', zones);
   if (except !== undefined) q = q.where('id', '!=', except);
   const rows = await q.execute();
   return rows.map((r) => ({
     zone: r.zone,
     service: r.service as Service,
+    engine: r.engine,
     type: r.type as InstanceType,
     plan: r.plan,
     desiredPlan: r.desired_plan,

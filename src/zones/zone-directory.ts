@@ -4,8 +4,9 @@ import { ConfigError, type Config } from '../config.js';
 import { SERVICES, ZONES } from '../domain/catalog.js';
 import type { InstancePlace, InstanceSpec } from '../domain/units.js';
 import type { Zone } from '../domain/zones.js';
-import { emulatedEngines, kubernetesEngines, localEngines } from '../engines/index.js';
-import { detectBinaries } from '../lib/binaries.js';
+import { emulatedEngines, kubernetesEngines, localEngines, localPrograms } from '../engines/index.js';
+import { detectPrograms } from '../lib/binaries.js';
+import { findProduct } from '../engines/products.js';
 import { EmulatedRuntime } from '../runtimes/emulated/emulated-runtime.js';
 import { LocalRuntime } from '../runtimes/local/local-runtime.js';
 import type { Runtime } from '../runtimes/runtime.js';
@@ -125,7 +126,7 @@ async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Ta
       // PATH is not a hangar setting: it locates the engine binaries like a shell would, and is
       // the only variable the engine processes inherit (hangar's own environment holds secrets).
       const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
-      const binaries = await detectBinaries(config, searchPath);
+      const binaries = await detectPrograms(localPrograms(), config, searchPath);
       const runtime = new LocalRuntime({ config, log, binaries, searchPath });
       return { runtime, engines: localEngines(config, binaries, searchPath), ports: hostPorts(runtime) };
     }
@@ -142,7 +143,13 @@ async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Ta
       } catch (err) {
         throw new ConfigError(`zone "${zone.name}": cannot load its kubeconfig: ${(err as Error).message}`);
       }
-      const runtime = new KubernetesRuntime({ zone: zone.name, target, api: kubeApi(kc, target.namespace), log });
+      const runtime = new KubernetesRuntime({
+        zone: zone.name,
+        target,
+        api: kubeApi(kc, target.namespace),
+        log,
+        officialImage: (product, version) => findProduct(product)?.cluster.officialImage(version),
+      });
       return {
         runtime,
         engines: kubernetesEngines(config, target.images),

@@ -98,10 +98,10 @@ function doctor(args: readonly string[], opts: { path?: string; env?: Record<str
   });
 }
 
-/** The line of a service in the Services section of the human report. */
-function serviceLine(stdout: string, service: string): string {
+/** The line of an engine of a service (`redis/valkey`) in the Services section of the human report. */
+function serviceLine(stdout: string, engine: string): string {
   const lines = stdout.split('\n');
-  return lines.slice(lines.indexOf('Services')).find((l) => l.startsWith(`  ${service} `)) ?? '';
+  return lines.slice(lines.findIndex((l) => l.startsWith('Services'))).find((l) => l.startsWith(`  ${engine} `)) ?? '';
 }
 
 /** redis-server's version as the binary prints it, read here independently of hangar. */
@@ -127,26 +127,26 @@ describe('hangar doctor on this machine', () => {
     const version = redisVersion();
     const r = await doctor([]);
     expect(r.code, r.stderr).toBe(0);
-    expect(serviceLine(r.stdout, 'redis')).toMatch(
+    expect(serviceLine(r.stdout, 'redis/redis')).toMatch(
       new RegExp(
         `available +versions ${version.replace(/\./g, '\\.')}, ${version.split('.').slice(0, 2).join('\\.')} \\(redis-server ${version.replace(/\./g, '\\.')}, haproxy \\d+\\.\\d+\\.\\d+\\)`,
       ),
     );
     expect(r.stdout).toMatch(new RegExp(`redis-server +${version.replace(/\./g, '\\.')} +/\\S*redis-server`));
-    expect(serviceLine(r.stdout, 'mongodb')).toMatch(
+    expect(serviceLine(r.stdout, 'mongodb/mongod')).toMatch(
       /unavailable .*`mongod` was not found.*HANGAR_MONGOD_BIN.*`mongos` was not found.*HANGAR_MONGOS_BIN/,
     );
-    expect(serviceLine(r.stdout, 'elasticsearch')).toMatch(
+    expect(serviceLine(r.stdout, 'elasticsearch/elasticsearch')).toMatch(
       /unavailable .*`elasticsearch` or `opensearch` was not found.*HANGAR_ELASTICSEARCH_BIN/,
     );
-    expect(r.stdout).toContain('To host mongodb:');
+    expect(r.stdout).toContain('To host mongodb with mongod:');
     expect(r.stdout).toMatch(
       /mongod: install package mongodb-org-server .*https:\/\/www\.mongodb\.com\/docs\/manual\/administration\/install-on-linux\/; or set HANGAR_MONGOD_BIN/,
     );
     expect(r.stdout).toMatch(/mongos: install package mongodb-org-mongos .*HANGAR_MONGOS_BIN/);
-    expect(r.stdout).toContain('To host elasticsearch:');
+    expect(r.stdout).toContain('To host elasticsearch with elasticsearch:');
     expect(r.stdout).toMatch(/elasticsearch or opensearch: install package elasticsearch .*opensearch.*HANGAR_ELASTICSEARCH_BIN/);
-    expect(r.stdout).not.toContain('To host redis:');
+    expect(r.stdout).not.toContain('To host redis with redis:');
     expect(r.stdout).toMatch(/openssl \d+\.\d+\.\d+ .*TLS listeners/);
   });
 
@@ -157,9 +157,10 @@ describe('hangar doctor on this machine', () => {
     const version = redisVersion();
     expect(report.ok).toBe(true);
     expect(report.services.redis).toMatchObject({ available: true, versions: [version, version.split('.').slice(0, 2).join('.')] });
-    expect(report.services.redis.engines.map((e: { name: string }) => e.name)).toEqual(['redis-server', 'haproxy']);
+    expect(report.services.redis).toMatchObject({ default_engine: 'redis' });
+    expect(report.services.redis.engines[0].programs.map((e: { name: string }) => e.name)).toEqual(['redis-server', 'haproxy']);
     expect(report.services.mongodb).toMatchObject({ available: false, versions: [], reason: expect.stringMatching(/HANGAR_MONGOD_BIN/) });
-    expect(report.services.mongodb.install).toEqual([
+    expect(report.services.mongodb.engines[0].install).toEqual([
       expect.stringMatching(/^mongod: .*HANGAR_MONGOD_BIN/),
       expect.stringMatching(/^mongos: .*HANGAR_MONGOS_BIN/),
     ]);
@@ -175,16 +176,26 @@ describe('hangar doctor on this machine', () => {
   });
 
   it('exits 1 when redis, the default service, cannot run, saying why and what to install', async () => {
-    const r = await doctor([], { env: { HANGAR_REDIS_SERVER_BIN: '/nonexistent/redis-server' } });
+    const r = await doctor([], {
+      env: { HANGAR_REDIS_SERVER_BIN: '/nonexistent/redis-server', HANGAR_VALKEY_SERVER_BIN: '/nonexistent/valkey-server' },
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
       /redis, the default service, cannot run on this machine: .*\/nonexistent\/redis-server.*HANGAR_REDIS_SERVER_BIN/,
     );
-    expect(serviceLine(r.stdout, 'redis')).toMatch(/unavailable/);
+    expect(serviceLine(r.stdout, 'redis/redis')).toMatch(/unavailable/);
     expect(r.stdout).toMatch(
-      /To host redis:\n {2}redis-server: install Debian\/Ubuntu package redis-server \(apt-get install redis-server\)/,
+      /To host redis with redis:\n {2}redis-server: install Debian\/Ubuntu package redis-server \(apt-get install redis-server\)/,
     );
-    expect(JSON.parse((await doctor(['--json'], { env: { HANGAR_REDIS_SERVER_BIN: '/nonexistent/redis-server' } })).stdout).ok).toBe(false);
+    expect(
+      JSON.parse(
+        (
+          await doctor(['--json'], {
+            env: { HANGAR_REDIS_SERVER_BIN: '/nonexistent/redis-server', HANGAR_VALKEY_SERVER_BIN: '/nonexistent/valkey-server' },
+          })
+        ).stdout,
+      ).ok,
+    ).toBe(false);
   });
 });
 
@@ -195,22 +206,24 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     expect(r.code, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout);
     expect(report.services.mongodb).toMatchObject({ available: true, versions: ['7.0.2', '7.0'] });
-    expect(report.services.mongodb.engines).toEqual([
+    expect(report.services.mongodb.engines[0].programs).toEqual([
       { name: 'mongod', version: '7.0.2', path: join(bin, 'mongod') },
       { name: 'mongos', version: '7.0.2', path: join(bin, 'mongos') },
       expect.objectContaining({ name: 'haproxy' }),
     ]);
     expect(report.services.elasticsearch).toMatchObject({ available: true, versions: ['8.11.1', '8.11'] });
-    expect(report.services.elasticsearch.engines.map((e: { name: string; version: string }) => `${e.name} ${e.version}`)).toEqual(
-      expect.arrayContaining(['elasticsearch 8.11.1', 'kibana 8.11.1']),
-    );
+    expect(
+      report.services.elasticsearch.engines[0].programs.map((e: { name: string; version: string }) => `${e.name} ${e.version}`),
+    ).toEqual(expect.arrayContaining(['elasticsearch 8.11.1', 'kibana 8.11.1']));
     expect(report.notes).toContain('kibana 8.11.1 serves the Kibana listeners of elasticsearch instances');
     const text = await doctor([], { path: `${bin}:${searchPath}`, ...(isRoot ? { uid: NOBODY } : {}) });
-    expect(serviceLine(text.stdout, 'mongodb')).toMatch(/available +versions 7\.0\.2, 7\.0 \(mongod 7\.0\.2, mongos 7\.0\.2, haproxy/);
-    expect(serviceLine(text.stdout, 'elasticsearch')).toMatch(
+    expect(serviceLine(text.stdout, 'mongodb/mongod')).toMatch(
+      /available +versions 7\.0\.2, 7\.0 \(mongod 7\.0\.2, mongos 7\.0\.2, haproxy/,
+    );
+    expect(serviceLine(text.stdout, 'elasticsearch/elasticsearch')).toMatch(
       /available +versions 8\.11\.1, 8\.11 \(elasticsearch 8\.11\.1, haproxy \S+, kibana 8\.11\.1\)/,
     );
-    expect(text.stdout).not.toContain('To host');
+    expect(text.stdout).not.toMatch(/To host (mongodb|elasticsearch)/);
   });
 
   it('offers OpenSearch under the elasticsearch service, and says why a Kibana of another release is not used', async () => {
@@ -233,7 +246,7 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     const oldReport = JSON.parse((await doctor(['--json'], { path: `${old}:${searchPath}` })).stdout);
     expect(oldReport.services.mongodb).toMatchObject({ available: false, versions: [] });
     expect(oldReport.services.mongodb.reason).toMatch(/mongod 4\.0\.28 is older than 4\.2\.0.*driver/);
-    expect(oldReport.services.mongodb.install).toBeUndefined();
+    expect(oldReport.services.mongodb.engines[0].install).toBeUndefined();
 
     const mixed = standIns({ mongod: 'db version v7.0.2', mongos: 'mongos version v6.0.5' });
     expect(JSON.parse((await doctor(['--json'], { path: `${mixed}:${searchPath}` })).stdout).services.mongodb.reason).toMatch(

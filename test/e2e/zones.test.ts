@@ -150,8 +150,8 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
     expect(text.status, text.stderr).toBe(0);
     const lines = text.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^ZONE\s+RUNTIME\s+SERVICES\s+CAPACITY\s+ALLOCATED\s+FREE$/);
-    expect(lines[1]).toMatch(/^Dallas-A\s+local\s+.*redis [\d./]+.*\s+3000 MB\s+2000 MB\s+1000 MB$/);
-    expect(lines[3]).toMatch(/^Sandbox\s+emulated\s+redis [\d./]+\s+2000 MB\s+1000 MB\s+1000 MB$/);
+    expect(lines[1]).toMatch(/^Dallas-A\s+local\s+.*redis: redis [\d./]+.*\s+3000 MB\s+2000 MB\s+1000 MB$/);
+    expect(lines[3]).toMatch(/^Sandbox\s+emulated\s+redis: redis [\d./]+, valkey [\d./]+\s+2000 MB\s+1000 MB\s+1000 MB$/);
     const json = spawnSync(process.execPath, [BIN, 'zones', 'ls', '--json'], { env, encoding: 'utf8' });
     expect(JSON.parse(json.stdout).map((z: any) => z.name)).toEqual(['Dallas-A', 'Dallas-B', 'Sandbox']);
   });

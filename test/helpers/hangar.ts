@@ -227,7 +227,7 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
       return runtime;
     },
     get mongodb() {
-      const engine = hangar.zones.targets()[0]?.engines.require('mongodb');
+      const engine = hangar.zones.targets()[0]?.engines.require('mongod');
       if (!(engine instanceof EmulatedEngine)) throw new Error('this test hangar does not run the emulated engines');
       return engine;
     },

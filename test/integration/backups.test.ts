@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Service } from '../../src/domain/catalog.js';
 import type { EmulatedEngine } from '../../src/engines/emulated/emulated-engines.js';
+import { firstProductOf } from '../../src/engines/products.js';
 import { Keyring } from '../../src/lib/secrets.js';
 import { reencryptAll } from '../../src/store/keyring.js';
 import { mongoBody, redisBody } from '../helpers/bodies.js';
@@ -47,7 +49,8 @@ async function backUp(who: Client, name: string): Promise<Backup> {
 }
 
 /** The emulated engine of a service: what an instance holds, written as a client would. */
-const engineOf = (th: TestHangar, service: string) => th.hangar.zones.targets()[0]!.engines.require(service as 'redis') as EmulatedEngine;
+const engineOf = (th: TestHangar, service: string) =>
+  th.hangar.zones.targets()[0]!.engines.require(firstProductOf(service as Service).name) as EmulatedEngine;
 const idOf = async (who: Client, name: string): Promise<string> => (await who.get(`/v2/instances/${name}/`)).body.data.id;
 
 /** Polls until `condition` holds (10 s at most). */

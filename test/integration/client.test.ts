@@ -375,7 +375,7 @@ describe('HangarClient', () => {
     it('takes, waits for, downloads and restores a backup, and sets a policy', async () => {
       await hangar.createInstance(mongoBody('bk', 'mongodb_replica_set'));
       const inst = await hangar.waitUntilReady('bk', { intervalMs: 20 });
-      const engine = th.hangar.zones.targets()[0]!.engines.require('mongodb') as unknown as {
+      const engine = th.hangar.zones.targets()[0]!.engines.require('mongod') as unknown as {
         write(id: string, k: string, v: string): void;
         dataOf(id: string): Record<string, string>;
       };

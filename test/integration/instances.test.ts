@@ -3,8 +3,8 @@ import { esBody, keysOf, mongoBody, redisBody, type MongoType } from '../helpers
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, Client, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
-/** Fields of every instance record (spec 2.1), plus `state` for every service. */
-const COMMON = ['api_key', 'caster', 'created', 'id', 'name', 'plan', 'service', 'state', 'type', 'version', 'zone'];
+/** Fields of every instance record (spec 2.1), plus `state` for every service and hangar's `engine`. */
+const COMMON = ['api_key', 'caster', 'created', 'engine', 'id', 'name', 'plan', 'service', 'state', 'type', 'version', 'zone'];
 const RECORD_KEYS = {
   redis: [...COMMON, 'clb_id', 'connect_string', 'password', 'public_connect_string', 'servicenet_connect_string'].sort(),
   mongodb: [...COMMON, 'connect_string'].sort(),

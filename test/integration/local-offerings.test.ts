@@ -60,7 +60,7 @@ describe('create on the local runtime, from the engines found', () => {
     const res = await alice.post('/v2/instances/', mongoBody('m', 'mongodb_singledb', { version: '7.0', storage_engine: 'mmapv1' }));
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'storage_engine', allowed: ['wiredtiger'] });
-    expect(res.body.message).toMatch(/"mmapv1" is not available with the mongodb installed on this host/);
+    expect(res.body.message).toMatch(/"mmapv1" is not available with the mongod installed on this host/);
     expect((await alice.get('/v2/instances/')).body.data).toEqual([]);
   });
 });

@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { AccessRule, InstanceSpec, StepContext } from '../../src/domain/units.js';
 import type { Engine } from '../../src/engines/engine.js';
-import { localEngines } from '../../src/engines/index.js';
+import { localEngines, localPrograms } from '../../src/engines/index.js';
+import { redisProduct } from '../../src/engines/redis/redis-product.js';
 import { probeRedis } from '../../src/engines/redis/redis-probe.js';
-import { detectBinaries } from '../../src/lib/binaries.js';
+import { detectPrograms } from '../../src/lib/binaries.js';
 import { LocalRuntime, PROBE_SOURCE } from '../../src/runtimes/local/local-runtime.js';
 import { findProcesses, unitMarker } from '../../src/runtimes/local/process-supervisor.js';
 import { claimPortRange } from '../helpers/ports.js';
@@ -22,7 +23,7 @@ const config = loadConfig({}, { HANGAR_DATA_DIR: dataDir, HANGAR_LOG_LEVEL: 'sil
 const log = pino({ level: 'silent' });
 const path = process.env.PATH ?? '/usr/bin:/bin';
 const runtimes: LocalRuntime[] = [];
-const binaries = await detectBinaries(config, path);
+const binaries = await detectPrograms(localPrograms(), config, path);
 const engines = localEngines(config, binaries);
 
 async function runtime(): Promise<LocalRuntime> {
@@ -36,9 +37,9 @@ function recorder(): StepContext & { steps: string[] } {
   return { steps, step: (name) => void steps.push(name) };
 }
 
-const offering = engines.offerings().redis;
+const offering = engines.offerings().find((o) => o.engine === 'redis')!;
 /** Real paths of redis-server and haproxy: what the runtime's processes run. */
-const programs = new Set((offering.engines ?? []).map((e) => realpathSync(e.path)));
+const programs = new Set<string>((offering.programs ?? []).map((e) => realpathSync(e.path)));
 const enginesOf = (id: string) =>
   findProcesses(unitMarker(join(dataDir, 'instances', id)), programs)
     .map((p) => p.pid)
@@ -80,9 +81,12 @@ describe.runIf(available)('LocalRuntime with the Redis engine', () => {
     r = await runtime();
     await r.start({ instanceChanged: (id) => changed.push(id) });
     const [pub, svc, primary, replica] = await freePorts(4);
+    const ports = { public: pub!, servicenet: svc!, 'engine.primary': primary!, 'engine.replica': replica! };
     spec = {
       id: '65a1b2c3d4e5f60718293a4b',
       service: 'redis',
+      engine: 'redis',
+      routes: redisProduct.edgeRoutes('redis_ha_instance', ports),
       type: 'redis_ha_instance',
       version: '7.0',
       plan: 500,
@@ -90,7 +94,7 @@ describe.runIf(available)('LocalRuntime with the Redis engine', () => {
       storageEngine: null,
       password: 'client-password-0123',
       adminSecret: 'admin-secret-0123',
-      ports: { public: pub!, servicenet: svc!, 'engine.primary': primary!, 'engine.replica': replica! },
+      ports,
     };
   });
 
@@ -155,7 +159,8 @@ describe.runIf(available)('LocalRuntime with the Redis engine', () => {
 
   it('moves an engine to a new port, the replica following, keeping the data', async () => {
     const [moved] = await freePorts(1);
-    spec = { ...spec, ports: { ...spec.ports, 'engine.primary': moved! } };
+    const ports = { ...spec.ports, 'engine.primary': moved! };
+    spec = { ...spec, ports, routes: redisProduct.edgeRoutes('redis_ha_instance', ports) };
     const ctx = recorder();
     await r.ensureInstance(spec, local, redis, ctx);
     expect(ctx.steps).toEqual(['ensure:primary-restarted']);

@@ -43,7 +43,13 @@ describe.each(cases)('races on $dialect, $runtime runtime', ({ dialect, runtime 
   // The instance quota is a rule of the store, and the local runtime has no mongod here: these
   // cases exist on the emulated runtime only (for both stores), rather than as skipped tests.
   const onEmulated = (local ? () => {} : it) as typeof it;
-  const version = () => (local ? th.hangar.zones.get('US-Dallas')!.engines.offerings().redis.versions[0]! : '7.0.15');
+  const version = () =>
+    local
+      ? th.hangar.zones
+          .get('US-Dallas')!
+          .engines.offerings()
+          .find((o) => o.engine === 'redis')!.versions[0]!
+      : '7.0.15';
   const body = (name: string, extra: Record<string, unknown> = {}) => redisBody(name, { version: version(), ...extra });
   const ready = (name: string) => alice.ready(body(name) as any);
 

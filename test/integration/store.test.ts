@@ -59,6 +59,7 @@ function instanceRow(accountId: string, name: string, ports: Record<string, numb
     name,
     name_prior: null,
     service: 'redis',
+    engine: 'redis',
     type: 'redis_ha_instance',
     version: '7.0.15',
     zone: 'US-Dallas',

@@ -4,25 +4,16 @@ import { delimiter, join } from 'node:path';
 import type { Instance } from '../../client/index.js';
 import { REMOTE_OPTIONS, type ClientCommand, type ClientContext, str } from '../client-command.js';
 import type { Env } from '../session.js';
+import { isService } from '../../domain/catalog.js';
+import type { Product, ShellCommand } from '../../engines/product.js';
+import { findProduct, firstProductOf } from '../../engines/products.js';
 import { EXIT, UsageError, json } from '../io.js';
 
-/** What `hangar connect` runs: a shell for the instance, its arguments and its environment. */
-export interface ShellCommand {
-  readonly command: string;
-  readonly args: readonly string[];
-  /** Added to the environment; the redis password travels here, not in the process list. */
-  readonly env: Readonly<Record<string, string>>;
-}
+export type { ShellCommand };
 
-const INSTALL: Record<string, string> = {
-  'redis-cli': 'Debian/Ubuntu: apt install redis-tools; macOS: brew install redis',
-  mongosh: 'https://www.mongodb.com/try/download/shell',
-};
-
-/** `redis://host:port` -> [host, port] */
-function hostPort(url: string): [string, string] {
-  const u = new URL(url);
-  return [u.hostname.replace(/^\[|\]$/g, ''), u.port || '6379'];
+/** The product of an instance record: its engine, or (a server that names none) its service's first. */
+export function productOfRecord(inst: Pick<Instance, 'service' | 'engine'>): Product | undefined {
+  return (inst.engine ? findProduct(inst.engine) : undefined) ?? (isService(inst.service) ? firstProductOf(inst.service) : undefined);
 }
 
 /** The shell command for an instance; `extra` arguments go last (e.g. a redis command to run). */
@@ -31,27 +22,13 @@ export function shellFor(
   opts: { servicenet?: boolean; user?: string; db?: string },
   extra: readonly string[] = [],
 ): ShellCommand {
-  switch (inst.service) {
-    case 'redis': {
-      const address = (opts.servicenet ? inst.servicenet_connect_string : inst.public_connect_string) ?? inst.connect_string;
-      if (!address) throw new Error(`instance "${inst.name}" has no address yet`);
-      const [host, port] = hostPort(address);
-      // REDISCLI_AUTH rather than -a: the password stays out of `ps` and shell history.
-      return { command: 'redis-cli', args: ['-h', host, '-p', port, ...extra], env: inst.password ? { REDISCLI_AUTH: inst.password } : {} };
-    }
-    case 'mongodb': {
-      if (!inst.connect_string) throw new Error(`instance "${inst.name}" has no address yet`);
-      const db = opts.db ?? 'admin';
-      const args = [`mongodb://${inst.connect_string}/${encodeURIComponent(db)}`];
-      // mongosh asks for the password itself.
-      if (opts.user) args.push('--username', opts.user, '--authenticationDatabase', db);
-      return { command: 'mongosh', args: [...args, ...extra], env: {} };
-    }
-    default:
-      throw new UsageError(
-        `${inst.service} has no shell; talk to it over HTTP: ${inst.connection_strings?.public.http ?? 'see hangar instances show'}`,
-      );
+  const shell = productOfRecord(inst)?.shell;
+  if (!shell) {
+    throw new UsageError(
+      `${inst.service} has no shell; talk to it over HTTP: ${inst.connection_strings?.public.http ?? 'see hangar instances show'}`,
+    );
   }
+  return shell.command(inst, opts, extra);
 }
 
 /** The executable on PATH, or undefined. */
@@ -97,7 +74,7 @@ async function connect(ctx: ClientContext): Promise<void> {
   }
   if (!path)
     throw new ConnectError(
-      `${cmd.command} is not on PATH; install it (${INSTALL[cmd.command]}), or print the command: hangar connect ${name} --print`,
+      `${cmd.command} is not on PATH; install it (${productOfRecord(inst)?.shell?.install ?? 'see its documentation'}), or print the command: hangar connect ${name} --print`,
     );
   if (inst.state !== 'ACTIVE') io.err(`hangar: instance "${name}" is ${inst.state}`);
   if ((await client.listAcls(name)).length === 0) {

@@ -1,71 +1,15 @@
 import { execFile } from 'node:child_process';
 import type { Config } from '../../config.js';
 import { dashboardsUse } from '../../engines/elasticsearch/elasticsearch-versions.js';
-import { detectBinaries, findExecutable, type BinaryKey, type EngineBinaries } from '../../lib/binaries.js';
-import { localEngines } from '../../engines/index.js';
-import type { Offerings } from '../../domain/units.js';
-import type { Service } from '../../domain/catalog.js';
+import { detectPrograms, findExecutable, HAPROXY_PROGRAM, type EngineBinaries, type ProgramSpec } from '../../lib/binaries.js';
+import { localEngines, localPrograms } from '../../engines/index.js';
+import { productNamed } from '../../engines/products.js';
+import { serviceOffering } from '../../engines/registry.js';
+import type { Offering, Offerings } from '../../domain/units.js';
+import { SERVICES, type Service } from '../../domain/catalog.js';
 import type { ZoneCheck } from '../../runtimes/kubernetes/kube-doctor.js';
 import { loadZonesFile } from '../../zones/zones-file.js';
 import { json, type Io } from '../io.js';
-
-/** What each program is for, where it comes from, and the variable that points to it. */
-const PROGRAMS: Readonly<Record<BinaryKey, { program: string; purpose: string; install: string; page: string; variable: string }>> = {
-  redisServer: {
-    program: 'redis-server',
-    purpose: 'redis instances',
-    install: 'Debian/Ubuntu package redis-server (apt-get install redis-server)',
-    page: 'https://redis.io/docs/latest/operate/oss_and_stack/install/',
-    variable: 'HANGAR_REDIS_SERVER_BIN',
-  },
-  haproxy: {
-    program: 'haproxy',
-    purpose: 'the edge of every instance (ACLs, TLS)',
-    install: 'Debian/Ubuntu package haproxy (apt-get install haproxy)',
-    page: 'https://www.haproxy.org/',
-    variable: 'HANGAR_HAPROXY_BIN',
-  },
-  mongod: {
-    program: 'mongod',
-    purpose: 'mongodb instances (MongoDB 4.2 or newer)',
-    install: "package mongodb-org-server from MongoDB's APT repository (repo.mongodb.org; Debian's archive has no MongoDB)",
-    page: 'https://www.mongodb.com/docs/manual/administration/install-on-linux/',
-    variable: 'HANGAR_MONGOD_BIN',
-  },
-  mongos: {
-    program: 'mongos',
-    purpose: 'mongodb instances (the router of mongodb_sharded)',
-    install: "package mongodb-org-mongos from MongoDB's APT repository (repo.mongodb.org)",
-    page: 'https://www.mongodb.com/docs/manual/administration/install-on-linux/',
-    variable: 'HANGAR_MONGOS_BIN',
-  },
-  elasticsearch: {
-    program: 'elasticsearch or opensearch',
-    purpose: 'elasticsearch instances (Elasticsearch 7.1 or newer, or OpenSearch)',
-    install: "package elasticsearch from Elastic's APT repository (artifacts.elastic.co), or opensearch from artifacts.opensearch.org",
-    page: 'https://www.elastic.co/downloads/elasticsearch or https://opensearch.org/downloads.html',
-    variable: 'HANGAR_ELASTICSEARCH_BIN',
-  },
-  kibana: {
-    program: 'kibana or opensearch-dashboards',
-    purpose: 'optional: Kibana listeners of elasticsearch instances',
-    install:
-      "package kibana from Elastic's APT repository, or opensearch-dashboards from artifacts.opensearch.org (same release as the node)",
-    page: 'https://www.elastic.co/downloads/kibana or https://opensearch.org/downloads.html',
-    variable: 'HANGAR_KIBANA_BIN',
-  },
-};
-
-/** The programs each service needs (the local runtime's requirements), in the order they are shown. */
-const NEEDS: Readonly<Record<Service, readonly BinaryKey[]>> = {
-  redis: ['redisServer', 'haproxy'],
-  mongodb: ['mongod', 'mongos', 'haproxy'],
-  elasticsearch: ['elasticsearch', 'haproxy'],
-};
-
-const ORDER: readonly BinaryKey[] = ['redisServer', 'haproxy', 'mongod', 'mongos', 'elasticsearch', 'kibana'];
-/** Services in the order they are shown: redis, the default, first. */
-const SHOWN: readonly Service[] = ['redis', 'mongodb', 'elasticsearch'];
 
 export type ProgramReport =
   | {
@@ -86,13 +30,27 @@ export type ProgramReport =
       readonly variable: string;
     };
 
-export interface ServiceReport {
+/** One engine (product) of a service, as this machine can run it. */
+export interface EngineReport {
+  readonly engine: string;
   readonly available: boolean;
   readonly versions: readonly string[];
-  readonly engines: readonly { readonly name: string; readonly version: string; readonly path: string }[];
+  /** The programs found that it runs (and the edge), with their versions. */
+  readonly programs: readonly { readonly name: string; readonly version: string; readonly path: string }[];
   readonly reason?: string;
-  /** What to install (or set) to host it: one line per missing program. */
+  /** What to install (or set) to run it: one line per missing program. */
   readonly install?: readonly string[];
+}
+
+export interface ServiceReport {
+  /** Whether any of its engines can run. */
+  readonly available: boolean;
+  /** The engine a create without `engine` gets. */
+  readonly default_engine?: string;
+  /** Versions of that engine. */
+  readonly versions: readonly string[];
+  readonly engines: readonly EngineReport[];
+  readonly reason?: string;
 }
 
 export interface DoctorReport {
@@ -106,38 +64,59 @@ export interface DoctorReport {
   readonly zones?: readonly { readonly zone: string; readonly runtime: string; readonly checks: readonly ZoneCheck[] }[];
 }
 
-const installLine = (key: BinaryKey): string => {
-  const p = PROGRAMS[key];
-  return `${p.program}: install ${p.install}, see ${p.page}; or set ${p.variable} to its path`;
-};
+/** A program's name for people: its names joined (`elasticsearch or opensearch`). */
+const programName = (p: ProgramSpec): string => p.names.join(' or ');
+
+const installLine = (p: ProgramSpec): string =>
+  `${programName(p)}: install ${p.about.install}, see ${p.about.page}; or set ${p.variable} to its path`;
 
 /** The report, from the binaries found and what the local runtime offers with them. */
 export function doctorReport(binaries: EngineBinaries, offerings: Offerings, notes: readonly string[]): DoctorReport {
-  const programs = ORDER.map((key): ProgramReport => {
-    const b = binaries[key];
-    const p = PROGRAMS[key];
-    if ('found' in b)
-      return { program: p.program, found: true, name: b.found.name, path: b.found.path, version: b.found.version, purpose: p.purpose };
+  const programs = localPrograms().map((p): ProgramReport => {
+    const b = binaries[p.key];
+    if (b && 'found' in b)
+      return {
+        program: programName(p),
+        found: true,
+        name: b.found.name,
+        path: b.found.path,
+        version: b.found.version,
+        purpose: p.about.purpose,
+      };
     return {
-      program: p.program,
+      program: programName(p),
       found: false,
-      problem: b.problem,
-      purpose: p.purpose,
-      install: p.install,
-      page: p.page,
+      problem: b?.problem ?? `${programName(p)} was not looked for`,
+      purpose: p.about.purpose,
+      install: p.about.install,
+      page: p.about.page,
       variable: p.variable,
     };
   });
+  const engineReport = (o: Offering): EngineReport => {
+    const product = productNamed(o.engine);
+    const missing = [HAPROXY_PROGRAM, ...product.local.programs].filter((p) => {
+      const b = binaries[p.key];
+      return !b || 'problem' in b;
+    });
+    return {
+      engine: o.engine,
+      available: o.available,
+      versions: o.versions,
+      programs: (o.programs ?? []).map((e) => ({ name: e.name, version: e.version, path: e.path })),
+      ...(o.available ? {} : { reason: o.unavailableReason ?? `${o.engine} cannot run here` }),
+      ...(!o.available && missing.length > 0 ? { install: missing.map(installLine) } : {}),
+    };
+  };
   const services = Object.fromEntries(
-    SHOWN.map((service) => {
-      const o = offerings[service];
-      const missing = NEEDS[service].filter((k) => 'problem' in binaries[k]);
+    SERVICES.map((service) => {
+      const o = serviceOffering(offerings, service);
       const report: ServiceReport = {
-        available: o.available,
-        versions: o.versions,
-        engines: (o.engines ?? []).map((e) => ({ name: e.name, version: e.version, path: e.path })),
-        ...(o.available ? {} : { reason: o.unavailableReason ?? `${service} cannot run here` }),
-        ...(!o.available && missing.length > 0 ? { install: missing.map(installLine) } : {}),
+        available: o.default !== undefined,
+        ...(o.default ? { default_engine: o.default.engine } : {}),
+        versions: o.default?.versions ?? [],
+        engines: o.engines.map(engineReport),
+        ...(o.default ? {} : { reason: o.unavailableReason ?? `${service} cannot run here` }),
       };
       return [service, report];
     }),
@@ -156,19 +135,23 @@ export function renderDoctor(r: DoctorReport): string {
         : `  ${p.program.padEnd(width)}${'missing'.padEnd(10)}${p.purpose}`,
     );
   }
-  lines.push('', 'Services');
-  for (const service of SHOWN) {
-    const s = r.services[service];
-    lines.push(
-      s.available
-        ? `  ${service.padEnd(15)}available     versions ${s.versions.join(', ')} (${s.engines.map((e) => `${e.name} ${e.version}`).join(', ')})`
-        : `  ${service.padEnd(15)}unavailable   ${s.reason}`,
-    );
+  lines.push('', 'Services (engines in the order a create without --engine takes them)');
+  const nameWidth = Math.max(...SERVICES.flatMap((s) => r.services[s].engines.map((e) => `${s}/${e.engine}`.length))) + 2;
+  for (const service of SERVICES) {
+    for (const e of r.services[service].engines) {
+      const name = `${service}/${e.engine}`.padEnd(nameWidth);
+      lines.push(
+        e.available
+          ? `  ${name}available     versions ${e.versions.join(', ')} (${e.programs.map((p) => `${p.name} ${p.version}`).join(', ')})`
+          : `  ${name}unavailable   ${e.reason}`,
+      );
+    }
   }
-  for (const service of SHOWN) {
-    const install = r.services[service].install;
-    if (!install) continue;
-    lines.push('', `To host ${service}:`, ...install.map((l) => `  ${l}`));
+  for (const service of SERVICES) {
+    for (const e of r.services[service].engines) {
+      if (!e.install) continue;
+      lines.push('', `To host ${service} with ${e.engine}:`, ...e.install.map((l) => `  ${l}`));
+    }
   }
   if (r.notes.length > 0) lines.push('', 'Notes', ...r.notes.map((n) => `  ${n}`));
   if (r.zones && r.zones.length > 0) {
@@ -198,7 +181,7 @@ async function opensslVersion(searchPath: string): Promise<{ path: string; versi
 export async function doctor(config: Config, opts: Readonly<Record<string, string | boolean | undefined>>, io: Io): Promise<void> {
   // PATH is not a hangar setting: it locates the engine binaries like a shell would (as the runtime does).
   const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
-  const binaries = await detectBinaries(config, searchPath);
+  const binaries = await detectPrograms(localPrograms(), config, searchPath);
   const engines = localEngines(config, binaries);
   const offerings = engines.offerings();
   await engines.close();
@@ -213,9 +196,9 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
       : 'openssl is missing: TLS listeners (mongodb_sharded ssl, elasticsearch https) cannot start; install the Debian/Ubuntu package openssl',
   );
   const node = binaries.elasticsearch;
-  if ('found' in node) {
+  if (node && 'found' in node) {
     const kibana = binaries.kibana;
-    const use = dashboardsUse(node.found, 'found' in kibana ? kibana.found : undefined);
+    const use = dashboardsUse(node.found, kibana && 'found' in kibana ? kibana.found : undefined);
     notes.push(
       use.use
         ? `${use.binary.name} ${use.binary.version} serves the Kibana listeners of elasticsearch instances`

@@ -1,7 +1,8 @@
 import { pino } from 'pino';
 import type { Config } from '../../config.js';
 import { DataDirInUseError, lockDataDir } from '../../lib/data-dir-lock.js';
-import { detectBinaries } from '../../lib/binaries.js';
+import { localPrograms } from '../../engines/index.js';
+import { detectPrograms } from '../../lib/binaries.js';
 import { LocalRuntime } from '../../runtimes/local/local-runtime.js';
 import { assertStoreExists } from '../../store/database.js';
 import { listLiveLeases } from '../../store/lease-repository.js';
@@ -42,7 +43,7 @@ export async function down(config: Config, _opts: Record<string, string | boolea
   }
   try {
     const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
-    const binaries = await detectBinaries(config, searchPath);
+    const binaries = await detectPrograms(localPrograms(), config, searchPath);
     const runtime = new LocalRuntime({ config, log: pino({ level: 'silent' }), binaries, searchPath });
     const stopped = await runtime.stopAll(GRACE_MS);
     io.out(json({ data_dir: config.dataDir, stopped }));

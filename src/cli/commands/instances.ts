@@ -16,6 +16,8 @@ import {
 } from '../client-command.js';
 import { UsageError, json } from '../io.js';
 import { fields, table } from '../table.js';
+import { productOfRecord } from './connect.js';
+import { ENGINE_NAMES, PRODUCTS } from '../../engines/products.js';
 
 /** The addresses to connect to, as one line per kind. */
 export function connectionLines(inst: Instance): [string, string | undefined][] {
@@ -38,7 +40,8 @@ export function showInstance(inst: Instance): string {
     ['id', inst.id],
     ['service', inst.service],
     ['type', inst.type],
-    ['plan', inst.service === 'redis' ? `${inst.plan} MB` : inst.plan],
+    ['plan', productOfRecord(inst)?.planUnit === 'MB' ? `${inst.plan} MB` : inst.plan],
+    ['engine', inst.engine],
     ['version', inst.version],
     ['zone', inst.zone],
     ['state', inst.state],
@@ -95,6 +98,7 @@ async function create(ctx: ClientContext): Promise<void> {
     plan,
     version,
     zone,
+    ...(str(opts.engine) ? { engine: str(opts.engine)! } : {}),
     ...(opts.encryption === true ? { encryption: true } : {}),
     ...(str(opts['storage-engine']) ? { storage_engine: str(opts['storage-engine'])! } : {}),
     ...(cidrs.length > 0
@@ -195,6 +199,12 @@ export const instanceCommands: readonly ClientCommand[] = [
       ...WAIT_OPTIONS,
       service: { type: 'string', value: 'SERVICE', description: SERVICES.join(', '), choices: SERVICES },
       version: { type: 'string', value: 'VERSION', description: 'datastore version (a wrong one is answered with those offered)' },
+      engine: {
+        type: 'string',
+        value: 'ENGINE',
+        description: `the product that runs it (default: the first its zone can run; hangar zones ls lists them): ${PRODUCTS.map((p) => `${p.service} ${p.name}`).join(', ')}`,
+        choices: ENGINE_NAMES,
+      },
       zone: { type: 'string', value: 'ZONE', description: 'datacenter', choices: [...new Set(Object.values(ZONES).flat())] },
       plan: {
         type: 'string',
@@ -225,6 +235,7 @@ export const instanceCommands: readonly ClientCommand[] = [
     },
     examples: [
       'hangar instances create cache --service redis --version 7.0.15 --zone US-Dallas',
+      'hangar instances create cache --service redis --engine valkey --version 8.0.1 --zone US-Dallas --my-ip',
       'hangar instances create cache --service redis --plan 1000 --version 7.0.15 --zone US-Dallas --my-ip',
       'hangar instances create docs --service mongodb --type mongodb_replica_set --plan 5 --version 3.4.2 --zone US-West --no-wait',
     ],

@@ -1,20 +1,28 @@
+import type { Zone } from '../../client/index.js';
 import { REMOTE_OPTIONS, type ClientCommand } from '../client-command.js';
 import { json } from '../io.js';
 import { table } from '../table.js';
 
 const mb = (n: number | null): string => (n === null ? 'unlimited' : `${n} MB`);
 
+/** `redis: redis 7.0.15/7.0, valkey 8.0.1/8.0`: each engine that can run, with its versions (the default first). */
+function servicesCell(s: Zone['services'][number]): string {
+  const engines = (s.engines ?? []).filter((e) => e.available);
+  if (engines.length === 0) return `${s.service}: unavailable`;
+  return `${s.service}: ${engines.map((e) => `${e.engine} ${e.versions.join('/')}`).join(', ')}`;
+}
+
 export const zoneCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'zones ls',
-    summary: 'The zones of this hangar: runtime, services and versions offered, capacity and free memory',
+    summary: 'The zones of this hangar: runtime, services with their engines and versions, capacity and free memory',
     args: [],
     remote: true,
     options: REMOTE_OPTIONS,
     examples: ['hangar zones ls', 'hangar zones ls --json'],
     details:
-      'Capacity is the memory the instances of a zone may promise (redis: twice the plan, for primary and replica); free is what a create or resize may still promise there.',
+      'Each service lists the engines that can run there with their versions, the one a create without --engine takes first (--json says why an engine is unavailable). Capacity is the memory the instances of a zone may promise (redis: twice the plan, for primary and replica); free is what a create or resize may still promise there.',
     async run(ctx) {
       const zones = await ctx.connection().client.listZones();
       if (ctx.opts.json === true) {
@@ -27,7 +35,7 @@ export const zoneCommands: readonly ClientCommand[] = [
           zones.map((z) => [
             z.name,
             z.runtime,
-            z.services.map((s) => (s.available ? `${s.service} ${s.versions.join('/')}` : `${s.service} (unavailable)`)).join(', '),
+            z.services.map(servicesCell).join('; '),
             mb(z.capacity_mb),
             `${z.allocated_mb} MB`,
             mb(z.free_mb),

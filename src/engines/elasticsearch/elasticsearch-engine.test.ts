@@ -153,6 +153,8 @@ async function specWithPorts(id: string): Promise<InstanceSpec> {
   return {
     id,
     service: 'elasticsearch',
+    engine: 'elasticsearch',
+    routes: [],
     type: 'elasticsearch',
     version: '8.11',
     plan: 8,

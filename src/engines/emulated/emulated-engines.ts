@@ -1,14 +1,12 @@
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { SPEC_VERSIONS, type Service } from '../../domain/catalog.js';
+import type { Service } from '../../domain/catalog.js';
 import type { MongoRole } from '../../domain/model.js';
 import type { EngineUser, EnsureResult, Health, InstancePlace, InstanceSpec, StepContext, UnitDefinition } from '../../domain/units.js';
 import { bytesToHuman } from '../../lib/redis-format.js';
 import type { BackupDriver, Engine, MongoUserAdmin, RedisInspector } from '../engine.js';
+import { PRODUCTS } from '../products.js';
 import { registryOf, type EngineRegistry } from '../registry.js';
-
-/** Redis versions the emulated engines pretend to run. */
-export const EMULATED_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0', '6.2.14', '6.2'] as const;
 
 /** What an untouched redis-server 7 answers to CONFIG GET for the settings a tenant may change. */
 const EMULATED_REDIS_DEFAULTS: Readonly<Record<string, string>> = {
@@ -241,15 +239,12 @@ export class EmulatedEngine implements Engine {
   async close(): Promise<void> {}
 }
 
-/** The emulated engines of every service, sharing one set of models, and the versions they pretend to run. */
-export function emulatedEngines(config: { redisMaxmemoryPolicy: string }): EngineRegistry & { readonly mongodb: EmulatedEngine } {
+/** The emulated engines of every product, sharing one set of models, and the versions they pretend to run. */
+export function emulatedEngines(config: { redisMaxmemoryPolicy: string }): EngineRegistry {
   const models = new Map<string, Model>();
-  const engine = (service: Service) => new EmulatedEngine(service, models, config.redisMaxmemoryPolicy);
-  const engines = { redis: engine('redis'), mongodb: engine('mongodb'), elasticsearch: engine('elasticsearch') };
-  const registry = registryOf(engines, {
-    redis: { available: true, versions: EMULATED_REDIS_VERSIONS },
-    mongodb: { available: true, versions: SPEC_VERSIONS.mongodb },
-    elasticsearch: { available: true, versions: SPEC_VERSIONS.elasticsearch },
-  });
-  return { ...registry, mongodb: engines.mongodb };
+  const engines = Object.fromEntries(PRODUCTS.map((p) => [p.name, new EmulatedEngine(p.service, models, config.redisMaxmemoryPolicy)]));
+  return registryOf(
+    engines,
+    PRODUCTS.map((p) => ({ engine: p.name, service: p.service, available: true, versions: p.emulatedVersions })),
+  );
 }

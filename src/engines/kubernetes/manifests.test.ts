@@ -15,7 +15,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { parseZones } from '../../zones/zones-file.js';
 import { INSTANCE_TYPES, PLANS } from '../../domain/catalog.js';
 import type { ClusterPlace, KubeObject } from '../../domain/cluster.js';
-import { edgeRoutes, portRoles } from '../../domain/endpoints.js';
+import { firstProductOf } from '../products.js';
 import type { InstanceSpec } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { RBAC_NEEDS } from '../../runtimes/kubernetes/kube-doctor.js';
@@ -63,9 +63,13 @@ const place: ClusterPlace = {
 
 const spec = (service: InstanceSpec['service'], type: InstanceSpec['type'], plan: number): InstanceSpec => {
   let port = 31500;
+  const product = firstProductOf(service);
+  const ports = Object.fromEntries(product.portRoles(type).map((r) => [r, port++]));
   return {
     id: '65a1b2c3d4e5f60718293a4b',
     service,
+    engine: product.name,
+    routes: product.edgeRoutes(type, ports),
     type,
     version: '7.0.15',
     plan,
@@ -73,7 +77,7 @@ const spec = (service: InstanceSpec['service'], type: InstanceSpec['type'], plan
     storageEngine: null,
     password: service === 'redis' ? 'client-password-0123' : null,
     adminSecret: 'admin-secret-0123',
-    ports: Object.fromEntries(portRoles(service, type).map((r) => [r, port++])),
+    ports,
   };
 };
 
@@ -188,7 +192,7 @@ describe('generated Kubernetes objects', () => {
     'the edge with a %s Service: valid; ACL sources in the NetworkPolicy and, for a load balancer, its source ranges',
     (serviceType) => {
       const s = spec('redis', 'redis_ha_instance', 500);
-      const routes = edgeRoutes(s.service, s.type, s.ports);
+      const routes = s.routes;
       const backends = ['public', 'servicenet'].map((role) => ({
         role,
         servers: [{ name: 'redis-0', address: '198.19.0.10', port: 6379 }],
@@ -225,7 +229,7 @@ describe('generated Kubernetes objects', () => {
       labels: place.labels,
       target: target(),
       image: 'haproxy:2.6',
-      routes: edgeRoutes(s.service, s.type, s.ports),
+      routes: s.routes,
       backends: [],
       access: new Map([['main', []]]),
       hangarSources: ['198.18.0.1'],

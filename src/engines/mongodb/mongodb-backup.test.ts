@@ -24,6 +24,8 @@ for (const t of ['mongodump', 'mongorestore']) chmodSync(join(tools, t), 0o755);
 const spec: InstanceSpec = {
   id: '6560a1f2c3d4e5f607182931',
   service: 'mongodb',
+  engine: 'mongod',
+  routes: [],
   type: 'mongodb_replica_set',
   version: '7.0.2',
   plan: 5,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { portRoles } from '../../domain/endpoints.js';
+import { firstProductOf } from '../products.js';
 import {
   KEY_FILE,
   createAdminUserCommand,
@@ -54,7 +54,9 @@ describe('mongoLayout', () => {
 
   it('uses exactly the engine ports the API allocates for each type', () => {
     for (const type of ['mongodb_singledb', 'mongodb_replica_set', 'mongodb_jumbo_replica_set', 'mongodb_sharded'] as const) {
-      const engineRoles = portRoles('mongodb', type).filter((r) => r.startsWith('engine.'));
+      const engineRoles = firstProductOf('mongodb')
+        .portRoles(type)
+        .filter((r) => r.startsWith('engine.'));
       expect(
         mongoLayout(ID, type)
           .map((u) => u.portRole)

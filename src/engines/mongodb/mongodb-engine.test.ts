@@ -92,6 +92,8 @@ function spec(type: InstanceSpec['type'], ports: Record<string, number>, over: P
   return {
     id: '65a1b2c3d4e5f60718293a4b',
     service: 'mongodb',
+    engine: 'mongod',
+    routes: [],
     type,
     version: '7.0',
     plan: 20,

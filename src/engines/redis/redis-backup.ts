@@ -31,6 +31,8 @@ const LONG_MS = 3_600_000;
 const POLL_MS = 20;
 
 export interface RedisBackupParts {
+  /** The server program (redis-server, valkey-server), for messages. */
+  readonly server: string;
   readonly admin: RedisAdmin;
   units(spec: InstanceSpec, instanceDir: string): UnitDefinition[];
   endpoint(spec: InstanceSpec, role: RedisRole): RedisEndpoint;
@@ -103,7 +105,9 @@ export class RedisBackupDriver implements BackupDriver {
       return 'BGSAVE still running';
     });
     const usedBytes = Number((await admin.info(primaryEp, 'memory')).used_memory);
-    const engineVersion = (await admin.info(replicaEp, 'server')).redis_version ?? spec.version;
+    const server = await admin.info(replicaEp, 'server');
+    // Valkey reports the Redis version it is compatible with as redis_version, its own as valkey_version
+    const engineVersion = server.valkey_version ?? server.redis_version ?? spec.version;
     // Opened now: a later BGSAVE replaces the file by a rename, which leaves this one readable.
     return { stream: place.host.readStream(replica, RDB_FILE), usedBytes: Number.isFinite(usedBytes) ? usedBytes : null, engineVersion };
   }
@@ -165,8 +169,8 @@ export class RedisBackupDriver implements BackupDriver {
   ): Promise<void> {
     await place.host.ensureUnit(unit);
     const ep = this.parts.endpoint(spec, role);
-    await until(signal, LONG_MS, `redis-server ${role} to load the restored data`, async () => {
-      if (!place.host.isRunning(unit)) throw new Error(`redis-server ${role} exited: ${lastLines(place.host, unit)}`);
+    await until(signal, LONG_MS, `${this.parts.server} ${role} to load the restored data`, async () => {
+      if (!place.host.isRunning(unit)) throw new Error(`${this.parts.server} ${role} exited: ${lastLines(place.host, unit)}`);
       try {
         await this.parts.admin.ping(ep);
         return undefined;

@@ -20,6 +20,7 @@ import { readMaxmemoryPolicy, renderRedisConfig, type RedisRole } from './redis-
 import { applyAccessAndSettings } from './redis-live.js';
 import { REDIS_PORT, RedisClusterDriver } from './redis-kubernetes.js';
 import { probeRedis } from './redis-probe.js';
+import { REDIS_FLAVOUR, type RedisFlavour } from './redis-flavour.js';
 
 const CONFIG_FILE = 'redis.conf';
 /** Directory of the append-only files; its absence means the engine never ran. */
@@ -29,8 +30,10 @@ const READY_TIMEOUT_MS = 10_000;
 const ROLES: readonly RedisRole[] = ['primary', 'replica'];
 
 export interface RedisEngineOptions {
-  /** redis-server binary. */
+  /** The server binary (redis-server, valkey-server). */
   readonly bin: string;
+  /** Redis or Valkey: the programs' names (default Redis). */
+  readonly flavour?: RedisFlavour;
   /** `maxmemory-policy` of new instances (existing ones keep theirs). */
   readonly maxmemoryPolicy: string;
 }
@@ -42,8 +45,8 @@ const MB = 1024 * 1024;
  * reconciler moves it), no space left for its data (final: retrying cannot help), or else the
  * log's last lines.
  */
-function exited(unit: UnitDefinition, ep: RedisEndpoint, tail: string): Error {
-  const message = `redis-server ${unit.role} exited: ${tail}`;
+function exited(server: string, unit: UnitDefinition, ep: RedisEndpoint, tail: string): Error {
+  const message = `${server} ${unit.role} exited: ${tail}`;
   if (/Address already in use/i.test(tail)) return new PortTakenError(`engine.${unit.role}`, ep.port, message);
   if (/No space left on device/i.test(tail)) return new TerminalError(message);
   return new Error(message);
@@ -61,9 +64,17 @@ export class RedisEngine implements Engine {
   /** Snapshots on the replica, restores through the append-only directory. */
   readonly backups: RedisBackupDriver;
 
+  private readonly flavour: RedisFlavour;
+
   constructor(private readonly opts: RedisEngineOptions) {
-    this.cluster = new RedisClusterDriver(this.admin, opts.maxmemoryPolicy);
-    this.backups = new RedisBackupDriver({ admin: this.admin, units: (s, d) => this.units(s, d), endpoint: (s, r) => this.endpoint(s, r) });
+    this.flavour = opts.flavour ?? REDIS_FLAVOUR;
+    this.cluster = new RedisClusterDriver(this.admin, opts.maxmemoryPolicy, this.flavour);
+    this.backups = new RedisBackupDriver({
+      server: this.flavour.server,
+      admin: this.admin,
+      units: (s, d) => this.units(s, d),
+      endpoint: (s, r) => this.endpoint(s, r),
+    });
   }
 
   units(spec: InstanceSpec, instanceDir: string): UnitDefinition[] {
@@ -166,10 +177,10 @@ export class RedisEngine implements Engine {
     let restarted = false;
     let last = '';
     for (;;) {
-      throwIfCancelled(signal, `waiting for redis-server ${unit.role}`);
+      throwIfCancelled(signal, `waiting for ${this.flavour.server} ${unit.role}`);
       // An engine that exits at once (its port taken, its disk full) is reported without waiting
       // for a stranger on its port to answer.
-      if (fresh && !host.isRunning(unit)) throw exited(unit, ep, host.logTail(unit) || last);
+      if (fresh && !host.isRunning(unit)) throw exited(this.flavour.server, unit, ep, host.logTail(unit) || last);
       try {
         await this.admin.ping(ep);
         return restarted;
@@ -183,8 +194,8 @@ export class RedisEngine implements Engine {
           continue;
         }
       }
-      if (!host.isRunning(unit)) throw exited(unit, ep, host.logTail(unit) || last);
-      if (Date.now() > until) throw new Error(`redis-server ${unit.role} does not answer on port ${ep.port}: ${last}`);
+      if (!host.isRunning(unit)) throw exited(this.flavour.server, unit, ep, host.logTail(unit) || last);
+      if (Date.now() > until) throw new Error(`${this.flavour.server} ${unit.role} does not answer on port ${ep.port}: ${last}`);
       // redis-server answers some 10 ms after it starts: a coarser poll would add most of that again
       await sleep(3, signal);
     }
@@ -203,7 +214,7 @@ export class RedisEngine implements Engine {
 
   async check(spec: InstanceSpec, place: InstancePlace): Promise<Health> {
     for (const unit of this.units(spec, place.dir)) {
-      if (!place.host.isRunning(unit)) return { healthy: false, reason: `redis-server ${unit.role} is not running` };
+      if (!place.host.isRunning(unit)) return { healthy: false, reason: `${this.flavour.server} ${unit.role} is not running` };
     }
     try {
       await this.admin.ping(this.endpoint(spec, 'primary'));

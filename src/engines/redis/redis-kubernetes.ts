@@ -6,6 +6,7 @@ import type { RedisAdmin, RedisEndpoint } from './redis-admin.js';
 import { REDIS_ADMIN_USER, renderRedisConfig, renderSentinelConfig } from './redis-config.js';
 import { applyAccessAndSettings } from './redis-live.js';
 import { probeRedis } from './redis-probe.js';
+import { REDIS_FLAVOUR, type RedisFlavour } from './redis-flavour.js';
 
 /** The port of every engine in its pod, and of every sentinel. */
 export const REDIS_PORT = 6379;
@@ -61,16 +62,20 @@ export function redisVolumeMb(plan: number): number {
  *   starts as primary, and after ATTEMPTS seconds of waiting in any case.
  * `paths` are the pod's; tests run the script elsewhere.
  */
-export function startEngineScript(paths: { data: string; conf: string } = { data: '/data', conf: '/etc/hangar' }): string {
+export function startEngineScript(
+  paths: { data: string; conf: string } = { data: '/data', conf: '/etc/hangar' },
+  flavour: RedisFlavour = REDIS_FLAVOUR,
+): string {
   const { data, conf } = paths;
+  const { cli, server } = flavour;
   const ATTEMPTS = 30;
   const FORCE_AFTER = 10;
   return [
     `[ -f ${data}/redis.conf ] || cp "${conf}/redis-\${HOSTNAME##*-}.conf" ${data}/redis.conf`,
     // CONFIG REWRITE quotes the address: compare it bare
     'address() { awk \'/^replica-announce-ip/{gsub(/"/, "", $2); print $2}\' "$1"; }',
-    `sentinel() { timeout 3 redis-cli -h "$(cat ${conf}/sentinel-address)" -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning sentinel "$@" 2>/dev/null; }`,
-    `replication() { timeout 3 redis-cli -h "$1" -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning info replication 2>/dev/null | tr -d '\\r'; }`,
+    `sentinel() { timeout 3 ${cli} -h "$(cat ${conf}/sentinel-address)" -p ${SENTINEL_PORT} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning sentinel "$@" 2>/dev/null; }`,
+    `replication() { timeout 3 ${cli} -h "$1" -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning info replication 2>/dev/null | tr -d '\\r'; }`,
     `self=$(address ${data}/redis.conf)`,
     'peer=',
     `for f in ${conf}/redis-*.conf; do a=$(address "$f"); [ -n "$a" ] && [ "$a" != "$self" ] && peer=$a; done`,
@@ -101,7 +106,7 @@ export function startEngineScript(paths: { data: string; conf: string } = { data
     '  primary=$self # after the last attempt, this engine serves',
     '  sleep 1',
     'done',
-    `case "$primary" in "") exec redis-server ${data}/redis.conf ;; "$self") exec redis-server ${data}/redis.conf --replicaof no one ;; *) exec redis-server ${data}/redis.conf --replicaof "$primary" ${REDIS_PORT} ;; esac`,
+    `case "$primary" in "") exec ${server} ${data}/redis.conf ;; "$self") exec ${server} ${data}/redis.conf --replicaof no one ;; *) exec ${server} ${data}/redis.conf --replicaof "$primary" ${REDIS_PORT} ;; esac`,
   ].join('\n');
 }
 
@@ -135,6 +140,7 @@ export class RedisClusterDriver implements ClusterDriver {
   constructor(
     private readonly admin: RedisAdmin,
     private readonly maxmemoryPolicy: string,
+    private readonly flavour: RedisFlavour = REDIS_FLAVOUR,
   ) {}
 
   memberMemoryMb(spec: InstanceSpec): number {
@@ -170,7 +176,7 @@ export class RedisClusterDriver implements ClusterDriver {
     const n = redisNames(spec.id);
     const password = this.password(spec);
     const address = (i: number) => addresses[n.member(i)] ?? '0.0.0.0';
-    const image = place.image('redis', spec.version);
+    const image = place.image(this.flavour.product, spec.version);
     const config = (i: number) =>
       renderRedisConfig({
         instanceId: spec.id,
@@ -236,7 +242,7 @@ export class RedisClusterDriver implements ClusterDriver {
                   name: 'redis',
                   image,
                   imagePullPolicy: 'IfNotPresent',
-                  command: ['sh', '-c', startEngineScript()],
+                  command: ['sh', '-c', startEngineScript(undefined, this.flavour)],
                   ports: [{ name: 'redis', containerPort: REDIS_PORT }],
                   env: [adminEnv],
                   readinessProbe: {
@@ -244,7 +250,7 @@ export class RedisClusterDriver implements ClusterDriver {
                       command: [
                         'sh',
                         '-c',
-                        `redis-cli -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning ping | grep -q PONG`,
+                        `${this.flavour.cli} -p ${REDIS_PORT} --user ${REDIS_ADMIN_USER} --pass "$HANGAR_ADMIN_SECRET" --no-auth-warning ping | grep -q PONG`,
                       ],
                     },
                     periodSeconds: 2,
@@ -295,7 +301,7 @@ export class RedisClusterDriver implements ClusterDriver {
                   command: [
                     'sh',
                     '-c',
-                    'cp /etc/hangar/sentinel.conf /work/sentinel.conf; exec redis-server /work/sentinel.conf --sentinel',
+                    `cp /etc/hangar/sentinel.conf /work/sentinel.conf; exec ${this.flavour.server} /work/sentinel.conf --sentinel`,
                   ],
                   ports: [{ name: 'sentinel', containerPort: SENTINEL_PORT }],
                   env: [adminEnv],

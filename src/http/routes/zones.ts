@@ -25,7 +25,17 @@ export function zoneRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         data: zones.map((z) => ({
           name: z.name,
           runtime: z.runtime,
-          services: z.services.map((s) => ({ ...s, types: [...s.types], plans: [...s.plans], versions: [...s.versions] })),
+          services: z.services.map((s) => ({
+            service: s.service,
+            available: s.available,
+            types: [...s.types],
+            plans: [...s.plans],
+            plan_unit: s.planUnit,
+            versions: [...s.versions],
+            reason: s.reason,
+            default_engine: s.defaultEngine,
+            engines: s.engines.map((e) => ({ ...e, versions: [...e.versions] })),
+          })),
           capacity_mb: z.capacityMb,
           allocated_mb: z.allocatedMb,
           free_mb: z.freeMb,

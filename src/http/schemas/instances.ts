@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { DateRef, ObjectIdRef } from './common.js';
 import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES } from '../../domain/catalog.js';
 import { AclCreateBody } from './acls.js';
+import { ENGINE_NAMES, productsOf } from '../../engines/products.js';
 import {
   CREATED_REDIS_INSTANCE,
   CREATE_MONGODB_BODY,
@@ -10,6 +11,8 @@ import {
   MONGODB_INSTANCE,
   REDIS_INSTANCE,
 } from './examples.js';
+
+const ENGINES_BY_SERVICE = Object.fromEntries(SERVICES.map((s) => [s, productsOf(s).map((p) => p.name)]));
 
 /** `redis: a, b; mongodb: c, d` from a catalogue table. */
 const perService = (table: Readonly<Record<string, readonly (string | number)[]>>) =>
@@ -21,8 +24,15 @@ export const CreateInstanceBody = Type.Object(
     plan: Type.Integer({ description: `Plan size (redis: memory in MB). ${perService(PLANS)}` }),
     service: Type.String({ description: SERVICES.join(', ') }),
     type: Type.String({ description: `Instance type. ${perService(INSTANCE_TYPES)}` }),
-    version: Type.String({ description: 'Datastore version; a wrong one is answered with the versions this hangar offers' }),
+    version: Type.String({
+      description: "Datastore version, one of the chosen engine's; a wrong one is answered with the versions this hangar offers",
+    }),
     zone: Type.String({ description: `Datacenter. ${perService(ZONES)}` }),
+    engine: Type.Optional(
+      Type.String({
+        description: `The product that runs it (an addition to the ObjectRocket API): ${perService(ENGINES_BY_SERVICE)}. Default: the first of its service that the zone can run (GET /v2/zones/ says which)`,
+      }),
+    ),
     encryption: Type.Optional(Type.Boolean({ description: 'Encryption at rest; elasticsearch and mongodb only' })),
     storage_engine: Type.Optional(Type.String({ description: `mongodb only: ${STORAGE_ENGINES.join(' or ')}` })),
     acls: Type.Optional(Type.Array(AclCreateBody, { maxItems: 1000, description: 'ACLs to create with the instance' })),
@@ -69,6 +79,7 @@ const detailFields = {
   type: Type.String({ description: 'Instance type, e.g. redis_ha_instance or mongodb_replica_set' }),
   plan: Type.Integer({ description: 'Plan size; for redis, memory in MB' }),
   version: Type.String({ description: 'Datastore version' }),
+  engine: Type.String({ description: `The product that runs it (an addition to the ObjectRocket API): ${ENGINE_NAMES.join(', ')}` }),
   zone: Type.String({ description: 'Datacenter' }),
   created: Type.String({ description: 'Creation time, YYYY-MM-DD HH:MM:SS, UTC' }),
   api_key: Type.String({ description: 'Key attached to the instance' }),

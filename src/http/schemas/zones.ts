@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { SERVICES } from '../../domain/catalog.js';
+import { ENGINE_NAMES } from '../../engines/products.js';
 
 export const ZONE = {
   name: 'US-Dallas',
@@ -10,8 +11,14 @@ export const ZONE = {
       available: true,
       types: ['redis_ha_instance'],
       plans: [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
+      plan_unit: 'MB',
       versions: ['7.0.15', '7.0'],
       reason: null,
+      default_engine: 'redis',
+      engines: [
+        { engine: 'redis', available: true, versions: ['7.0.15', '7.0'], reason: null },
+        { engine: 'valkey', available: true, versions: ['8.0.1', '8.0'], reason: null },
+      ],
     },
   ],
   capacity_mb: 22_527,
@@ -32,8 +39,21 @@ export const ZoneRecord = Type.Object(
         available: Type.Boolean({ description: 'Whether instances of the service can be created here now' }),
         types: Type.Array(Type.String()),
         plans: Type.Array(Type.Integer()),
-        versions: Type.Array(Type.String(), { description: 'Versions a create body may name (empty when unavailable)' }),
+        plan_unit: Type.Union([Type.Literal('MB'), Type.Literal('GB')], { description: 'What a plan number counts' }),
+        versions: Type.Array(Type.String(), {
+          description: 'Versions a create body without `engine` may name: those of the default engine (empty when unavailable)',
+        }),
         reason: nullable(Type.String(), 'Why the service is unavailable here, naming what is missing'),
+        default_engine: nullable(Type.String(), 'The engine a create without `engine` gets: the first available here'),
+        engines: Type.Array(
+          Type.Object({
+            engine: Type.String({ description: ENGINE_NAMES.join(', ') }),
+            available: Type.Boolean(),
+            versions: Type.Array(Type.String(), { description: 'Versions a create body naming this engine may give' }),
+            reason: nullable(Type.String(), 'Why the engine cannot run here, naming what is missing'),
+          }),
+          { description: "The service's engines, in the order a create without `engine` tries them" },
+        ),
       }),
       { description: 'The services the zone offers' },
     ),

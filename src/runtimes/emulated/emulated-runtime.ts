@@ -11,7 +11,7 @@ import type {
   UnitDriver,
   UnitHost,
 } from '../../domain/units.js';
-import { accessGroups, edgeRoutes } from '../../domain/endpoints.js';
+import { accessGroups } from '../../domain/endpoints.js';
 import { matcher } from '../../lib/cidr.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeHealth, RuntimeStats } from '../runtime.js';
 
@@ -238,7 +238,7 @@ export class EmulatedRuntime implements Runtime {
   async effectiveAccess(spec: InstanceSpec): Promise<AccessEnforcer[]> {
     const placed = this.placed.get(spec.id);
     if (!placed) return [{ name: 'emulated', groups: {}, problem: 'the instance does not run' }];
-    const groups = accessGroups(edgeRoutes(spec.service, spec.type, spec.ports), placed.rules);
+    const groups = accessGroups(spec.routes, placed.rules);
     return [{ name: 'emulated', groups: Object.fromEntries([...groups].map(([g, list]) => [g, [...new Set(list)].sort()])) }];
   }
 

@@ -1,7 +1,7 @@
 import { createSocket } from 'node:dgram';
 import type { Logger } from 'pino';
 import type { ClusterPlace, KubeObject, PodState } from '../../domain/cluster.js';
-import { accessGroups, edgeRoutes, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
+import { accessGroups, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
 import { TerminalError } from '../../domain/errors.js';
 import {
   throwIfCancelled,
@@ -45,17 +45,20 @@ const KINDS: readonly (readonly [apiVersion: string, kind: string, plural: strin
   ['v1', 'Secret', 'secrets'],
 ];
 
-/** Official images of each product, used where the zone names none. */
-const OFFICIAL: Readonly<Record<string, (version: string) => string>> = {
-  redis: (v) => `redis:${v}`,
-  mongodb: (v) => `mongo:${v}`,
-  elasticsearch: (v) => `docker.elastic.co/elasticsearch/elasticsearch:${v}`,
-  haproxy: () => 'haproxy:2.6',
-};
+/** The edge's own image, where the zone names none. */
+const OFFICIAL_EDGE_IMAGE = 'haproxy:2.6';
 
-/** The image of `product` at `version` in a zone: `images["redis:7.0.15"]`, else `images.redis`, else the official one. */
-export function imageOf(target: KubernetesTarget, product: string, version: string): string {
-  const image = target.images[`${product}:${version}`] ?? target.images[product] ?? OFFICIAL[product]?.(version);
+/**
+ * The image of `product` at `version` in a zone: `images["redis:7.0.15"]`, else `images.redis`,
+ * else `official` (the product's official image, as its product module names it).
+ */
+export function imageOf(
+  target: KubernetesTarget,
+  product: string,
+  version: string,
+  official?: (version: string) => string | undefined,
+): string {
+  const image = target.images[`${product}:${version}`] ?? target.images[product] ?? official?.(version);
   if (!image) throw new TerminalError(`no image for ${product} ${version}: set images["${product}:${version}"] in the zone`);
   return image;
 }
@@ -118,6 +121,8 @@ export interface KubernetesRuntimeOptions {
   readonly target: KubernetesTarget;
   readonly api: KubeApi;
   readonly log: Logger;
+  /** The official image of a product's version, used where the zone names none (the product registry knows them). */
+  readonly officialImage?: (product: string, version: string) => string | undefined;
 }
 
 /**
@@ -230,7 +235,7 @@ export class KubernetesRuntime implements Runtime {
       nodeSelector: target.nodeSelector,
       ...(target.topologyZone ? { topologyZone: target.topologyZone } : {}),
       ...(target.storageClass ? { storageClass: target.storageClass } : {}),
-      image: (product, version) => imageOf(target, product, version),
+      image: (product, version) => imageOf(target, product, version, (v) => this.opts.officialImage?.(product, v)),
       apply: async (objects, ctx) => {
         for (const o of objects) {
           throwIfCancelled(ctx.signal, `applying ${o.kind} ${o.metadata.name}`);
@@ -334,7 +339,7 @@ export class KubernetesRuntime implements Runtime {
   async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     if (!driver.cluster) throw new TerminalError(`${spec.service} cannot run on Kubernetes in this version of hangar`);
     const place = this.clusterPlace(spec.id);
-    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    const routes = spec.routes;
     const access = accessGroups(routes, rules);
     // Access first, on the edge pods that run: revoking an ACL must not wait for the engines.
     const running = (await this.edgePods(spec.id)).filter((p) => p.ready && p.ip);
@@ -343,7 +348,7 @@ export class KubernetesRuntime implements Runtime {
     const member = (await this.pods(this.labels(spec.id))).find((p) => p.ip);
     if (!member?.ip) throw new Error('no pod of the instance has an address yet');
     const source = await this.hangarSource(member.ip);
-    const image = imageOf(this.opts.target, 'haproxy', '2.6');
+    const image = imageOf(this.opts.target, 'haproxy', '2.6', () => OFFICIAL_EDGE_IMAGE);
     for (const o of edgeObjects({
       id: spec.id,
       labels: this.labels(spec.id),
@@ -535,7 +540,7 @@ export class KubernetesRuntime implements Runtime {
    * edge's NetworkPolicy, read from the API server (its ipBlocks per client port).
    */
   async effectiveAccess(spec: InstanceSpec): Promise<AccessEnforcer[]> {
-    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    const routes = spec.routes;
     const groups = [...new Set(routes.map((r) => r.group))];
     const out: AccessEnforcer[] = [];
     for (const pod of await this.edgePods(spec.id)) {
@@ -585,7 +590,7 @@ export class KubernetesRuntime implements Runtime {
 
   /** The last refused connections of the instance, from the ring of each of its edge pods. */
   async deniedConnections(spec: InstanceSpec, limit: number): Promise<DeniedConnection[]> {
-    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    const routes = spec.routes;
     const out: DeniedConnection[] = [];
     for (const pod of await this.edgePods(spec.id)) {
       if (!pod.ip) continue;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { edgeRoutes } from '../../domain/endpoints.js';
+import { firstProductOf } from '../../engines/products.js';
 import {
   DENIED_LOG_FORMAT,
   allowListFile,
@@ -20,7 +20,7 @@ const input = (over: Partial<EdgeConfigInput> = {}): EdgeConfigInput => ({
   bindAddress: '127.0.0.1',
   maxconn: 9000,
   probeSource: '127.77.0.1',
-  instances: [{ id: A, routes: edgeRoutes('redis', 'redis_ha_instance', ports(20000)) }],
+  instances: [{ id: A, routes: firstProductOf('redis').edgeRoutes('redis_ha_instance', ports(20000)) }],
   ...over,
 });
 
@@ -81,8 +81,8 @@ describe('renderHaproxyConfig', () => {
   });
 
   it('is the same text whatever the order of instances and routes', () => {
-    const a = { id: A, routes: edgeRoutes('redis', 'redis_ha_instance', ports(20000)) };
-    const b = { id: B, routes: edgeRoutes('redis', 'redis_ha_instance', ports(20010)) };
+    const a = { id: A, routes: firstProductOf('redis').edgeRoutes('redis_ha_instance', ports(20000)) };
+    const b = { id: B, routes: firstProductOf('redis').edgeRoutes('redis_ha_instance', ports(20010)) };
     const reversed = { id: B, routes: [...b.routes].reverse() };
     expect(renderHaproxyConfig(input({ instances: [a, b] }))).toBe(renderHaproxyConfig(input({ instances: [reversed, a] })));
   });
@@ -92,8 +92,7 @@ describe('renderHaproxyConfig', () => {
   });
 
   it('uses one allow list per access group', () => {
-    const es = edgeRoutes(
-      'elasticsearch',
+    const es = firstProductOf('elasticsearch').edgeRoutes(
       'elasticsearch',
       Object.fromEntries(
         [
@@ -125,7 +124,7 @@ describe('renderHaproxyConfig', () => {
   });
 
   it("terminates TLS on TLS listeners with the instance's certificate, forwarding in plain to the same engine", () => {
-    const routes = edgeRoutes('mongodb', 'mongodb_sharded', {
+    const routes = firstProductOf('mongodb').edgeRoutes('mongodb_sharded', {
       public: 1,
       ssl: 2,
       'engine.config': 3,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { edgeRoutes } from '../../domain/endpoints.js';
+import { firstProductOf } from '../../engines/products.js';
 import { findExecutable } from '../../lib/binaries.js';
 import { edgeCertificateFile, edgeCertificatePublicFile, ensureEdgeCertificate } from './edge-tls.js';
 import { HaproxyEdge } from './haproxy-edge.js';
@@ -89,7 +89,7 @@ describe.runIf(available)('HaproxyEdge with TLS listeners', () => {
   }
 
   it('makes the certificate, listens with TLS, admits by ACL and forwards in plain', async () => {
-    const routes = edgeRoutes('mongodb', 'mongodb_sharded', ports);
+    const routes = firstProductOf('mongodb').edgeRoutes('mongodb_sharded', ports);
     // as the runtime does: access first (the allow lists the listeners load), then the listeners
     await edge.applyAccess(ID, new Map([['main', ['127.0.0.1']]]));
     expect(await edge.ensureRoutes(ID, routes)).toEqual({ wentLive: true });
@@ -111,7 +111,7 @@ describe.runIf(available)('HaproxyEdge with TLS listeners', () => {
       rmSync(other, { recursive: true, force: true });
     }
     // the listeners are unchanged: only the certificate makes this pass reload the edge
-    expect(await edge.ensureRoutes(ID, edgeRoutes('mongodb', 'mongodb_sharded', ports))).toEqual({ wentLive: false });
+    expect(await edge.ensureRoutes(ID, firstProductOf('mongodb').edgeRoutes('mongodb_sharded', ports))).toEqual({ wentLive: false });
     const after = readFileSync(edgeCertificatePublicFile(edgeDir, ID), 'utf8');
     expect(new X509Certificate(after).subjectAltName).toBe('IP Address:127.0.0.1');
     expect(after).not.toBe(before);

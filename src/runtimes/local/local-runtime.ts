@@ -13,7 +13,7 @@ import {
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import { accessGroups, edgeRoutes, type EdgeRoute } from '../../domain/endpoints.js';
+import { accessGroups, type EdgeRoute } from '../../domain/endpoints.js';
 import {
   throwIfCancelled,
   type AccessRule,
@@ -132,7 +132,8 @@ export class LocalRuntime implements Runtime {
       log: log.child({ component: 'supervisor' }),
       onDeath: (unit) => this.unitDied(unit),
     });
-    const haproxy = 'found' in binaries.haproxy ? binaries.haproxy.found.path : config.haproxyBin;
+    const edge = binaries.haproxy;
+    const haproxy = edge && 'found' in edge ? edge.found.path : config.haproxyBin;
     this.edge = new HaproxyEdge({
       edgeDir: join(config.dataDir, 'edge'),
       bin: haproxy,
@@ -303,7 +304,7 @@ export class LocalRuntime implements Runtime {
   private async converge(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     const place = this.place(spec);
     const { dir } = place;
-    const routes = edgeRoutes(spec.service, spec.type, spec.ports);
+    const routes = spec.routes;
     // Access first: revoking an ACL must take effect even when the engines are in trouble.
     const access = await this.edge.applyAccess(spec.id, accessGroups(routes, rules), ctx.signal);
     if (access.changed) ctx.step('ensure:access-applied');
@@ -343,7 +344,7 @@ export class LocalRuntime implements Runtime {
   }
 
   async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<{ changed: boolean } | undefined> {
-    const access = await this.edge.applyAccess(spec.id, accessGroups(edgeRoutes(spec.service, spec.type, spec.ports), rules), ctx.signal);
+    const access = await this.edge.applyAccess(spec.id, accessGroups(spec.routes, rules), ctx.signal);
     if (!access.live) return undefined;
     if (access.changed) ctx.step('ensure:access-applied');
     return { changed: access.changed };
@@ -435,7 +436,7 @@ export class LocalRuntime implements Runtime {
   }
 
   async effectiveAccess(spec: InstanceSpec): Promise<AccessEnforcer[]> {
-    const groups = [...new Set(edgeRoutes(spec.service, spec.type, spec.ports).map((r) => r.group))];
+    const groups = [...new Set(spec.routes.map((r) => r.group))];
     return [{ name: 'haproxy', ...(await this.edge.effective(spec.id, groups)) }];
   }
 

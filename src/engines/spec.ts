@@ -1,9 +1,11 @@
-import type { EngineUser, InstanceSpec } from './units.js';
-import type { Instance, RedisUser } from './model.js';
+import type { Instance, RedisUser } from '../domain/model.js';
+import type { EngineUser, InstanceSpec } from '../domain/units.js';
+import { productNamed } from './products.js';
 
 /**
- * What the runtime runs for an instance: its desired plan, credentials and ports, and, when the
- * reconciler read them, its application users and settings.
+ * What the runtime runs for an instance: its engine and the edge routes its product gives it, its
+ * desired plan, credentials and ports, and, when the reconciler read them, its application users
+ * and settings.
  */
 export function toSpec(
   inst: Instance,
@@ -12,6 +14,8 @@ export function toSpec(
   return {
     id: inst.id,
     service: inst.service,
+    engine: inst.engine,
+    routes: productNamed(inst.engine).edgeRoutes(inst.type, inst.ports),
     type: inst.type,
     version: inst.version,
     plan: inst.desiredPlan,
