@@ -8,6 +8,7 @@ import * as backups from './2026-11-26T1000-backups.js';
 import * as accessDayTwo from './2026-11-26T1100-access-day-two.js';
 import * as eventsLockFirst from './2026-11-26T1200-events-lock-first.js';
 import * as placementIndex from './2026-11-26T1500-placement-index.js';
+import * as tlsCertificates from './2026-12-08T0900-tls-certificates.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26T1100-access-day-two': accessDayTwo,
   '2026-11-26T1200-events-lock-first': eventsLockFirst,
   '2026-11-26T1500-placement-index': placementIndex,
+  '2026-12-08T0900-tls-certificates': tlsCertificates,
 };
 
 /** The names of every migration, in order. */
