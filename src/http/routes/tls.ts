@@ -123,7 +123,7 @@ export function tlsRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       schema: {
         summary: 'Issue a client certificate for mutual TLS; the answer is the only time its private key is shown',
         description:
-          'Signed by the CA of GET /v2/tls/ca, extended key usage clientAuth, subject `O=hangar, OU=<instance id>, CN=<common_name>`. hangar keeps the certificate, never its key.',
+          'Signed by the CA of GET /v2/tls/ca, extended key usage clientAuth, subject `O=hangar, OU=<instance id>, CN=<common_name>`. hangar keeps the certificate, not its key (an answer kept for an Idempotency-Key replay aside).',
         tags,
         params: NameParams,
         headers: IdempotencyHeaders,

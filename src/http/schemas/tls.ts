@@ -101,7 +101,10 @@ export const CLIENT_CERT_CREATED_EXAMPLE = {
 export const ClientCertCreated = Type.Object(
   {
     certificate: Type.String({ description: 'The certificate (PEM), signed by the CA of GET /v2/tls/ca' }),
-    private_key: Type.String({ description: 'Its private key (PEM, EC P-256, unencrypted), shown this once: hangar does not keep it' }),
+    private_key: Type.String({
+      description:
+        'Its private key (PEM, EC P-256, unencrypted), shown this once: hangar does not keep it (but in the answer kept 24 hours when the request carries an Idempotency-Key)',
+    }),
     serial,
     common_name: Type.String({ description: "The subject's CN" }),
     not_after: time('End of its validity'),
