@@ -32,6 +32,7 @@ import { webhookRoutes } from './http/routes/webhooks.js';
 import { passwordRoutes } from './http/routes/passwords.js';
 import { redisRoutes } from './http/routes/redis.js';
 import { redisUserRoutes } from './http/routes/redis-users.js';
+import { tlsRoutes } from './http/routes/tls.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { whoamiRoutes } from './http/routes/whoami.js';
 import { zoneRoutes } from './http/routes/zones.js';
@@ -255,6 +256,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       webhookRoutes(v2, deps);
       zoneRoutes(v2, deps);
       keyRoutes(v2, deps);
+      tlsRoutes(v2, deps);
       whoamiRoutes(v2, deps);
     },
     { prefix: '/v2' },

@@ -36,6 +36,12 @@ export interface Config {
   readonly secretKey: string | undefined;
   readonly tlsCert: string | undefined;
   readonly tlsKey: string | undefined;
+  /**
+   * PEM files of the CA that signs the instances' certificates (and client certificates of
+   * mutual TLS); unset: a CA hangar generates at its first start and keeps in the store.
+   */
+  readonly tlsCaCert: string | undefined;
+  readonly tlsCaKey: string | undefined;
   /** API requests per minute per account. */
   readonly rateLimit: number;
   /** Failed logins per minute of one login from one source address before that login is refused from there (429). */
@@ -260,6 +266,23 @@ export const SETTINGS: readonly SettingDoc[] = [
     kind: 'path',
     default: undefined,
     description: 'PEM private key of that certificate',
+  },
+  {
+    key: 'tlsCaCert',
+    flag: 'tls-ca-cert',
+    env: 'HANGAR_TLS_CA_CERT',
+    kind: 'path',
+    default: undefined,
+    description:
+      "PEM certificate of the CA that signs the instances' certificates (basicConstraints CA:TRUE); unset: a CA hangar makes at its first start and keeps in the store",
+  },
+  {
+    key: 'tlsCaKey',
+    flag: 'tls-ca-key',
+    env: 'HANGAR_TLS_CA_KEY',
+    kind: 'path',
+    default: undefined,
+    description: 'PEM private key of that CA (unencrypted); checked at start against the certificate',
   },
   {
     key: 'rateLimit',
@@ -589,6 +612,9 @@ export function loadConfig(flags: ArgValues, env: NodeJS.ProcessEnv): Config {
   }
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError('HANGAR_TLS_CERT and HANGAR_TLS_KEY go together: set both or neither');
+  }
+  if ((config.tlsCaCert === undefined) !== (config.tlsCaKey === undefined)) {
+    throw new ConfigError('HANGAR_TLS_CA_CERT and HANGAR_TLS_CA_KEY go together: set both or neither');
   }
   if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('HANGAR_DATABASE_URL must start with postgres:// or postgresql://');

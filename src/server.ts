@@ -42,6 +42,10 @@ import { WebhookDispatcher } from './reconciler/webhook-dispatcher.js';
 import { EventStream } from './service/event-stream.js';
 import { OperationService } from './service/operations.js';
 import { WebhookService } from './service/webhooks.js';
+import { TlsAuthority } from './service/tls-authority.js';
+import { TlsService } from './service/tls.js';
+import { Openssl } from './lib/x509.js';
+import { currentServerCertificateEnds } from './store/tls-repository.js';
 import { eventRecord } from './http/serializers.js';
 import type { TargetPolicy } from './lib/ssrf-guard.js';
 
@@ -59,6 +63,8 @@ export interface Hangar {
   readonly log: Logger;
   /** The Prometheus registry of this hangar, served at /metrics. */
   readonly metrics: Metrics;
+  /** Certificates of instance connections: the deployment's CA, server certificates, client certificates and CRLs. */
+  readonly tls: TlsService;
   /** Base URL of the API, e.g. http://127.0.0.1:8080 (empty when started without listening). */
   readonly url: string;
   /**
@@ -82,6 +88,8 @@ export const REDACT = [
   '*.token',
   'secret',
   '*.secret',
+  'private_key',
+  '*.private_key',
   'headers.authorization',
   'headers["x-auth-token"]',
   'req.headers.authorization',
@@ -139,6 +147,9 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const db = store.db;
     const keyring = await openKeyring(config, db);
     await assertKeysOpenStore(db, keyring);
+    // openssl works in the data dir: the CA's key is on disk there only while it runs
+    const openssl = new Openssl({ workDir: config.dataDir });
+    const authority = await TlsAuthority.open({ config, db, keyring, openssl, now: Date.now, log: log.child({ component: 'tls' }) });
     const zones = await buildZones(config, log, config.zonesFile ? loadZonesFile(config.zonesFile) : undefined);
     const now = Date.now;
     const metrics = new Metrics({ defaultMetrics: true });
@@ -254,8 +265,14 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       now,
       (what, err) => log.warn({ err, metric: what }, 'metric not collected'),
     );
+    metrics.watchTlsCertificates(
+      () => currentServerCertificateEnds(db),
+      now,
+      (what, err) => log.warn({ err, metric: what }, 'metric not collected'),
+    );
     const instances = new InstanceService(deps, zoneService, backupService);
     const audit = new AuditService(db);
+    const tls = new TlsService(deps, instances, authority, openssl);
     const services: Services = {
       accounts,
       instances,
@@ -273,6 +290,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       operations: new OperationService(deps),
       events,
       webhooks: new WebhookService(deps, policy),
+      tls,
     };
     if (config.bootstrapLogin && config.bootstrapPassword) {
       if (await accounts.ensureAccount(config.bootstrapLogin, config.bootstrapPassword)) {
@@ -347,6 +365,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       operations,
       log,
       metrics,
+      tls,
       url,
       close: () =>
         (closing ??= (async () => {

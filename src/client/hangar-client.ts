@@ -12,6 +12,9 @@ import {
   type Backup,
   type BackupPolicy,
   type BackupPolicyRequest,
+  type ClientCertificate,
+  type CreateClientCertificateRequest,
+  type CreatedClientCertificate,
   type CreatedApiKey,
   type Whoami,
   type Zone,
@@ -26,6 +29,7 @@ import {
   type EffectiveAccess,
   type HangarEvent,
   type Instance,
+  type InstanceTls,
   type MongoUser,
   type Operation,
   type PasswordRotation,
@@ -560,6 +564,44 @@ export class HangarClient {
 
   async deleteApiKey(id: string): Promise<void> {
     await this.call('DELETE', `/v2/keys/${enc(id)}/`);
+  }
+
+  // --- TLS --------------------------------------------------------------------------------
+
+  /** The deployment's CA certificate (PEM), for clients' trust stores; needs no credentials. */
+  async tlsCaCertificate(): Promise<string> {
+    const res = await this.send('GET', '/v2/tls/ca', undefined, 'none', { accept: 'application/x-pem-file' });
+    const text = await res.text();
+    if (!res.ok) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      throw errorOf(res, parsed, text);
+    }
+    return text;
+  }
+
+  /** The instance's TLS: its mode and current server certificate (made on the first read). */
+  instanceTls(instance: string): Promise<InstanceTls> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/tls/`);
+  }
+
+  /** The instance's client certificates for mutual TLS, revoked ones included (no keys). */
+  listClientCertificates(instance: string): Promise<ClientCertificate[]> {
+    return this.call('GET', `/v2/instances/${enc(instance)}/tls/client-certs`);
+  }
+
+  /** A new client certificate; its `private_key` is in this answer only. */
+  createClientCertificate(instance: string, body: CreateClientCertificateRequest): Promise<CreatedClientCertificate> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/tls/client-certs`, { body });
+  }
+
+  /** Revokes a client certificate: the instance's CRL lists it from then on. */
+  revokeClientCertificate(instance: string, serial: string): Promise<ClientCertificate> {
+    return this.call('DELETE', `/v2/instances/${enc(instance)}/tls/client-certs/${enc(serial)}`);
   }
 
   // --- audit log ----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import type {
 import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
 import type { ZoneRecord } from '../http/schemas/zones.js';
+import type { ClientCertCreateBody, ClientCertCreated, ClientCertRecord, InstanceTlsRecord } from '../http/schemas/tls.js';
 import type { EventRecord, OperationRecord } from '../http/schemas/operations.js';
 import type { CreatedWebhook as CreatedWebhookSchema, DeliveryRecord, WebhookCreateBody, WebhookRecord } from '../http/schemas/webhooks.js';
 
@@ -106,6 +107,14 @@ export type Restore = Static<typeof RestoreRecord>;
 export type BackupPolicy = Static<typeof PolicyRecord>;
 /** A backup policy, as set. */
 export type BackupPolicyRequest = Static<typeof PolicyBody>;
+
+/** An instance's TLS: its mode and current server certificate. */
+export type InstanceTls = Static<typeof InstanceTlsRecord>;
+/** A client certificate of mutual TLS as listed (no key). */
+export type ClientCertificate = Static<typeof ClientCertRecord>;
+/** A new client certificate with its private key: shown this once. */
+export type CreatedClientCertificate = Static<typeof ClientCertCreated>;
+export type CreateClientCertificateRequest = Static<typeof ClientCertCreateBody>;
 
 /** States in which an instance serves (ACTIVE; COMPLETED for elasticsearch). */
 export const READY_STATES: readonly string[] = ['ACTIVE', 'COMPLETED'];

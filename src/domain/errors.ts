@@ -61,6 +61,8 @@ export const errors = {
   webhookNotFound: (id: string) => new HangarError(404, 'WEBHOOK_NOT_FOUND', `webhook "${id}" not found`),
   redisUserNotFound: (user: string, instance: string) =>
     new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found on instance "${instance}"`),
+  clientCertificateNotFound: (serial: string, instance: string) =>
+    new HangarError(404, 'CLIENT_CERTIFICATE_NOT_FOUND', `client certificate "${serial}" not found on instance "${instance}"`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),
   nameTaken: (name: string) => new HangarError(409, 'NAME_TAKEN', `an instance named "${name}" already exists in this account`),
   userExists: (user: string, db: string) => new HangarError(409, 'USER_EXISTS', `user "${user}" already exists in database "${db}"`),
@@ -124,6 +126,7 @@ export const errors = {
   serviceUnavailableHere: (service: string, message: string) => new HangarError(422, 'SERVICE_UNAVAILABLE_HERE', message, { service }),
   engineUnreachable: (name: string, detail: string) =>
     new HangarError(503, 'ENGINE_UNREACHABLE', `the engine of instance "${name}" does not answer: ${detail}`),
+  tlsUnavailable: (detail: string) => new HangarError(503, 'TLS_UNAVAILABLE', `hangar cannot make TLS certificates now: ${detail}`),
   storeUnavailable: () => new HangarError(503, 'STORE_UNAVAILABLE', 'the store is unavailable; try again shortly'),
   capacityExceeded: (what: string, freeMb: number, capacityMb: number, need: string) =>
     new HangarError(409, 'CAPACITY_EXCEEDED', `not enough memory left in ${what}: ${freeMb} MB free of ${capacityMb} MB; ${need}`, {

@@ -10,6 +10,7 @@ import type { InstanceService, Started } from '../service/instances.js';
 import type { Origin } from '../service/deps.js';
 import type { EventStream } from '../service/event-stream.js';
 import type { OperationService } from '../service/operations.js';
+import type { TlsService } from '../service/tls.js';
 import type { WebhookService } from '../service/webhooks.js';
 import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
@@ -37,6 +38,7 @@ export interface Services {
   readonly operations: OperationService;
   readonly events: EventStream;
   readonly webhooks: WebhookService;
+  readonly tls: TlsService;
 }
 
 export interface Readiness {

@@ -284,6 +284,29 @@ export class Metrics {
     });
   }
 
+  /** Adds the series of each instance's current TLS certificate, read from the store at scrape time. */
+  watchTlsCertificates(
+    source: () => Promise<readonly { instanceId: string; instanceName: string; service: string; notAfter: number }[]>,
+    now: () => number,
+    onError?: (what: string, err: unknown) => void,
+  ): void {
+    new Gauge({
+      name: 'hangar_tls_certificate_expiry_seconds',
+      help: "Seconds until the end of each instance's current TLS certificate (negative once it has ended)",
+      labelNames: ['instance_id', 'instance_name', 'service'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        try {
+          for (const c of await source())
+            this.set({ instance_id: c.instanceId, instance_name: c.instanceName, service: c.service }, (c.notAfter - now()) / 1000);
+        } catch (err) {
+          onError?.('hangar_tls_certificate_expiry_seconds', err);
+        }
+      },
+    });
+  }
+
   /** The text exposition of every series. */
   async render(): Promise<{ contentType: string; body: string }> {
     this.runtimeStats = undefined;

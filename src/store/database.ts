@@ -318,6 +318,49 @@ export interface BackupPolicyTable {
   updated_at: number;
 }
 
+/** The deployment's generated CA: one row, `id` 'deployment'. */
+export interface TlsAuthorityTable {
+  id: string;
+  cert_pem: string;
+  key_enc: string;
+  fingerprint: string;
+  /** The replica that made it. */
+  created_by: string;
+  created_at: number;
+}
+
+/** An instance's server certificates, one generation per renewal. */
+export interface TlsServerCertificateTable {
+  serial: string;
+  instance_id: string;
+  generation: number;
+  fingerprint: string;
+  ca_fingerprint: string;
+  /** JSON array of subjectAltName entries */
+  names: string;
+  cert_pem: string;
+  key_enc: string;
+  not_before: number;
+  not_after: number;
+  created_at: number;
+  served_at: number | null;
+  retired_at: number | null;
+}
+
+/** Client certificates of mutual TLS (never their keys). */
+export interface TlsClientCertificateTable {
+  serial: string;
+  instance_id: string;
+  common_name: string;
+  fingerprint: string;
+  ca_fingerprint: string;
+  cert_pem: string;
+  not_before: number;
+  not_after: number;
+  created_at: number;
+  revoked_at: number | null;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -345,6 +388,9 @@ export interface Database {
   backups: BackupTable;
   restores: RestoreTable;
   backup_policies: BackupPolicyTable;
+  tls_authorities: TlsAuthorityTable;
+  tls_server_certificates: TlsServerCertificateTable;
+  tls_client_certificates: TlsClientCertificateTable;
 }
 
 export type InstanceRow = Selectable<InstanceTable>;
@@ -360,6 +406,8 @@ export type RedisUserRow = Selectable<RedisUserTable>;
 export type BackupRow = Selectable<BackupTable>;
 export type RestoreRow = Selectable<RestoreTable>;
 export type BackupPolicyRow = Selectable<BackupPolicyTable>;
+export type TlsServerCertificateRow = Selectable<TlsServerCertificateTable>;
+export type TlsClientCertificateRow = Selectable<TlsClientCertificateTable>;
 
 export type Dialect = 'sqlite' | 'postgres';
 

@@ -54,6 +54,8 @@ export async function sealingKeyIds(db: Db): Promise<Map<string, number>> {
     add(r.password_prior_enc);
   }
   for (const r of await db.selectFrom('backups').select('data_key_enc').execute()) add(r.data_key_enc);
+  for (const r of await db.selectFrom('tls_authorities').select('key_enc').execute()) add(r.key_enc);
+  for (const r of await db.selectFrom('tls_server_certificates').select('key_enc').execute()) add(r.key_enc);
   add((await getMeta(db, 'secret_check')) ?? null);
   return ids;
 }
@@ -129,6 +131,23 @@ export async function reencryptAll(db: Db, keyring: Keyring): Promise<number> {
         .updateTable('backups')
         .set({ data_key_enc: reseal(r.data_key_enc) })
         .where('id', '=', r.id)
+        .execute();
+      n++;
+    }
+    // The private keys of the deployment's CA and of the instances' server certificates.
+    for (const r of await trx.selectFrom('tls_authorities').select(['id', 'key_enc']).execute()) {
+      await trx
+        .updateTable('tls_authorities')
+        .set({ key_enc: reseal(r.key_enc) })
+        .where('id', '=', r.id)
+        .execute();
+      n++;
+    }
+    for (const r of await trx.selectFrom('tls_server_certificates').select(['serial', 'key_enc']).execute()) {
+      await trx
+        .updateTable('tls_server_certificates')
+        .set({ key_enc: reseal(r.key_enc) })
+        .where('serial', '=', r.serial)
         .execute();
       n++;
     }

@@ -207,6 +207,21 @@ describe('HangarClient', () => {
       expect((await failure(hangar.deleteApiKey(key.id))).code).toBe('API_KEY_NOT_FOUND');
     });
 
+    it("TLS: the CA without credentials, an instance's certificate, client certificates issued, listed and revoked", async () => {
+      const ca = await new HangarClient({ url: th.url }).tlsCaCertificate();
+      expect(ca).toMatch(/^-----BEGIN CERTIFICATE-----\n/);
+      await hangar.createInstance(redisBody('tls'));
+      await hangar.waitUntilReady('tls');
+      const t = await hangar.instanceTls('tls');
+      expect(t).toMatchObject({ mode: 'preferred', serial: expect.stringMatching(/^[0-9A-F]{32}$/) });
+      const made = await hangar.createClientCertificate('tls', { common_name: 'worker', valid_days: 10 });
+      expect(made.private_key).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+      expect((await hangar.listClientCertificates('tls')).map((c) => c.serial)).toEqual([made.serial]);
+      expect((await hangar.revokeClientCertificate('tls', made.serial)).revoked_at).toEqual(expect.any(String));
+      expect((await failure(hangar.revokeClientCertificate('tls', 'ABCD'))).code).toBe('CLIENT_CERTIFICATE_NOT_FOUND');
+      expect((await failure(hangar.instanceTls('nope'))).status).toBe(404);
+    });
+
     it('whoami: the login and the source address hangar sees', async () => {
       expect(await hangar.whoami()).toMatchObject({ login, source_ip: '127.0.0.1' });
     });

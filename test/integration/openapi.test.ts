@@ -60,6 +60,11 @@ class Conformance {
     if (response.content['application/json']) {
       const v = this.validator(`/paths/${pointer(template)}/${m}/responses/${res.status}/content/application~1json/schema`);
       expect(v(res.body), `${method} ${template} ${res.status}: ${JSON.stringify(v.errors)} in ${JSON.stringify(res.body)}`).toBe(true);
+    } else if (response.content['application/x-pem-file']) {
+      // a certificate (the deployment's CA): documented as PEM text, answered as PEM
+      expect(response.content['application/x-pem-file'].schema).toEqual({ type: 'string' });
+      expect(res.headers.get('content-type')).toBe('application/x-pem-file');
+      expect(res.body).toMatch(/^-----BEGIN CERTIFICATE-----\n/);
     } else {
       // a file (a backup's download): documented as bytes, answered as bytes
       expect(response.content['application/octet-stream']?.schema).toEqual({ type: 'string', format: 'binary' });
@@ -145,7 +150,8 @@ describe('the OpenAPI document', () => {
         ).toBe(true);
         for (const [status, r] of Object.entries<any>(op.responses)) {
           expect(r.description, `${method} ${path} ${status} has a description`).toEqual(expect.any(String));
-          // The event stream's success is Server-Sent Events, a backup's download a file; every other answer is JSON.
+          // The event stream's success is Server-Sent Events, a backup's download a file, the CA a
+          // PEM certificate; every other answer is JSON.
           const type =
             status !== '200'
               ? 'application/json'
@@ -153,7 +159,9 @@ describe('the OpenAPI document', () => {
                 ? 'text/event-stream'
                 : path.endsWith('/download')
                   ? 'application/octet-stream'
-                  : 'application/json';
+                  : path === '/v2/tls/ca'
+                    ? 'application/x-pem-file'
+                    : 'application/json';
           expect(r.content?.[type]?.schema, `${method} ${path} ${status} has a ${type} body`).toBeDefined();
           if (status.startsWith('4') || status.startsWith('5'))
             expect(r.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
@@ -166,6 +174,7 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/v2/tokens/']!.get.security).toEqual([{ basic: [] }]);
     expect(doc.paths['/v2/tokens/verify/']!.post.security).toEqual([]);
     expect(doc.paths['/v2/openapi.json']!.get.security).toEqual([]);
+    expect(doc.paths['/v2/tls/ca']!.get.security).toEqual([]);
     expect(doc.paths['/v2/instances/']!.get.security).toBeUndefined();
   });
 
@@ -582,6 +591,22 @@ describe('the OpenAPI document', () => {
       expect((await call(anon(), 'GET', '/v2/whoami/')).status).toBe(401);
     });
 
+    it('TLS: the CA, instance certificates, client certificates', async () => {
+      expect((await call(anon(), 'GET', '/v2/tls/ca')).status).toBe(200);
+      const at = { instance_name: 'r' };
+      expect((await call(alice, 'GET', '/v2/instances/{instance_name}/tls/', at)).status).toBe(200);
+      expect((await call(bob, 'GET', '/v2/instances/{instance_name}/tls/', at)).status).toBe(404);
+      const certs = '/v2/instances/{instance_name}/tls/client-certs';
+      const made = await call(alice, 'POST', certs, at, { common_name: 'app' });
+      expect(made.status).toBe(200);
+      expect((await call(alice, 'POST', certs, at, { common_name: 'a/b' })).status).toBe(400);
+      expect((await call(bob, 'POST', certs, at, { common_name: 'app' })).status).toBe(404);
+      expect((await call(alice, 'GET', certs, at)).status).toBe(200);
+      expect((await call(bob, 'GET', certs, at)).status).toBe(404);
+      expect((await call(alice, 'DELETE', `${certs}/{serial}`, { ...at, serial: made.body.data.serial })).status).toBe(200);
+      expect((await call(alice, 'DELETE', `${certs}/{serial}`, { ...at, serial: '0'.repeat(32) })).status).toBe(404);
+    });
+
     it('every operation was seen answering a success and an error', () => {
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const method of Object.keys(item)) {
@@ -590,8 +615,8 @@ describe('the OpenAPI document', () => {
             statuses.some((s) => s < 300),
             `${method} ${path} success seen (${statuses})`,
           ).toBe(true);
-          // The document itself takes no input and no credentials: it has no error to provoke.
-          if (path !== '/v2/openapi.json')
+          // The document and the CA certificate take no input and no credentials: they have no error to provoke.
+          if (path !== '/v2/openapi.json' && path !== '/v2/tls/ca')
             expect(
               statuses.some((s) => s >= 400),
               `${method} ${path} error seen (${statuses})`,

@@ -3,7 +3,7 @@ import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
 import { type Account, PASSWORD, type Reply, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 
 /** Field names whose value is a credential. */
-const SECRETS = ['password', 'api_key', 'token', 'pass_key', 'secret'];
+const SECRETS = ['password', 'api_key', 'token', 'pass_key', 'secret', 'private_key'];
 
 /** Whether a JSON schema of the document (references followed) has a secret field at any depth. */
 function schemaHasSecret(schema: any, doc: any, seen = new Set<string>()): boolean {
@@ -67,6 +67,9 @@ describe('Cache-Control: no-store on every answer carrying a secret', () => {
       return alice.post('/v2/redis/r/users/rotated/rotate-password');
     });
     calls.set('POST /v2/webhooks/', () => alice.post('/v2/webhooks/', { url: 'http://127.0.0.1:9/hook' }));
+    calls.set('POST /v2/instances/{instance_name}/tls/client-certs', () =>
+      alice.post('/v2/instances/r/tls/client-certs', { common_name: 'app' }),
+    );
     calls.set('POST /v2/webhooks/{webhook_id}/rotate-secret', async () => {
       const hook = await alice.post('/v2/webhooks/', { url: 'http://127.0.0.1:9/rotated' });
       return alice.post(`/v2/webhooks/${hook.body.data.id}/rotate-secret`);
@@ -86,13 +89,14 @@ describe('Cache-Control: no-store on every answer carrying a secret', () => {
     return out.sort();
   }
 
-  it('finds them in the document: instance records and their lists, creations, tokens, new key pairs, rotated passwords, webhook secrets', () => {
+  it('finds them in the document: instance records and their lists, creations, tokens, new key pairs, rotated passwords, webhook secrets, client certificate keys', () => {
     expect(secretOperations()).toEqual([
       'GET /v2/instances/',
       'GET /v2/instances/{instance_name}/',
       'GET /v2/tokens/',
       'POST /v2/instances/',
       'POST /v2/instances/{instance_name}/rotate-password',
+      'POST /v2/instances/{instance_name}/tls/client-certs',
       'POST /v2/keys/',
       'POST /v2/redis/{instance_name}/users/',
       'POST /v2/redis/{instance_name}/users/{username}/rotate-password',

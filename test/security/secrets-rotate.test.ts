@@ -28,6 +28,8 @@ async function sealingIds(th: TestHangar): Promise<Set<string>> {
     values.push(r.secret_enc, r.previous_secret_enc);
   for (const r of await db.selectFrom('redis_users').select(['password_enc', 'password_prior_enc']).execute())
     values.push(r.password_enc, r.password_prior_enc);
+  for (const r of await db.selectFrom('tls_authorities').select('key_enc').execute()) values.push(r.key_enc);
+  for (const r of await db.selectFrom('tls_server_certificates').select('key_enc').execute()) values.push(r.key_enc);
   values.push((await db.selectFrom('meta').select('value').where('key', '=', 'secret_check').executeTakeFirstOrThrow()).value);
   return new Set(values.filter((v): v is string => v !== null).map((v) => v.split('.')[1]!));
 }
@@ -71,6 +73,8 @@ async function seed(th: TestHangar): Promise<Account> {
   expect((await alice.post('/v2/redis/r/users/', { username: 'app', password: USER_PASSWORD })).status).toBe(200);
   expect((await alice.post('/v2/redis/r/users/app/rotate-password')).status).toBe(200);
   expect((await alice.post('/v2/instances/r/rotate-password')).status).toBe(200);
+  // the instance's TLS certificate: its key is sealed too, and the CA's
+  expect((await alice.get('/v2/instances/r/tls/')).status).toBe(200);
   return alice;
 }
 
@@ -121,8 +125,8 @@ describe('hangar secrets rotate with the key file', () => {
     expect(res.code, res.stderr).toBe(0);
     const out = JSON.parse(res.stdout) as { key: string; reencrypted: number };
     // redis: api key, password, the password its rotation replaced, admin; mongodb: api key, admin; one MongoDB user;
-    // one Redis user and its replaced password; one webhook secret
-    expect(out.reencrypted).toBe(4 + 2 + 1 + 2 + 1);
+    // one Redis user and its replaced password; one webhook secret; the TLS CA's key and the redis instance's certificate key
+    expect(out.reencrypted).toBe(4 + 2 + 1 + 2 + 1 + 2);
 
     const file = readFileSync(keyFile(), 'utf8');
     expect(statSync(keyFile()).mode & 0o777).toBe(0o600);

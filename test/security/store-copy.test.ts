@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { loadKeyring } from '../../src/lib/secrets.js';
 import { startHangar } from '../../src/server.js';
+import { findInstanceById } from '../../src/store/instance-repository.js';
 import { accounts } from '../helpers/accounts.js';
 import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
@@ -55,7 +56,16 @@ describe.each(DIALECTS)('a copy of the store on %s', (dialect) => {
     const keyring = loadKeyring(th.config.secretKey, th.config.dataDir);
     const rows = await th.hangar.store.db.selectFrom('instances').select(['name', 'admin_secret_enc']).execute();
     for (const row of rows) secrets[`admin credential of ${row.name}`] = keyring.decrypt(row.admin_secret_enc);
-    visible.push(alice.login, 'copy-redis', 'copy-mongo', 'copy-es', 'copy-user', keys.user_key);
+    // The private keys of TLS: the deployment's CA, an instance's certificate (both sealed), and a
+    // client certificate's (never kept). A PEM key's first line of base64 is in any copy of it.
+    expect((await alice.get('/v2/instances/copy-redis/tls/')).status).toBe(200);
+    const client = await alice.post('/v2/instances/copy-redis/tls/client-certs', { common_name: 'copy-client' });
+    const firstLine = (pem: string) => pem.split('\n')[1]!;
+    secrets['TLS CA private key'] = firstLine((await th.hangar.tls.authority.get()).keyPem);
+    const redis = (await findInstanceById(th.hangar.store.db, keyring, r.id))!;
+    secrets['instance certificate private key'] = firstLine((await th.hangar.tls.ensureServerCertificate(redis)).keyPem);
+    secrets['client certificate private key'] = firstLine(client.body.data.private_key);
+    visible.push(alice.login, 'copy-redis', 'copy-mongo', 'copy-es', 'copy-user', keys.user_key, client.body.data.serial);
     for (const [what, s] of Object.entries(secrets)) expect(s.length, what).toBeGreaterThanOrEqual(16);
   });
   afterAll(() => th.close());

@@ -32,6 +32,7 @@ function targetOf(req: FastifyRequest): string | null {
     p.operation_id !== undefined ? `operation:${p.operation_id}` : undefined,
     p.webhook_id !== undefined ? `webhook:${p.webhook_id}` : undefined,
     p.backup_id !== undefined ? `backup:${p.backup_id}` : undefined,
+    p.serial !== undefined ? `client_cert:${p.serial}` : undefined,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join('/') : null;
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify';
 
 /** Fields whose value is a credential: an answer carrying one must not be kept by any cache. */
-export const SECRET_FIELDS: ReadonlySet<string> = new Set(['password', 'api_key', 'token', 'pass_key', 'secret']);
+export const SECRET_FIELDS: ReadonlySet<string> = new Set(['password', 'api_key', 'token', 'pass_key', 'secret', 'private_key']);
 
 /**
  * Whether a JSON schema describes a value with a secret field at any depth (objects, arrays and
@@ -24,7 +24,7 @@ const noStore: onSendHookHandler = (_req: FastifyRequest, reply: FastifyReply, p
 /**
  * `Cache-Control: no-store` on every answer of a route whose success carries a secret (instance
  * records with their password and api_key, lists of them, tokens, new API key pairs, webhook
- * signing secrets), derived
+ * signing secrets, the private keys of client certificates), derived
  * from the route's response schema so that no such route can be left out: an onSend hook of
  * its own, which also covers answers replayed for an Idempotency-Key and errors.
  */

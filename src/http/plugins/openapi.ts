@@ -53,6 +53,10 @@ const TAGS = [
   },
   { name: 'webhooks', description: "URLs sent the account's events, signed" },
   { name: 'keys', description: 'The API key pairs of the account' },
+  {
+    name: 'tls',
+    description: "TLS of instance connections: the deployment's CA, instance certificates, client certificates of mutual TLS",
+  },
   { name: 'docs', description: 'This document' },
 ];
 

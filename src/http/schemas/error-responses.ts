@@ -31,6 +31,7 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
   TARGET_NOT_ALLOWED: errors.targetNotAllowed(
     '"url": 10.0.0.7 is a private address; hangar refuses webhook targets on loopback, private and link-local addresses unless HANGAR_WEBHOOK_ALLOW_PRIVATE=true',
   ),
+  CLIENT_CERTIFICATE_NOT_FOUND: errors.clientCertificateNotFound('5C1F0A9B2E7D4C38A6B0E1F2D3C4B5A6', 'cache'),
   ROUTE_NOT_FOUND: errors.routeNotFound('GET', '/v2/nothing/'),
   NAME_TAKEN: errors.nameTaken('cache'),
   USER_EXISTS: errors.userExists('app', 'orders'),
@@ -63,6 +64,7 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
   ),
   ENGINE_UNREACHABLE: errors.engineUnreachable('cache', 'no answer within 3000 ms'),
   STORE_UNAVAILABLE: errors.storeUnavailable(),
+  TLS_UNAVAILABLE: errors.tlsUnavailable('cannot run openssl: install openssl (Debian: apt-get install openssl)'),
   CAPACITY_EXCEEDED: errors.capacityExceeded(
     'zone "US-Dallas"',
     1200,
@@ -105,7 +107,7 @@ const STATUS_TEXT: Record<number, string> = {
   429: 'Too many requests, or too many failed logins; the Retry-After header says when to try again',
   431: 'The request line and headers are larger than 16 KiB',
   500: 'An unexpected failure; the message carries the request id to quote',
-  503: 'The store, the engine or the host cannot serve the request now; try again shortly',
+  503: 'The store, the engine or the host cannot serve the request now (or hangar cannot make TLS certificates); try again shortly',
 };
 
 /** Codes every authenticated route can answer. */

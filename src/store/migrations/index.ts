@@ -9,6 +9,7 @@ import * as accessDayTwo from './2026-11-26T1100-access-day-two.js';
 import * as eventsLockFirst from './2026-11-26T1200-events-lock-first.js';
 import * as placementIndex from './2026-11-26T1500-placement-index.js';
 import * as instanceEngine from './2026-12-07T1000-instance-engine.js';
+import * as tlsCertificates from './2026-12-07T1100-tls-certificates.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26T1200-events-lock-first': eventsLockFirst,
   '2026-11-26T1500-placement-index': placementIndex,
   '2026-12-07T1000-instance-engine': instanceEngine,
+  '2026-12-07T1100-tls-certificates': tlsCertificates,
 };
 
 /** The names of every migration, in order. */
