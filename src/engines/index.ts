@@ -41,7 +41,7 @@ export function offeringsWith(binaries: EngineBinaries, engines: Partial<Record<
  * Elasticsearch only where their binaries are: without them the offering names what is missing.
  */
 export function localEngines(
-  config: Pick<Config, 'redisServerBin' | 'redisMaxmemoryPolicy'>,
+  config: Pick<Config, 'redisServerBin' | 'redisMaxmemoryPolicy' | 'engineUser'>,
   binaries: EngineBinaries,
   searchPath?: string,
 ): EngineRegistry {
@@ -59,7 +59,8 @@ export function localEngines(
     engines.elasticsearch = new ElasticsearchEngine({
       node: binaries.elasticsearch.found,
       ...('found' in binaries.kibana ? { dashboards: binaries.kibana.found } : {}),
-      runningAsRoot: process.getuid?.() === 0,
+      // as root, engines run as the engine user unless it is root itself
+      enginesRunAsRoot: process.getuid?.() === 0 && config.engineUser === 'root',
       ...(searchPath ? { searchPath } : {}),
     });
   }

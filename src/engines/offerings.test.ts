@@ -18,7 +18,8 @@ const base: EngineBinaries = {
   kibana: problem('`kibana` or `opensearch-dashboards` was not found on PATH; install it or set HANGAR_KIBANA_BIN to its path'),
 };
 
-const engines = (binaries: EngineBinaries) => localEngines(loadConfig({}, { HANGAR_DATA_DIR: '/nonexistent/hangar' }), binaries);
+const engines = (binaries: EngineBinaries, env: Record<string, string> = {}) =>
+  localEngines(loadConfig({}, { HANGAR_DATA_DIR: '/nonexistent/hangar', ...env }), binaries);
 
 const mongoSpec: InstanceSpec = {
   id: '65a1b2c3d4e5f60718293a4b',
@@ -60,13 +61,22 @@ describe('local engines: offerings', () => {
     expect(o.mongodb.unavailableReason).toMatch(/mongodb cannot run here: mongod 4\.0\.28 is older than 4\.2\.0/);
   });
 
-  it('offer Elasticsearch at the version found, unless hangar runs as root', () => {
+  it('offer Elasticsearch at the version found, as root too (engines run as the engine user)', () => {
     const o = engines({ ...base, elasticsearch: found('elasticsearch', '8.11.1'), kibana: found('kibana', '8.11.1') }).offerings();
+    expect(o.elasticsearch).toMatchObject({ available: true, versions: ['8.11.1', '8.11'] });
+    expect(o.elasticsearch.engines?.map((e) => e.name)).toEqual(['elasticsearch', 'haproxy', 'kibana']);
+  });
+
+  it('refuse Elasticsearch where engines run as root: hangar as root with HANGAR_ENGINE_USER=root', () => {
+    const o = engines(
+      { ...base, elasticsearch: found('elasticsearch', '8.11.1'), kibana: found('kibana', '8.11.1') },
+      { HANGAR_ENGINE_USER: 'root' },
+    ).offerings();
     if (process.getuid?.() === 0) {
       expect(o.elasticsearch).toMatchObject({ available: false, unavailableReason: expect.stringMatching(/refuses to run as root/) });
     } else {
-      expect(o.elasticsearch).toMatchObject({ available: true, versions: ['8.11.1', '8.11'] });
+      // not root: the setting is not used, engines run as hangar's user
+      expect(o.elasticsearch).toMatchObject({ available: true });
     }
-    expect(o.elasticsearch.engines?.map((e) => e.name)).toEqual(['elasticsearch', 'haproxy', 'kibana']);
   });
 });
