@@ -136,3 +136,14 @@ describe('backup settings', () => {
     expect(() => loadConfig({}, { HANGAR_BACKUP_S3_ENDPOINT: 'minio:9000' })).toThrow(/HANGAR_BACKUP_S3_ENDPOINT must be an http/);
   });
 });
+
+describe('the engine user', () => {
+  it('is hangar-engine unless set (flag over environment), and must be a user name', () => {
+    expect(loadConfig({}, {}).engineUser).toBe('hangar-engine');
+    expect(loadConfig({}, { HANGAR_ENGINE_USER: 'redis' }).engineUser).toBe('redis');
+    expect(loadConfig({ 'engine-user': 'root' }, { HANGAR_ENGINE_USER: 'redis' }).engineUser).toBe('root');
+    for (const bad of ['--system', 'a b', '../etc', 'x'.repeat(33), '1abc']) {
+      expect(() => loadConfig({}, { HANGAR_ENGINE_USER: bad }), bad).toThrow(/HANGAR_ENGINE_USER must be a user name/);
+    }
+  });
+});

@@ -59,6 +59,11 @@ export interface Config {
   readonly mongosBin: string | undefined;
   readonly elasticsearchBin: string | undefined;
   readonly kibanaBin: string | undefined;
+  /**
+   * The user the local runtime's engines run as when hangar runs as root (made at start when
+   * missing); `root` keeps them root. Not used when hangar runs as another user: engines run as it.
+   */
+  readonly engineUser: string;
   /** Identity of this hangar process in leases. */
   readonly replicaId: string;
   /** Identity of the machine whose engines this process may own. */
@@ -131,7 +136,8 @@ type Kind =
   | 'bool'
   | 'deadlines'
   | 'backup-policy'
-  | 'url';
+  | 'url'
+  | 'user';
 
 export interface SettingDoc {
   readonly key: keyof Config;
@@ -388,6 +394,15 @@ export const SETTINGS: readonly SettingDoc[] = [
     kind: 'string',
     default: undefined,
     description: 'kibana or opensearch-dashboards binary (default: either on PATH)',
+  },
+  {
+    key: 'engineUser',
+    flag: 'engine-user',
+    env: 'HANGAR_ENGINE_USER',
+    kind: 'user',
+    default: 'hangar-engine',
+    description:
+      'user the engines of the local runtime run as when hangar runs as root: a system user without home or shell, made at start when missing (`useradd`, or `adduser`); `root` runs them as root (Elasticsearch and OpenSearch then cannot run); not used when hangar runs as another user (engines run as that user)',
   },
   {
     key: 'replicaId',
@@ -671,6 +686,12 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
       } catch (err) {
         throw new ConfigError(`${source}: ${(err as Error).message}`);
       }
+    case 'user':
+      // what useradd accepts (and no option or path in disguise)
+      if (!/^[a-z_][a-z0-9_-]{0,30}\$?$/i.test(raw)) {
+        throw new ConfigError(`${source} must be a user name (letters, digits, _ and -, at most 32 characters), got "${raw}"`);
+      }
+      return raw;
     case 'url':
       if (!/^https?:\/\/[^/\s]+/.test(raw)) throw new ConfigError(`${source} must be an http:// or https:// URL, got "${raw}"`);
       return raw;

@@ -108,7 +108,9 @@ export function createLogger(config: Config, destination?: DestinationStream): L
 /**
  * The data dir holds the key file, the SQLite store and engine data: readable by its owner only.
  * A dir made by someone else with wider permissions is narrowed (and said so), and the process
- * creates files and directories with mode 0600/0700 from then on (umask 077).
+ * creates files and directories with mode 0600/0700 from then on (umask 077). The one bit left
+ * alone is the group's search bit: the local runtime sets it, with the engine user's group, for
+ * engines that run as that user to pass through to `instances/` (`ensureEngineDirs`).
  */
 export function ensurePrivateDataDir(dataDir: string, log: Logger): void {
   // Everything hangar and the engines it starts create (the SQLite files, engine data written
@@ -120,7 +122,7 @@ export function ensurePrivateDataDir(dataDir: string, log: Logger): void {
   }
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const mode = statSync(dataDir).mode & 0o777;
-  if ((mode & 0o077) !== 0) {
+  if ((mode & 0o067) !== 0) {
     chmodSync(dataDir, 0o700);
     log.warn({ dataDir, was: mode.toString(8) }, 'data dir was readable by others; now 0700');
   }

@@ -25,6 +25,7 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   'test/security/fuzz-bodies.test.ts': 25,
   'test/console/operations.test.ts': 25,
   'test/e2e/replicas.test.ts': 24,
+  'test/e2e/engine-user.test.ts': 24,
   'test/e2e/access-day-two.test.ts': 22,
   'test/integration/backups.test.ts': 21,
   'test/integration/acl-day-two.test.ts': 21,

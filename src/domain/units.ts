@@ -208,6 +208,13 @@ export interface UnitHost {
   writeStream(unit: UnitDefinition, name: string, source: Readable): Promise<number>;
   /** Renames a file or directory of the unit's directory, replacing what `to` names. */
   rename(unit: UnitDefinition, from: string, to: string): void;
+  /**
+   * Makes a file or directory of the unit's directory, with what it holds, the unit's own, after
+   * a program hangar ran (an archiver unpacking a restore) wrote it: the unit's processes may run
+   * as another user than hangar (the engine user), and must be able to read and change it. What
+   * the methods above write is the unit's already.
+   */
+  handOver(unit: UnitDefinition, name: string): void;
   /** Removes a file or directory (with what it holds); nothing when it does not exist. */
   remove(unit: UnitDefinition, name: string): void;
   /** Size in bytes of a file of the unit's directory, or undefined when there is none. */

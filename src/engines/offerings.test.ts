@@ -20,8 +20,8 @@ const base: EngineBinaries = {
   kibana: problem('`kibana` or `opensearch-dashboards` was not found on PATH; install it or set HANGAR_KIBANA_BIN to its path'),
 };
 
-const engines = (binaries: EngineBinaries) => {
-  const registry = localEngines(loadConfig({}, { HANGAR_DATA_DIR: '/nonexistent/hangar' }), binaries);
+const engines = (binaries: EngineBinaries, env: Record<string, string> = {}) => {
+  const registry = localEngines(loadConfig({}, { HANGAR_DATA_DIR: '/nonexistent/hangar', ...env }), binaries);
   /** The offering of one engine, by name. */
   const of = (engine: string) => registry.offerings().find((o) => o.engine === engine)!;
   return Object.assign(registry, { of });
@@ -69,16 +69,24 @@ describe('local engines: offerings', () => {
     expect(o.mongodb.unavailableReason).toMatch(/mongod cannot run here: mongod 4\.0\.28 is older than 4\.2\.0/);
   });
 
-  it('offer Elasticsearch at the version found, unless hangar runs as root', () => {
+  it('offer Elasticsearch at the version found, as root too (engines run as the engine user)', () => {
+    const o = engines({ ...base, elasticsearch: found('elasticsearch', '8.11.1'), kibana: found('kibana', '8.11.1') }).of('elasticsearch');
+    expect(o).toMatchObject({ available: true, versions: ['8.11.1', '8.11'] });
+    expect(o.programs?.map((e) => e.name)).toEqual(['elasticsearch', 'haproxy', 'kibana']);
+  });
+
+  it('refuse Elasticsearch where engines run as root: hangar as root with HANGAR_ENGINE_USER=root', () => {
     const o = {
-      elasticsearch: engines({ ...base, elasticsearch: found('elasticsearch', '8.11.1'), kibana: found('kibana', '8.11.1') }).of(
-        'elasticsearch',
-      ),
+      elasticsearch: engines(
+        { ...base, elasticsearch: found('elasticsearch', '8.11.1'), kibana: found('kibana', '8.11.1') },
+        { HANGAR_ENGINE_USER: 'root' },
+      ).of('elasticsearch'),
     };
     if (process.getuid?.() === 0) {
       expect(o.elasticsearch).toMatchObject({ available: false, unavailableReason: expect.stringMatching(/refuses to run as root/) });
     } else {
-      expect(o.elasticsearch).toMatchObject({ available: true, versions: ['8.11.1', '8.11'] });
+      // not root: the setting is not used, engines run as hangar's user
+      expect(o.elasticsearch).toMatchObject({ available: true });
     }
     expect(o.elasticsearch.programs?.map((e) => e.name)).toEqual(['elasticsearch', 'haproxy', 'kibana']);
   });

@@ -8,6 +8,7 @@ import { emulatedEngines, kubernetesEngines, localEngines, localPrograms } from 
 import { detectPrograms } from '../lib/binaries.js';
 import { findProduct } from '../engines/products.js';
 import { EmulatedRuntime } from '../runtimes/emulated/emulated-runtime.js';
+import { engineUserName, ensureEngineDirs, ensureEngineUser } from '../runtimes/local/engine-user.js';
 import { LocalRuntime } from '../runtimes/local/local-runtime.js';
 import type { Runtime } from '../runtimes/runtime.js';
 import type { PortPool } from '../store/ports.js';
@@ -127,7 +128,13 @@ async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Ta
       // the only variable the engine processes inherit (hangar's own environment holds secrets).
       const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
       const binaries = await detectPrograms(localPrograms(), config, searchPath);
-      const runtime = new LocalRuntime({ config, log, binaries, searchPath });
+      // As root, engines run as the engine user (made now if missing), in directories of theirs.
+      const name = engineUserName(config);
+      const engineUser = name === undefined ? undefined : await ensureEngineUser(name, searchPath, log);
+      if (engineUser) ensureEngineDirs(config.dataDir, engineUser, log);
+      if (engineUser) log.info({ user: engineUser.name, uid: engineUser.uid, gid: engineUser.gid }, 'engines run as the engine user');
+      else log.info({ uid: process.getuid?.() ?? null }, "engines run as hangar's own user");
+      const runtime = new LocalRuntime({ config, log, binaries, searchPath, ...(engineUser ? { engineUser } : {}) });
       return { runtime, engines: localEngines(config, binaries, searchPath), ports: hostPorts(runtime) };
     }
     case 'kubernetes': {

@@ -85,7 +85,8 @@ const views: string[] = [];
 
 /** Runs `hangar doctor ARGS` with no HANGAR_* variable but those given, as `uid` when given. */
 function doctor(args: readonly string[], opts: { path?: string; env?: Record<string, string>; uid?: number } = {}): Promise<CliResult> {
-  const env = { PATH: opts.path ?? searchPath, HOME: home, ...opts.env };
+  // a data dir every user can reach (the engine user must, when hangar runs as root)
+  const env = { PATH: opts.path ?? searchPath, HOME: home, HANGAR_DATA_DIR: join(home, 'data'), ...opts.env };
   const run = opts.uid === undefined ? { command: process.execPath, args: [BIN] } : asUser(opts.uid, viewDir());
   const child = spawn(run.command, [...run.args, 'doctor', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -253,15 +254,67 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
       /different release series/,
     );
 
-    // Elasticsearch and OpenSearch refuse root; only a test running as root can run hangar as root
-    // (elasticsearch-versions.test.ts covers the rule itself)
+    // Elasticsearch and OpenSearch refuse root: as root, hangar runs them as the engine user, unless
+    // told to keep engines root (elasticsearch-versions.test.ts covers the rule itself); only a
+    // test running as root can run hangar as root
     if (isRoot) {
       const es = standIns(ELASTICSEARCH_8);
-      const asRoot = JSON.parse((await doctor(['--json'], { path: `${es}:${searchPath}` })).stdout);
+      const asRoot = JSON.parse((await doctor(['--json'], { path: `${es}:${searchPath}`, env: { HANGAR_ENGINE_USER: 'root' } })).stdout);
       expect(asRoot.services.elasticsearch).toMatchObject({
         available: false,
-        reason: expect.stringMatching(/refuses to run as root.*unprivileged user/),
+        reason: expect.stringMatching(/refuses to run as root, and engines run as root here \(HANGAR_ENGINE_USER=root\)/),
       });
+      const asEngineUser = JSON.parse((await doctor(['--json'], { path: `${es}:${searchPath}` })).stdout);
+      expect(asEngineUser.services.elasticsearch).toMatchObject({ available: true, versions: ['8.11.1', '8.11'] });
     }
+  });
+});
+
+describe('hangar doctor says which user engines run as', () => {
+  it.runIf(isRoot)(
+    'as root: the engine user, with its ids, or the command that will make it; root when HANGAR_ENGINE_USER=root',
+    async () => {
+      const nobody = await doctor(['--json'], { env: { HANGAR_ENGINE_USER: 'nobody' } });
+      expect(nobody.code, nobody.stderr).toBe(0);
+      expect(JSON.parse(nobody.stdout).engineUser).toEqual({
+        name: 'nobody',
+        uid: NOBODY,
+        gid: NOBODY,
+        detail: 'nobody, uid 65534, gid 65534',
+      });
+
+      const absent = `hgd${process.pid}`;
+      const made = await doctor([], { env: { HANGAR_ENGINE_USER: absent } });
+      expect(made.code, made.stderr).toBe(0);
+      expect(made.stdout).toContain(
+        `Engines run as\n  ${absent}, which hangar serve makes at its first start (useradd --system --no-create-home --shell /usr/sbin/nologin --user-group ${absent})`,
+      );
+      // doctor makes nothing
+      expect(spawnSync('id', [absent]).status).not.toBe(0);
+
+      const root = JSON.parse((await doctor(['--json'], { env: { HANGAR_ENGINE_USER: 'root' } })).stdout).engineUser;
+      expect(root).toMatchObject({ name: 'root', uid: 0, detail: expect.stringMatching(/^root, as HANGAR_ENGINE_USER=root asks/) });
+    },
+  );
+
+  it.runIf(isRoot)('as root: exit 1 when the engine user cannot reach the data dir, saying where it is kept out', async () => {
+    const closed = dir('hangar-doctor-closed-');
+    chmodSync(closed, 0o700);
+    const r = await doctor([], { env: { HANGAR_ENGINE_USER: 'nobody', HANGAR_DATA_DIR: join(closed, 'data') } });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`PROBLEM: it cannot reach the data dir ${join(closed, 'data')}: ${closed} (mode 0700`);
+    expect(r.stderr).toMatch(/engines cannot run as nobody: it cannot reach the data dir/);
+  });
+
+  it("as another user: hangar's own user, whatever HANGAR_ENGINE_USER says", async () => {
+    const r = await doctor(['--json'], isRoot ? { uid: NOBODY } : {});
+    expect(r.code, r.stderr).toBe(0);
+    const own = isRoot ? 'nobody' : spawnSync('id', ['-un'], { encoding: 'utf8' }).stdout.trim();
+    expect(JSON.parse(r.stdout).engineUser).toMatchObject({
+      name: own,
+      detail: expect.stringMatching(
+        new RegExp(`^${own} \\(uid \\d+\\), hangar's own user: HANGAR_ENGINE_USER is used only when hangar runs as root`),
+      ),
+    });
   });
 });

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { userInfo } from 'node:os';
 import type { Config } from '../../config.js';
 import { dashboardsUse } from '../../engines/elasticsearch/elasticsearch-versions.js';
 import { detectPrograms, findExecutable, HAPROXY_PROGRAM, type EngineBinaries, type ProgramSpec } from '../../lib/binaries.js';
@@ -8,6 +9,7 @@ import { serviceOffering } from '../../engines/registry.js';
 import type { Offering, Offerings } from '../../domain/units.js';
 import { SERVICES, type Service } from '../../domain/catalog.js';
 import type { ZoneCheck } from '../../runtimes/kubernetes/kube-doctor.js';
+import { engineUserReport, type EngineUserReport } from '../../runtimes/local/engine-user.js';
 import { loadZonesFile } from '../../zones/zones-file.js';
 import { json, type Io } from '../io.js';
 
@@ -58,6 +60,8 @@ export interface DoctorReport {
   readonly ok: boolean;
   readonly programs: readonly ProgramReport[];
   readonly services: Readonly<Record<Service, ServiceReport>>;
+  /** The user the local runtime's engines run as (HANGAR_ENGINE_USER when hangar runs as root). */
+  readonly engineUser: EngineUserReport;
   /** Things worth knowing that make no service unavailable (Kibana, TLS listeners, the runtime configured). */
   readonly notes: readonly string[];
   /** The zones of the zones file, each checked as hangar will use it (Kubernetes: kubeconfig, API, namespace, RBAC). */
@@ -71,7 +75,12 @@ const installLine = (p: ProgramSpec): string =>
   `${programName(p)}: install ${p.about.install}, see ${p.about.page}; or set ${p.variable} to its path`;
 
 /** The report, from the binaries found and what the local runtime offers with them. */
-export function doctorReport(binaries: EngineBinaries, offerings: Offerings, notes: readonly string[]): DoctorReport {
+export function doctorReport(
+  binaries: EngineBinaries,
+  offerings: Offerings,
+  engineUser: EngineUserReport,
+  notes: readonly string[],
+): DoctorReport {
   const programs = localPrograms().map((p): ProgramReport => {
     const b = binaries[p.key];
     if (b && 'found' in b)
@@ -121,7 +130,7 @@ export function doctorReport(binaries: EngineBinaries, offerings: Offerings, not
       return [service, report];
     }),
   ) as Record<Service, ServiceReport>;
-  return { ok: services.redis.available, programs, services, notes };
+  return { ok: services.redis.available, programs, services, engineUser, notes };
 }
 
 /** The report for people. */
@@ -147,6 +156,8 @@ export function renderDoctor(r: DoctorReport): string {
       );
     }
   }
+  lines.push('', 'Engines run as', `  ${r.engineUser.detail}`);
+  if (r.engineUser.problem) lines.push(`  PROBLEM: ${r.engineUser.problem}`);
   for (const service of SERVICES) {
     for (const e of r.services[service].engines) {
       if (!e.install) continue;
@@ -173,10 +184,22 @@ async function opensslVersion(searchPath: string): Promise<{ path: string; versi
   return version ? { path, version } : undefined;
 }
 
+/** The user hangar runs as (a uid without a name is shown as its number). */
+function ownUser(): { uid: number; gid: number; name: string } {
+  const uid = process.getuid?.() ?? -1;
+  const gid = process.getgid?.() ?? -1;
+  try {
+    return { uid, gid, name: userInfo().username };
+  } catch {
+    return { uid, gid, name: String(uid) };
+  }
+}
+
 /**
  * `hangar doctor [--json]`: which services this machine can host with the local runtime, the
- * version of each engine found, and what to install for the others. Exits 1 when redis (the
- * default service) cannot run.
+ * version of each engine found, what to install for the others, and the user engines run as.
+ * Exits 1 when redis (the default service) cannot run, or when engines could not run as their
+ * user (it cannot be made, or cannot reach the data dir).
  */
 export async function doctor(config: Config, opts: Readonly<Record<string, string | boolean | undefined>>, io: Io): Promise<void> {
   // PATH is not a hangar setting: it locates the engine binaries like a shell would (as the runtime does).
@@ -214,11 +237,16 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
       checks: z.kubernetes ? await (await import('../../runtimes/kubernetes/kube-doctor.js')).checkKubernetesZone(z.kubernetes) : [],
     })),
   );
-  const report: DoctorReport = { ...doctorReport(binaries, offerings, notes), ...(zones.length > 0 ? { zones: zoneReports } : {}) };
+  const engineUser = await engineUserReport(config, searchPath, ownUser());
+  const report: DoctorReport = {
+    ...doctorReport(binaries, offerings, engineUser, notes),
+    ...(zones.length > 0 ? { zones: zoneReports } : {}),
+  };
   io.out(opts.json === true ? json(report) : renderDoctor(report));
   const failed = zoneReports.flatMap((z) => z.checks.filter((c) => !c.ok).map((c) => `zone ${z.zone}: ${c.check}: ${c.detail}`));
   if (failed.length > 0) throw new Error(failed.join('; '));
   // Without local zones, what this machine can host locally does not decide the outcome.
   const local = zones.length === 0 || zones.some((z) => z.runtime === 'local');
   if (local && !report.ok) throw new Error(`redis, the default service, cannot run on this machine: ${report.services.redis.reason}`);
+  if (local && engineUser.problem) throw new Error(`engines cannot run as ${engineUser.name}: ${engineUser.problem}`);
 }

@@ -112,6 +112,8 @@ export class ElasticsearchBackupDriver implements BackupDriver {
     try {
       place.host.remove(node, SNAPSHOT_DIR);
       await runWithInput(this.tar!, ['-C', node.dir, '-x'], { PATH: this.opts.searchPath }, place.host.readStream(node, STAGED_TAR));
+      // tar ran as hangar's user: the node, which may run as the engine user, must read it
+      place.host.handOver(node, SNAPSHOT_DIR);
     } finally {
       place.host.remove(node, STAGED_TAR);
     }

@@ -132,6 +132,7 @@ class SpawningUnitHost implements UnitHost {
   rename(): void {
     throw new Error('not used by these tests');
   }
+  handOver(): void {}
   remove(): void {}
   size(): undefined {
     return undefined;
@@ -170,7 +171,7 @@ const elasticsearch = { name: 'elasticsearch', path: standIn, version: '8.11.1' 
 
 describe('ElasticsearchEngine', () => {
   it('runs the node through env with its configuration directory, path.data naming the unit directory', () => {
-    const engine = new ElasticsearchEngine({ node: elasticsearch, runningAsRoot: false });
+    const engine = new ElasticsearchEngine({ node: elasticsearch, enginesRunAsRoot: false });
     const [node, ...rest] = engine.units({ id: 'i1' } as InstanceSpec, '/data/instances/i1');
     expect(rest).toEqual([]);
     expect(node).toEqual({
@@ -187,7 +188,7 @@ describe('ElasticsearchEngine', () => {
     });
     const os = new ElasticsearchEngine({
       node: { name: 'opensearch', path: '/usr/share/opensearch/bin/opensearch', version: '2.11.0' },
-      runningAsRoot: false,
+      enginesRunAsRoot: false,
     });
     expect(os.units({ id: 'i1' } as InstanceSpec, '/d')[0]?.args[0]).toBe('OPENSEARCH_PATH_CONF=/d/node');
   });
@@ -196,7 +197,7 @@ describe('ElasticsearchEngine', () => {
     const engine = new ElasticsearchEngine({
       node: elasticsearch,
       dashboards: { name: 'kibana', path: '/usr/share/kibana/bin/kibana', version: '8.11.1' },
-      runningAsRoot: false,
+      enginesRunAsRoot: false,
     });
     const units = engine.units({ id: 'i1' } as InstanceSpec, '/d');
     expect(units.map((u) => u.role)).toEqual(['node', 'kibana']);
@@ -205,7 +206,7 @@ describe('ElasticsearchEngine', () => {
   });
 
   it('starts the node, which answers with hangar credentials from its file realm; a second pass changes nothing', async () => {
-    const engine = new ElasticsearchEngine({ node: elasticsearch, runningAsRoot: false });
+    const engine = new ElasticsearchEngine({ node: elasticsearch, enginesRunAsRoot: false });
     const host = new SpawningUnitHost();
     hosts.push(host);
     const spec = await specWithPorts('65a1b2c3d4e5f60718293a4b');
@@ -231,7 +232,7 @@ describe('ElasticsearchEngine', () => {
   });
 
   it('fails a node that exits at start with its log', async () => {
-    const engine = new ElasticsearchEngine({ node: elasticsearch, runningAsRoot: false });
+    const engine = new ElasticsearchEngine({ node: elasticsearch, enginesRunAsRoot: false });
     const host = new SpawningUnitHost();
     hosts.push(host);
     const spec = await specWithPorts('65a1b2c3d4e5f60718293a4c');
@@ -245,7 +246,7 @@ describe('ElasticsearchEngine', () => {
   });
 
   it('reports a port held by another process, naming its role, so that the engine is moved', async () => {
-    const engine = new ElasticsearchEngine({ node: { ...elasticsearch, path: portTaken }, runningAsRoot: false });
+    const engine = new ElasticsearchEngine({ node: { ...elasticsearch, path: portTaken }, enginesRunAsRoot: false });
     const host = new SpawningUnitHost();
     hosts.push(host);
     const spec = await specWithPorts('65a1b2c3d4e5f60718293a4e');
@@ -255,7 +256,7 @@ describe('ElasticsearchEngine', () => {
   });
 
   it('stops waiting when the pass is cancelled', async () => {
-    const engine = new ElasticsearchEngine({ node: elasticsearch, runningAsRoot: false });
+    const engine = new ElasticsearchEngine({ node: elasticsearch, enginesRunAsRoot: false });
     const host = new SpawningUnitHost();
     // a node that runs but never answers: nothing is spawned, and nothing listens on its port
     host.ensureUnit = async () => ({ pid: process.pid, started: true });
@@ -267,8 +268,8 @@ describe('ElasticsearchEngine', () => {
     await expect(pass).rejects.toThrow(/cancelled while waiting for elasticsearch/);
   });
 
-  it('refuses to run as root, before starting anything', async () => {
-    const engine = new ElasticsearchEngine({ node: elasticsearch, runningAsRoot: true });
+  it('refuses to run as root (where engines run as root), before starting anything', async () => {
+    const engine = new ElasticsearchEngine({ node: elasticsearch, enginesRunAsRoot: true });
     expect(engine.support().unavailableReason).toMatch(/refuses to run as root/);
     const host = new SpawningUnitHost();
     const failure = engine.ensureUnits(await specWithPorts('65a1b2c3d4e5f60718293a4d'), { dir: join(dir, 'root'), host }, recorder());

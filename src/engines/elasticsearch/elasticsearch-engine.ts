@@ -52,8 +52,8 @@ export interface ElasticsearchEngineOptions {
   readonly node: EngineBinary;
   /** Kibana or OpenSearch Dashboards, when found. */
   readonly dashboards?: EngineBinary;
-  /** Both products refuse to start as root. */
-  readonly runningAsRoot: boolean;
+  /** Whether engines run as root here (hangar as root with HANGAR_ENGINE_USER=root): both products refuse to. */
+  readonly enginesRunAsRoot: boolean;
   /** PATH for the tools of backups (tar). */
   readonly searchPath?: string;
 }
@@ -87,7 +87,7 @@ export class ElasticsearchEngine implements Engine {
 
   /** Whether the node binary can run instances here (its version; not as root). */
   support(): { readonly unavailableReason?: string } {
-    const reason = elasticsearchRefusal(this.opts.node, this.opts.runningAsRoot);
+    const reason = elasticsearchRefusal(this.opts.node, this.opts.enginesRunAsRoot);
     return reason ? { unavailableReason: reason } : {};
   }
 

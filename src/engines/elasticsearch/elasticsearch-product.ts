@@ -100,11 +100,12 @@ export const elasticsearchProduct: Product = {
     programs: [ELASTICSEARCH_PROGRAM],
     optional: [KIBANA_PROGRAM],
     install: 'install Elasticsearch or OpenSearch, or set HANGAR_ELASTICSEARCH_BIN (and HANGAR_KIBANA_BIN for Kibana)',
-    engine: (found, { searchPath }) =>
+    engine: (found, { config, searchPath }) =>
       new ElasticsearchEngine({
         node: found.elasticsearch!,
         ...(found.kibana ? { dashboards: found.kibana } : {}),
-        runningAsRoot: process.getuid?.() === 0,
+        // as root, engines run as the engine user unless it is root itself
+        enginesRunAsRoot: process.getuid?.() === 0 && config.engineUser === 'root',
         ...(searchPath ? { searchPath } : {}),
       }),
   },

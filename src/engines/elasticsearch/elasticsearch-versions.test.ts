@@ -22,8 +22,10 @@ describe('elasticsearchRefusal', () => {
     expect(elasticsearchRefusal(bin('elasticsearch', '6.8.23'), false)).toMatch(/6\.8\.23 is older than 7\.1\.0.*security/);
   });
 
-  it('refuses to run either product as root, which both refuse', () => {
-    expect(elasticsearchRefusal(bin('elasticsearch', '8.11.1'), true)).toMatch(/elasticsearch refuses to run as root.*unprivileged user/);
+  it('refuses either product where engines run as root (HANGAR_ENGINE_USER=root), which both refuse', () => {
+    expect(elasticsearchRefusal(bin('elasticsearch', '8.11.1'), true)).toMatch(
+      /elasticsearch refuses to run as root, and engines run as root here \(HANGAR_ENGINE_USER=root\)/,
+    );
     expect(elasticsearchRefusal(bin('opensearch', '2.11.0'), true)).toMatch(/opensearch refuses to run as root/);
   });
 });

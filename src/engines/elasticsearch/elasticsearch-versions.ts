@@ -29,12 +29,16 @@ export function productOf(node: EngineBinary): SearchProduct {
 /** Whether a dashboards binary is OpenSearch Dashboards (else Kibana). */
 const isOpensearchDashboards = (b: EngineBinary): boolean => /opensearch/i.test(basename(b.name)) || /opensearch/i.test(basename(b.path));
 
-/** Why the node binary cannot run instances here, or undefined. */
-export function elasticsearchRefusal(node: EngineBinary, runningAsRoot: boolean): string | undefined {
+/**
+ * Why the node binary cannot run instances here, or undefined. `enginesRunAsRoot`: engines run as
+ * root here, which they do only when hangar runs as root and is told to keep them root
+ * (HANGAR_ENGINE_USER=root); otherwise they run as the engine user, or as hangar's own user.
+ */
+export function elasticsearchRefusal(node: EngineBinary, enginesRunAsRoot: boolean): string | undefined {
   const product = productOf(node);
-  if (runningAsRoot) {
+  if (enginesRunAsRoot) {
     // Both products check it at start and exit; no setting turns the check off.
-    return `${product} refuses to run as root, and hangar runs as root here: run hangar as an unprivileged user`;
+    return `${product} refuses to run as root, and engines run as root here (HANGAR_ENGINE_USER=root): leave HANGAR_ENGINE_USER unset, or set it to another user, for engines to run as that user`;
   }
   if (product === 'elasticsearch' && compareVersions(node.version, ELASTICSEARCH_MINIMUM) < 0) {
     return `elasticsearch ${node.version} is older than ${ELASTICSEARCH_MINIMUM}, the first version with security in its free license (hangar turns authentication on); install Elasticsearch ${ELASTICSEARCH_MINIMUM} or newer, or OpenSearch`;

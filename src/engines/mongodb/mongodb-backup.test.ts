@@ -58,6 +58,7 @@ const host: UnitHost = {
     return Buffer.concat(chunks).length;
   },
   rename: () => {},
+  handOver: () => {},
   remove: (u, name) => rmSync(join(u.dir, name), { force: true }),
   size: () => undefined,
 };

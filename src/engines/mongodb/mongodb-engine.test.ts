@@ -78,6 +78,7 @@ class SpawningUnitHost implements UnitHost {
   rename(): void {
     throw new Error('not used by these tests');
   }
+  handOver(): void {}
   remove(): void {}
   size(): undefined {
     return undefined;

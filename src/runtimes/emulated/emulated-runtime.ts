@@ -97,6 +97,8 @@ export class EmulatedRuntime implements Runtime {
           files.set(dst + key.slice(src.length), value);
         }
       },
+      // one owner for everything here
+      handOver: () => {},
       remove: (u, name) => {
         const files = this.placed.get(u.instanceId)?.files;
         const path = join(u.dir, name);

@@ -3,6 +3,7 @@ import {
   constants,
   createReadStream,
   existsSync,
+  openSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -31,7 +32,8 @@ import type { EngineBinaries } from '../../lib/binaries.js';
 import { sleep } from '../../lib/time.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 import { DeniedLog } from './denied-log.js';
-import { ensureDir, readText, writeFileIfChanged, writeStreamAtomically } from './files.js';
+import type { EngineUser } from './engine-user.js';
+import { chownTree, ensureDir, readText, writeFileIfChanged, writeStreamAtomically, type Owner } from './files.js';
 import { HaproxyEdge } from './haproxy-edge.js';
 import { portIsFree } from './ports.js';
 import { ProcessSupervisor, logTail, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
@@ -73,6 +75,12 @@ export interface LocalRuntimeOptions {
   readonly binaries: EngineBinaries;
   /** PATH for finding binaries and for the processes the runtime starts. */
   readonly searchPath: string;
+  /**
+   * The user engines run as when it is not hangar's own (hangar runs as root): their processes,
+   * their directories and what hangar writes there are theirs (`ensureEngineDirs` prepared the
+   * data dir for it). Unset: engines run as hangar's user. The edge runs as hangar's user either way.
+   */
+  readonly engineUser?: EngineUser;
 }
 
 /** The open-file limit allows two descriptors per proxied connection: stay below it. */
@@ -103,7 +111,9 @@ function realpath(path: string): string | undefined {
  * Layout under the data dir: `instances/<id>/<role>/` holds each engine's configuration, data,
  * pid file and log; `edge/` holds haproxy.cfg, its sockets, one routes file per instance and the
  * allow lists. Every name derives from the instance id, so every step can be repeated. Processes
- * run detached: they keep serving while hangar is stopped, and `start` adopts them again.
+ * run detached: they keep serving while hangar is stopped, and `start` adopts them again. With an
+ * engine user (hangar runs as root), engines run as that user and `instances/` is theirs; the edge
+ * and everything else in the data dir stay hangar's.
  */
 export class LocalRuntime implements Runtime {
   readonly kind = 'local' as const;
@@ -112,6 +122,8 @@ export class LocalRuntime implements Runtime {
   private readonly denied: DeniedLog;
   private readonly instancesDir: string;
   private readonly host: UnitHost;
+  /** Who owns the instances' directories and runs their engines, when not hangar's user. */
+  private readonly owner: Owner | undefined;
   private events: RuntimeEvents | undefined;
   private dirTimer: NodeJS.Timeout | undefined;
   private readonly log: Logger;
@@ -126,6 +138,7 @@ export class LocalRuntime implements Runtime {
     const found = Object.values(binaries).flatMap((b) => ('found' in b ? [b.found.path] : []));
     const programs = new Set(found.map(realpath).filter((p): p is string => p !== undefined));
     this.instancesDir = join(config.dataDir, 'instances');
+    this.owner = opts.engineUser ? { uid: opts.engineUser.uid, gid: opts.engineUser.gid } : undefined;
     this.supervisor = new ProcessSupervisor({
       programs,
       env: { PATH: opts.searchPath },
@@ -149,12 +162,14 @@ export class LocalRuntime implements Runtime {
   }
 
   private unitHost(): UnitHost {
+    const { owner } = this;
     const supervised = (u: UnitDefinition): SupervisedUnit => ({
       key: `${u.instanceId}/${u.role}`,
       instanceId: u.instanceId,
       dir: u.dir,
       bin: u.bin,
       args: u.args,
+      ...(owner ? { user: owner } : {}),
     });
     return {
       ensureUnit: (u) => this.supervisor.ensureRunning(supervised(u)),
@@ -162,25 +177,31 @@ export class LocalRuntime implements Runtime {
       isRunning: (u) => this.supervisor.isRunning(supervised(u)),
       logTail: (u) => logTail(u.dir),
       writeFile: (u, name, content) => {
-        ensureDir(dirname(join(u.dir, name)));
-        return writeFileIfChanged(join(u.dir, name), content);
+        ensureDir(dirname(join(u.dir, name)), owner);
+        return writeFileIfChanged(join(u.dir, name), content, owner);
       },
       readFile: (u, name) => readText(join(u.dir, name)),
       exists: (u, name) => existsSync(join(u.dir, name)),
       readStream: (u, name) => {
-        // opened now, so that a missing file throws here rather than on the stream
-        statSync(join(u.dir, name));
-        return createReadStream(join(u.dir, name));
+        // Opened now, so that a missing file throws here rather than on the stream; never through
+        // a link (the engine's user may make one, and hangar may be root: a backup must hold the
+        // engine's file, not whatever a link points to).
+        const fd = openSync(join(u.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+        return createReadStream('', { fd });
       },
       writeStream: async (u, name, source) => {
-        ensureDir(dirname(join(u.dir, name)));
-        return writeStreamAtomically(join(u.dir, name), source);
+        ensureDir(dirname(join(u.dir, name)), owner);
+        return writeStreamAtomically(join(u.dir, name), source, owner);
       },
       rename: (u, from, to) => {
         const target = join(u.dir, to);
         // a file is replaced atomically by the rename itself; a directory must be gone first
         if (statSync(target, { throwIfNoEntry: false })?.isDirectory()) rmSync(target, { recursive: true, force: true });
         renameSync(join(u.dir, from), target);
+        if (owner) chownTree(target, owner);
+      },
+      handOver: (u, name) => {
+        if (owner) chownTree(join(u.dir, name), owner);
       },
       remove: (u, name) => rmSync(join(u.dir, name), { recursive: true, force: true }),
       size: (u, name) => {
@@ -312,7 +333,7 @@ export class LocalRuntime implements Runtime {
     // from it, and nothing is started, moved or removed until it can be written again.
     const unwritable = dataDirProblem(dir);
     if (unwritable) throw new Error(unwritable);
-    ensureDir(dir);
+    ensureDir(dir, this.owner);
     // The edge gets the listeners while the engines start: a reload takes about as long as
     // starting a primary and its replica, and neither needs the other (the listeners forward to
     // the engine ports, and nothing counts the instance usable before the probes below pass).

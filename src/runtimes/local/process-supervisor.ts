@@ -1,10 +1,23 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fchownSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { sleep } from '../../lib/time.js';
 import { TerminalError } from '../../domain/errors.js';
-import { ensureDir, writeFileIfChanged } from './files.js';
+import { ensureDir, writeFileIfChanged, type Owner } from './files.js';
 
 /** Name of the pid file in a unit's directory, written when the unit is spawned. */
 export const UNIT_PID_FILE = 'process.pid';
@@ -21,6 +34,11 @@ export interface SupervisedUnit {
   readonly dir: string;
   readonly bin: string;
   readonly args: readonly string[];
+  /**
+   * The user and group it runs as, who also own its directory and what the supervisor writes
+   * there (log, pid file); unset: hangar's own.
+   */
+  readonly user?: Owner;
 }
 
 /** What identifies a unit, enough to adopt, watch and stop it (spawning needs the whole unit). */
@@ -171,7 +189,8 @@ export function logTail(dir: string, lines = 5): string {
     const size = statSync(file).size;
     const length = Math.min(size, 4096);
     const buf = Buffer.alloc(length);
-    fd = openSync(file, 'r');
+    // not through a link: the log is in a directory the unit's own user may write to
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
     readSync(fd, buf, 0, length, size - length);
     return buf
       .toString('utf8')
@@ -280,17 +299,28 @@ export class ProcessSupervisor {
   }
 
   private async spawn(unit: SupervisedUnit): Promise<number> {
-    ensureDir(unit.dir);
+    const { user } = unit;
+    ensureDir(unit.dir, user);
     const logFile = join(unit.dir, UNIT_LOG_FILE);
     try {
       if (statSync(logFile).size > LOG_ROTATE_BYTES) renameSync(logFile, `${logFile}.1`);
     } catch {
       /* no log yet */
     }
-    const fd = openSync(logFile, 'a', 0o600);
+    // Never through a link: the directory may belong to the unit's user, hangar may be root.
+    const fd = openSync(logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
     let child: ChildProcess;
     try {
-      child = spawn(unit.bin, [...unit.args], { detached: true, stdio: ['ignore', fd, fd], cwd: unit.dir, env: this.opts.env });
+      if (user) fchownSync(fd, user.uid, user.gid);
+      // HOME is the unit's directory: the engine user has no home of its own, and what a
+      // program keeps there (a JVM's preferences) stays with the unit and goes with it.
+      child = spawn(unit.bin, [...unit.args], {
+        detached: true,
+        stdio: ['ignore', fd, fd],
+        cwd: unit.dir,
+        env: { ...this.opts.env, HOME: unit.dir },
+        ...(user ? { uid: user.uid, gid: user.gid } : {}),
+      });
     } finally {
       closeSync(fd);
     }
@@ -308,7 +338,7 @@ export class ProcessSupervisor {
     // The unit must outlive hangar: no reference from hangar's event loop, its own session.
     child.unref();
     child.once('exit', () => setImmediate(() => this.check(unit.key, pid)));
-    writeFileIfChanged(join(unit.dir, UNIT_PID_FILE), `${pid}\n`);
+    writeFileIfChanged(join(unit.dir, UNIT_PID_FILE), `${pid}\n`, user);
     // exec has happened when 'spawn' fires: the start time read now is the unit's
     this.watch(unit, { pid, startTime: readProcess(pid)?.startTime ?? -1 });
     this.opts.log.info({ unit: unit.key, pid }, 'process started');
