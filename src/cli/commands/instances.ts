@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { CreateInstanceRequest, Instance } from '../../client/index.js';
+import type { CreateInstanceRequest, Instance, Zone } from '../../client/index.js';
 import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService } from '../../domain/catalog.js';
 import {
   REMOTE_OPTIONS,
@@ -83,8 +83,15 @@ async function create(ctx: ClientContext): Promise<void> {
   const planRaw = str(opts.plan) ?? String(PLANS[service][0]);
   const plan = Number(planRaw);
   if (!Number.isInteger(plan)) throw new UsageError(`--plan must be an integer (${service}: ${PLANS[service].join(', ')})`);
-  const version = need(opts.version, 'version', 'hangar lists the versions it offers when one is wrong');
-  const zone = need(opts.zone, 'zone', `${service}: ${ZONES[service].join(', ')}`);
+  if (str(opts.version) === undefined || str(opts.zone) === undefined) {
+    const zones = await Promise.resolve()
+      .then(() => ctx.connection().client.listZones())
+      .catch(() => undefined);
+    need(opts.version, 'version', zones ? offeredVersions(zones, service, str(opts.zone)) : 'hangar zones ls lists the versions offered');
+    need(opts.zone, 'zone', zones ? offeredZones(zones, service) : `${service}: ${ZONES[service].join(', ')}`);
+  }
+  const version = str(opts.version)!;
+  const zone = str(opts.zone)!;
   const { url, client } = ctx.connection();
   const cidrs = list(opts.acl);
   if (opts['my-ip'] === true) cidrs.push(await myAddress(url));
@@ -104,17 +111,50 @@ async function create(ctx: ClientContext): Promise<void> {
   };
   let operation: string | undefined;
   const created = await client.createInstance(body, { onOperation: (id) => (operation = id) });
+  // A new instance admits nobody until it has an ACL; said here, not first at hangar connect.
+  const noAcl = () =>
+    cidrs.length === 0 &&
+    io.err(
+      `hangar: no address can connect to "${name}" yet (it has no ACL): admit this machine with hangar acls add ${name} --my-ip, or an address or range with hangar acls add ${name} CIDR`,
+    );
   if (opts['no-wait'] === true) {
     if (opts.json === true) io.out(json(created));
     else
       io.out(
         `Instance "${name}" is ${created.state}; follow it with: hangar instances show ${name}${operation ? ` (or hangar operations wait ${operation})` : ''}`,
       );
+    noAcl();
     return;
   }
   // A hangar without operations (an older one) is polled instead.
   const ready = operation ? (await followOperation(client, io, name, operation, opts, 'ready'))! : await waitReady(client, io, name, opts);
   io.out(opts.json === true ? json(ready) : showInstance(ready));
+  noAcl();
+}
+
+/** The zones of this hangar that offer a service now. */
+const offering = (zones: readonly Zone[], service: string) =>
+  zones.flatMap((z) => z.services.filter((s) => s.service === service && s.available).map((s) => ({ zone: z.name, versions: s.versions })));
+
+/**
+ * The versions of a service this hangar offers (its /v2/zones/), in the zone given or in each:
+ * `redis: 7.0.15, 7.0` or `redis: 7.0.15, 7.0 in US-Dallas; 7.0.15 in US-West`.
+ */
+export function offeredVersions(zones: readonly Zone[], service: string, zone?: string): string {
+  const offers = offering(zones, service).filter((o) => zone === undefined || o.zone === zone || !zones.some((z) => z.name === zone));
+  if (offers.length === 0) return `this hangar offers no ${service}${zone ? ` in ${zone}` : ''} now: see hangar zones ls`;
+  const byVersions = new Map<string, string[]>();
+  for (const o of offers) byVersions.set(o.versions.join(', '), [...(byVersions.get(o.versions.join(', ')) ?? []), o.zone]);
+  if (byVersions.size === 1) return `${service}${zone ? ` in ${zone}` : ''}: ${[...byVersions.keys()][0]}`;
+  return `${service}: ${[...byVersions].map(([versions, where]) => `${versions} in ${where.join(', ')}`).join('; ')}`;
+}
+
+/** The zones of this hangar that offer a service: `redis: US-Dallas, US-West`. */
+export function offeredZones(zones: readonly Zone[], service: string): string {
+  const offers = offering(zones, service);
+  return offers.length === 0
+    ? `this hangar offers no ${service} now: see hangar zones ls`
+    : `${service}: ${offers.map((o) => o.zone).join(', ')}`;
 }
 
 async function show(ctx: ClientContext): Promise<void> {
@@ -194,19 +234,31 @@ export const instanceCommands: readonly ClientCommand[] = [
       ...REMOTE_OPTIONS,
       ...WAIT_OPTIONS,
       service: { type: 'string', value: 'SERVICE', description: SERVICES.join(', '), choices: SERVICES },
-      version: { type: 'string', value: 'VERSION', description: 'datastore version (a wrong one is answered with those offered)' },
-      zone: { type: 'string', value: 'ZONE', description: 'datacenter', choices: [...new Set(Object.values(ZONES).flat())] },
+      version: {
+        type: 'string',
+        value: 'VERSION',
+        description: 'datastore version (when it is missing or wrong, hangar lists those it offers)',
+      },
+      zone: {
+        type: 'string',
+        value: 'ZONE',
+        description: 'datacenter',
+        choices: [...new Set(Object.values(ZONES).flat())],
+        choicesBy: { on: 'service', by: ZONES },
+      },
       plan: {
         type: 'string',
         value: 'PLAN',
         description: 'plan size (default the smallest; redis: MB)',
         choices: [...new Set(Object.values(PLANS).flat().map(String))],
+        choicesBy: { on: 'service', by: Object.fromEntries(SERVICES.map((s) => [s, PLANS[s].map(String)])) },
       },
       type: {
         type: 'string',
         value: 'TYPE',
         description: 'instance type (needed for mongodb)',
         choices: Object.values(INSTANCE_TYPES).flat(),
+        choicesBy: { on: 'service', by: INSTANCE_TYPES },
       },
       encryption: { type: 'boolean', description: 'encryption at rest (elasticsearch, mongodb)' },
       'storage-engine': {
@@ -222,6 +274,17 @@ export const instanceCommands: readonly ClientCommand[] = [
         value: 'BACKUP_ID',
         description: 'build it from a backup (hangar backups ls): RESTORING, then ACTIVE',
       },
+    },
+    fields: {
+      name: 'NAME',
+      service: '--service',
+      type: '--type',
+      plan: '--plan',
+      version: '--version',
+      zone: '--zone',
+      storage_engine: '--storage-engine',
+      restore_from: '--restore-from',
+      'acls[].cidr_mask': '--acl',
     },
     examples: [
       'hangar instances create cache --service redis --version 7.0.15 --zone US-Dallas',
@@ -260,6 +323,7 @@ export const instanceCommands: readonly ClientCommand[] = [
     args: ['NAME', 'NEW_NAME'],
     remote: true,
     options: REMOTE_OPTIONS,
+    fields: { name: 'NEW_NAME' },
     examples: ['hangar instances rename cache sessions'],
     run: rename,
   },
