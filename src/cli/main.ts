@@ -180,11 +180,8 @@ const NAMES = [...new Set(ALL.flatMap((c) => c.name.split(' ').map((_, i, w) => 
 function unknownCommand(words: readonly string[]): string {
   const meant = closestCommand(words, NAMES);
   const group = [...NAMES].sort((a, b) => b.length - a.length).find((n) => n.split(' ').every((w, i) => words[i] === w));
-  return [
-    `unknown command "${words.join(' ')}"`,
-    ...(meant ? [`did you mean "hangar ${meant}"?`] : []),
-    `see hangar ${group ? `${group} ` : ''}--help`,
-  ].join('; ');
+  const help = `hangar ${group ? `${group} ` : ''}--help`;
+  return `unknown command "${words.join(' ')}"; ${meant ? `did you mean "hangar ${meant}"? (see ${help})` : `see ${help}`}`;
 }
 
 /**
