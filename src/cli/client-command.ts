@@ -1,6 +1,7 @@
 import { connect as netConnect } from 'node:net';
 import { HangarApiError, READY_STATES, type HangarClient, type Instance, type Operation } from '../client/index.js';
 import { type Io, UsageError } from './io.js';
+import type { DependentValues } from './completion.js';
 import { Progress } from './progress.js';
 import { type Connection, type Env, connect } from './session.js';
 
@@ -13,6 +14,8 @@ export interface OptionSpec {
   readonly description: string;
   /** Values offered by shell completion. */
   readonly choices?: readonly string[];
+  /** Values offered by shell completion once another flag is given (`--plan` after `--service redis`). */
+  readonly choicesBy?: DependentValues;
 }
 
 export type Values = Readonly<Record<string, string | boolean | string[] | undefined>>;
@@ -43,12 +46,22 @@ export interface ClientCommand {
   readonly details?: string;
   /** Takes --url (talks to hangar). */
   readonly remote: boolean;
+  /**
+   * The API's fields this command fills from its flags or arguments, and how the command line
+   * names them (`plan` is `--plan`; `acls[].cidr_mask`, any index, is `--acl`): an error the API
+   * answers about a field is said with the flag.
+   */
+  readonly fields?: Readonly<Record<string, string>>;
   run(ctx: ClientContext): Promise<void>;
 }
 
 /** Options every remote command takes. */
 export const REMOTE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
-  url: { type: 'string', value: 'URL', description: 'hangar to talk to (default: HANGAR_URL, or the one of hangar login)' },
+  url: {
+    type: 'string',
+    value: 'URL',
+    description: 'hangar to talk to (default: HANGAR_URL, 127.0.0.1 at HANGAR_PORT, or the one of hangar login)',
+  },
   json: { type: 'boolean', description: 'print JSON (for scripts) instead of text' },
 };
 

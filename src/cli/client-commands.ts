@@ -28,6 +28,11 @@ function completionEntries(): CompletionEntry[] {
           .filter(([, o]) => o.type === 'string')
           .map(([f, o]) => [f, o.choices ?? []]),
       ),
+      valuesBy: Object.fromEntries(
+        Object.entries(c.options)
+          .filter(([, o]) => o.choicesBy !== undefined)
+          .map(([f, o]) => [f, o.choicesBy!]),
+      ),
       // The first argument names an existing instance (a create names a new one).
       instanceArg: (c.args[0] === 'NAME' || c.args[0] === 'INSTANCE') && c.name !== 'instances create',
       ...(c.name === 'completion' ? { argWords: ['bash', 'zsh'] } : {}),

@@ -16,6 +16,9 @@ export interface Io {
   readStdin?(): Promise<string>;
 }
 
+/** A count and its noun, singular for one: `1 command`, `2 commands`. */
+export const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
 /** Reads a line from the terminal in raw mode, echoing nothing when `secret`. */
 function ask(question: string, secret: boolean): Promise<string> {
   const { stdin, stderr } = process;

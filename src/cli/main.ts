@@ -7,7 +7,8 @@ import { StoreMissingError } from '../store/errors.js';
 import { type ClientCommand, type OptionSpec, type Values, contextFor } from './client-command.js';
 import { CLIENT_COMMANDS } from './client-commands.js';
 import { ConnectError, ExitCode } from './commands/connect.js';
-import { EXIT, type Io, NotLoggedInError, UsageError } from './io.js';
+import { closest, closestCommand } from './did-you-mean.js';
+import { EXIT, type Io, NotLoggedInError, UsageError, plural } from './io.js';
 import { OPERATOR_COMMANDS, type OperatorCommand } from './operator-commands.js';
 import type { Env } from './session.js';
 
@@ -116,7 +117,14 @@ function commandHelp(c: Command): string {
     'Options:',
     ...opts.map(([f, d]) => `  ${f.padEnd(width)}${d}`),
     ...(c.details ? ['', wrap(c.details)] : []),
-    ...(c.remote ? ['', wrap('Environment: HANGAR_URL, HANGAR_TOKEN; HANGAR_LOGIN and HANGAR_PASSWORD log in without hangar login.')] : []),
+    ...(c.remote
+      ? [
+          '',
+          wrap(
+            'Environment: HANGAR_URL (or HANGAR_PORT, for a hangar on this machine), HANGAR_TOKEN; HANGAR_LOGIN and HANGAR_PASSWORD log in without hangar login.',
+          ),
+        ]
+      : []),
     '',
     'Examples:',
     ...c.examples.map((e) => `  ${e}`),
@@ -148,7 +156,7 @@ function groupCommands(words: readonly string[]): Command[] {
 function groupHelp(group: string, commands: readonly Command[]): string {
   const width = Math.max(...commands.map((c) => c.name.length)) + 2;
   return [
-    `hangar ${group}: ${commands.length} commands`,
+    `hangar ${group}: ${plural(commands.length, 'command')}`,
     '',
     `Usage: hangar ${group} <command> [options]`,
     '',
@@ -163,6 +171,28 @@ function groupHelp(group: string, commands: readonly Command[]): string {
 export function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
+}
+
+/** Every name a command line may start with: the commands and their groups. */
+const NAMES = [...new Set(ALL.flatMap((c) => c.name.split(' ').map((_, i, w) => w.slice(0, i + 1).join(' '))))];
+
+/** Words that name no command: what they most likely meant, and where to look. */
+function unknownCommand(words: readonly string[]): string {
+  const meant = closestCommand(words, NAMES);
+  const group = [...NAMES].sort((a, b) => b.length - a.length).find((n) => n.split(' ').every((w, i) => words[i] === w));
+  const help = `hangar ${group ? `${group} ` : ''}--help`;
+  return `unknown command "${words.join(' ')}"; ${meant ? `did you mean "hangar ${meant}"? (see ${help})` : `see ${help}`}`;
+}
+
+/**
+ * Node's words for a flag the command does not take, shortened, with the flag it most likely
+ * meant: `Unknown option '--servce' (did you mean --service?)`.
+ */
+function unknownOption(err: Error, flags: readonly string[]): string {
+  const m = /^Unknown option '(-{1,2})([^']+)'/.exec(err.message);
+  if (!m) return err.message;
+  const meant = m[1] === '--' ? closest(m[2]!, [...flags, 'help']) : undefined;
+  return `Unknown option '${m[1]}${m[2]}'${meant ? ` (did you mean --${meant}?)` : ''}`;
 }
 
 /** Runs the command line; returns the exit code. */
@@ -189,7 +219,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
       io.err(`"hangar ${words.join(' ')}" needs a command:\n${groupHelp(words.join(' '), group)}`);
       return EXIT.USAGE;
     }
-    io.err(`unknown command "${words.join(' ')}"; see hangar --help`);
+    io.err(unknownCommand(words));
     return EXIT.USAGE;
   }
   if (wantsHelp) {
@@ -214,7 +244,8 @@ async function runOperator(command: OperatorCommand, argv: readonly string[], en
     return EXIT.OK;
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      io.err(`${(err as Error).message}\nusage: ${command.usage}`);
+      const flags = [...Object.keys(settingOptions()), ...Object.keys(command.options)];
+      io.err(`${unknownOption(err as Error, flags)}\nusage: ${command.usage}`);
       return EXIT.USAGE;
     }
     if (err instanceof ConfigError) {
@@ -262,7 +293,9 @@ async function runClient(command: ClientCommand, argv: readonly string[], env: E
 function clientFailure(command: ClientCommand, err: unknown, io: Io): number {
   if (err instanceof ExitCode) return err.code;
   if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    io.err(`hangar: ${(err as Error).message}\nusage: ${usageOf(command)}  (see hangar ${command.name} --help)`);
+    io.err(
+      `hangar: ${unknownOption(err as Error, Object.keys(command.options))}\nusage: ${usageOf(command)}  (see hangar ${command.name} --help)`,
+    );
     return EXIT.USAGE;
   }
   if (err instanceof NotLoggedInError) {
@@ -271,7 +304,7 @@ function clientFailure(command: ClientCommand, err: unknown, io: Io): number {
   }
   if (err instanceof HangarApiError) {
     const id = err.status >= 500 && err.requestId ? ` (request id ${err.requestId})` : '';
-    io.err(`hangar: ${err.message}${id}`);
+    io.err(`hangar: ${inCliWords(command, err)}${id}`);
     if (err.status === 401) {
       // refused credentials at `hangar login` are said once; elsewhere the kept token is out of date
       if (command.name !== 'login') io.err('hangar: log in again: hangar login');
@@ -290,4 +323,18 @@ function clientFailure(command: ClientCommand, err: unknown, io: Io): number {
   }
   io.err(`hangar: ${(err as Error).message ?? String(err)}`);
   return EXIT.FAILURE;
+}
+
+/**
+ * An API answer in the words of the command line: the field a command filled from a flag is
+ * named by that flag (`"acls[0].cidr_mask" must be...` is `--acl must be...` after `--acl`), and
+ * the API's way to log in (`GET /v2/tokens/`) is left to the `hangar login` line that follows.
+ */
+function inCliWords(command: ClientCommand, err: HangarApiError): string {
+  let message = err.message.replace(/: log in (again )?at GET \/v2\/tokens\/.*$/, '');
+  if (err.status === 401 && /X-Auth-Token|\/v2\//.test(message)) message = 'hangar did not accept the credentials';
+  const field = err.field?.replace(/\[\d+\]/g, '[]');
+  const word = field !== undefined ? command.fields?.[field] : undefined;
+  if (word !== undefined) message = message.split(`"${err.field}"`).join(word);
+  return message;
 }

@@ -69,19 +69,35 @@ export function normalizeUrl(raw: string): string {
   return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '').replace(/\/v2$/, '')}`;
 }
 
+/**
+ * Where hangar is when no --url says: HANGAR_URL; else, when HANGAR_PORT is set (a `hangar serve`
+ * or `npm start` of this shell listens there), that port on HANGAR_HOST (127.0.0.1 when unset or
+ * a wildcard); else the URL of the last `hangar login`; else the default.
+ */
+export function defaultUrl(env: Env, stored: StoredSession | undefined): string {
+  if (env.HANGAR_URL) return env.HANGAR_URL;
+  const port = env.HANGAR_PORT;
+  if (port) {
+    if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw new UsageError(`HANGAR_PORT "${port}" is not a TCP port`);
+    const host = !env.HANGAR_HOST || env.HANGAR_HOST === '0.0.0.0' || env.HANGAR_HOST === '::' ? '127.0.0.1' : env.HANGAR_HOST;
+    return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  }
+  return stored?.url ?? DEFAULT_URL;
+}
+
 export interface Connection {
   readonly url: string;
   readonly client: HangarClient;
 }
 
 /**
- * The client of a command: hangar's URL from --url, HANGAR_URL or the saved session; the
+ * The client of a command: hangar's URL from --url, else as defaultUrl says; the
  * token from HANGAR_TOKEN or the saved session (only the session's own URL gets its token);
  * HANGAR_LOGIN and HANGAR_PASSWORD, when set, log in (and again when a token is refused).
  */
 export function connect(env: Env, urlFlag: string | undefined): Connection {
   const stored = loadSession(env);
-  const url = normalizeUrl(urlFlag ?? env.HANGAR_URL ?? stored?.url ?? DEFAULT_URL);
+  const url = normalizeUrl(urlFlag ?? defaultUrl(env, stored));
   const token = env.HANGAR_TOKEN || (stored && normalizeUrl(stored.url) === url ? stored.token : undefined);
   const login = env.HANGAR_LOGIN;
   const password = env.HANGAR_PASSWORD;

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { formatCreated } from '../lib/time.js';
 import { publicPort } from '../domain/endpoints.js';
-import type { Acl, Instance, RedisUser } from '../domain/model.js';
+import type { Acl, Instance, RecordedAuditEvent, RedisUser } from '../domain/model.js';
 import { productNamed } from '../engines/products.js';
 import type { DeniedConnection } from '../domain/units.js';
 import type { EffectiveAccess } from '../service/acls.js';
@@ -9,6 +9,7 @@ import type { RedisStats, SlowlogEntry } from '../service/redis.js';
 import type { AclRecord as AclRecordSchema, AclRecordExtended as AclRecordExtendedSchema } from './schemas/acls.js';
 import type { CreationRecord as CreationRecordSchema, InstanceRecord as InstanceRecordSchema } from './schemas/instances.js';
 import type { EventRecord as EventRecordSchema, OperationRecord as OperationRecordSchema } from './schemas/operations.js';
+import type { AuditEventRecord as AuditEventRecordSchema } from './schemas/events.js';
 import type { Operation, StreamEvent } from '../domain/operations.js';
 import type { BackupRecord, PolicyRecord, RestoreRecord } from './schemas/backups.js';
 import { formatTimeOfDay, type Backup, type BackupPolicy, type Restore } from '../domain/backups.js';
@@ -266,5 +267,25 @@ export function policyRecord(p: BackupPolicy & { nextRunAt: number | null }): Po
     keep_last: p.retention.keepLast,
     keep_days: p.retention.keepDays,
     next_run: p.nextRunAt === null ? null : formatCreated(p.nextRunAt),
+  };
+}
+
+export type AuditEventRecord = Static<typeof AuditEventRecordSchema>;
+
+/**
+ * An event of the audit log, as `GET /v2/events/` shows it; `hangar audit` (the operator's, over
+ * every account) prints the same fields with the account's id and login beside.
+ */
+export function auditEventRecord(e: RecordedAuditEvent): AuditEventRecord {
+  return {
+    id: e.id,
+    action: e.action,
+    target: e.target,
+    source_ip: e.sourceIp,
+    outcome: e.outcome,
+    status: e.statusCode,
+    request_id: e.requestId,
+    created: formatCreated(e.createdAt),
+    date_created: { $date: e.createdAt },
   };
 }

@@ -8,6 +8,7 @@ import { pruneEvents } from '../store/event-repository.js';
 import { bumpInstance, findInstanceStatuses, updateInstance, type InstanceStatus } from '../store/instance-repository.js';
 import { OperationConflict, finished, running, withStep, type OperationLog } from '../store/operation-log.js';
 import { listOpenOperations, pruneOperations } from '../store/operation-repository.js';
+import { Ticker } from '../lib/ticker.js';
 
 /** How often open operations are looked at (deadlines, progress that no pass of this replica reported). */
 const TICK_MS = 500;
@@ -60,8 +61,11 @@ type Change = (op: Operation, now: number) => Operation | undefined;
  * - finished operations and old events are pruned after their retention.
  */
 export class OperationSupervisor {
-  private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
+  private readonly ticker = new Ticker(
+    () => this.look(),
+    TICK_MS,
+    () => {},
+  );
   /** Instances whose pass runs here now, with how many observers each. */
   private readonly observing = new Map<string, number>();
   private lastPrune = 0;
@@ -69,21 +73,19 @@ export class OperationSupervisor {
   constructor(private readonly deps: OperationSupervisorDeps) {}
 
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.tick(), TICK_MS);
-    this.timer.unref();
+    this.ticker.start();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    while (this.ticking) await new Promise((r) => setTimeout(r, 10));
+  stop(): Promise<void> {
+    return this.ticker.stop();
   }
 
-  /** One look at every open operation, and pruning when due. */
-  async tick(): Promise<void> {
-    if (this.ticking) return;
-    this.ticking = true;
+  /** One look at every open operation, and pruning when due (or the end of the look in progress). */
+  tick(): Promise<void> {
+    return this.ticker.tick();
+  }
+
+  private async look(): Promise<void> {
     try {
       const open = await listOpenOperations(this.deps.db, { limit: OPEN_LIMIT });
       // the operations of an instance whose pass runs here are judged when it ends (with what it
@@ -98,8 +100,6 @@ export class OperationSupervisor {
       }
     } catch (err) {
       this.deps.log.warn({ err }, 'operations not looked at');
-    } finally {
-      this.ticking = false;
     }
   }
 

@@ -17,6 +17,7 @@ import {
   type AttemptOutcome,
 } from '../store/webhook-repository.js';
 import { Controller } from './controller.js';
+import { Ticker } from '../lib/ticker.js';
 
 /** How often new events are fanned out and due deliveries claimed. */
 const TICK_MS = 250;
@@ -61,31 +62,33 @@ export function backoffMs(failed: number, random: () => number = Math.random): n
  */
 export class WebhookDispatcher {
   private readonly controller: Controller;
-  private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
+  private readonly ticker = new Ticker(
+    () => this.dispatch(),
+    TICK_MS,
+    () => {},
+  );
 
   constructor(private readonly deps: WebhookDispatcherDeps) {
     this.controller = new Controller((id, signal) => this.attempt(id, signal), { workers: CONCURRENCY, log: deps.log });
   }
 
   start(): void {
-    if (this.timer) return;
+    if (this.ticker.started) return;
     this.controller.start();
-    this.timer = setInterval(() => void this.tick(), TICK_MS);
-    this.timer.unref();
+    this.ticker.start();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    while (this.ticking) await new Promise((r) => setTimeout(r, 10));
+    await this.ticker.stop();
     await this.controller.stop(ATTEMPT_TIMEOUT_MS);
   }
 
-  /** Fans new events out, finishes deletions a dead replica left, and starts due attempts. */
-  async tick(): Promise<void> {
-    if (this.ticking) return;
-    this.ticking = true;
+  /** Fans new events out, finishes deletions a dead replica left, and starts due attempts (or waits for the round in progress). */
+  tick(): Promise<void> {
+    return this.ticker.tick();
+  }
+
+  private async dispatch(): Promise<void> {
     const { db, now } = this.deps;
     try {
       while ((await fanOutEvents(db, this.deps.render, now(), FAN_OUT_BATCH)) === FAN_OUT_BATCH);
@@ -94,8 +97,6 @@ export class WebhookDispatcher {
       if (room > 0) for (const id of await claimDueDeliveries(db, this.deps.owner, now(), CLAIM_MS, room)) this.controller.enqueue(id);
     } catch (err) {
       this.deps.log.warn({ err }, 'webhook deliveries not dispatched');
-    } finally {
-      this.ticking = false;
     }
   }
 

@@ -10,6 +10,7 @@ import { findInstanceById } from '../store/instance-repository.js';
 import type { BackupService } from './backups.js';
 import { NO_ORIGIN } from './deps.js';
 import type { BackupRunner } from './backup-runner.js';
+import { Ticker } from '../lib/ticker.js';
 
 export interface BackupSchedulerDeps {
   readonly db: Db;
@@ -31,29 +32,27 @@ const TICK_MS = 15_000;
  * hangar that was down fires a missed schedule once when it is back (not once per missed run).
  */
 export class BackupScheduler {
-  private timer: NodeJS.Timeout | undefined;
-  private ticking: Promise<void> | undefined;
+  private readonly ticker: Ticker;
 
-  constructor(private readonly deps: BackupSchedulerDeps) {}
+  constructor(private readonly deps: BackupSchedulerDeps) {
+    this.ticker = new Ticker(
+      () => this.run(),
+      TICK_MS,
+      (err) => deps.log.warn({ err }, 'backup schedule tick failed'),
+    );
+  }
 
   start(): void {
-    this.timer = setInterval(
-      () => void this.tick().catch((err: unknown) => this.deps.log.warn({ err }, 'backup schedule tick failed')),
-      TICK_MS,
-    );
-    this.timer.unref();
-    void this.tick().catch((err: unknown) => this.deps.log.warn({ err }, 'backup schedule tick failed'));
+    this.ticker.start({ now: true });
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.ticking?.catch(() => {});
+  stop(): Promise<void> {
+    return this.ticker.stop();
   }
 
-  /** One look at the schedules and retention; resolves with the backups it recorded. */
+  /** One look at the schedules and retention (or the end of the look in progress); resolves with the backups it recorded. */
   tick(): Promise<void> {
-    this.ticking ??= this.run().finally(() => (this.ticking = undefined));
-    return this.ticking;
+    return this.ticker.tick();
   }
 
   private async run(): Promise<void> {

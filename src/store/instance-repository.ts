@@ -301,6 +301,13 @@ export async function findInstanceStatuses(db: Db, ids: readonly string[]): Prom
   );
 }
 
+/** The name and owner's login of each of these instances that exists (no secret is read). */
+export async function findInstanceNames(db: Db, ids: readonly string[]): Promise<Map<string, { name: string; login: string }>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('instances').select(['id', 'name', 'login']).where('id', 'in', ids).execute();
+  return new Map(rows.map((r) => [r.id, { name: r.name, login: r.login }]));
+}
+
 /** The spec version of an instance as this transaction sees it (right after its own change). */
 export async function getSpecVersion(db: Db, id: string): Promise<number> {
   const r = await db.selectFrom('instances').select('spec_version').where('id', '=', id).executeTakeFirstOrThrow();

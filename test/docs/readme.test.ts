@@ -38,4 +38,17 @@ describe('README', () => {
     expect([...programs].sort()).toEqual(['curl', 'jq', 'python3', 'redis-cli']);
     for (const p of programs) expect(intro, `the walkthrough runs ${p} without naming it first`).toContain(`\`${p}\``);
   });
+
+  it('walks through one Redis instance: every command reaches the port its create answered, as one run printed it', () => {
+    const redis = readme.slice(readme.indexOf('## Walkthrough'), readme.indexOf('MongoDB needs `mongod`/`mongos`'));
+    const port = /"connect_string": "redis:\/\/127\.0\.0\.1:(\d+)"/.exec(redis)?.[1];
+    expect(port).toBeDefined();
+    const used = [...redis.matchAll(/-p (\d+)|127\.0\.0\.1",(\d+)\)|"port":(\d+)|redis:\/\/127\.0\.0\.1:(\d+)"\}/g)].map((m) =>
+      m.slice(1).find(Boolean),
+    );
+    expect(used.length).toBeGreaterThan(5);
+    expect(new Set(used)).toEqual(new Set([port]));
+    // redis-cli with a refused password says so on stderr, then runs the command unauthenticated
+    expect(redis).toMatch(/AUTH failed: WRONGPASS [^\n]*\nNOAUTH Authentication required\.\n/);
+  });
 });

@@ -146,9 +146,12 @@ describe.runIf(enginesAvailable())('the edge and hangar down, on the local runti
 
     const res = await down(h.dataDir);
     expect(res.code, res.stderr).toBe(0);
-    const out = JSON.parse(res.stdout) as { data_dir: string; stopped: string[] };
+    const out = JSON.parse(res.stdout) as { data_dir: string; stopped: string[]; instances: unknown[] };
     expect(out.data_dir).toBe(h.dataDir);
-    expect(out.stopped).toEqual(expect.arrayContaining(['edge', `${d.id}/primary`, `${d.id}/replica`]));
+    // by the names people gave them (the ids beside, for scripts)
+    expect(out.stopped).toEqual(expect.arrayContaining(['edge', 'durable/primary', 'durable/replica']));
+    expect(out.stopped.join(' ')).not.toContain(d.id);
+    expect(out.instances).toEqual(expect.arrayContaining([{ name: 'durable', login: expect.any(String), id: d.id }]));
     expect(processesUnder(h.dataDir)).toEqual([]);
     expect(await tcpAccepts(portOf(d.public_connect_string))).toBe(false);
     // again: nothing left to stop

@@ -171,6 +171,9 @@ describe.each(DIALECTS)('the audit log on %s', (dialect) => {
     });
     const bobs = JSON.parse((await op(['audit', '--login', bob.login])).stdout) as any[];
     expect(new Set(bobs.map((e) => e.login))).toEqual(new Set([bob.login]));
+    // the same fields as GET /v2/events/, with the account beside
+    const api = byRequest(await events(alice, '?limit=1000'), 'a-instance-create')[0];
+    expect(all.find((e) => e.request_id === 'a-instance-create')).toEqual({ account_id: expect.any(String), login: alice.login, ...api });
   });
 
   it('records what the operator changes from the CLI, without a source address', async () => {

@@ -128,6 +128,7 @@ export const aclCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'acls add',
+    fields: { cidr_mask: 'CIDR', description: '--description', expires_at: '--expires', transport: '--transport', kibana: '--kibana' },
     summary: 'Admit an address or range to an instance',
     args: ['NAME', 'CIDR?'],
     remote: true,

@@ -3,7 +3,7 @@ import { listAuditEvents } from '../../store/audit-repository.js';
 import { findAccountByLogin } from '../../store/account-repository.js';
 import { type Io, UsageError, json } from '../io.js';
 import { withOperatorContext } from '../operator.js';
-import { formatCreated } from '../../lib/time.js';
+import { auditEventRecord } from '../../http/serializers.js';
 import { init } from './accounts.js';
 
 /** The audit log of every account (or of one, with --login), newest first. */
@@ -20,23 +20,7 @@ export async function audit(config: Config, opts: Record<string, string | boolea
         accountId = account.id;
       }
       const rows = await listAuditEvents(store.db, { limit, ...(accountId ? { accountId } : {}) });
-      io.out(
-        json(
-          rows.map((e) => ({
-            id: e.id,
-            account_id: e.accountId,
-            login: e.login,
-            action: e.action,
-            target: e.target,
-            source_ip: e.sourceIp,
-            outcome: e.outcome,
-            status_code: e.statusCode,
-            request_id: e.requestId,
-            created_at: e.createdAt,
-            created: formatCreated(e.createdAt),
-          })),
-        ),
-      );
+      io.out(json(rows.map((e) => ({ account_id: e.accountId, login: e.login, ...auditEventRecord(e) }))));
     },
     init(opts),
   );

@@ -5,6 +5,7 @@ import { localPrograms } from '../../engines/index.js';
 import { detectPrograms } from '../../lib/binaries.js';
 import { LocalRuntime } from '../../runtimes/local/local-runtime.js';
 import { assertStoreExists } from '../../store/database.js';
+import { findInstanceNames } from '../../store/instance-repository.js';
 import { listLiveLeases } from '../../store/lease-repository.js';
 import { type Io, json } from '../io.js';
 import { withOperatorContext } from '../operator.js';
@@ -45,8 +46,17 @@ export async function down(config: Config, _opts: Record<string, string | boolea
     const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
     const binaries = await detectPrograms(localPrograms(), config, searchPath);
     const runtime = new LocalRuntime({ config, log: pino({ level: 'silent' }), binaries, searchPath });
-    const stopped = await runtime.stopAll(GRACE_MS);
-    io.out(json({ data_dir: config.dataDir, stopped }));
+    const units = await runtime.stopAll(GRACE_MS);
+    // the runtime knows its units by instance id (`<id>/primary`); people know their instances by name
+    const ids = [...new Set(units.filter((u) => u.includes('/')).map((u) => u.split('/')[0]!))];
+    const names = await withOperatorContext(config, ({ store }) => findInstanceNames(store.db, ids));
+    const stopped = units.map((u) => {
+      const [id, unit] = u.split('/');
+      const known = unit !== undefined ? names.get(id!) : undefined;
+      return known ? `${known.name}/${unit}` : u;
+    });
+    const instances = ids.map((id) => ({ name: names.get(id)?.name ?? null, login: names.get(id)?.login ?? null, id }));
+    io.out(json({ data_dir: config.dataDir, stopped, instances }));
   } finally {
     unlock();
   }

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { CreateInstanceRequest, Instance } from '../../client/index.js';
+import type { CreateInstanceRequest, Instance, Zone } from '../../client/index.js';
 import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService } from '../../domain/catalog.js';
 import {
   REMOTE_OPTIONS,
@@ -17,7 +17,7 @@ import {
 import { UsageError, json } from '../io.js';
 import { fields, table } from '../table.js';
 import { productOfRecord } from './connect.js';
-import { ENGINE_NAMES, PRODUCTS } from '../../engines/products.js';
+import { ENGINE_NAMES, PRODUCTS, productsOf } from '../../engines/products.js';
 
 /** The addresses to connect to, as one line per kind. */
 export function connectionLines(inst: Instance): [string, string | undefined][] {
@@ -86,8 +86,19 @@ async function create(ctx: ClientContext): Promise<void> {
   const planRaw = str(opts.plan) ?? String(PLANS[service][0]);
   const plan = Number(planRaw);
   if (!Number.isInteger(plan)) throw new UsageError(`--plan must be an integer (${service}: ${PLANS[service].join(', ')})`);
-  const version = need(opts.version, 'version', 'hangar lists the versions it offers when one is wrong');
-  const zone = need(opts.zone, 'zone', `${service}: ${ZONES[service].join(', ')}`);
+  if (str(opts.version) === undefined || str(opts.zone) === undefined) {
+    const zones = await Promise.resolve()
+      .then(() => ctx.connection().client.listZones())
+      .catch(() => undefined);
+    need(
+      opts.version,
+      'version',
+      zones ? offeredVersions(zones, service, str(opts.zone), str(opts.engine)) : 'hangar zones ls lists the versions offered',
+    );
+    need(opts.zone, 'zone', zones ? offeredZones(zones, service) : `${service}: ${ZONES[service].join(', ')}`);
+  }
+  const version = str(opts.version)!;
+  const zone = str(opts.zone)!;
   const { url, client } = ctx.connection();
   const cidrs = list(opts.acl);
   if (opts['my-ip'] === true) cidrs.push(await myAddress(url));
@@ -108,17 +119,65 @@ async function create(ctx: ClientContext): Promise<void> {
   };
   let operation: string | undefined;
   const created = await client.createInstance(body, { onOperation: (id) => (operation = id) });
+  // A new instance admits nobody until it has an ACL; said here, not first at hangar connect.
+  const noAcl = () =>
+    cidrs.length === 0 &&
+    io.err(
+      `hangar: no address can connect to "${name}" yet (it has no ACL): admit this machine with hangar acls add ${name} --my-ip, or an address or range with hangar acls add ${name} CIDR`,
+    );
   if (opts['no-wait'] === true) {
     if (opts.json === true) io.out(json(created));
     else
       io.out(
         `Instance "${name}" is ${created.state}; follow it with: hangar instances show ${name}${operation ? ` (or hangar operations wait ${operation})` : ''}`,
       );
+    noAcl();
     return;
   }
   // A hangar without operations (an older one) is polled instead.
   const ready = operation ? (await followOperation(client, io, name, operation, opts, 'ready'))! : await waitReady(client, io, name, opts);
   io.out(opts.json === true ? json(ready) : showInstance(ready));
+  noAcl();
+}
+
+/** The zones of this hangar that offer a service now (on `engine` when given, else its default engine), with its versions. */
+const offering = (zones: readonly Zone[], service: string, engine?: string) =>
+  zones.flatMap((z) =>
+    z.services
+      .filter((s) => s.service === service)
+      .flatMap((s) => {
+        const versions =
+          engine === undefined
+            ? s.available
+              ? s.versions
+              : undefined
+            : s.engines?.find((e) => e.engine === engine && e.available)?.versions;
+        return versions ? [{ zone: z.name, versions }] : [];
+      }),
+  );
+
+/**
+ * The versions of a service this hangar offers (its /v2/zones/), in the zone given or in each:
+ * `redis: 7.0.15, 7.0` or `redis: 7.0.15, 7.0 in US-Dallas; 7.0.15 in US-West`.
+ */
+export function offeredVersions(zones: readonly Zone[], service: string, zone?: string, engine?: string): string {
+  const offers = offering(zones, service, engine).filter(
+    (o) => zone === undefined || o.zone === zone || !zones.some((z) => z.name === zone),
+  );
+  const what = engine === undefined ? service : `${service} on ${engine}`;
+  if (offers.length === 0) return `this hangar offers no ${what}${zone ? ` in ${zone}` : ''} now: see hangar zones ls`;
+  const byVersions = new Map<string, string[]>();
+  for (const o of offers) byVersions.set(o.versions.join(', '), [...(byVersions.get(o.versions.join(', ')) ?? []), o.zone]);
+  if (byVersions.size === 1) return `${what}${zone ? ` in ${zone}` : ''}: ${[...byVersions.keys()][0]}`;
+  return `${what}: ${[...byVersions].map(([versions, where]) => `${versions} in ${where.join(', ')}`).join('; ')}`;
+}
+
+/** The zones of this hangar that offer a service: `redis: US-Dallas, US-West`. */
+export function offeredZones(zones: readonly Zone[], service: string): string {
+  const offers = offering(zones, service);
+  return offers.length === 0
+    ? `this hangar offers no ${service} now: see hangar zones ls`
+    : `${service}: ${offers.map((o) => o.zone).join(', ')}`;
 }
 
 async function show(ctx: ClientContext): Promise<void> {
@@ -198,25 +257,38 @@ export const instanceCommands: readonly ClientCommand[] = [
       ...REMOTE_OPTIONS,
       ...WAIT_OPTIONS,
       service: { type: 'string', value: 'SERVICE', description: SERVICES.join(', '), choices: SERVICES },
-      version: { type: 'string', value: 'VERSION', description: 'datastore version (a wrong one is answered with those offered)' },
+      version: {
+        type: 'string',
+        value: 'VERSION',
+        description: 'datastore version (when it is missing or wrong, hangar lists those it offers)',
+      },
       engine: {
         type: 'string',
         value: 'ENGINE',
         description: `the product that runs it (default: the first its zone can run; hangar zones ls lists them): ${PRODUCTS.map((p) => `${p.service} ${p.name}`).join(', ')}`,
         choices: ENGINE_NAMES,
+        choicesBy: { on: 'service', by: Object.fromEntries(SERVICES.map((s) => [s, productsOf(s).map((p) => p.name)])) },
       },
-      zone: { type: 'string', value: 'ZONE', description: 'datacenter', choices: [...new Set(Object.values(ZONES).flat())] },
+      zone: {
+        type: 'string',
+        value: 'ZONE',
+        description: 'datacenter',
+        choices: [...new Set(Object.values(ZONES).flat())],
+        choicesBy: { on: 'service', by: ZONES },
+      },
       plan: {
         type: 'string',
         value: 'PLAN',
         description: 'plan size (default the smallest; redis: MB)',
         choices: [...new Set(Object.values(PLANS).flat().map(String))],
+        choicesBy: { on: 'service', by: Object.fromEntries(SERVICES.map((s) => [s, PLANS[s].map(String)])) },
       },
       type: {
         type: 'string',
         value: 'TYPE',
         description: 'instance type (needed for mongodb)',
         choices: Object.values(INSTANCE_TYPES).flat(),
+        choicesBy: { on: 'service', by: INSTANCE_TYPES },
       },
       encryption: { type: 'boolean', description: 'encryption at rest (elasticsearch, mongodb)' },
       'storage-engine': {
@@ -232,6 +304,17 @@ export const instanceCommands: readonly ClientCommand[] = [
         value: 'BACKUP_ID',
         description: 'build it from a backup (hangar backups ls): RESTORING, then ACTIVE',
       },
+    },
+    fields: {
+      name: 'NAME',
+      service: '--service',
+      type: '--type',
+      plan: '--plan',
+      version: '--version',
+      zone: '--zone',
+      storage_engine: '--storage-engine',
+      restore_from: '--restore-from',
+      'acls[].cidr_mask': '--acl',
     },
     examples: [
       'hangar instances create cache --service redis --version 7.0.15 --zone US-Dallas',
@@ -271,6 +354,7 @@ export const instanceCommands: readonly ClientCommand[] = [
     args: ['NAME', 'NEW_NAME'],
     remote: true,
     options: REMOTE_OPTIONS,
+    fields: { name: 'NEW_NAME' },
     examples: ['hangar instances rename cache sessions'],
     run: rename,
   },

@@ -1,7 +1,7 @@
 import { HangarClient } from '../../client/index.js';
 import { REMOTE_OPTIONS, type ClientCommand, type ClientContext, str } from '../client-command.js';
 import { type Io, UsageError, json } from '../io.js';
-import { DEFAULT_URL, forgetToken, loadSession, normalizeUrl, saveSession } from '../session.js';
+import { DEFAULT_URL, defaultUrl, forgetToken, loadSession, normalizeUrl, saveSession } from '../session.js';
 import { fields } from '../table.js';
 
 /** Asks on the terminal when there is one; undefined otherwise or on an empty answer. */
@@ -13,7 +13,7 @@ async function ask(io: Io, question: string, secret: boolean): Promise<string | 
 async function login(ctx: ClientContext): Promise<void> {
   const { io, env, opts } = ctx;
   const stored = loadSession(env);
-  const url = normalizeUrl(str(opts.url) ?? env.HANGAR_URL ?? stored?.url ?? DEFAULT_URL);
+  const url = normalizeUrl(str(opts.url) ?? defaultUrl(env, stored));
   const storedLogin = stored && normalizeUrl(stored.url) === url ? stored.login : undefined;
   const who =
     str(opts.login) ?? env.HANGAR_LOGIN ?? (await ask(io, `Login${storedLogin ? ` [${storedLogin}]` : ''}: `, false)) ?? storedLogin;
@@ -90,7 +90,7 @@ export const loginCommands: readonly ClientCommand[] = [
       'echo "$HANGAR_PASSWORD" | hangar login --url https://hangar.example.com --login me@example.com --password-stdin',
       'hangar login --login 3f2a9c...  # an API key pair: the user_key, then the pass_key as the password',
     ],
-    details: `The URL and the token are kept in $XDG_CONFIG_HOME/hangar/config.json (or ~/.config/hangar/config.json), mode 0600; the password is not kept. The URL defaults to HANGAR_URL, the last one used, or ${DEFAULT_URL}. In a terminal, the login and password are asked for when not given.`,
+    details: `The URL and the token are kept in $XDG_CONFIG_HOME/hangar/config.json (or ~/.config/hangar/config.json), mode 0600; the password is not kept. The URL defaults to HANGAR_URL, then 127.0.0.1 at HANGAR_PORT (the port of a hangar serve started with it), the last one used, or ${DEFAULT_URL}. In a terminal, the login and password are asked for when not given.`,
     run: login,
   },
   {

@@ -13,6 +13,14 @@ import {
 import { type Io, UsageError, json } from '../io.js';
 import { table } from '../table.js';
 
+/** The API's fields of a MongoDB user, as these commands name them. */
+const MONGO_USER_FIELDS = {
+  username: 'USERNAME',
+  password: 'the password',
+  database_name: '--db',
+  'roles[].role': '--role',
+  'roles[].db': '--role',
+};
 const DB: OptionSpec = { type: 'string', value: 'DATABASE', description: 'the database the users belong to' };
 const ROLE: OptionSpec = {
   type: 'string',
@@ -116,6 +124,7 @@ export const mongoUserCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'mongo users add',
+    fields: MONGO_USER_FIELDS,
     summary: 'Add a user to a MongoDB database',
     args: ['INSTANCE', 'USERNAME'],
     remote: true,
@@ -130,6 +139,7 @@ export const mongoUserCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'mongo users set',
+    fields: MONGO_USER_FIELDS,
     summary: "Change a user's password and/or roles (given roles replace the old ones)",
     args: ['INSTANCE', 'USERNAME'],
     remote: true,

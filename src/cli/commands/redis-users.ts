@@ -3,6 +3,14 @@ import { REMOTE_OPTIONS, type ClientCommand, type ClientContext, type OptionSpec
 import { type Io, UsageError, json } from '../io.js';
 import { table } from '../table.js';
 
+/** The API's fields of a redis user, as these commands name them. */
+const REDIS_USER_FIELDS = {
+  username: 'USER',
+  password: 'the password',
+  'keys[]': '--key',
+  'channels[]': '--channel',
+  'commands[]': '--command',
+};
 const KEY: OptionSpec = { type: 'string', multiple: true, value: 'PATTERN', description: 'a key pattern the user may use (app:*)' };
 const CHANNEL: OptionSpec = { type: 'string', multiple: true, value: 'PATTERN', description: 'a Pub/Sub channel pattern the user may use' };
 const COMMAND: OptionSpec = {
@@ -124,6 +132,7 @@ export const redisUserCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'redis users add',
+    fields: REDIS_USER_FIELDS,
     summary: 'Add a user to a redis instance, with its keys, channels and commands',
     args: ['NAME', 'USER'],
     remote: true,
@@ -138,6 +147,7 @@ export const redisUserCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'redis users set',
+    fields: REDIS_USER_FIELDS,
     summary: "Change a user's keys, channels, commands or password (given lists replace the old ones)",
     args: ['NAME', 'USER'],
     remote: true,

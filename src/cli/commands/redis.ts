@@ -97,6 +97,7 @@ export const redisCommands: readonly ClientCommand[] = [
       ...WAIT_OPTIONS,
       plan: { type: 'string', value: 'MB', description: `the new plan: ${PLANS.redis.join(', ')}`, choices: PLANS.redis.map(String) },
     },
+    fields: { new_plan: '--plan' },
     examples: ['hangar redis resize cache --plan 1000', 'hangar redis resize cache --plan 2500 --no-wait'],
     run: resize,
   },

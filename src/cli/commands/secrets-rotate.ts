@@ -45,7 +45,7 @@ export async function secretsRotate(config: Config, opts: Record<string, string 
       const stale = [...(await sealingKeyIds(store.db)).keys()].filter((id) => id !== keyring.currentId);
       if (stale.length > 0)
         throw new SecretKeyError(
-          `values still encrypted with key(s) ${stale.join(', ')} (written meanwhile?); run hangar secrets rotate again`,
+          `values still encrypted with ${stale.length === 1 ? 'key' : 'keys'} ${stale.join(', ')} (written meanwhile?); run hangar secrets rotate again`,
         );
       finish();
       await appendAuditEvent(store.db, {

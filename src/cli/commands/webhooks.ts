@@ -107,6 +107,7 @@ export const webhookCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
     name: 'webhooks add',
+    fields: { url: 'URL', kinds: '--kind', description: '--description' },
     summary: 'Register a URL to be sent your events, signed; prints its secret once',
     args: ['URL'],
     remote: true,

@@ -2,6 +2,7 @@ import type { MongoClient, MongoClientOptions } from 'mongodb';
 import { MONGODB_ADMIN_DB, MONGODB_ADMIN_USER } from './mongodb-config.js';
 import type { MongoCommands, MongoDocument } from './mongodb-commands.js';
 import type { MongoConnector } from './mongodb-cluster.js';
+import { withTimeout } from '../../lib/timeout.js';
 
 /** A command (replSetInitiate included) that takes longer than this fails, and its connection is dropped. */
 const COMMAND_TIMEOUT_MS = 20_000;
@@ -24,14 +25,6 @@ interface Held {
   readonly client: Promise<MongoClient>;
   readonly adminSecret: string | undefined;
   lastUsed: number;
-}
-
-function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** The driver's options for a connection to `target` (exported for tests: no server is needed to read them). */

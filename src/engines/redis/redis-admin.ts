@@ -1,6 +1,7 @@
 import type { createClient } from '@redis/client';
 import { parseInfo } from '../../lib/redis-format.js';
 import { REDIS_ADMIN_USER } from './redis-config.js';
+import { withTimeout } from '../../lib/timeout.js';
 
 /** One engine as hangar administers it: its loopback port and the `hangar` user's password. */
 export interface RedisEndpoint {
@@ -39,14 +40,6 @@ interface Held {
   readonly port: number;
   readonly adminSecret: string;
   lastUsed: number;
-}
-
-function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Closes a client now; one the server already closed is fine. */

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { formatCreated } from '../../lib/time.js';
 import { type AppDeps, callerOf } from '../context.js';
 import { Data } from '../schemas/common.js';
 import { errorResponses } from '../schemas/error-responses.js';
 import { AuditEventRecord, EventsQuery } from '../schemas/events.js';
 import { AUDIT_EVENT } from '../schemas/examples.js';
+import { auditEventRecord } from '../serializers.js';
 import { streamRoute } from './event-stream.js';
 
 /**
@@ -33,19 +33,7 @@ export function eventRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         limit,
         ...(req.query.before !== undefined ? { before: Number(req.query.before) } : {}),
       });
-      return {
-        data: events.map((e) => ({
-          id: e.id,
-          action: e.action,
-          target: e.target,
-          source_ip: e.sourceIp,
-          outcome: e.outcome,
-          status: e.statusCode,
-          request_id: e.requestId,
-          created: formatCreated(e.createdAt),
-          date_created: { $date: e.createdAt },
-        })),
-      };
+      return { data: events.map(auditEventRecord) };
     },
   );
 }

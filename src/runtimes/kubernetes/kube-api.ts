@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ApisApi, KubeConfig, KubernetesObjectApi, PatchStrategy, Watch, type KubernetesObject } from '@kubernetes/client-node';
 import type { KubeObject } from '../../domain/cluster.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
+import { withTimeout } from '../../lib/timeout.js';
 
 /** The field manager of every server-side apply hangar makes. */
 export const FIELD_MANAGER = 'hangar';
@@ -115,16 +116,9 @@ export function kubeError(err: unknown, what: string): KubeError {
   return new KubeError(status, `${what}: ${status ? `HTTP ${status} ` : ''}${message}`, forbidden);
 }
 
-function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new KubeError(0, `${what}: the API server did not answer within ${CALL_TIMEOUT_MS} ms`)),
-      CALL_TIMEOUT_MS,
-    );
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
+/** A call to the API server, bounded: a KubeError naming it when the server does not answer in time. */
+const bounded = <T>(work: Promise<T>, what: string): Promise<T> =>
+  withTimeout(work, CALL_TIMEOUT_MS, () => new KubeError(0, `${what}: the API server did not answer within ${CALL_TIMEOUT_MS} ms`));
 
 /**
  * API versions that older clusters serve under an earlier name: objects are written in the
@@ -139,7 +133,7 @@ export function kubeApi(kc: KubeConfig, namespace: string): KubeApi {
   let served: Promise<Set<string>> | undefined;
   /** The group versions the server serves, asked once (and again after a failure). */
   const groupVersions = () =>
-    (served ??= withTimeout(kc.makeApiClient(ApisApi).getAPIVersions(), 'discovery').then(
+    (served ??= bounded(kc.makeApiClient(ApisApi).getAPIVersions(), 'discovery').then(
       (list) => new Set(list.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))),
       (err: unknown) => {
         served = undefined;
@@ -159,7 +153,7 @@ export function kubeApi(kc: KubeConfig, namespace: string): KubeApi {
   });
   const call = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
     try {
-      return await withTimeout(work(), what);
+      return await bounded(work(), what);
     } catch (err) {
       throw kubeError(err, what);
     }
