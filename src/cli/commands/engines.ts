@@ -8,6 +8,7 @@ import {
   findInstalledEngine,
   installEngine,
   scanEngineCache,
+  sourceJson,
 } from '../../engines/install/index.js';
 import { UnknownEngineError, resolveEngineRef } from '../../engines/installs.js';
 import { type Io, UsageError, json } from '../io.js';
@@ -106,8 +107,7 @@ function engineJson(e: InstalledEngine, extra: Record<string, unknown> = {}) {
     java_version: e.java?.version ?? null,
     env: e.env,
     patches: e.patches,
-    source:
-      e.source.kind === 'download' ? { kind: e.source.kind, url: e.source.url, sha1: e.source.sha1, sha256: e.source.sha256 } : e.source,
+    source: sourceJson(e.source),
     installed_at: e.installedAt,
     ...extra,
   };

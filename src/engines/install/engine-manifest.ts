@@ -64,21 +64,27 @@ export interface InstalledEngine {
   readonly installedAt: string;
 }
 
+/** A source as the manifest (and `--json`) write it: snake_case. */
+export function sourceJson(source: EngineSource): Record<string, string> {
+  switch (source.kind) {
+    case 'go-module':
+      return { kind: source.kind, module: source.module, sum: source.sum, go: source.go, sha256: source.sha256 };
+    case 'program':
+      return { kind: source.kind, file: source.file, sha256: source.sha256 };
+    default:
+      return {
+        kind: source.kind,
+        ...(source.kind === 'download' ? { url: source.url } : { file: source.file }),
+        sha1: source.sha1,
+        sha1_from: source.sha1From,
+        sha256: source.sha256,
+      };
+  }
+}
+
 /** The manifest as written: snake_case JSON, versioned. */
 export function manifestJson(engine: InstalledEngine): string {
-  const { source } = engine;
-  const src =
-    source.kind === 'go-module'
-      ? { kind: source.kind, module: source.module, sum: source.sum, go: source.go, sha256: source.sha256 }
-      : source.kind === 'program'
-        ? { kind: source.kind, file: source.file, sha256: source.sha256 }
-        : {
-            kind: source.kind,
-            ...(source.kind === 'download' ? { url: source.url } : { file: source.file }),
-            sha1: source.sha1,
-            sha1_from: source.sha1From,
-            sha256: source.sha256,
-          };
+  const src = sourceJson(engine.source);
   return `${JSON.stringify(
     {
       manifest: 1,

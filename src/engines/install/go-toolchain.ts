@@ -46,13 +46,13 @@ const newer = (a: string, b: string): boolean => {
  * The first Go toolchain at least `minimum`: `go` on PATH, then /usr/local/go/bin/go. An older
  * one is passed over (Debian 12's golang-go is 1.19); none is a NoGoError saying what to install.
  */
-export async function findGo(env: NodeJS.ProcessEnv, minimum: string, what: string): Promise<GoToolchain> {
+export async function findGo(env: NodeJS.ProcessEnv, minimum: string, what: string, locations = GO_LOCATIONS): Promise<GoToolchain> {
   const candidates = [
     ...(env.PATH ?? '')
       .split(delimiter)
       .filter(Boolean)
       .map((d) => join(d, 'go')),
-    ...GO_LOCATIONS,
+    ...locations,
   ];
   const seen: string[] = [];
   for (const go of [...new Set(candidates)].filter(executable)) {

@@ -6,7 +6,7 @@
  */
 export { findInstalledEngine, installedEngines, installEngine, scanEngineCache } from './engine-cache.js';
 export type { BrokenInstall, BuiltEngine, CacheScan, InstallOutcome } from './engine-cache.js';
-export { MANIFEST_FILE } from './engine-manifest.js';
+export { MANIFEST_FILE, sourceJson } from './engine-manifest.js';
 export type { EngineSource, InstalledEngine } from './engine-manifest.js';
 export type { InstallContext, InstallProgress, InstallRecipe } from './install-recipe.js';
 export { findJavaRuntimes, type JavaRuntime } from './java-runtime.js';
