@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -192,6 +193,27 @@ describe('hangar engines install and ls', () => {
       }),
     ]);
     expect(ls[0]).not.toHaveProperty('java_present');
+  });
+
+  it('shell completion offers the products and versions hangar installs', async () => {
+    const script = join(tempDir('hangar-engines-completion-'), 'hangar.bash');
+    writeFileSync(script, (await hangar(['completion', 'bash'])).stdout);
+    const complete = (words: string[]) =>
+      execFileSync(
+        'bash',
+        [
+          '-c',
+          `source "$1"; COMP_WORDS=(${words.join(' ')}); COMP_CWORD=${words.length - 1}; _hangar; printf '%s\\n' "\${COMPREPLY[@]}"`,
+          'bash',
+          script,
+        ],
+        { encoding: 'utf8' },
+      )
+        .split('\n')
+        .filter(Boolean);
+    expect(complete(['hangar', 'engines', ''])).toEqual(['install', 'ls']);
+    expect(complete(['hangar', 'engines', 'install', 'elasticsearch@7'])).toEqual(['elasticsearch@7.10.2', 'elasticsearch@7.17.25']);
+    expect(complete(['hangar', 'engines', 'install', 'x', '--fo'])).toEqual(['--force']);
   });
 
   it('--help of the group and of each command', async () => {

@@ -8,11 +8,82 @@ import { MAVEN_CENTRAL, installZipDistribution } from '../install/zip-distributi
 
 /**
  * Elasticsearch and OpenSearch from Maven Central, and what each version needs to start on the
- * Java found here. Every version below was started by hand on OpenJDK 17 as an unprivileged user
- * (both products refuse root), single node, 512 MB heap, until `/_cluster/health` said green.
- * What each needed, for the engine that will drive them:
+ * Java found here. Every version below was started by hand from this cache (read-only to the
+ * node's user, root-owned) on OpenJDK 17.0.15, as an unprivileged user (both products refuse
+ * root), single node on 127.0.0.1, 512 MB heap, each with a copy of the cached `config/` and its
+ * own data and logs directories, until `/_cluster/health` said green. What each needed, for the
+ * engine that will drive them:
  *
- * FACTS
+ * Every version:
+ * - The Java home in the environment: JAVA_HOME (2.x to 7.10), ES_JAVA_HOME (7.17: JAVA_HOME
+ *   still works there, with a deprecation warning on stderr), OPENSEARCH_JAVA_HOME (OpenSearch).
+ *   The manifest's `env` holds it. The 7.x and OpenSearch integration-test zips carry no JDK
+ *   (`bin/opensearch --version` fails without one) and print "warning: no-jdk distributions ...
+ *   are deprecated" twice at each start: harmless.
+ * - A config directory of its own per node, writable by the node's user: 6.x and later write
+ *   `elasticsearch.keystore` (`opensearch.keystore`) into it at the first start.
+ * - `path.data` and `path.logs` of the node's own; on loopback the bootstrap checks only warn
+ *   (file descriptors under 65536, vm.max_map_count under 262144); bound to another address they
+ *   would stop the node.
+ * - config/jvm.options names `-XX:HeapDumpPath=data` and `-XX:ErrorFile=logs/hs_err_pid%p.log`,
+ *   relative to the home (the 6.x and later scripts `cd` there): the node starts, but a heap dump
+ *   or crash file would be written under the read-only home. The last occurrence of a -XX flag
+ *   wins, so the engine can point both at the node's directories in ES_JAVA_OPTS (not tried).
+ * - The 6.8, 7.x and OpenSearch jvm.options log GC to `logs/gc.log` under the home, and the JVM
+ *   does not start when it cannot open it ("Error opening log file 'logs/gc.log': Permission
+ *   denied"): those lines are commented out in the cache (see patchJvmOptions).
+ *
+ * 2.4.6 (green in 8-13 s):
+ *   JAVA_HOME=<jdk> ES_GC_OPTS=-XX:+UseG1GC ES_HEAP_SIZE=512m bin/elasticsearch
+ *     -Des.path.conf=<dir>/config -Des.path.data=<dir>/data -Des.path.logs=<dir>/logs
+ *     -Des.http.port=<p> -Des.transport.tcp.port=<p> -Des.network.host=127.0.0.1
+ *     -Des.cluster.name=<name> -Des.node.name=<name>
+ *   Without ES_GC_OPTS its script passes -XX:+UseParNewGC, and Java 17 stops at once
+ *   ("Unrecognized VM option 'UseParNewGC'"). The zip has no plugins/, which the node makes at
+ *   start in its home ("Unable to access 'path.plugins'" when it cannot): the cache has an empty
+ *   one. Its config is elasticsearch.yml and logging.yml (no jvm.options); settings go as `-Des.*`
+ *   flags (or `--path.conf=...`); unicast discovery, so a lone node elects itself.
+ *
+ * 5.4.3, 5.5.1, 5.6.9 (green in 18-28 s):
+ *   JAVA_HOME=<jdk> ES_JVM_OPTIONS=<dir>/config/jvm.options ES_JAVA_OPTS="-Xms512m -Xmx512m"
+ *   bin/elasticsearch -Epath.conf=<dir>/config -Epath.data=<dir>/data -Epath.logs=<dir>/logs
+ *     -Ehttp.port=<p> -Etransport.tcp.port=<p> -Enetwork.host=127.0.0.1 -Ecluster.name=<name>
+ *     -Enode.name=<name>
+ *   The script reads jvm.options from ES_JVM_OPTIONS (else the home's), not from path.conf. Its
+ *   CMS lines stop Java 17 ("Unrecognized VM option 'UseConcMarkSweepGC'"): commented out in the
+ *   cache, -XX:+UseG1GC added. The -Xms2g/-Xmx2g of jvm.options stay; ES_JAVA_OPTS comes after
+ *   them and wins (the log says "heap size [512mb]").
+ *
+ * 6.1.2 (green in 25-29 s), 6.8.23 (72 s with X-Pack loading; oss 34 s):
+ *   JAVA_HOME=<jdk> ES_PATH_CONF=<dir>/config ES_JAVA_OPTS="-Xms512m -Xmx512m" bin/elasticsearch
+ *     -Epath.data=... -Epath.logs=... -Ehttp.port=<p> -Etransport.tcp.port=<p>
+ *     -Enetwork.host=127.0.0.1 -Ecluster.name=<name> -Enode.name=<name>
+ *   jvm.options is read from ES_PATH_CONF. 6.1.2's CMS lines are unconditional, as in 5.x (same
+ *   change); 6.8.23 binds them to Java 8-13 (`8-13:`) and names G1 from 14 on. 6.8.23's default
+ *   distribution reports build_flavor "default" (X-Pack, security off unless
+ *   `xpack.security.enabled: true` with a keystore `bootstrap.password`), the oss one "oss".
+ *
+ * 7.10.2, 7.17.25 (green in 30 s and 42 s), the integration-test zips:
+ *   ES_JAVA_HOME (7.17) or JAVA_HOME (7.10)=<jdk> ES_PATH_CONF=<dir>/config
+ *   ES_JAVA_OPTS="-Xms512m -Xmx512m" bin/elasticsearch -Ediscovery.type=single-node
+ *     -Epath.data=... -Epath.logs=... -Ehttp.port=<p> -Etransport.port=<p>
+ *     -Enetwork.host=127.0.0.1 -Ecluster.name=<name> -Enode.name=<name>
+ *   build_flavor "oss": no X-Pack, so any `xpack.*` setting stops the node.
+ *
+ * OpenSearch 2.19.1 (green in 36 s), the integration-test zip (no security plugin):
+ *   OPENSEARCH_JAVA_HOME=<jdk> OPENSEARCH_PATH_CONF=<dir>/config
+ *   OPENSEARCH_JAVA_OPTS="-Xms512m -Xmx512m" bin/opensearch -Ediscovery.type=single-node
+ *     -Epath.data=... -Epath.logs=... -Ehttp.port=<p> -Etransport.port=<p>
+ *     -Enetwork.host=127.0.0.1 -Ecluster.name=<name> -Enode.name=<name>
+ *
+ * Java: none of them runs on Java 24 or later, which removed the Security Manager they install at
+ * start (Temurin 25: 7.10.2 stops with "UnsupportedOperationException: Setting a Security Manager
+ * is not supported", 7.17.25 with "Enabling a Security Manager is not supported", OpenSearch too).
+ * Java 18 to 23 need `-Djava.security.manager=allow`, which 7.17 and OpenSearch 2.x pass
+ * themselves; hence the ranges below (Java 21 not tried: none here).
+ *
+ * The times were taken with the machine's 2 cores under a load of 12 to 15 (other work running);
+ * on a quiet machine of this kind the same versions were green in 4 to 10 s.
  */
 
 /** One distribution hangar installs. */
