@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BuiltEngine } from '../install/engine-cache.js';
 import type { InstallContext, InstallRecipe } from '../install/install-recipe.js';
@@ -93,7 +93,7 @@ interface Distribution {
   readonly path: string;
   /** Java versions it runs on (verified on 17). */
   readonly java: JavaRange;
-  /** The variable its scripts read the Java home from (ES 7.12 on prefer ES_JAVA_HOME, OpenSearch OPENSEARCH_JAVA_HOME). */
+  /** The variable its scripts read the Java home from (7.17 prefers ES_JAVA_HOME, OpenSearch OPENSEARCH_JAVA_HOME). */
   readonly javaHomeVar: string;
   /** More environment it needs at every start. */
   readonly env?: Readonly<Record<string, string>>;
@@ -122,7 +122,7 @@ const es = (version: string, java: JavaRange, extra: Partial<Distribution> = {})
 const UP_TO_17 = { min: 8, max: 17 };
 
 const ELASTICSEARCH: readonly Distribution[] = [
-  // its default collector flags (ParNew) are gone from Java 9 on; ES_GC_OPTS replaces them
+  // its script's default collector flags name ParNew, gone from Java 10 on; ES_GC_OPTS replaces them
   es('2.4.6', UP_TO_17, { env: { ES_GC_OPTS: '-XX:+UseG1GC' } }),
   es('5.4.3', UP_TO_17, { withoutCms: true }),
   es('5.5.1', UP_TO_17, { withoutCms: true }),
@@ -246,7 +246,8 @@ function recipe(
       }
       // 2.x has no plugins/ and makes it at start, in a home its user cannot write
       if (!existsSync(join(ctx.dir, 'plugins'))) {
-        await mkdir(join(ctx.dir, 'plugins'), { mode: 0o755 });
+        await mkdir(join(ctx.dir, 'plugins'));
+        await chmod(join(ctx.dir, 'plugins'), 0o755);
         patches.push('plugins/ created, empty (the node makes it at start otherwise)');
       }
       return {
