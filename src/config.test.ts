@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, SETTINGS, loadConfig } from './config.js';
+import { ConfigError, SETTINGS, defaultEngineCache, loadConfig } from './config.js';
 
 describe('loadConfig', () => {
   it('defaults: port 8080 on 127.0.0.1, data dir ./.hangar, SQLite, 24 h tokens', () => {
@@ -28,6 +28,16 @@ describe('loadConfig', () => {
     );
     expect(loadConfig({ runtime: 'local' }, { HANGAR_RUNTIME: 'emulated' }).runtime).toBe('local');
     expect(loadConfig({}, { HANGAR_RUNTIME: 'local' }).runtime).toBe('local');
+  });
+
+  it('the engine cache: the system cache for root, else the user cache (XDG_CACHE_HOME when absolute, else ~/.cache); the setting wins', () => {
+    expect(defaultEngineCache({ XDG_CACHE_HOME: '/x', HOME: '/home/u' }, 0)).toBe('/var/cache/hangar/engines');
+    expect(defaultEngineCache({ XDG_CACHE_HOME: '/x', HOME: '/home/u' }, 1000)).toBe('/x/hangar/engines');
+    expect(defaultEngineCache({ XDG_CACHE_HOME: 'relative', HOME: '/home/u' }, 1000)).toBe('/home/u/.cache/hangar/engines');
+    expect(defaultEngineCache({ HOME: '/home/u' }, 1000)).toBe('/home/u/.cache/hangar/engines');
+    expect(loadConfig({}, { HANGAR_ENGINE_CACHE: '/srv/engines' }).engineCache).toBe('/srv/engines');
+    expect(loadConfig({ 'engine-cache': 'rel' }, { HANGAR_ENGINE_CACHE: '/srv/engines' }).engineCache).toBe(resolve('rel'));
+    expect(loadConfig({}, { XDG_CACHE_HOME: '/x' }).engineCache).toBe(defaultEngineCache({ XDG_CACHE_HOME: '/x' }, process.getuid!()));
   });
 
   it('an empty variable counts as unset', () => {

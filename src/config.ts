@@ -1,6 +1,6 @@
-import { hostname } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { isIPv4 } from 'node:net';
-import { resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { DEADLINE_FAMILIES, OPERATION_KINDS, type OperationDeadlines } from './domain/operations.js';
 import { parsePolicy, type BackupPolicy } from './domain/backups.js';
 
@@ -64,6 +64,12 @@ export interface Config {
    * missing); `root` keeps them root. Not used when hangar runs as another user: engines run as it.
    */
   readonly engineUser: string;
+  /**
+   * Where `hangar engines install` keeps engines fetched from their publishers
+   * (`<cache>/<product>/<version>/`); default `/var/cache/hangar/engines` for root, else
+   * `$XDG_CACHE_HOME/hangar/engines` (`~/.cache/hangar/engines`).
+   */
+  readonly engineCache: string;
   /** Identity of this hangar process in leases. */
   readonly replicaId: string;
   /** Identity of the machine whose engines this process may own. */
@@ -405,6 +411,15 @@ export const SETTINGS: readonly SettingDoc[] = [
       'user the engines of the local runtime run as when hangar runs as root: a system user without home or shell, made at start when missing (`useradd`, or `adduser`); `root` runs them as root (Elasticsearch and OpenSearch then cannot run); not used when hangar runs as another user (engines run as that user)',
   },
   {
+    key: 'engineCache',
+    flag: 'engine-cache',
+    env: 'HANGAR_ENGINE_CACHE',
+    kind: 'path',
+    default: undefined,
+    description:
+      'directory of the engines `hangar engines install` fetches (default: `/var/cache/hangar/engines` as root, else `$XDG_CACHE_HOME/hangar/engines`, `~/.cache/hangar/engines` when that is unset)',
+  },
+  {
     key: 'replicaId',
     flag: 'replica-id',
     env: 'HANGAR_REPLICA_ID',
@@ -607,6 +622,15 @@ export const SETTINGS: readonly SettingDoc[] = [
 
 export type ArgValues = Readonly<Record<string, string | boolean | undefined>>;
 
+/** The engine cache when none is set: the system's for root, else the user's cache directory (XDG). */
+export function defaultEngineCache(env: NodeJS.ProcessEnv, uid: number): string {
+  if (uid === 0) return '/var/cache/hangar/engines';
+  const xdg = env.XDG_CACHE_HOME;
+  // the XDG spec: a relative XDG_CACHE_HOME is invalid and ignored
+  if (xdg && isAbsolute(xdg)) return join(xdg, 'hangar', 'engines');
+  return join(env.HOME || homedir(), '.cache', 'hangar', 'engines');
+}
+
 /** Reads the settings from parsed flags and the environment, flag first. */
 export function loadConfig(flags: ArgValues, env: NodeJS.ProcessEnv): Config {
   const out: Record<string, unknown> = {};
@@ -621,6 +645,7 @@ export function loadConfig(flags: ArgValues, env: NodeJS.ProcessEnv): Config {
   out.replicaId ??= `${host}:${process.pid}`;
   out.hostId ??= host;
   out.edgeBind ??= out.advertiseHost;
+  out.engineCache ??= defaultEngineCache(env, process.getuid?.() ?? -1);
   const config = out as unknown as Config;
   if ((config.bootstrapLogin === undefined) !== (config.bootstrapPassword === undefined)) {
     throw new ConfigError('HANGAR_BOOTSTRAP_LOGIN and HANGAR_BOOTSTRAP_PASSWORD go together: set both or neither');

@@ -13,6 +13,8 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   'test/kubernetes/cluster.test.ts': 523,
   'test/e2e/kill-at-every-step.test.ts': 140,
   'test/console/pages.test.ts': 126,
+  // a real go build of FerretDB: 7-30 s with Go's build cache warm, 80 s or more cold
+  'src/engines/ferretdb/ferretdb-install.test.ts': 90,
   'test/cli/cli.test.ts': 49,
   'test/integration/webhooks.test.ts': 48,
   'test/integration/operations.test.ts': 43,

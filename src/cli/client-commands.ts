@@ -49,6 +49,7 @@ function completionEntries(): CompletionEntry[] {
         ].map((f) => [f, f === 'runtime' ? ['local', 'emulated'] : []]),
       ),
       instanceArg: false,
+      ...(c.argWords ? { argWords: c.argWords() } : {}),
     })),
   ];
 }

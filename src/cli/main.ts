@@ -238,9 +238,12 @@ async function runOperator(command: OperatorCommand, argv: readonly string[], en
       allowPositionals: true,
       strict: true,
     });
-    if (positionals.length > command.name.split(' ').length) throw new UsageError(`unexpected argument "${positionals.at(-1)}"`);
+    const args = positionals.slice(command.name.split(' ').length);
+    const wanted = command.args ?? [];
+    if (args.length < wanted.length) throw new UsageError(`missing ${wanted.slice(args.length).join(' ')}`);
+    if (args.length > wanted.length) throw new UsageError(`unexpected argument "${args[wanted.length]}"`);
     const config = loadConfig(values, env);
-    await command.run(config, values, io);
+    await command.run(config, values, io, { args, env });
     return EXIT.OK;
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {

@@ -1,11 +1,21 @@
 import type { Config } from '../config.js';
+import { INSTALL_RECIPES } from '../engines/installs.js';
 import type { Io } from './io.js';
 
 // Loaded when run: they bring the server, the store and the drivers, which the commands of API
 // users (and --help) have no use for.
 const accounts = () => import('./commands/accounts.js');
+const engines = () => import('./commands/engines.js');
 
 type Opts = Record<string, string | boolean | undefined>;
+
+/** What an operator command gets besides the settings and its flags. */
+export interface OperatorRun {
+  /** Its arguments (the words after its name). */
+  readonly args: readonly string[];
+  /** The environment (for the programs it looks for: JAVA_HOME, PATH). */
+  readonly env: NodeJS.ProcessEnv;
+}
 
 /** A command of the operator: works on a data dir or database directly and takes the server settings. */
 export interface OperatorCommand {
@@ -17,7 +27,11 @@ export interface OperatorCommand {
   readonly examples: readonly string[];
   /** Flags of its own, besides the settings (--data-dir, --database-url, ...). */
   readonly options: Readonly<Record<string, { type: 'string' | 'boolean'; short?: string }>>;
-  run(config: Config, opts: Opts, io: Io): Promise<void>;
+  /** Its arguments after its name (`PRODUCT@VERSION`), each required; none when absent. */
+  readonly args?: readonly string[];
+  /** Words its first argument may be, for shell completion. */
+  readonly argWords?: () => readonly string[];
+  run(config: Config, opts: Opts, io: Io, more: OperatorRun): Promise<void>;
 }
 
 const login = { login: { type: 'string' as const } };
@@ -118,5 +132,35 @@ export const OPERATOR_COMMANDS: readonly OperatorCommand[] = [
     examples: ['hangar audit --limit 20', 'hangar audit --login ops@example.com'],
     options: { ...login, ...init, limit: { type: 'string' } },
     run: async (config, opts, io) => (await import('./commands/audit.js')).audit(config, opts, io),
+  },
+  {
+    kind: 'operator',
+    name: 'engines install',
+    summary:
+      'Fetch an engine no Debian package provides (Elasticsearch, OpenSearch, FerretDB) from its publisher, check it and keep it in the engine cache',
+    usage: 'hangar engines install PRODUCT@VERSION [--from URL|FILE] [--sha1 HEX] [--force] [--json] [--engine-cache DIR]',
+    examples: [
+      'hangar engines install elasticsearch@7.17.25',
+      'hangar engines install opensearch@2.19.1 --from https://maven.example.com/maven2   # a mirror of Maven Central',
+      'hangar engines install elasticsearch@6.8.23 --from ./elasticsearch-6.8.23.zip   # checked against its .sha1',
+      'hangar engines install ferretdb@1.24.2   # built with the Go toolchain',
+      `products and versions: ${INSTALL_RECIPES.flatMap((r) => r.versions.map((v) => `${r.product}@${v}`)).join(' ')}`,
+    ],
+    options: { from: { type: 'string' }, sha1: { type: 'string' }, force: { type: 'boolean' }, json: { type: 'boolean' } },
+    args: ['PRODUCT@VERSION'],
+    argWords: () => INSTALL_RECIPES.flatMap((r) => r.versions.map((v) => `${r.product}@${v}`)),
+    run: async (config, opts, io, { args, env }) => {
+      const e = await engines();
+      await e.engineInstall(e.parseEngineInstall(config, opts, args, env), io);
+    },
+  },
+  {
+    kind: 'operator',
+    name: 'engines ls',
+    summary: 'List the engines in the engine cache: product, version, program, size, when installed and the Java each runs on',
+    usage: 'hangar engines ls [--json] [--engine-cache DIR]',
+    examples: ['hangar engines ls', 'hangar engines ls --json'],
+    options: { json: { type: 'boolean' } },
+    run: async (config, opts, io) => (await engines()).engineList(config, opts, io),
   },
 ];

@@ -16,6 +16,8 @@ export interface CliResult {
 export interface CliRun {
   /** stderr so far (progress lines arrive while the command runs). */
   stderr(): string;
+  /** Sends the process a signal (SIGKILL: as a crash or an operator's kill -9 would end it). */
+  kill(signal: NodeJS.Signals): void;
   readonly done: Promise<CliResult>;
 }
 
@@ -61,7 +63,7 @@ export function startCli(args: readonly string[], opts: { home: string; env?: Re
     child.once('error', reject);
     child.once('close', (code) => resolveDone({ code: code ?? -1, stdout, stderr }));
   });
-  return { stderr: () => stderr, done };
+  return { stderr: () => stderr, kill: (signal) => child.kill(signal), done };
 }
 
 export const runCli = (args: readonly string[], opts: { home: string; env?: Record<string, string>; input?: string }): Promise<CliResult> =>
