@@ -87,6 +87,7 @@ describe('loadConfig', () => {
     expect(d).toEqual({
       create: 300,
       resize: 600,
+      engine: 1800,
       rename: 120,
       delete: 600,
       acl: 120,

@@ -157,7 +157,7 @@ export interface SettingDoc {
 
 /** Deadlines of operations, in seconds, by kind family. */
 const DEFAULT_DEADLINES =
-  'create=300,resize=600,rename=120,delete=600,acl=120,user=120,password=120,config=120,backup=3600,restore=3600,default=3600';
+  'create=300,resize=600,engine=1800,rename=120,delete=600,acl=120,user=120,password=120,config=120,backup=3600,restore=3600,default=3600';
 
 const REDIS_POLICIES = [
   'noeviction',
@@ -484,7 +484,7 @@ export const SETTINGS: readonly SettingDoc[] = [
     kind: 'deadlines',
     default: DEFAULT_DEADLINES,
     description:
-      'seconds an operation may run before it is FAILED, per kind (`acl`, `user`, `password` and `config` cover their kinds; `default` the kinds not named); a value names only the kinds it changes, e.g. `create=600`',
+      'seconds an operation may run before it is FAILED, per kind (`engine`, `acl`, `user`, `password` and `config` cover their kinds; `default` the kinds not named); a value names only the kinds it changes, e.g. `create=600`',
   },
   {
     key: 'operationRetentionSeconds',

@@ -25,6 +25,7 @@ import {
   type CreatedInstance,
   type CreatedWebhook,
   type CreateWebhookRequest,
+  type EngineSwitchRequest,
   type DeniedConnection,
   type EffectiveAccess,
   type HangarEvent,
@@ -378,6 +379,16 @@ export class HangarClient {
   /** Starts growing a redis instance to `newPlan` MB; it is RESIZING until ACTIVE again: see waitUntilReady. */
   resizeRedis(instance: string, newPlan: number, opts: CallOptions = {}): Promise<string> {
     return this.call('POST', `/v2/redis/${enc(instance)}/resize/`, { body: { new_plan: newPlan }, ...opts });
+  }
+
+  /**
+   * Starts switching a redis instance's engine in place (Redis to Valkey), keeping its name,
+   * connect strings, password, ACLs, users, settings and data. It stays ACTIVE meanwhile: follow
+   * the `engine.switch` operation (`onOperation` gets its id; waitForOperation), after which its
+   * record shows the new engine and version.
+   */
+  switchRedisEngine(instance: string, to: EngineSwitchRequest, opts: CallOptions = {}): Promise<string> {
+    return this.call('POST', `/v2/redis/${enc(instance)}/engine/`, { body: to, ...opts });
   }
 
   // --- backups ------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ export type {
   PasswordRotationEnd,
   RedisConfig,
   RedisConfigChange,
+  EngineSwitchRequest,
   RedisSlowlogEntry,
   RedisStats,
   RedisUser,

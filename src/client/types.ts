@@ -13,6 +13,7 @@ import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
 import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
 import type {
+  EngineSwitchBody,
   RedisConfigPatchBody,
   RedisConfigRecord,
   RedisStatsRecord,
@@ -63,6 +64,8 @@ export type PasswordRotationEnd = Static<typeof FinishRecord>;
 /** Redis settings of the allow-list, by redis.conf name. */
 export type RedisConfig = Static<typeof RedisConfigRecord>;
 export type RedisConfigChange = Static<typeof RedisConfigPatchBody>;
+/** `POST /v2/redis/<name>/engine/`: the engine and version to switch to (Redis to Valkey). */
+export type EngineSwitchRequest = Static<typeof EngineSwitchBody>;
 export type RedisSlowlogEntry = Static<typeof SlowlogEntryRecord>;
 export type RedisStats = Static<typeof RedisStatsRecord>;
 export type MongoUser = Static<typeof UserRecord>;

@@ -17,6 +17,8 @@ export interface Backup {
   /** The instance's name when the backup was asked for. */
   readonly instanceName: string;
   readonly service: Service;
+  /** The product that took it (`redis`, `valkey`, ...): what it can be restored into depends on it. */
+  readonly engine: string;
   /** The engine's version (as the engine reported it once the snapshot was taken; the instance's before). */
   readonly engineVersion: string;
   readonly zone: string;

@@ -84,6 +84,13 @@ export const errors = {
     new HangarError(409, 'ACL_EXISTS', `an ACL for ${cidr} already exists on instance "${instance}"`),
   operationInProgress: (name: string, state: string) =>
     new HangarError(409, 'OPERATION_IN_PROGRESS', `instance "${name}" is ${state}; wait until it is ACTIVE and try again`, { state }),
+  engineSwitchInProgress: (name: string, to: string) =>
+    new HangarError(
+      409,
+      'OPERATION_IN_PROGRESS',
+      `instance "${name}" is switching to ${to}; wait until the switch is done (its operation says when) and try again`,
+      { state: 'ACTIVE' },
+    ),
   operationNotCancellable: (id: string, reason: string) =>
     new HangarError(409, 'OPERATION_NOT_CANCELLABLE', `operation "${id}" cannot be cancelled: ${reason}`),
   instanceDeleting: (name: string) => new HangarError(409, 'INSTANCE_DELETING', `instance "${name}" is being deleted`),

@@ -48,6 +48,10 @@ export interface Instance {
   readonly plan: number;
   /** The plan asked for; differs from `plan` while a resize runs. */
   readonly desiredPlan: number;
+  /** The engine asked for; differs from `engine` while a switch of engines runs (Redis to Valkey). */
+  readonly desiredEngine: string;
+  /** The version asked for; differs from `version` while a switch of engines runs. */
+  readonly desiredVersion: string;
   readonly encrypted: boolean;
   readonly storageEngine: string | null;
   readonly apiKey: string;
@@ -102,6 +106,10 @@ export interface InstancePatch {
   readonly stateReason?: string | null;
   readonly plan?: number;
   readonly desiredPlan?: number;
+  readonly engine?: string;
+  readonly version?: string;
+  readonly desiredEngine?: string;
+  readonly desiredVersion?: string;
   readonly deleting?: boolean;
   readonly observedVersion?: number;
   readonly updatedAt?: number;

@@ -8,6 +8,7 @@
 export const INSTANCE_OPERATION_KINDS = [
   'create',
   'resize',
+  'engine.switch',
   'rename',
   'delete',
   'acl.add',
@@ -143,6 +144,7 @@ export type OperationDeadlines = Readonly<Record<string, number>>;
 export const DEADLINE_FAMILIES = [
   'create',
   'resize',
+  'engine',
   'rename',
   'delete',
   'acl',

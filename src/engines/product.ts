@@ -110,6 +110,12 @@ export interface Product {
   recordFields(inst: Instance, host: string): Record<string, unknown>;
   /** Versions the emulated runtime offers. */
   readonly emulatedVersions: readonly string[];
+  /**
+   * Other products of its service whose data files (and so backups) it is promised to load: an
+   * instance of one of them may switch to this product in place (`POST /v2/redis/<name>/engine/`),
+   * and their backups restore into it. Absent: none.
+   */
+  readonly loadsDataOf?: readonly string[];
   readonly local: LocalForm;
   readonly cluster: ClusterForm;
   /** How a person connects from a shell; absent: it has none (HTTP). */

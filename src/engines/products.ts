@@ -38,3 +38,14 @@ export function productsOf(service: Service): readonly Product[] {
 export function firstProductOf(service: Service): Product {
   return productsOf(service)[0]!;
 }
+
+/**
+ * Why data files of `from` (an instance's, a backup's) are not promised to load in `to`, or
+ * undefined when they are (the same product, or one that loads the other's).
+ */
+export function dataRefusal(from: string, to: string): string | undefined {
+  if (from === to) return undefined;
+  const target = productNamed(to);
+  if (target.loadsDataOf?.includes(from)) return undefined;
+  return `${productNamed(from).label}'s data files are not promised to load in ${target.label}`;
+}

@@ -3,9 +3,10 @@ import type { EngineUser, InstanceSpec } from '../domain/units.js';
 import { productNamed } from './products.js';
 
 /**
- * What the runtime runs for an instance: its engine and the edge routes its product gives it, its
- * desired plan, credentials and ports, and, when the reconciler read them, its application users
- * and settings.
+ * What the runtime runs for an instance: its desired engine and version (another than it runs
+ * while a switch of engines is under way) and the edge routes its product gives it, its desired
+ * plan, credentials and ports, and, when the reconciler read them, its application users and
+ * settings.
  */
 export function toSpec(
   inst: Instance,
@@ -14,10 +15,10 @@ export function toSpec(
   return {
     id: inst.id,
     service: inst.service,
-    engine: inst.engine,
-    routes: productNamed(inst.engine).edgeRoutes(inst.type, inst.ports),
+    engine: inst.desiredEngine,
+    routes: productNamed(inst.desiredEngine).edgeRoutes(inst.type, inst.ports),
     type: inst.type,
-    version: inst.version,
+    version: inst.desiredVersion,
     plan: inst.desiredPlan,
     encrypted: inst.encrypted,
     storageEngine: inst.storageEngine,

@@ -225,6 +225,7 @@ export function backupRecord(b: Backup): BackupRecord {
     instance_id: b.instanceId,
     instance_name: b.instanceName,
     service: b.service,
+    engine: b.engine,
     engine_version: b.engineVersion,
     format: b.format,
     state: b.state,

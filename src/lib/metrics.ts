@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** What a reconcile pass worked on, judged from the instance it found and what it did. */
-export type ReconcileKind = 'create' | 'resize' | 'restore' | 'delete' | 'access' | 'users' | 'heal';
+export type ReconcileKind = 'create' | 'resize' | 'engine' | 'restore' | 'delete' | 'access' | 'users' | 'heal';
 /**
  * How a pass ended: `ok` converged; `retry` asked to run again (not converged yet, or a newer
  * request arrived); `failed` turned the instance FAILED; `error` threw (retried with backoff);
@@ -69,7 +69,7 @@ export class Metrics {
     });
     this.reconcileDuration = new Histogram({
       name: 'hangar_reconcile_duration_seconds',
-      help: 'Duration of reconcile passes, by what they worked on (create, resize, delete, access, users, heal) and how they ended',
+      help: 'Duration of reconcile passes, by what they worked on (create, resize, engine, restore, delete, access, users, heal) and how they ended',
       labelNames: ['kind', 'outcome'],
       buckets: RECONCILE_BUCKETS,
       registers,

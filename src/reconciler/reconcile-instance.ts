@@ -109,8 +109,13 @@ export async function reconcileInstance(deps: ReconcileDeps, id: string, signal:
   }
 }
 
+/** Whether the record shows what was asked of the engines: the plan, the engine and its version. */
+function converged(inst: Instance): boolean {
+  return inst.plan === inst.desiredPlan && inst.engine === inst.desiredEngine && inst.version === inst.desiredVersion;
+}
+
 /**
- * The kind of work a pass does, from the instance as found: a build, a resize, a teardown, a
+ * The kind of work a pass does, from the instance as found: a build, a resize, a switch of engines, a teardown, a
  * recorded change (ACLs; a rename) to apply, or a check that repairs drift (`heal`). A change
  * that turns out to be user work is reported as `users` by syncUsers.
  */
@@ -119,6 +124,7 @@ function kindOf(inst: Instance): ReconcileKind {
   if (inst.state === 'REQUESTED' || inst.state === 'BUILDING') return 'create';
   if (inst.state === 'RESTORING') return 'restore';
   if (inst.state === 'RESIZING' || inst.plan !== inst.desiredPlan) return 'resize';
+  if (inst.engine !== inst.desiredEngine || inst.version !== inst.desiredVersion) return 'engine';
   if (inst.state !== 'FAILED' && inst.observedVersion < inst.specVersion) return 'access';
   return 'heal';
 }
@@ -162,7 +168,8 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
     ctx.step('create:building');
   }
 
-  const product = productNamed(inst.engine);
+  // the product asked for: another than the record shows while a switch of engines is under way
+  const product = productNamed(inst.desiredEngine);
   // Expired ACLs and rotations whose grace period is over are taken off below, with the rest.
   const readTimed = async () => ({
     acls: await listAcls(db, id, true),
@@ -185,7 +192,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   let address: string | undefined;
   try {
     if (!(await accessAlone(deps, target, inst, spec, rules, done, report, ctx))) {
-      ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.engine), ctx));
+      ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(spec.engine), ctx));
       deps.converged?.remember(spec, version);
     }
   } catch (err) {
@@ -234,8 +241,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   const wait = untilNextDeadline(inst, timed, dueAt, deps.now());
   const next = wait === undefined ? undefined : { requeueAfterMs: wait };
   if (next) report.outcome = 'ok';
-  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && inst.plan === inst.desiredPlan && !moved)
-    return next;
+  if (inst.state === done && inst.stateReason === null && inst.observedVersion === version && converged(inst) && !moved) return next;
   const wrote = await updateInstance(
     db,
     id,
@@ -243,6 +249,9 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
       state: done,
       stateReason: null,
       plan: inst.desiredPlan,
+      // the engines run what was asked: a switch of engines is over
+      engine: inst.desiredEngine,
+      version: inst.desiredVersion,
       observedVersion: version,
       updatedAt: deps.now(),
       ...(moved ? { address } : {}),
@@ -470,8 +479,8 @@ async function syncUsers(deps: ReconcileDeps, target: Target, inst: Instance, fr
   if (users.length === 0) return false;
   let changed = false;
   const spec = toSpec(inst);
-  const engine = target.engines.require(inst.engine);
-  if (!engine.mongodbUsers) throw new TerminalError(`the ${inst.engine} engine keeps no database users`);
+  const engine = target.engines.require(spec.engine);
+  if (!engine.mongodbUsers) throw new TerminalError(`the ${spec.engine} engine keeps no database users`);
   const admin = engine.mongodbUsers(spec, target.runtime.place(spec));
   const present = new Map<string, Set<string>>();
   const usersOf = async (database: string): Promise<Set<string>> => {

@@ -76,6 +76,11 @@ export class BackupScheduler {
             log.warn({ instance: inst.id, state: inst.state }, 'scheduled backup skipped: the instance is not serving');
             return undefined;
           }
+          if (inst.engine !== inst.desiredEngine) {
+            // which engine's snapshot it would be is not known until the switch is over
+            log.warn({ instance: inst.id, to: inst.desiredEngine }, 'scheduled backup skipped: the instance is switching engines');
+            return undefined;
+          }
           const active = await findActiveBackup(trx, inst.id);
           if (active) {
             log.warn({ instance: inst.id, backup: active.id }, 'scheduled backup skipped: a backup is in progress');

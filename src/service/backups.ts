@@ -3,7 +3,7 @@ import { decryptStream, newDataKey, verifyStream } from '../lib/backup-crypto.js
 import { newObjectId } from '../lib/ids.js';
 import { chain, drain } from '../lib/streams.js';
 import { PLANS, type Service } from '../domain/catalog.js';
-import { firstProductOf } from '../engines/products.js';
+import { dataRefusal, firstProductOf } from '../engines/products.js';
 import {
   ACTIVE_BACKUP_STATES,
   nextRunAfter,
@@ -56,6 +56,11 @@ export interface BackupContent {
 /** Wakes the work that runs backups (a new one was asked for). */
 export interface BackupWork {
   wake(): void;
+}
+
+/** 409 while the instance switches engines (Redis to Valkey): backups and restores wait for the switch. */
+function assertNotSwitching(inst: Instance): void {
+  if (inst.engine !== inst.desiredEngine) throw errors.engineSwitchInProgress(inst.name, `${inst.desiredEngine} ${inst.desiredVersion}`);
 }
 
 /** Thrown in a restore's transaction when the instance is no longer ready (the transaction is undone). */
@@ -156,6 +161,7 @@ export class BackupService {
       instanceId: inst.id,
       instanceName: inst.name,
       service: inst.service,
+      engine: inst.engine,
       engineVersion: inst.version,
       zone: inst.zone,
       plan: inst.plan,
@@ -197,6 +203,8 @@ export class BackupService {
     if (inst.deleting) throw errors.instanceDeleting(name);
     this.driverFor(inst);
     if (!SERVING_STATES.includes(inst.state) || inst.state === 'RESIZING') throw errors.instanceNotReady(name, inst.state);
+    // a snapshot taken while the engines are switched would be of either: neither is promised
+    assertNotSwitching(inst);
     let started: Started<Backup>;
     try {
       started = await this.record(inst, false, origin);
@@ -266,18 +274,33 @@ export class BackupService {
   }
 
   /**
-   * The caller's completed backup of `service` that a new or existing instance on `plan` can be
-   * restored from: 404 when it is not the caller's, 400 for another service or a plan smaller
-   * than what the instance used, 409 when it is not completed, 422 when it no longer matches its
-   * SHA-256.
+   * The caller's completed backup of `target.service` that a new or existing instance of
+   * `target.engine` on `plan` can be restored from: 404 when it is not the caller's, 400 for
+   * another service, an engine whose data files `target.engine` is not promised to load (a
+   * Valkey backup into Redis) or a plan smaller than what the instance used, 409 when it is not
+   * completed, 422 when it no longer matches its SHA-256.
    */
-  async restorable(caller: Caller, backupId: string, service: string, plan: number, field: string): Promise<Backup> {
+  async restorable(
+    caller: Caller,
+    backupId: string,
+    target: { readonly service: string; readonly engine: string },
+    plan: number,
+    field: string,
+  ): Promise<Backup> {
+    const { service } = target;
     const backup = await findBackup(this.db, this.deps.keyring, backupId);
     if (!backup || backup.accountId !== caller.accountId) throw errors.backupNotFound(backupId);
     if (backup.service !== service) {
       throw errors.invalidValue(
         field,
         `"${field}": backup "${backupId}" is a ${backup.service} backup; it cannot be restored into a ${service} instance`,
+      );
+    }
+    const refusal = dataRefusal(backup.engine, target.engine);
+    if (refusal !== undefined) {
+      throw errors.invalidValue(
+        field,
+        `"${field}": backup "${backupId}" was taken on ${backup.engine} ${backup.engineVersion}; it cannot be restored into a ${target.engine} instance: ${refusal}`,
       );
     }
     if (backup.state !== 'COMPLETED') throw errors.backupNotCompleted(backupId, backup.state);
@@ -302,9 +325,10 @@ export class BackupService {
     if (inst.deleting) throw errors.instanceDeleting(name);
     this.driverFor(inst);
     if (!READY_STATES.includes(inst.state)) throw errors.operationInProgress(name, inst.state);
+    assertNotSwitching(inst);
     const running = await findActiveBackup(this.db, inst.id);
     if (running) throw errors.backupInProgress(name, running.id, running.state);
-    const backup = await this.restorable(caller, backupId, inst.service, inst.plan, 'backup_id');
+    const backup = await this.restorable(caller, backupId, inst, inst.plan, 'backup_id');
     const now = this.deps.now();
     const restore: Restore = {
       id: newObjectId(now),
@@ -337,6 +361,7 @@ export class BackupService {
         const bumped = await bumpInstance(trx, inst.id, { state: 'RESTORING', stateReason: null, transitionAt: now }, now, {
           states: READY_STATES,
           notDeleting: true,
+          notSwitching: true,
         });
         // nothing is recorded (the operation neither) when the instance moved meanwhile
         if (!bumped) throw NOT_BUMPED;
@@ -351,6 +376,7 @@ export class BackupService {
       const current = await this.instance(caller, name);
       if (!current) throw errors.instanceNotFound(name);
       if (current.deleting) throw errors.instanceDeleting(name);
+      assertNotSwitching(current);
       throw errors.operationInProgress(name, current.state);
     }
     this.step('restore:recorded');

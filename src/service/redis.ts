@@ -17,6 +17,7 @@ import { serverVersion } from '../engines/redis/redis-admin.js';
 export { REDIS_SETTINGS } from '../engines/redis/redis-settings.js';
 import { listRedisSettings, putRedisSettings } from '../store/redis-user-repository.js';
 import { recordAndApply } from './redis-users.js';
+import { type EngineSwitchInput, recordEngineSwitch } from './engine-switch.js';
 
 /** An engine that takes longer than this to answer an inspection is reported unreachable. */
 const ENGINE_TIMEOUT_MS = 3000;
@@ -237,6 +238,18 @@ export class RedisService {
     });
   }
 
+  /**
+   * Records a switch of the instance's engine in place (Redis to Valkey) and its operation; the
+   * reconciler moves the engines to it (see engine-switch.ts for what is refused).
+   */
+  async switchEngine(caller: Caller, name: string, input: EngineSwitchInput, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
+    const inst = await this.redisInstance(caller, name);
+    const started = await recordEngineSwitch(this.deps, this.zones, caller, inst, input, origin);
+    this.step('engine:recorded');
+    this.deps.work.enqueue(inst.id);
+    return started;
+  }
+
   /** Records the larger plan (and its operation); the reconciler applies it to the engines. */
   async resize(caller: Caller, name: string, newPlan: number, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     const inst = await this.redisInstance(caller, name);
@@ -267,7 +280,7 @@ export class RedisService {
           },
           trx,
         );
-        if (zone) await this.zones.assertFits(trx, zone, { engine: inst.engine, type: inst.type, plan: newPlan }, inst.id);
+        if (zone) await this.zones.assertFits(trx, zone, { engine: inst.desiredEngine, type: inst.type, plan: newPlan }, inst.id);
         const changed = await bumpInstance(
           trx,
           inst.id,

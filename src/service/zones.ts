@@ -49,8 +49,14 @@ export interface Need {
   readonly plan: number;
 }
 
-/** Memory an instance promises: at its asked plan, which a resize makes the larger one. */
-const promiseOf = (p: PlacementGroup): number => productNamed(p.engine).promisedMemoryMb(p.type, Math.max(p.plan, p.desiredPlan));
+/**
+ * Memory an instance promises: at its asked plan, which a resize makes the larger one, on the
+ * engine that promises more of the one it runs and the one a switch moves it to.
+ */
+const promiseOf = (p: PlacementGroup): number => {
+  const plan = Math.max(p.plan, p.desiredPlan);
+  return Math.max(productNamed(p.engine).promisedMemoryMb(p.type, plan), productNamed(p.desiredEngine).promisedMemoryMb(p.type, plan));
+};
 
 /**
  * Zones as placement targets: which zone serves a create, and whether a plan fits there before

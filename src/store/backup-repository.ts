@@ -14,6 +14,7 @@ export function toBackup(row: BackupRow, keyring: Keyring): Backup {
     instanceId: row.instance_id,
     instanceName: row.instance_name,
     service: row.service as Service,
+    engine: row.engine,
     engineVersion: row.engine_version,
     zone: row.zone,
     plan: row.plan,
@@ -42,6 +43,7 @@ export type NewBackup = Pick<
   | 'instanceId'
   | 'instanceName'
   | 'service'
+  | 'engine'
   | 'engineVersion'
   | 'zone'
   | 'plan'
@@ -72,6 +74,7 @@ export async function insertBackup(db: Db, keyring: Keyring, b: NewBackup): Prom
         instance_id: b.instanceId,
         instance_name: b.instanceName,
         service: b.service,
+        engine: b.engine,
         engine_version: b.engineVersion,
         zone: b.zone,
         plan: b.plan,

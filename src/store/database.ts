@@ -64,6 +64,9 @@ export interface InstanceTable {
   zone: string;
   plan: number;
   desired_plan: number;
+  /** The engine and version asked for: other than `engine` and `version` while a switch runs. */
+  desired_engine: string;
+  desired_version: string;
   encrypted: number;
   storage_engine: string | null;
   api_key_enc: string;
@@ -268,6 +271,8 @@ export interface BackupTable {
   instance_id: string;
   instance_name: string;
   service: string;
+  /** The product that took it (`redis`, `valkey`, ...). */
+  engine: string;
   engine_version: string;
   zone: string;
   plan: number;

@@ -22,6 +22,8 @@ export function toInstance(row: InstanceRow, keyring: Keyring): Instance {
     zone: row.zone,
     plan: row.plan,
     desiredPlan: row.desired_plan,
+    desiredEngine: row.desired_engine,
+    desiredVersion: row.desired_version,
     encrypted: row.encrypted === 1,
     storageEngine: row.storage_engine,
     apiKey: keyring.decrypt(row.api_key_enc),
@@ -58,6 +60,8 @@ function newInstanceRow(inst: NewInstance, keyring: Keyring): NewInstanceRow & I
     zone: inst.zone,
     plan: inst.plan,
     desired_plan: inst.plan,
+    desired_engine: inst.engine,
+    desired_version: inst.version,
     encrypted: inst.encrypted ? 1 : 0,
     storage_engine: inst.storageEngine,
     api_key_enc: keyring.encrypt(inst.apiKey),
@@ -88,6 +92,10 @@ function patchRow(patch: InstancePatch): InstanceRowUpdate {
   if (patch.stateReason !== undefined) row.state_reason = patch.stateReason;
   if (patch.plan !== undefined) row.plan = patch.plan;
   if (patch.desiredPlan !== undefined) row.desired_plan = patch.desiredPlan;
+  if (patch.engine !== undefined) row.engine = patch.engine;
+  if (patch.version !== undefined) row.version = patch.version;
+  if (patch.desiredEngine !== undefined) row.desired_engine = patch.desiredEngine;
+  if (patch.desiredVersion !== undefined) row.desired_version = patch.desiredVersion;
   if (patch.deleting !== undefined) row.deleting = patch.deleting ? 1 : 0;
   if (patch.observedVersion !== undefined) row.observed_version = patch.observedVersion;
   if (patch.updatedAt !== undefined) row.updated_at = patch.updatedAt;
@@ -115,6 +123,8 @@ export async function createInstance(
     ...inst,
     namePrior: null,
     desiredPlan: inst.plan,
+    desiredEngine: inst.engine,
+    desiredVersion: inst.version,
     state: 'REQUESTED',
     stateReason: null,
     deleting: false,
@@ -364,13 +374,16 @@ export async function updateInstance(
   return Number(r.numUpdatedRows) > 0;
 }
 
-/** Records a new desired state: bumps the spec version with the change. */
+/**
+ * Records a new desired state: bumps the spec version with the change, if the instance is in one
+ * of `states`, not being deleted, not switching engines (as asked).
+ */
 export async function bumpInstance(
   db: Db,
   id: string,
   patch: InstancePatch,
   now: number,
-  where: { states?: readonly string[]; notDeleting?: boolean } = {},
+  where: { states?: readonly string[]; notDeleting?: boolean; notSwitching?: boolean } = {},
 ): Promise<boolean> {
   let q = db
     .updateTable('instances')
@@ -378,6 +391,7 @@ export async function bumpInstance(
     .where('id', '=', id);
   if (where.states) q = q.where('state', 'in', where.states);
   if (where.notDeleting) q = q.where('deleting', '=', 0);
+  if (where.notSwitching) q = q.whereRef('engine', '=', 'desired_engine').whereRef('version', '=', 'desired_version');
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
@@ -553,6 +567,8 @@ export interface PlacementGroup {
   readonly zone: string;
   readonly service: Service;
   readonly engine: string;
+  /** The engine asked for (another while a switch runs). */
+  readonly desiredEngine: string;
   readonly type: InstanceType;
   readonly plan: number;
   readonly desiredPlan: number;
@@ -560,7 +576,7 @@ export interface PlacementGroup {
 }
 
 /**
- * The instances (of `zones`, when given; deleting ones too: they hold their memory until gone), grouped by zone, service, engine, type and plans and
+ * The instances (of `zones`, when given; deleting ones too: they hold their memory until gone), grouped by zone, service, engines, type and plans and
  * counted (an aggregate in the store: a few rows whatever the number of instances); `except`
  * leaves one instance out (a resize counts only what it adds).
  */
@@ -568,8 +584,8 @@ export async function countPlacements(db: Db, zones?: readonly string[], except?
   if (zones !== undefined && zones.length === 0) return [];
   let q = db
     .selectFrom('instances')
-    .select((eb) => ['zone', 'service', 'engine', 'type', 'plan', 'desired_plan', eb.fn.countAll<number>().as('n')])
-    .groupBy(['zone', 'service', 'engine', 'type', 'plan', 'desired_plan']);
+    .select((eb) => ['zone', 'service', 'engine', 'desired_engine', 'type', 'plan', 'desired_plan', eb.fn.countAll<number>().as('n')])
+    .groupBy(['zone', 'service', 'engine', 'desired_engine', 'type', 'plan', 'desired_plan']);
   if (zones !== undefined) q = q.where('zone', 'in', zones);
   if (except !== undefined) q = q.where('id', '!=', except);
   const rows = await q.execute();
@@ -577,6 +593,7 @@ export async function countPlacements(db: Db, zones?: readonly string[], except?
     zone: r.zone,
     service: r.service as Service,
     engine: r.engine,
+    desiredEngine: r.desired_engine,
     type: r.type as InstanceType,
     plan: r.plan,
     desiredPlan: r.desired_plan,

@@ -369,6 +369,17 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
       const resize = await run(['redis', 'resize', 'streamed', '--plan', '1000']);
       expect(resize.code, resize.stderr).toBe(0);
       expect(resize.stdout).toContain('runs on 1000 MB');
+      // and so does redis engine; without --version it names those offered
+      const versionless = await run(['redis', 'engine', 'streamed', '--engine', 'valkey']);
+      expect(versionless.code).toBe(2);
+      expect(versionless.stderr).toContain('--version is required (redis on valkey in US-Dallas: 8.0.1, 8.0, 7.2.4, 7.2)');
+      const switched = await run(['redis', 'engine', 'streamed', '--engine', 'valkey', '--version', '8.0.1']);
+      expect(switched.code, switched.stderr).toBe(0);
+      expect(switched.stdout).toBe('Instance "streamed" runs on valkey 8.0.1.\n');
+      expect(switched.stderr).toMatch(/streamed: ACTIVE after \d+\.\ds\n/);
+      const back = await run(['redis', 'engine', 'streamed', '--engine', 'redis', '--version', '7.0.15']);
+      expect(back.code).toBe(1);
+      expect(back.stderr).toContain("Valkey's data files are not promised to load in Redis");
       const rm = await run(['instances', 'rm', 'streamed', '--yes']);
       expect(rm.code, rm.stderr).toBe(0);
       expect(rm.stderr).toMatch(/streamed: deleted after/);

@@ -1,7 +1,8 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HangarProcess, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
+import { HangarProcess, engineVersion, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
+import { processesUnder } from './helpers/processes.js';
 import {
   connectRedis,
   connectRedisAs,
@@ -23,7 +24,7 @@ import { edgeAllowList, expectApiMatchesWhatRuns } from './helpers/what-runs.js'
  */
 
 /** The answer of the request, or undefined when hangar died before it answered. */
-type Answer = { status: number; body: any } | undefined;
+type Answer = { status: number; body: any; headers?: Headers } | undefined;
 
 interface Operation {
   /** What exists before the operation. */
@@ -46,7 +47,7 @@ const LOCAL = [{ cidr_mask: '127.0.0.1', description: 'this machine' }];
 const CONVERGE_MS = 25_000;
 
 /** Sends a request to a hangar that may die while it runs: undefined when it does. */
-const survive = (request: Promise<{ status: number; body: any }>): Promise<Answer> => request.catch(() => undefined);
+const survive = (request: Promise<{ status: number; body: any; headers?: Headers }>): Promise<Answer> => request.catch(() => undefined);
 
 const aclsOf = async (h: HangarProcess, name: string): Promise<any[]> => (await h.get(`/v2/instances/${name}/acls/`)).body.data;
 
@@ -303,6 +304,44 @@ function healOf(role: 'primary' | 'replica'): Operation {
 OPERATIONS['heal-primary'] = healOf('primary');
 OPERATIONS['heal-replica'] = healOf('replica');
 
+/** A switch from Redis to Valkey: the replica is restarted on valkey-server, then the primary. */
+OPERATIONS['engine-switch'] = {
+  async setup(h) {
+    const inst = await h.createRedis('x', { acls: LOCAL });
+    const c = await connectRedis(portOf(inst.public_connect_string), inst.password);
+    await c.set('kept', 'across the switch');
+    c.destroy();
+    return inst;
+  },
+  act: (h) => survive(h.post('/v2/redis/x/engine/', { engine: 'valkey', version: engineVersion('valkey') })),
+  async verify(h, inst, answer) {
+    const rec = await h.waitFor('x', (r) => r?.state === 'ACTIVE' && r.engine === 'valkey', CONVERGE_MS);
+    expect(rec).toMatchObject({ version: engineVersion('valkey'), connect_string: inst!.connect_string, password: inst!.password });
+    const servers = processesUnder(join(h.dataDir, 'instances', inst!.id)).map((p) => p.cmdline.split(' ')[0]!.split('/').at(-1));
+    expect(servers).toEqual(['valkey-server', 'valkey-server']);
+    await eventually(
+      'the instance answers',
+      async () => (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG',
+      10_000,
+    );
+    const c = await connectRedis(portOf(rec.public_connect_string), rec.password);
+    try {
+      expect(await c.get('kept')).toBe('across the switch');
+    } finally {
+      c.destroy();
+    }
+    // its operation SUCCEEDS, whichever pass finished the switch
+    const id = answer?.headers?.get('x-operation-id') ?? undefined;
+    const ops = (await h.get('/v2/operations/?instance=x&kind=engine.switch')).body.data;
+    expect(ops.map((o: any) => o.id)).toEqual(id ? [id] : [expect.any(String)]);
+    await eventually(
+      'the switch operation to succeed',
+      async () => (await h.get(`/v2/operations/${ops[0].id}/`)).body.data.state === 'SUCCEEDED',
+      CONVERGE_MS,
+    );
+  },
+};
+
 /**
  * Every step of every operation. `cleanSetup`: the step is also reached while the setup builds
  * the instance, so a hangar without the fault sets up and the faulty one starts afterwards.
@@ -340,6 +379,9 @@ const CASES: { op: string; step: string; cleanSetup?: boolean }[] = [
   { op: 'restore', step: 'restore:staged' },
   { op: 'restore', step: 'restore:engines-stopped' },
   { op: 'restore', step: 'restore:data-swapped' },
+  { op: 'engine-switch', step: 'engine:recorded' },
+  { op: 'engine-switch', step: 'engine:replica-switched' },
+  { op: 'engine-switch', step: 'engine:primary-switched' },
   { op: 'heal-primary', step: 'ensure:primary-restarted' },
   { op: 'heal-replica', step: 'ensure:replica-restarted' },
 ];
@@ -365,8 +407,12 @@ describe('the step list', () => {
   });
 });
 
+/** The cases that can run here: a switch to Valkey needs valkey-server (in CI, a missing one fails the run). */
+const RUNNABLE =
+  CASES.some((c) => c.op === 'engine-switch') && !enginesAvailable('valkey') ? CASES.filter((c) => c.op !== 'engine-switch') : CASES;
+
 describe.runIf(enginesAvailable()).concurrent('hangar killed at every step, on the local runtime', () => {
-  it.each(CASES)(
+  it.each(RUNNABLE)(
     '$op killed at $step converges after a restart, and the API lists exactly what runs',
     async ({ op, step, cleanSetup }) => {
       const operation = OPERATIONS[op]!;

@@ -437,6 +437,12 @@ describe('the OpenAPI document', () => {
       expect((await call(alice, 'POST', resize, { instance_name: 'nope' }, { new_plan: 1000 })).status).toBe(404);
       expect((await call(alice, 'POST', resize, { instance_name: 'r' }, { new_plan: 1000 })).status).toBe(200);
       await alice.waitFor('r', (rec) => rec?.state === 'ACTIVE' && rec.plan === 1000);
+      const engine = '/v2/redis/{instance_name}/engine/';
+      await alice.ready(redisBody('sw'));
+      expect((await call(alice, 'POST', engine, { instance_name: 'sw' }, { engine: 'valkey', version: '9.9.9' })).status).toBe(400);
+      expect((await call(bob, 'POST', engine, { instance_name: 'sw' }, { engine: 'valkey', version: '8.0.1' })).status).toBe(404);
+      expect((await call(alice, 'POST', engine, { instance_name: 'sw' }, { engine: 'valkey', version: '8.0.1' })).status).toBe(200);
+      await alice.waitFor('sw', (rec) => rec?.state === 'ACTIVE' && rec.engine === 'valkey');
 
       // An instance still being built: its engine cannot be read, nor resized.
       const release = th.hold();

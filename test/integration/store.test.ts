@@ -65,6 +65,8 @@ function instanceRow(accountId: string, name: string, ports: Record<string, numb
     zone: 'US-Dallas',
     plan: 500,
     desired_plan: 500,
+    desired_engine: 'redis',
+    desired_version: '7.0.15',
     encrypted: 0,
     storage_engine: null,
     api_key_enc: 'enc',

@@ -1,4 +1,5 @@
 import { PLANS } from '../../domain/catalog.js';
+import { productsOf } from '../../engines/products.js';
 import {
   REMOTE_OPTIONS,
   WAIT_OPTIONS,
@@ -10,6 +11,10 @@ import {
 } from '../client-command.js';
 import { UsageError, json } from '../io.js';
 import { fields } from '../table.js';
+import { offeredVersions } from './instances.js';
+
+/** The engines of the redis service. */
+const REDIS_ENGINES = productsOf('redis').map((p) => p.name);
 
 async function stats(ctx: ClientContext): Promise<void> {
   const name = ctx.args[0]!;
@@ -75,6 +80,26 @@ async function resize(ctx: ClientContext): Promise<void> {
   io.out(opts.json === true ? json(inst) : `Instance "${name}" runs on ${inst.plan} MB.`);
 }
 
+async function engine(ctx: ClientContext): Promise<void> {
+  const { opts, io } = ctx;
+  const name = ctx.args[0]!;
+  const to = need(opts.engine, 'engine', REDIS_ENGINES.join(', '));
+  const { client } = ctx.connection();
+  if (typeof opts.version !== 'string' || opts.version === '') {
+    const [inst, zones] = await Promise.all([client.getInstance(name), client.listZones().catch(() => undefined)]);
+    need(opts.version, 'version', zones ? offeredVersions(zones, 'redis', inst.zone, to) : 'hangar zones ls lists the versions offered');
+  }
+  const version = opts.version as string;
+  let operation: string | undefined;
+  const message = await client.switchRedisEngine(name, { engine: to, version }, { onOperation: (id) => (operation = id) });
+  if (opts['no-wait'] === true) {
+    io.out(opts.json === true ? json({ name, engine: to, version, message, ...(operation ? { operation } : {}) }) : message);
+    return;
+  }
+  const inst = operation ? (await followOperation(client, io, name, operation, opts, 'ready'))! : await waitReady(client, io, name, opts);
+  io.out(opts.json === true ? json(inst) : `Instance "${name}" runs on ${inst.engine} ${inst.version}.`);
+}
+
 export const redisCommands: readonly ClientCommand[] = [
   {
     kind: 'client',
@@ -100,5 +125,30 @@ export const redisCommands: readonly ClientCommand[] = [
     fields: { new_plan: '--plan' },
     examples: ['hangar redis resize cache --plan 1000', 'hangar redis resize cache --plan 2500 --no-wait'],
     run: resize,
+  },
+  {
+    kind: 'client',
+    name: 'redis engine',
+    summary:
+      'Switch a redis instance to another engine in place (Redis to Valkey), keeping its data, address, password, users and settings, and wait until it runs on it',
+    args: ['NAME'],
+    remote: true,
+    options: {
+      ...REMOTE_OPTIONS,
+      ...WAIT_OPTIONS,
+      engine: {
+        type: 'string',
+        value: 'ENGINE',
+        description: `the engine to move to: ${REDIS_ENGINES.join(', ')}`,
+        choices: REDIS_ENGINES,
+      },
+      version: { type: 'string', value: 'VERSION', description: "one of the versions the instance's zone offers of that engine" },
+    },
+    fields: { engine: '--engine', version: '--version' },
+    examples: [
+      'hangar redis engine cache --engine valkey --version 8.0.1',
+      'hangar redis engine cache --engine valkey --version 8.0.1 --no-wait',
+    ],
+    run: engine,
   },
 ];

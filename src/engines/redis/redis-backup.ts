@@ -38,7 +38,12 @@ export interface RedisBackupParts {
   endpoint(spec: InstanceSpec, role: RedisRole): RedisEndpoint;
 }
 
-/** Fails unless what flows through starts as an RDB file does (`REDIS` and a version). */
+/**
+ * Fails unless what flows through starts as an RDB file does: `REDIS` and a version of four
+ * digits. Redis 7.0 writes version 10, Redis 7.2 and Valkey 7.2 and 8 version 11, with the same
+ * magic (checked: a snapshot of valkey-server 8.0.1 starts `REDIS0011`). Whether the engine can
+ * load that version is the product's promise (`loadsDataOf`), checked before a restore is recorded.
+ */
 function rdbHeaderCheck(): Transform {
   let head = Buffer.alloc(0);
   let checked = false;
@@ -48,7 +53,7 @@ function rdbHeaderCheck(): Transform {
         head = Buffer.concat([head, chunk]);
         if (head.length >= 9) {
           checked = true;
-          if (head.subarray(0, 5).toString('latin1') !== 'REDIS') return done(new Error('the snapshot is not an RDB file'));
+          if (!/^REDIS\d{4}$/.test(head.subarray(0, 9).toString('latin1'))) return done(new Error('the snapshot is not an RDB file'));
         }
       }
       done(null, chunk);

@@ -20,13 +20,15 @@ import { readMaxmemoryPolicy, renderRedisConfig, type RedisRole } from './redis-
 import { applyAccessAndSettings } from './redis-live.js';
 import { REDIS_PORT, RedisClusterDriver } from './redis-kubernetes.js';
 import { probeRedis } from './redis-probe.js';
-import { REDIS_FLAVOUR, type RedisFlavour } from './redis-flavour.js';
+import { REDIS_FLAVOUR, type RedisFlavour, serverProduct } from './redis-flavour.js';
 
 const CONFIG_FILE = 'redis.conf';
 /** Directory of the append-only files; its absence means the engine never ran. */
 const AOF_DIR = 'appendonlydir';
 /** How long a pass waits for an engine to answer. */
 const READY_TIMEOUT_MS = 10_000;
+/** How long a pass waits for a replica to resync (a full sync of its primary's data). */
+const SYNC_TIMEOUT_MS = 60_000;
 const ROLES: readonly RedisRole[] = ['primary', 'replica'];
 
 export interface RedisEngineOptions {
@@ -144,6 +146,11 @@ export class RedisEngine implements Engine {
     if (following.master_port !== String(primaryEp.port)) {
       await this.admin.replicaOf(replicaEp, primaryEp.port);
     }
+    // A switch of engines (Redis to Valkey): each engine that runs another product's server is
+    // restarted on this one's, with its configuration and data. The replica first: it resyncs
+    // from the primary; then the primary, which loads its append-only files (the one interruption).
+    await this.ensureServer(replica, replicaEp, replicaEp, host, ctx);
+    await this.ensureServer(primary, primaryEp, replicaEp, host, ctx);
     // The plan, live: no restart, nothing lost.
     const bytes = String(spec.plan * MB);
     for (const ep of [primaryEp, replicaEp]) {
@@ -157,6 +164,58 @@ export class RedisEngine implements Engine {
         ctx.step(`access:${ep === primaryEp ? 'primary' : 'replica'}-applied`);
     }
     return { fresh };
+  }
+
+  /**
+   * Restarts an engine on this product's server when it runs another's (`INFO server` says which):
+   * stopped (SIGTERM: the primary fsyncs its append-only file, which holds every write it
+   * acknowledged), then started with the same configuration and directory, from which it loads
+   * its data. A replica is waited for until it has resynced from its primary, and the primary
+   * stops only once its replica is in sync.
+   */
+  private async ensureServer(
+    unit: UnitDefinition,
+    ep: RedisEndpoint,
+    replicaEp: RedisEndpoint,
+    host: UnitHost,
+    ctx: StepContext,
+  ): Promise<void> {
+    if (serverProduct(await this.admin.info(ep, 'server')) === this.flavour.product) return;
+    if (unit.role === 'primary') {
+      await this.waitInSync(replicaEp, ctx.signal);
+      // On SIGTERM a primary waits for its replicas to acknowledge its last writes, and a replica
+      // acknowledges once a second: measured, a second of the interruption. Its replica takes a
+      // full resync from the restarted primary anyway, and the primary's append-only file holds
+      // every write it acknowledged (written, then fsynced at shutdown): it need not wait.
+      await this.admin.configSet(ep, 'shutdown-timeout', '0');
+    }
+    await host.stopUnit(unit);
+    await host.ensureUnit(unit);
+    await this.waitServing(ep, unit, host, true, ctx.signal);
+    if (unit.role === 'replica') {
+      await this.waitInSync(replicaEp, ctx.signal);
+      ctx.step('engine:replica-switched');
+    } else {
+      ctx.step('engine:primary-switched');
+    }
+  }
+
+  /** Waits until the replica is in sync with its primary (a full resync after a restart). */
+  private async waitInSync(replicaEp: RedisEndpoint, signal?: AbortSignal): Promise<void> {
+    const until = Date.now() + SYNC_TIMEOUT_MS;
+    let last = '';
+    for (;;) {
+      throwIfCancelled(signal, 'waiting for the replica to sync');
+      try {
+        const link = (await this.admin.info(replicaEp, 'replication')).master_link_status;
+        if (link === 'up') return;
+        last = `master_link_status:${link ?? 'unknown'}`;
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      if (Date.now() > until) throw new Error(`the replica is not in sync with the primary after ${SYNC_TIMEOUT_MS / 1000} s: ${last}`);
+      await sleep(10, signal);
+    }
   }
 
   /**

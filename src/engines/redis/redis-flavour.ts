@@ -14,3 +14,12 @@ export interface RedisFlavour {
 
 export const REDIS_FLAVOUR: RedisFlavour = { product: 'redis', server: 'redis-server', cli: 'redis-cli' };
 export const VALKEY_FLAVOUR: RedisFlavour = { product: 'valkey', server: 'valkey-server', cli: 'valkey-cli' };
+
+/**
+ * The product whose server answered `INFO server`: Valkey names itself (`server_name:valkey` and
+ * `valkey_version` since 8.0; `redis_version` is the Redis version it is compatible with), Redis
+ * does not.
+ */
+export function serverProduct(server: Readonly<Record<string, string>>): string {
+  return server.server_name === 'valkey' || server.valkey_version !== undefined ? VALKEY_FLAVOUR.product : REDIS_FLAVOUR.product;
+}

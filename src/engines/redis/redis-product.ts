@@ -15,6 +15,8 @@ export interface RedisFamilyMember {
   readonly officialImage: (version: string) => string;
   readonly clusterVersions: readonly string[];
   readonly emulatedVersions: readonly string[];
+  /** Products whose data files it loads (see Product). */
+  readonly loadsDataOf?: readonly string[];
   /** The shell people connect with, and where to get it. */
   readonly shell: { readonly program: string; readonly install: string; readonly authVariables: readonly string[] };
 }
@@ -65,6 +67,7 @@ export function redisFamilyProduct(m: RedisFamilyMember): Product {
       servicenet_connect_string: `redis://${host}:${inst.ports.servicenet}`,
     }),
     emulatedVersions: m.emulatedVersions,
+    ...(m.loadsDataOf ? { loadsDataOf: m.loadsDataOf } : {}),
     local: {
       programs: [m.program],
       install: m.install,

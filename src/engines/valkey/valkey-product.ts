@@ -35,6 +35,10 @@ export const valkeyProduct: Product = redisFamilyProduct({
   officialImage: (v) => `valkey/valkey:${v}`,
   clusterVersions: ['8.0.1', '8.0'],
   emulatedVersions: ['8.0.1', '8.0', '7.2.4', '7.2'],
+  // Valkey loads Redis 7's append-only files and RDB snapshots (RDB versions up to 11); Redis 7.0
+  // refuses the RDB version 11 that Valkey 8 writes ("Can't handle RDB format version 11"), so the
+  // way back is not promised.
+  loadsDataOf: ['redis'],
   // valkey-cli also reads REDISCLI_AUTH
   shell: { program: 'valkey-cli', install: 'Debian/Ubuntu: apt install valkey-tools', authVariables: ['VALKEYCLI_AUTH', 'REDISCLI_AUTH'] },
 });

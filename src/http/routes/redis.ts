@@ -7,6 +7,7 @@ import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
 import {
+  EngineSwitchBody,
   RedisConfigPatchBody,
   RedisConfigRecord,
   RedisStatsRecord,
@@ -186,6 +187,44 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (req) => ({ data: statsRecord(await redis.stats(callerOf(req), req.params.instance_name)) }),
+  );
+  app.post(
+    '/redis/:instance_name/engine/',
+    {
+      config: { audit: 'redis.engine', instanceService: 'redis' },
+      schema: {
+        ...read,
+        summary: 'Switch the engine in place, Redis to Valkey, keeping everything (an addition to the ObjectRocket API)',
+        description:
+          "Keeps the instance's name, connect strings, password, ACLs, Redis users, settings and data. The replica is restarted on the new engine first and resyncs; then the primary is restarted on it and loads its append-only files: clients see one interruption, as long as a failover's, and reconnect through the same connect string. The instance stays ACTIVE; the `engine.switch` operation (X-Operation-Id) follows the work, and the record shows the new `engine` and `version` once the engines run them. Valkey to Redis is refused: Valkey's data files are not promised to load in Redis.",
+        headers: IdempotencyHeaders,
+        body: EngineSwitchBody,
+        response: {
+          200: {
+            ...Data(
+              Type.String({ description: 'Confirmation naming the instance, the engine and version it leaves and those it moves to' }),
+              'Switching instance "cache" from Redis 7.0.15 to Valkey 8.0.1 has started',
+            ),
+            headers: OPERATION_HEADERS,
+          },
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'OPERATION_IN_PROGRESS',
+            'INSTANCE_DELETING',
+            'BACKUP_IN_PROGRESS',
+            'CAPACITY_EXCEEDED',
+            'SERVICE_UNAVAILABLE_HERE',
+          ]),
+        },
+      },
+    },
+    async (req, reply) => ({
+      data: answerStarted(reply, await redis.switchEngine(callerOf(req), req.params.instance_name, req.body, originOf(req))),
+    }),
   );
   app.post(
     '/redis/:instance_name/resize/',

@@ -6,6 +6,7 @@ export const BACKUP_EXAMPLE = {
   instance_id: '6560a1f2c3d4e5f607182930',
   instance_name: 'cache',
   service: 'redis',
+  engine: 'redis',
   engine_version: '7.0.15',
   format: 'rdb',
   state: 'COMPLETED',
@@ -41,6 +42,10 @@ export const BackupRecord = Type.Object(
     instance_id: Type.String({ description: 'Id of the instance backed up (it may be deleted since)' }),
     instance_name: Type.String({ description: 'Name of the instance when the backup was asked for' }),
     service: Type.String({ description: 'redis, mongodb or elasticsearch' }),
+    engine: Type.String({
+      description:
+        'The engine that took it (redis, valkey, mongod, elasticsearch; an addition to the spec): a Valkey backup is not restored into a Redis instance',
+    }),
     engine_version: Type.String({ description: 'Version of the engine the snapshot was taken of' }),
     format: Type.String({
       description: 'rdb (redis), mongodb-archive (mongodump --archive --gzip), elasticsearch-snapshot (a snapshot repository, tar)',

@@ -1,10 +1,23 @@
 import { Type } from 'typebox';
 import { PLANS } from '../../domain/catalog.js';
+import { productsOf } from '../../engines/products.js';
 import { REDIS_SETTINGS } from '../../service/redis.js';
 
 export const ResizeBody = Type.Object(
   { new_plan: Type.Integer({ description: `The new plan in MB, larger than the current one: ${PLANS.redis.join(', ')}` }) },
   { additionalProperties: false, examples: [{ new_plan: 1000 }] },
+);
+
+export const EngineSwitchBody = Type.Object(
+  {
+    engine: Type.String({
+      description: `The engine to move to: ${productsOf('redis')
+        .map((p) => p.name)
+        .join(' or ')}; one whose data files the current engine's load (Redis to Valkey, not back)`,
+    }),
+    version: Type.String({ description: "One of the versions the instance's zone offers of that engine (GET /v2/zones/)" }),
+  },
+  { additionalProperties: false, examples: [{ engine: 'valkey', version: '8.0.1' }] },
 );
 
 export const SpaceUsage = Type.Object(
