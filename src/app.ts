@@ -175,7 +175,8 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     },
     // Malformed HTTP, oversized headers, timeouts: a JSON error, then the connection is closed.
     clientErrorHandler,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    // allErrors: a refused body is answered with every problem the schema finds, not the first only.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true } },
     schemaController: { compilersFactory: { buildValidator: lazyValidators() as never, buildSerializer: lazySerializers() as never } },
   }) as unknown as FastifyInstance;
 

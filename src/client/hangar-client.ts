@@ -7,6 +7,7 @@ import {
   type Acl,
   type AclCheck,
   type AclDetail,
+  type ApiProblem,
   type ApiKey,
   type AuditEvent,
   type Backup,
@@ -945,6 +946,7 @@ function errorOf(res: Response, body: unknown, text: string): HangarApiError {
     code?: unknown;
     field?: unknown;
     allowed?: unknown;
+    errors?: unknown;
   };
   const retry = Number(res.headers.get('retry-after'));
   return new HangarApiError(
@@ -954,6 +956,7 @@ function errorOf(res: Response, body: unknown, text: string): HangarApiError {
     {
       ...(typeof b.field === 'string' ? { field: b.field } : {}),
       ...(Array.isArray(b.allowed) ? { allowed: b.allowed as (string | number)[] } : {}),
+      ...(Array.isArray(b.errors) ? { errors: b.errors as ApiProblem[] } : {}),
       ...(res.headers.get('x-request-id') ? { requestId: res.headers.get('x-request-id')! } : {}),
       ...(Number.isFinite(retry) && retry > 0 ? { retryAfterSeconds: retry } : {}),
     },

@@ -160,3 +160,21 @@ export const errors = {
 type Catalogue = typeof errors;
 /** Every code a client can see: derived from the catalogue, never kept by hand. */
 export type ErrorCode = ReturnType<Catalogue[keyof Catalogue]>['code'];
+
+/**
+ * Several problems of one request, found by checks that do not depend on each other, answered
+ * at once: as the first of them (its status, code, message and field), with every one listed
+ * (the body's `errors`). One problem is answered as itself.
+ */
+export function allProblems(problems: readonly HangarError[]): HangarError {
+  const first = problems[0];
+  if (!first) throw new Error('allProblems: no problem given');
+  if (problems.length === 1) return first;
+  return new HangarError(first.status, first.code, first.message, { ...first.extra, problems }, { cause: first.cause });
+}
+
+/** The problems an error stands for: those it lists, or itself. */
+export function problemsOf(e: HangarError): readonly HangarError[] {
+  const listed = e.extra.problems;
+  return Array.isArray(listed) && listed.every((p) => p instanceof HangarError) ? (listed as HangarError[]) : [e];
+}

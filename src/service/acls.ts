@@ -15,13 +15,13 @@ import {
 import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import type { Db } from '../store/database.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
-import { errors } from '../domain/errors.js';
+import { type HangarError, allProblems, errors } from '../domain/errors.js';
 import { accessGroups, edgeRoutes, type AccessGroup } from '../domain/endpoints.js';
 import { toSpec } from '../domain/spec.js';
 import type { AccessEnforcer, DeniedConnection } from '../domain/units.js';
 import type { InstanceService, Started } from './instances.js';
 import type { Acl, Instance } from '../domain/model.js';
-import { assertAcl, type AclInput, type ValidAcl } from './validate.js';
+import { aclFields, aclProblems, assertAcl, type AclInput, type ValidAcl } from './validate.js';
 
 /** How long an ACL change waits for the edge before answering (it is durable either way). */
 const SETTLE_MS = 2000;
@@ -106,6 +106,14 @@ export class AclService {
     return { instance, acl };
   }
 
+  /**
+   * The problems of an ACL body that each of its values has on its own, whatever the instance
+   * (the flags are judged against its service by create): for an answer that names them all.
+   */
+  bodyProblems(body: unknown): readonly HangarError[] {
+    return aclProblems(aclFields(body), undefined, this.deps.now()).problems;
+  }
+
   /** Records the ACL (and its operation), has the edge admit it, and returns its id. */
   async create(caller: Caller, name: string, input: AclInput, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     const instance = await this.instances.get(caller, name);
@@ -188,7 +196,11 @@ export class AclService {
     const instance = await this.instances.get(caller, name);
     const { db, config, operations } = this.deps;
     const now = this.deps.now();
-    const wanted = inputs.map((a, i) => assertAcl(a, instance.service, now, `[${i}].`));
+    // Every item is judged, so that one answer names the problems of all of them.
+    const judged = inputs.map((a, i) => aclProblems(a, instance.service, now, `[${i}].`));
+    const problems = judged.flatMap((j) => j.problems);
+    if (problems.length > 0) throw allProblems(problems);
+    const wanted = judged.map((j) => j.acl!);
     const seen = new Set<string>();
     for (const a of wanted) {
       if (seen.has(ruleKey(a))) throw errors.invalidValue('cidr_mask', `the list holds ${a.cidrMask} twice`);

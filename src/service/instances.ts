@@ -31,10 +31,10 @@ import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps, typ
 import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
 import { portRoles } from '../domain/endpoints.js';
-import { errors } from '../domain/errors.js';
+import { type HangarError, allProblems, errors } from '../domain/errors.js';
 import type { Instance, PortMap } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
-import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
+import { Problems, aclFields, aclProblems, assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
 
 /**
  * The 404 of a request about one instance: none the caller owns by that name (or id), or one
@@ -137,38 +137,89 @@ export class InstanceService {
     return findInstanceByName(this.deps.db, this.deps.keyring, caller.accountId, idOrName);
   }
 
+  /**
+   * Every problem of a create body that can be judged on its own, in this order: the service,
+   * the name, and, once the service is known, its type, plan, zone, version (once the zone is known),
+   * encryption, storage engine, and each ACL; not only the first, so that a client can fix them
+   * all in one round trip. A field that is missing or of the wrong JSON type is the schema's to
+   * name, and is left out here. Reads nothing stored.
+   */
+  createProblems(body: unknown): readonly HangarError[] {
+    const b = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
+    const text = (k: string) => (typeof b[k] === 'string' ? (b[k] as string) : undefined);
+    const p = new Problems();
+    const given = text('service');
+    if (given !== undefined && !isService(given)) {
+      p.add(errors.invalidValue('service', `"service" ${JSON.stringify(given)} is not a service`, SERVICES));
+    }
+    const service = given !== undefined && isService(given) ? given : undefined;
+    const name = text('name');
+    if (name !== undefined) p.check(() => assertInstanceName(name));
+    if (service !== undefined) {
+      const type = text('type');
+      if (type !== undefined)
+        p.check(() => assertOneOf('type', type, INSTANCE_TYPES[service] as readonly string[], `"type" of a ${service} instance`));
+      const plan = b.plan;
+      if (Number.isInteger(plan)) p.check(() => assertOneOf('plan', plan as number, PLANS[service], `"plan" of a ${service} instance`));
+      const zoneName = text('zone');
+      const zone = zoneName === undefined ? undefined : p.check(() => this.zones.zoneFor(service, zoneName));
+      if (b.encryption === true && !ENCRYPTABLE.includes(service)) {
+        p.add(errors.invalidValue('encryption', `"encryption" applies to ${ENCRYPTABLE.join(' and ')} instances only`));
+      }
+      const storageEngine = text('storage_engine');
+      if (storageEngine !== undefined) {
+        if (service !== 'mongodb') p.add(errors.invalidValue('storage_engine', '"storage_engine" applies to mongodb instances only'));
+        else p.check(() => assertOneOf('storage_engine', storageEngine, STORAGE_ENGINES));
+      }
+      // What the zone's engines offer; a service that cannot run here at all is a 422 of its own (create).
+      const offering = zone?.engines.offerings()[service];
+      const version = text('version');
+      if (offering?.available && version !== undefined) {
+        p.check(() => assertOneOf('version', version, offering.versions, `"version" of a ${service} instance`));
+      }
+      if (
+        offering?.available &&
+        service === 'mongodb' &&
+        storageEngine !== undefined &&
+        (STORAGE_ENGINES as readonly string[]).includes(storageEngine) &&
+        offering.storageEngines &&
+        !offering.storageEngines.includes(storageEngine)
+      ) {
+        // mmapv1 exists up to MongoDB 4.0; the engines a host runs may be newer
+        const message = `"storage_engine" ${JSON.stringify(storageEngine)} is not available with the ${service} installed on this host`;
+        p.add(errors.invalidValue('storage_engine', message, offering.storageEngines));
+      }
+    }
+    if (Array.isArray(b.acls)) {
+      const now = this.deps.now();
+      const acls = b.acls.map((a: unknown, i) => aclProblems(aclFields(a), service, now, `acls[${i}].`));
+      for (const a of acls) p.add(...a.problems);
+      // The same rule twice, however written, among the valid ACLs.
+      const seen = new Set<string>();
+      for (const a of acls) {
+        if (!a.acl) continue;
+        const key = `${parseCidr(a.acl.cidrMask)?.text ?? a.acl.cidrMask}|${a.acl.transport}|${a.acl.kibana}`;
+        if (seen.has(key)) {
+          p.add(errors.invalidValue('acls', `"acls" lists ${a.acl.cidrMask} twice`));
+          break;
+        }
+        seen.add(key);
+      }
+    }
+    return p.list;
+  }
+
   async create(caller: Caller, input: CreateInstanceInput, origin: Origin = NO_ORIGIN): Promise<Started<Instance>> {
     const { config, keyring, db } = this.deps;
-    const service = input.service;
-    if (!isService(service)) throw errors.invalidValue('service', `"service" ${JSON.stringify(service)} is not a service`, SERVICES);
-    assertInstanceName(input.name);
-    assertOneOf('type', input.type, INSTANCE_TYPES[service] as readonly string[], `"type" of a ${service} instance`);
-    assertOneOf('plan', input.plan, PLANS[service], `"plan" of a ${service} instance`);
+    const problems = this.createProblems(input);
+    if (problems.length > 0) throw allProblems(problems);
+    const service = input.service as Service;
     const zone = this.zones.zoneFor(service, input.zone);
-    if (input.encryption === true && !ENCRYPTABLE.includes(service)) {
-      throw errors.invalidValue('encryption', `"encryption" applies to ${ENCRYPTABLE.join(' and ')} instances only`);
-    }
-    if (input.storage_engine !== undefined) {
-      if (service !== 'mongodb') throw errors.invalidValue('storage_engine', '"storage_engine" applies to mongodb instances only');
-      assertOneOf('storage_engine', input.storage_engine, STORAGE_ENGINES);
-    }
     const offering = zone.engines.offerings()[service];
     if (!offering.available) {
       throw errors.serviceUnavailableHere(service, offering.unavailableReason ?? `${service} cannot run on this host`);
     }
-    assertOneOf('version', input.version, offering.versions, `"version" of a ${service} instance`);
-    if (input.storage_engine !== undefined && offering.storageEngines && !offering.storageEngines.includes(input.storage_engine)) {
-      // mmapv1 exists up to MongoDB 4.0; the engines a host runs may be newer
-      const message = `"storage_engine" ${JSON.stringify(input.storage_engine)} is not available with the ${service} installed on this host`;
-      throw errors.invalidValue('storage_engine', message, offering.storageEngines);
-    }
     const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, this.deps.now(), `acls[${i}].`));
-    const seen = new Set<string>();
-    for (const a of acls) {
-      const key = `${parseCidr(a.cidrMask)?.text ?? a.cidrMask}|${a.transport}|${a.kibana}`;
-      if (seen.has(key)) throw errors.invalidValue('acls', `"acls" lists ${a.cidrMask} twice`);
-      seen.add(key);
-    }
     if (acls.length > config.maxAclsPerInstance) throw errors.quotaExceeded('ACLs per instance', config.maxAclsPerInstance);
     if ((await countInstances(db, caller.accountId)) >= config.maxInstancesPerAccount) {
       throw errors.quotaExceeded('instances per account', config.maxInstancesPerAccount);

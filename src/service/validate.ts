@@ -1,8 +1,40 @@
 import { parseCidr } from '../lib/cidr.js';
 import { INSTANCE_NAME_PATTERN, type Service } from '../domain/catalog.js';
-import { errors } from '../domain/errors.js';
+import { HangarError, allProblems, errors } from '../domain/errors.js';
 
 /** Rules a JSON schema cannot say, each throwing a 400 that names the field. */
+
+/**
+ * The problems of a request found by checks independent of each other: each check runs, and
+ * the 400s they throw are kept, so that the answer names them all at once.
+ */
+export class Problems {
+  private readonly found: HangarError[] = [];
+
+  /** Runs one check; a 400 it throws is kept (and undefined returned), any other error goes on up. */
+  check<T>(fn: () => T): T | undefined {
+    try {
+      return fn();
+    } catch (err) {
+      if (!(err instanceof HangarError) || err.status !== 400) throw err;
+      this.found.push(err);
+      return undefined;
+    }
+  }
+
+  add(...problems: readonly HangarError[]): void {
+    this.found.push(...problems);
+  }
+
+  get list(): readonly HangarError[] {
+    return this.found;
+  }
+
+  /** Throws every problem found as one error (the first, listing them all), if there is any. */
+  throwIfAny(): void {
+    if (this.found.length > 0) throw allProblems(this.found);
+  }
+}
 
 export function assertInstanceName(name: string, field = 'name'): void {
   if (!INSTANCE_NAME_PATTERN.test(name)) {
@@ -48,32 +80,62 @@ export function assertFutureTime(field: string, text: string, now: number): numb
 }
 
 /**
- * Checks an ACL body (spec 4.3 and section 7, conditions 4 and 5) and normalises its range: host
- * bits cleared (`10.1.2.3/8` is `10.0.0.0/8`), IPv6 compressed. A single address keeps the form it
- * was sent in: `a.b.c.d` or `a.b.c.d/32` (`/128` for IPv6), both of which the spec allows.
+ * Every problem of an ACL body (spec 4.3 and section 7, conditions 4 and 5), the range, the
+ * description, the flags and the expiry each judged on its own (a field left out is not judged);
+ * `service` unknown: the flags are not judged against it. Without problems, and with every
+ * field given, the ACL with its range normalised: host bits cleared (`10.1.2.3/8` is
+ * `10.0.0.0/8`), IPv6 compressed. A single address keeps the form it was sent in: `a.b.c.d` or
+ * `a.b.c.d/32` (`/128` for IPv6), both of which the spec allows.
  */
-export function assertAcl(input: AclInput, service: Service, now: number, field = ''): ValidAcl {
-  const cidr = parseCidr(input.cidr_mask);
-  if (!cidr) {
-    throw errors.invalidValue(
-      `${field}cidr_mask`,
-      `"${field}cidr_mask" must be an IP address (a.b.c.d) or a CIDR range (a.b.c.d/x), IPv4 or IPv6; got ${JSON.stringify(input.cidr_mask)}`,
+export function aclProblems(
+  input: Partial<AclInput>,
+  service: Service | undefined,
+  now: number,
+  field = '',
+): { acl: ValidAcl | undefined; problems: readonly HangarError[] } {
+  const p = new Problems();
+  const cidr = input.cidr_mask === undefined ? undefined : parseCidr(input.cidr_mask);
+  if (input.cidr_mask !== undefined && !cidr) {
+    p.add(
+      errors.invalidValue(
+        `${field}cidr_mask`,
+        `"${field}cidr_mask" must be an IP address (a.b.c.d) or a CIDR range (a.b.c.d/x), IPv4 or IPv6; got ${JSON.stringify(input.cidr_mask)}`,
+      ),
     );
   }
-  if (input.description.length > 256)
-    throw errors.invalidValue(`${field}description`, `"${field}description" must be at most 256 characters`);
+  if (input.description !== undefined && input.description.length > 256) {
+    p.add(errors.invalidValue(`${field}description`, `"${field}description" must be at most 256 characters`));
+  }
   const transport = input.transport ?? false;
   const kibana = input.kibana ?? false;
   // `false` asks for nothing, so only a true flag counts as "used" on another service.
-  if ((transport || kibana) && service !== 'elasticsearch') {
+  if ((transport || kibana) && service !== undefined && service !== 'elasticsearch') {
     const which = transport ? 'transport' : 'kibana';
-    throw errors.invalidValue(`${field}${which}`, `"${field}${which}" applies to elasticsearch instances only`);
+    p.add(errors.invalidValue(`${field}${which}`, `"${field}${which}" applies to elasticsearch instances only`));
+  } else if (transport && kibana) {
+    p.add(errors.invalidValue(`${field}transport`, `"${field}transport" and "${field}kibana" cannot be combined: create one ACL for each`));
   }
-  if (transport && kibana) {
-    throw errors.invalidValue(`${field}transport`, `"${field}transport" and "${field}kibana" cannot be combined: create one ACL for each`);
+  const expiresAt = input.expires_at === undefined ? null : p.check(() => assertFutureTime(`${field}expires_at`, input.expires_at!, now));
+  if (!cidr || input.cidr_mask === undefined || input.description === undefined || expiresAt === undefined || p.list.length > 0) {
+    return { acl: undefined, problems: p.list };
   }
-  const expiresAt = input.expires_at === undefined ? null : assertFutureTime(`${field}expires_at`, input.expires_at, now);
   const fullLength = cidr.prefix === (cidr.family === 4 ? 32 : 128);
   const cidrMask = fullLength && input.cidr_mask.includes('/') ? `${cidr.text}/${cidr.prefix}` : cidr.text;
-  return { cidrMask, description: input.description, transport, kibana, expiresAt };
+  return { acl: { cidrMask, description: input.description, transport, kibana, expiresAt }, problems: [] };
+}
+
+/** An ACL body checked (see aclProblems): every problem thrown at once, or the ACL normalised. */
+export function assertAcl(input: AclInput, service: Service, now: number, field = ''): ValidAcl {
+  const { acl, problems } = aclProblems(input, service, now, field);
+  if (!acl) throw allProblems(problems);
+  return acl;
+}
+
+/** The fields of a JSON value that have the types of an ACL body's: the others are the schema's to name. */
+export function aclFields(v: unknown): Partial<AclInput> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
+  const a = v as Record<string, unknown>;
+  const text = (k: string) => (typeof a[k] === 'string' ? { [k]: a[k] as string } : {});
+  const flag = (k: string) => (typeof a[k] === 'boolean' ? { [k]: a[k] as boolean } : {});
+  return { ...text('cidr_mask'), ...text('description'), ...text('expires_at'), ...flag('transport'), ...flag('kibana') };
 }

@@ -176,6 +176,26 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
         expect(res.body.field).toBe(field);
       });
 
+      it('every problem at once: an unknown field, the range and the description', async () => {
+        const res = await create(alice, 'r', { cidr_mask: '10.0.0.1/40', description: 'x'.repeat(257), port: 80 });
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ code: 'INVALID_BODY', field: 'port', message: 'unknown field "port"' });
+        expect(res.body.errors.map((e: any) => e.field)).toEqual(['port', 'cidr_mask', 'description']);
+      });
+
+      it('every problem of every item of a replaced list', async () => {
+        const res = await alice.request('PUT', '/v2/instances/r/acls/', {
+          body: [
+            { cidr_mask: '192.0.2.1', description: 'ok' },
+            { cidr_mask: 'bad', description: 'x' },
+            { cidr_mask: '192.0.2.2', description: 'x', transport: true },
+          ],
+        });
+        expect(res.status).toBe(400);
+        expect(res.body.field).toBe('[1].cidr_mask');
+        expect(res.body.errors.map((e: any) => e.field)).toEqual(['[1].cidr_mask', '[2].transport']);
+      });
+
       it('nothing is recorded by a refused request', async () => {
         const before = (await alice.get('/v2/instances/r/acls/')).body.data.length;
         await create(alice, 'r', { cidr_mask: 'bad', description: 'x' });

@@ -221,6 +221,13 @@ describe('HangarClient', () => {
       expect(bad.allowed).toContain(500);
     });
 
+    it('a 400 lists every problem of the request in errors', async () => {
+      const bad = await failure(hangar.createInstance(redisBody('a b', { plan: 750, zone: 'Mars' })));
+      expect(bad).toMatchObject({ status: 400, code: 'INVALID_VALUE', field: 'name' });
+      expect(bad.errors?.map((e) => e.field)).toEqual(['name', 'plan', 'zone']);
+      expect(bad.errors?.[1]?.allowed).toContain(500);
+    });
+
     it('no hangar at the address: status 0, NETWORK_ERROR', async () => {
       const err = await failure(
         new HangarClient({ url: `http://127.0.0.1:${await closedPort()}`, login, password: PASSWORD }).listInstances(),

@@ -4,7 +4,7 @@ import { DIALECTS } from '../helpers/database.js';
 import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 import { rawRequest } from '../helpers/raw-http.js';
 
-const ERROR_KEYS = ['allowed', 'code', 'field', 'message'];
+const ERROR_KEYS = ['allowed', 'code', 'errors', 'field', 'message'];
 
 /** An error as clients must always see it: JSON, `message` and `code`, nothing else of the server. */
 function expectErrorBody(res: { headers: Record<string, unknown>; text: string; json: any }, status: number, code: string): void {

@@ -2,8 +2,22 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HangarError, errors } from '../../domain/errors.js';
+import { HangarError, allProblems, errors, problemsOf } from '../../domain/errors.js';
 import { isStoreUnavailable } from '../../store/errors.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The checks of the route's service that judge each value of a body on its own (those a
+     * schema cannot say): run on a body the schema refused too, so that one answer names every
+     * problem, not one per round trip. Fields the schema already faulted are not named twice.
+     */
+    bodyChecks?: (body: unknown) => readonly HangarError[];
+  }
+}
+
+/** At most this many problems are listed in an error's `errors` (a body of 1,000 bad ACLs would list thousands). */
+export const MAX_LISTED_PROBLEMS = 50;
 
 interface AjvError {
   keyword: string;
@@ -73,11 +87,52 @@ export function validationError(e: AjvError, context: string | undefined): Hanga
   }
 }
 
+/** Each problem a schema validation found, in the validator's order, the same sentence once. */
+function schemaProblems(found: readonly AjvError[], context: string | undefined): HangarError[] {
+  const seen = new Set<string>();
+  const out: HangarError[] = [];
+  for (const e of found) {
+    const problem = validationError(e, context);
+    const key = `${problem.code} ${problem.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(problem);
+  }
+  return out;
+}
+
+const fieldOf = (e: HangarError): string | undefined => (typeof e.extra.field === 'string' ? e.extra.field : undefined);
+
+/**
+ * What a request whose body the schema refused did wrong, all of it: the schema's problems,
+ * the fields a missing body lacks, and what the route's own body checks find in the fields the
+ * schema let through.
+ */
+function bodyProblems(problems: HangarError[], req: FastifyRequest): HangarError[] {
+  const schema = req.routeOptions.schema?.body as { type?: unknown; required?: unknown } | undefined;
+  if (req.body === undefined && schema?.type === 'object' && Array.isArray(schema.required)) {
+    for (const field of schema.required as string[]) problems.push(errors.invalidBody(`"${field}" is required`, field));
+  }
+  const checks = req.routeOptions.config.bodyChecks;
+  if (!checks) return problems;
+  const faulted = new Set(problems.map(fieldOf));
+  try {
+    for (const p of checks(req.body)) if (!faulted.has(fieldOf(p))) problems.push(p);
+  } catch (err) {
+    // the schema's answer stands on its own; a check that fails on a refused body adds nothing
+    req.log.debug({ err }, 'body checks failed on a refused body');
+  }
+  return problems;
+}
+
 /** Translates any failure into the API's error body. Never a stack trace, never HTML. */
-export function toHangarError(err: FastifyError | Error): HangarError | undefined {
+export function toHangarError(err: FastifyError | Error, req?: FastifyRequest): HangarError | undefined {
   if (err instanceof HangarError) return err;
   const fe = err as FastifyError & { validation?: AjvError[]; validationContext?: string };
-  if (fe.validation && fe.validation.length > 0) return validationError(fe.validation[0]!, fe.validationContext);
+  if (fe.validation && fe.validation.length > 0) {
+    const problems = schemaProblems(fe.validation, fe.validationContext);
+    return allProblems(fe.validationContext === 'body' && req ? bodyProblems(problems, req) : problems);
+  }
   if (isStoreUnavailable(err)) return errors.storeUnavailable();
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -99,17 +154,43 @@ export function toHangarError(err: FastifyError | Error): HangarError | undefine
   return undefined;
 }
 
-/**
- * The body of every error: `message` and `code`, plus `field` and `allowed` when a field is at
- * fault. Nothing else of an error reaches a client (no state, limit or internal detail).
- */
-export function errorBody(e: HangarError): { message: string; code: string; field?: string; allowed?: (string | number)[] } {
+/** One problem of a request, as `errors` lists it. */
+export interface ProblemBody {
+  message: string;
+  code: string;
+  field?: string;
+  allowed?: (string | number)[];
+}
+
+function problemBody(e: HangarError): ProblemBody {
   const { field, allowed } = e.extra as { field?: unknown; allowed?: unknown };
   return {
     message: e.message,
     code: e.code,
     ...(typeof field === 'string' ? { field } : {}),
     ...(Array.isArray(allowed) ? { allowed: allowed as (string | number)[] } : {}),
+  };
+}
+
+/**
+ * The body of every error: `message` and `code`, plus `field` and `allowed` when a field is at
+ * fault; a 400 lists in `errors` every problem found in the request (the first is the one of
+ * `message`). Nothing else of an error reaches a client (no state, limit or internal detail).
+ */
+export function errorBody(e: HangarError): {
+  message: string;
+  code: string;
+  field?: string;
+  allowed?: (string | number)[];
+  errors?: ProblemBody[];
+} {
+  const { field, allowed } = problemBody(e);
+  return {
+    message: e.message,
+    code: e.code,
+    ...(field !== undefined ? { field } : {}),
+    ...(allowed !== undefined ? { allowed } : {}),
+    ...(e.status === 400 ? { errors: problemsOf(e).slice(0, MAX_LISTED_PROBLEMS).map(problemBody) } : {}),
   };
 }
 
@@ -137,7 +218,7 @@ function lingerOnClose(socket: Duplex & { destroySoon?: () => void; setTimeout?:
 }
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
-  const known = toHangarError(err);
+  const known = toHangarError(err, req);
   if (known?.code === 'BODY_TOO_LARGE' && !req.raw.complete) {
     // the client may still be sending: answer, then close the connection without a reset
     void reply.header('connection', 'close');

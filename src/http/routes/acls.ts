@@ -83,7 +83,7 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.post(
     '/instances/:instance_name/acls/',
     {
-      config: { audit: 'acl.create' },
+      config: { audit: 'acl.create', bodyChecks: (body) => acls.bodyProblems(body) },
       schema: {
         summary: 'Admit an address or range at the edge',
         description:

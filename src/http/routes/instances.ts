@@ -51,7 +51,7 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.post(
     '/instances/',
     {
-      config: { audit: 'instance.create' },
+      config: { audit: 'instance.create', bodyChecks: (body) => instances.createProblems(body) },
       schema: {
         summary: 'Create an instance',
         description:

@@ -1,4 +1,4 @@
-import { errors, type ErrorCode, type HangarError } from '../../domain/errors.js';
+import { allProblems, errors, type ErrorCode, type HangarError } from '../../domain/errors.js';
 import { errorBody } from '../plugins/error-handler.js';
 import { ErrorRef } from './common.js';
 
@@ -15,7 +15,15 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
     '"plan" of a redis instance 750 is not allowed',
     [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
   ),
-  INVALID_BODY: errors.invalidBody('"name" is required', 'name'),
+  INVALID_BODY: allProblems([
+    errors.invalidBody('"name" is required', 'name'),
+    errors.invalidBody('"version" is required', 'version'),
+    errors.invalidValue(
+      'plan',
+      '"plan" of a redis instance 750 is not allowed',
+      [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
+    ),
+  ]),
   UNAUTHORIZED: errors.unauthorized(),
   TOO_MANY_LOGIN_FAILURES: errors.tooManyLogins(42),
   RATE_LIMITED: errors.rateLimited(17),
@@ -92,7 +100,7 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
 const byCode = new Map<string, HangarError>(Object.entries(EXAMPLES));
 
 const STATUS_TEXT: Record<number, string> = {
-  400: 'The request is not valid: `field` names the field at fault and `allowed`, when present, the values it accepts',
+  400: 'The request is not valid: `field` names the field at fault and `allowed`, when present, the values it accepts; `errors` lists every problem found in the request, the first being that of `message`',
   401: 'No credentials, or wrong, expired or revoked ones',
   404: 'Not found; an instance of another account is not found either',
   408: 'The request (headers or body) did not arrive in time; the connection is closed',
@@ -128,7 +136,7 @@ export interface ErrorResponse {
 }
 
 /** The example body of an error code. */
-export function errorExample(code: ErrorCode): { message: string; code: string; field?: string; allowed?: (string | number)[] } {
+export function errorExample(code: ErrorCode): ReturnType<typeof errorBody> {
   const e = byCode.get(code);
   if (!e) throw new Error(`no example for error code ${code}`);
   return errorBody(e);
