@@ -150,6 +150,9 @@ export const errors = {
   forbiddenPath: () => new HangarError(403, 'FORBIDDEN', 'that path is not served'),
   notFound: () => new HangarError(404, 'ROUTE_NOT_FOUND', 'not found'),
   methodNotAllowed: () => new HangarError(405, 'METHOD_NOT_ALLOWED', 'that method is not allowed here'),
+  /** A path that exists, asked with a method it does not take; `allowed` goes in the Allow header too. */
+  wrongMethod: (method: string, url: string, allowed: readonly string[]) =>
+    new HangarError(405, 'METHOD_NOT_ALLOWED', `${url} does not take ${method}; it takes ${list(allowed)}`, { allow: allowed }),
   notAcceptable: () => new HangarError(406, 'NOT_ACCEPTABLE', 'no answer of an acceptable type'),
   lengthRequired: () => new HangarError(411, 'LENGTH_REQUIRED', 'send a Content-Length'),
   rangeNotSatisfiable: () => new HangarError(416, 'RANGE_NOT_SATISFIABLE', 'the range asked for is outside the file'),

@@ -228,15 +228,36 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
       ['GET', '/v2/nope'],
       ['GET', '/v2/instances/r/nope/'],
       ['GET', '/nope'],
-      ['PUT', '/v2/instances/'],
-      ['PATCH', '/v2/instances/r/'],
-      ['POST', '/v2/redis/r/maxClients/'],
+      ['POST', '/v2/nope/'],
       ['GET', '/v2/redis/r/flushall/'],
       ['GET', '/v1/instance/'],
     ])('404 JSON: %s %s', async (method, path) => {
       const res = await raw(method, path);
       expect(res.status).toBe(404);
       expectErrorBody(res, 404, 'ROUTE_NOT_FOUND');
+      expect(res.headers.allow).toBeUndefined();
+    });
+
+    it.each([
+      ['POST', '/v2/tokens/', 'GET, HEAD, DELETE'],
+      ['PUT', '/v2/instances/', 'GET, HEAD, POST'],
+      ['PUT', '/v2/instances', 'GET, HEAD, POST'],
+      ['PATCH', '/v2/instances/r/', 'GET, HEAD, DELETE'],
+      ['POST', '/v2/redis/r/maxClients/', 'GET, HEAD'],
+      ['DELETE', '/v2/instances/r/acls/', 'GET, HEAD, POST, PUT'],
+      ['OPTIONS', '/v2/whoami/', 'GET, HEAD'],
+    ])('405 with Allow: %s %s, a path that takes other methods', async (method, path, allow) => {
+      const res = await raw(method, path);
+      expect(res.status).toBe(405);
+      expectErrorBody(res, 405, 'METHOD_NOT_ALLOWED');
+      expect(res.headers.allow).toBe(allow);
+      expect(res.json.message).toBe(`${path} does not take ${method}; it takes ${allow}`);
+    });
+
+    it('405, not 401, without credentials: which methods a path takes is no secret (the OpenAPI document lists them)', async () => {
+      const res = await rawRequest(th.url, 'POST', '/v2/tokens/');
+      expect(res.status).toBe(405);
+      expect(res.headers.allow).toBe('GET, HEAD, DELETE');
     });
 
     it('404, not 401, without credentials', async () => {

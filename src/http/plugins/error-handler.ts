@@ -281,6 +281,23 @@ export function onConnectMethod(_req: IncomingMessage, socket: Duplex): void {
   writeRaw(socket, errors.connectRefused());
 }
 
+/** The methods a path can be asked with, in the order the Allow header lists them. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/**
+ * No route for this method and path: a 405 with an Allow header when the path has routes for
+ * other methods (`POST /v2/tokens/`), the 404 of an unknown path otherwise (also when a route
+ * of this very method passed the request on: a static file that is not there).
+ */
 export function notFoundHandler(req: FastifyRequest, reply: FastifyReply): void {
-  void reply.code(404).send(errorBody(errors.routeNotFound(req.method, req.url.split('?')[0]!.slice(0, 200))));
+  const path = req.url.split('?')[0]!;
+  const allowed = METHODS.filter((method) => req.server.findRoute({ method, url: path }) !== null);
+  if (allowed.length > 0 && !allowed.includes(req.method as (typeof METHODS)[number])) {
+    void reply
+      .code(405)
+      .header('allow', allowed.join(', '))
+      .send(errorBody(errors.wrongMethod(req.method, path.slice(0, 200), allowed)));
+    return;
+  }
+  void reply.code(404).send(errorBody(errors.routeNotFound(req.method, path.slice(0, 200))));
 }
