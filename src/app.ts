@@ -175,8 +175,9 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     },
     // Malformed HTTP, oversized headers, timeouts: a JSON error, then the connection is closed.
     clientErrorHandler,
-    // allErrors: a refused body is answered with every problem the schema finds, not the first only.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true } },
+    // allErrors: a refused body is answered with every problem the schema finds, not the first only;
+    // verbose: each problem carries the value and its schema, so that a message can show them.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true, verbose: true } },
     schemaController: { compilersFactory: { buildValidator: lazyValidators() as never, buildSerializer: lazySerializers() as never } },
   }) as unknown as FastifyInstance;
 

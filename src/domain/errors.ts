@@ -22,6 +22,12 @@ export class TerminalError extends Error {
 
 const list = (values: readonly (string | number)[]): string => values.join(', ');
 
+/** `a redis`, `an elasticsearch`: the article a word takes (by its first letter, which serves hangar's words). */
+export const withArticle = (word: string): string => `${/^[aeiou]/i.test(word) ? 'an' : 'a'} ${word}`;
+
+/** A time as hangar's messages tell it: `2026-12-01 18:00:00 UTC`. */
+const utc = (ms: number): string => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
 /**
  * The catalogue: every error a client can see, by the function that builds it. The HTTP layer's
  * own refusals (a body too large, a media type, a timeout) are entries too, so that one list
@@ -45,6 +51,11 @@ export const errors = {
       `too many failed logins${what ? ` ${what}` : ''}; try again in ${retryAfterSeconds} s${resetAt === undefined ? '' : ` (at ${new Date(resetAt).toISOString().slice(11, 19)} UTC)`}`,
       { retryAfterSeconds },
     ),
+  tokenExpired: (expiredAt: number) =>
+    new HangarError(401, 'UNAUTHORIZED', `the token expired at ${utc(expiredAt)}: log in again at GET /v2/tokens/`),
+  tokenRevoked: (revokedAt: number) =>
+    new HangarError(401, 'UNAUTHORIZED', `the token was revoked at ${utc(revokedAt)}: log in again at GET /v2/tokens/`),
+  tokenUnknown: () => new HangarError(401, 'UNAUTHORIZED', 'the token is unknown, expired or revoked: log in again at GET /v2/tokens/'),
   rateLimited: (retryAfterSeconds: number) =>
     new HangarError(429, 'RATE_LIMITED', `request limit of this account reached; try again in ${retryAfterSeconds} s`, {
       retryAfterSeconds,
@@ -54,7 +65,11 @@ export const errors = {
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
   /** The caller's own instance, asked for where only another service's instances fit (a resize of MongoDB, users of Redis). */
   wrongService: (name: string, service: string, wanted: string) =>
-    new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" is a ${service} instance, not a ${wanted} instance`),
+    new HangarError(
+      404,
+      'INSTANCE_NOT_FOUND',
+      `instance "${name}" is ${withArticle(service)} instance, not ${withArticle(wanted)} instance`,
+    ),
   aclNotFound: (id: string, instance: string) => new HangarError(404, 'ACL_NOT_FOUND', `ACL "${id}" not found on instance "${instance}"`),
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
   operationNotFound: (id: string) => new HangarError(404, 'OPERATION_NOT_FOUND', `operation "${id}" not found`),
@@ -137,8 +152,12 @@ export const errors = {
   apiKeyNotFound: (login: string, userKey: string) => new HangarError(404, 'API_KEY_NOT_FOUND', `account "${login}" has no key ${userKey}`),
   // Refusals of the HTTP layer itself.
   bodyTooLarge: () => new HangarError(413, 'BODY_TOO_LARGE', 'the request body is larger than 64 KiB'),
-  unsupportedMediaType: () =>
-    new HangarError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON (Content-Type: application/json, or none)'),
+  unsupportedMediaType: (received: string) =>
+    new HangarError(
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      `the body was sent as ${JSON.stringify(received)}; send it as JSON (Content-Type: application/json, or none)`,
+    ),
   uriTooLong: () => new HangarError(414, 'URI_TOO_LONG', 'a path segment is longer than 512 characters'),
   invalidPath: () => new HangarError(400, 'INVALID_PATH', 'the path is not valid percent-encoding (or does not decode to UTF-8)'),
   requestTimeout: () => new HangarError(408, 'REQUEST_TIMEOUT', 'the request did not arrive in time; the connection is closed'),

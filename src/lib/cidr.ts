@@ -36,6 +36,20 @@ export function parseCidr(input: string): Cidr | undefined {
   return { text: prefix === bits ? network : `${network}/${prefix}`, family, network, prefix };
 }
 
+/**
+ * Why a text that parseCidr refused is not an address or range: its prefix length, when the
+ * address before the `/` is one (`10.0.0.0/33`: 0 to 32 for IPv4, 0 to 128 for IPv6); undefined
+ * when the address itself is not one.
+ */
+export function prefixProblem(input: string): string | undefined {
+  const slash = input.indexOf('/');
+  if (slash < 0) return undefined;
+  const address = parseCidr(input.slice(0, slash));
+  if (!address) return undefined;
+  const [bits, other] = address.family === 4 ? ([32, 'IPv6: 0 to 128'] as const) : ([128, 'IPv4: 0 to 32'] as const);
+  return `the prefix length after "/" must be a whole number from 0 to ${bits} for an IPv${address.family} address (${other})`;
+}
+
 function v4Bytes(addr: string): number[] | undefined {
   const parts = addr.split('.').map(Number);
   return parts.length === 4 && parts.every((p) => p >= 0 && p <= 255) ? parts : undefined;

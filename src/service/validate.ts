@@ -1,4 +1,4 @@
-import { parseCidr } from '../lib/cidr.js';
+import { parseCidr, prefixProblem } from '../lib/cidr.js';
 import { INSTANCE_NAME_PATTERN, type Service } from '../domain/catalog.js';
 import { HangarError, allProblems, errors } from '../domain/errors.js';
 
@@ -38,7 +38,15 @@ export class Problems {
 
 export function assertInstanceName(name: string, field = 'name'): void {
   if (!INSTANCE_NAME_PATTERN.test(name)) {
-    throw errors.invalidValue(field, `"${field}" must be 1 to 64 characters, each a letter, a digit, "-" or "_"`);
+    const length = [...name].length;
+    const bad = [...name].find((c) => !/^[A-Za-z0-9_-]$/.test(c));
+    const why =
+      length === 0 || length > 64
+        ? `got ${length} characters`
+        : /\p{L}/u.test(bad ?? '')
+          ? `${JSON.stringify(bad)} is a letter, but not an ASCII one`
+          : `${JSON.stringify(bad)} is not one`;
+    throw errors.invalidValue(field, `"${field}" must be 1 to 64 characters, each an ASCII letter (A-Z, a-z), a digit, "-" or "_"; ${why}`);
   }
 }
 
@@ -96,10 +104,14 @@ export function aclProblems(
   const p = new Problems();
   const cidr = input.cidr_mask === undefined ? undefined : parseCidr(input.cidr_mask);
   if (input.cidr_mask !== undefined && !cidr) {
+    const prefix = prefixProblem(input.cidr_mask);
+    const got = JSON.stringify(input.cidr_mask);
     p.add(
       errors.invalidValue(
         `${field}cidr_mask`,
-        `"${field}cidr_mask" must be an IP address (a.b.c.d) or a CIDR range (a.b.c.d/x), IPv4 or IPv6; got ${JSON.stringify(input.cidr_mask)}`,
+        prefix
+          ? `"${field}cidr_mask" ${got} is not a CIDR range: ${prefix}`
+          : `"${field}cidr_mask" must be an IP address (a.b.c.d) or a CIDR range (a.b.c.d/x), IPv4 or IPv6; got ${got}`,
       ),
     );
   }

@@ -145,13 +145,22 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     });
 
     it.each([
-      [`{"__proto__": {"admin": true}, ${JSON.stringify(redisBody('proto')).slice(1)}`],
-      [`{"constructor": {"prototype": {"admin": true}}, ${JSON.stringify(redisBody('proto')).slice(1)}`],
-      ['{"acls": [{"__proto__": {}, "cidr_mask": "1.2.3.4", "description": "x"}], "name": "proto"}'],
-    ])('400: a forbidden key, and nothing is created: %s', async (body) => {
+      [`{"__proto__": {"admin": true}, ${JSON.stringify(redisBody('proto')).slice(1)}`, '__proto__', '__proto__'],
+      [
+        `{"constructor": {"prototype": {"admin": true}}, ${JSON.stringify(redisBody('proto')).slice(1)}`,
+        'constructor.prototype',
+        'constructor.prototype',
+      ],
+      ['{"acls": [{"__proto__": {}, "cidr_mask": "1.2.3.4", "description": "x"}], "name": "proto"}', '__proto__', 'acls[0].__proto__'],
+    ])('400: a refused key, named with where it is and why, and nothing is created: %s', async (body, key, path) => {
       const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': 'application/json' }, body });
       expect(res.status).toBe(400);
       expectErrorBody(res, 400, 'INVALID_BODY');
+      // valid JSON: the answer does not say otherwise, and names the key
+      expect(res.json.message).not.toContain('not valid JSON');
+      expect(res.json.message).toContain(`the body is valid JSON, but its key "${key}" (at ${path}) is refused`);
+      expect(res.json.message).toContain('prototype pollution');
+      expect(res.json.field).toBe(path);
       expect((await alice.get('/v2/instances/proto/')).status).toBe(404);
     });
 
@@ -165,6 +174,7 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
       const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': type }, body: JSON.stringify(redisBody('typed')) });
       expect(res.status).toBe(415);
       expectErrorBody(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+      expect(res.json.message).toBe(`the body was sent as "${type}"; send it as JSON (Content-Type: application/json, or none)`);
       expect((await alice.get('/v2/instances/typed/')).status).toBe(404);
     });
 

@@ -117,7 +117,7 @@ export function patternProblem(pattern: string): string | undefined {
 /** Why a user name is refused, or undefined. */
 export function usernameProblem(name: string): string | undefined {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name))
-    return 'must be 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit';
+    return 'must be 1 to 64 ASCII letters (A-Z, a-z), digits, "_", "." or "-", starting with a letter or digit';
   if (RESERVED_USERS.includes(name)) return `"${name}" is a user hangar keeps for itself (the instance password is the default user's)`;
   return undefined;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HangarError, allProblems, errors, problemsOf } from '../../domain/errors.js';
+import { HangarError, allProblems, errors, problemsOf, withArticle } from '../../domain/errors.js';
 import { isStoreUnavailable } from '../../store/errors.js';
 
 declare module 'fastify' {
@@ -24,6 +24,20 @@ interface AjvError {
   instancePath: string;
   params: Record<string, unknown>;
   message?: string;
+  /** (Ajv's `verbose`) the schema holding the failed keyword, and the value it judged. */
+  parentSchema?: { examples?: unknown };
+  data?: unknown;
+}
+
+/**
+ * What a value of a schema pattern looks like, in words: a client is told the form, never the
+ * regular expression. Every pattern of a request schema is in this list (a test checks it).
+ */
+export function describePattern(pattern: string): string | undefined {
+  const digits = /^\^\[0-9\]\{1,(\d+)\}\$$/.exec(pattern);
+  if (digits) return `a whole number of 1 to ${digits[1]} digits`;
+  if (pattern === '^[0-9a-f]{24}$') return 'an id of 24 hexadecimal digits (0-9, a-f)';
+  return undefined;
 }
 
 /** `/acls/0/cidr_mask` -> `acls[0].cidr_mask` */
@@ -46,8 +60,6 @@ const FRAMEWORK_4XX: Record<number, () => HangarError> = {
   431: errors.headersTooLarge,
 };
 
-const article = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
-
 /** A schema failure as a sentence that names the field and, where known, the allowed values. */
 export function validationError(e: AjvError, context: string | undefined): HangarError {
   const where = context === 'body' || context === undefined ? 'the request body' : `the ${context}`;
@@ -64,7 +76,7 @@ export function validationError(e: AjvError, context: string | undefined): Hanga
       const field = fieldName(e.instancePath);
       const type = String(e.params.type);
       if (!field) return errors.invalidBody(`${where} must be a JSON ${type === 'object' ? 'object' : type}`);
-      return errors.invalidValue(field, `"${field}" must be ${article(type === 'integer' ? 'integer' : type)}`);
+      return errors.invalidValue(field, `"${field}" must be ${withArticle(type)}`);
     }
     case 'enum': {
       const field = fieldName(e.instancePath);
@@ -73,6 +85,16 @@ export function validationError(e: AjvError, context: string | undefined): Hanga
         `"${field}" has a value that is not allowed`,
         (e.params.allowedValues as (string | number)[]) ?? [],
       );
+    }
+    case 'pattern': {
+      const field = fieldName(e.instancePath);
+      const form = describePattern(String(e.params.pattern)) ?? 'in the form the API documents (see /v2/openapi.json)';
+      const examples = e.parentSchema?.examples;
+      const first: unknown = Array.isArray(examples) ? examples[0] : undefined;
+      const example = first === undefined ? '' : `, e.g. ${typeof first === 'string' ? first : JSON.stringify(first)}`;
+      const got = typeof e.data === 'string' ? `; got ${JSON.stringify(e.data.length > 40 ? `${e.data.slice(0, 40)}...` : e.data)}` : '';
+      const subject = field ? `"${field}"` : where;
+      return errors.invalidValue(field, `${subject} must be ${form}${example}${got}`);
     }
     case 'const': {
       const field = fieldName(e.instancePath);
@@ -125,6 +147,14 @@ function bodyProblems(problems: HangarError[], req: FastifyRequest): HangarError
   return problems;
 }
 
+/** The Content-Type a request declared, as a message may quote it: printable, bounded. */
+function mediaTypeOf(req: FastifyRequest | undefined): string {
+  const type = req?.headers['content-type'];
+  if (typeof type !== 'string') return 'an unknown type';
+  const printable = type.replace(/[^\x20-\x7e]/g, '?');
+  return printable.length > 100 ? `${printable.slice(0, 100)}...` : printable;
+}
+
 /** Translates any failure into the API's error body. Never a stack trace, never HTML. */
 export function toHangarError(err: FastifyError | Error, req?: FastifyRequest): HangarError | undefined {
   if (err instanceof HangarError) return err;
@@ -138,7 +168,7 @@ export function toHangarError(err: FastifyError | Error, req?: FastifyRequest): 
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return errors.bodyTooLarge();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return errors.unsupportedMediaType();
+      return errors.unsupportedMediaType(mediaTypeOf(req));
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.invalidBody('the Content-Length does not match the body');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -83,7 +83,7 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
   ACCOUNT_NOT_FOUND: errors.accountNotFound('me@example.com'),
   API_KEY_NOT_FOUND: errors.apiKeyNotFound('me@example.com', '89fc7835b8e61687375c5495e90f2bf9'),
   BODY_TOO_LARGE: errors.bodyTooLarge(),
-  UNSUPPORTED_MEDIA_TYPE: errors.unsupportedMediaType(),
+  UNSUPPORTED_MEDIA_TYPE: errors.unsupportedMediaType('text/plain'),
   URI_TOO_LONG: errors.uriTooLong(),
   INVALID_PATH: errors.invalidPath(),
   REQUEST_TIMEOUT: errors.requestTimeout(),
