@@ -77,7 +77,15 @@ export const errors = {
   redisUserNotFound: (user: string, instance: string) =>
     new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found on instance "${instance}"`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),
-  nameTaken: (name: string) => new HangarError(409, 'NAME_TAKEN', `an instance named "${name}" already exists in this account`),
+  /** `holder`: the name of the instance that has it, as stored (names are unique regardless of case). */
+  nameTaken: (name: string, holder: string = name) =>
+    new HangarError(
+      409,
+      'NAME_TAKEN',
+      holder === name
+        ? `an instance named "${name}" already exists in this account`
+        : `an instance named "${holder}" already exists in this account, and names are unique regardless of case: "${name}" cannot be used`,
+    ),
   userExists: (user: string, db: string) => new HangarError(409, 'USER_EXISTS', `user "${user}" already exists in database "${db}"`),
   redisUserExists: (user: string, instance: string) =>
     new HangarError(409, 'USER_EXISTS', `user "${user}" already exists on instance "${instance}"`),

@@ -11,7 +11,7 @@ import {
   findOwnedInstance,
   getInstanceListVersion,
   getSpecVersion,
-  instanceNameTaken,
+  findNameHolder,
   listInstances,
   renameInstance,
 } from '../store/instance-repository.js';
@@ -224,7 +224,8 @@ export class InstanceService {
     if ((await countInstances(db, caller.accountId)) >= config.maxInstancesPerAccount) {
       throw errors.quotaExceeded('instances per account', config.maxInstancesPerAccount);
     }
-    if (await instanceNameTaken(db, caller.accountId, input.name)) throw errors.nameTaken(input.name);
+    const holder = await findNameHolder(db, caller.accountId, input.name);
+    if (holder !== undefined) throw errors.nameTaken(input.name, holder);
     let restoreFrom: string | undefined;
     if (input.restore_from !== undefined) {
       if (!this.backups) throw errors.invalidValue('restore_from', '"restore_from": backups are not available on this hangar');
@@ -363,7 +364,7 @@ export class InstanceService {
           { kind: 'rename', instance: { id: inst.id, name }, account: caller.accountId, ...origin, detail: { from: name, to: newName } },
           trx,
         );
-        if (!(await renameInstance(trx, inst.id, name, newName, this.deps.now()))) throw NOT_RENAMED;
+        if (!(await renameInstance(trx, caller.accountId, inst.id, name, newName, this.deps.now()))) throw NOT_RENAMED;
         await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
         return op;
       })

@@ -8,6 +8,7 @@ import * as backups from './2026-11-26T1000-backups.js';
 import * as accessDayTwo from './2026-11-26T1100-access-day-two.js';
 import * as eventsLockFirst from './2026-11-26T1200-events-lock-first.js';
 import * as placementIndex from './2026-11-26T1500-placement-index.js';
+import * as instanceNamesAnyCase from './2026-12-08T0900-instance-names-any-case.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26T1100-access-day-two': accessDayTwo,
   '2026-11-26T1200-events-lock-first': eventsLockFirst,
   '2026-11-26T1500-placement-index': placementIndex,
+  '2026-12-08T0900-instance-names-any-case': instanceNamesAnyCase,
 };
 
 /** The names of every migration, in order. */
@@ -49,4 +51,13 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   }
   // Keep a cheap read here so a broken connection fails the start, not the first request.
   await sql`select 1`.execute(db);
+}
+
+/**
+ * Brings the schema to the migration `name`, down (through the `down` of those after it) or up:
+ * for tests of a migration over data written with the schema before it.
+ */
+export async function migrateTo(db: Kysely<any>, name: string): Promise<void> {
+  const { error } = await new Migrator({ db, provider }).migrateTo(name);
+  if (error) throw error instanceof Error ? error : new Error(String(error));
 }
