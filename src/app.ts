@@ -31,6 +31,7 @@ import { operationRoutes } from './http/routes/operations.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { passwordRoutes } from './http/routes/passwords.js';
 import { redisRoutes } from './http/routes/redis.js';
+import { rootRoutes } from './http/routes/root.js';
 import { redisUserRoutes } from './http/routes/redis-users.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { whoamiRoutes } from './http/routes/whoami.js';
@@ -243,6 +244,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       registerAudit(v2, deps);
       registerIdempotency(v2, deps);
       registerInstanceOwner(v2, deps);
+      rootRoutes(v2);
       tokenRoutes(v2, deps);
       instanceRoutes(v2, deps);
       aclRoutes(v2, deps);
