@@ -37,6 +37,20 @@ export function parseCidr(input: string): Cidr | undefined {
 }
 
 /**
+ * What a person should be told of a range as it will be stored: that its host bits were
+ * cleared (`10.1.2.3/8 was stored as 10.0.0.0/8`), and that it admits every address of the
+ * internet (`/0`). Nothing for a range written as it is stored, however its letters are spelled.
+ */
+export function rangeNotes(input: string, cidr: Cidr, stored: string): string[] {
+  const notes: string[] = [];
+  const slash = input.indexOf('/');
+  const address = parseCidr(slash < 0 ? input : input.slice(0, slash));
+  if (address && address.network !== cidr.network) notes.push(`${input} was stored as ${stored}`);
+  if (cidr.prefix === 0) notes.push(`${stored} admits every IPv${cidr.family} address: anyone on the internet can reach the instance`);
+  return notes;
+}
+
+/**
  * Why a text that parseCidr refused is not an address or range: its prefix length, when the
  * address before the `/` is one (`10.0.0.0/33`: 0 to 32 for IPv4, 0 to 128 for IPv6); undefined
  * when the address itself is not one.

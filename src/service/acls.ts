@@ -156,7 +156,7 @@ export class AclService {
     });
     this.step('acl-add:recorded');
     await this.apply(instance.id);
-    return { result: id, operation };
+    return { result: id, operation, warnings: acl.warnings };
   }
 
   async delete(caller: Caller, name: string, aclId: string, origin: Origin = NO_ORIGIN): Promise<Started<void>> {
@@ -230,7 +230,7 @@ export class AclService {
     });
     // applied even when nothing changed: the operation completes with the pass that carries its version out
     await this.apply(instance.id);
-    return { result: await this.list(caller, name), operation };
+    return { result: await this.list(caller, name), operation, warnings: wanted.flatMap((w) => w.warnings) };
   }
 
   /** Writes the difference between `current` and `wanted`; says whether anything changed. */

@@ -77,6 +77,8 @@ export interface RestoreSources {
 export interface Started<T> {
   readonly result: T;
   readonly operation: Operation;
+  /** What the caller is told besides (an HTTP Warning each): what was done otherwise than asked, or what it risks. */
+  readonly warnings?: readonly string[];
 }
 
 /** Thrown in a rename's transaction when another request renamed or deleted the instance first. */
@@ -342,7 +344,7 @@ export class InstanceService {
     // The answer is the instance as recorded (REQUESTED), not as read back: the worker may
     // already have moved it on by then (it polls the store for new work).
     this.deps.work.enqueue(id);
-    return { result: created, operation: operation! };
+    return { result: created, operation: operation!, warnings: acls.flatMap((a) => a.warnings) };
   }
 
   /** Free ports for each role, from the configured range, starting at a random place. */

@@ -1,4 +1,4 @@
-import { parseCidr, prefixProblem } from '../lib/cidr.js';
+import { parseCidr, prefixProblem, rangeNotes } from '../lib/cidr.js';
 import { INSTANCE_NAME_PATTERN, type Service } from '../domain/catalog.js';
 import { HangarError, allProblems, errors } from '../domain/errors.js';
 
@@ -70,6 +70,8 @@ export interface ValidAcl {
   readonly kibana: boolean;
   /** Epoch milliseconds; null: never. */
   readonly expiresAt: number | null;
+  /** What the caller is told of the range as stored (a Warning): its host bits cleared, the whole internet admitted. */
+  readonly warnings: readonly string[];
 }
 
 /** RFC 3339: a date, `T`, a time, and `Z` or an offset. */
@@ -133,7 +135,8 @@ export function aclProblems(
   }
   const fullLength = cidr.prefix === (cidr.family === 4 ? 32 : 128);
   const cidrMask = fullLength && input.cidr_mask.includes('/') ? `${cidr.text}/${cidr.prefix}` : cidr.text;
-  return { acl: { cidrMask, description: input.description, transport, kibana, expiresAt }, problems: [] };
+  const warnings = rangeNotes(input.cidr_mask, cidr, cidrMask);
+  return { acl: { cidrMask, description: input.description, transport, kibana, expiresAt, warnings }, problems: [] };
 }
 
 /** An ACL body checked (see aclProblems): every problem thrown at once, or the ACL normalised. */

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { warningsOf } from '../../src/client/hangar-client.js';
 import { esBody, keysOf, mongoBody, redisBody, type MongoType } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, Client, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
@@ -197,6 +198,25 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
         ['192.0.2.7', 'ci'],
         ['192.0.2.8/32', 'vpn'],
       ]);
+    });
+
+    it('200: ACLs of the create body stored otherwise than written are named in Warning headers', async () => {
+      const res = await alice.post(
+        '/v2/instances/',
+        redisBody('warned', {
+          acls: [
+            { cidr_mask: '10.1.2.3/8', description: 'office' },
+            { cidr_mask: '::/0', description: 'everyone' },
+            { cidr_mask: '192.0.2.7', description: 'ci' },
+          ],
+        }),
+      );
+      expect(res.status).toBe(200);
+      expect(warningsOf(res.headers.get('warning'))).toEqual([
+        '10.1.2.3/8 was stored as 10.0.0.0/8',
+        '::/0 admits every IPv6 address: anyone on the internet can reach the instance',
+      ]);
+      expect((await alice.post('/v2/instances/', redisBody('not-warned'))).headers.get('warning')).toBeNull();
     });
 
     it.each([['a'], ['A-b_9'], ['x'.repeat(64)], ['123'], ['-_-']])('200: the name %j follows the rules', async (name) => {

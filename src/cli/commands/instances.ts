@@ -103,7 +103,10 @@ async function create(ctx: ClientContext): Promise<void> {
     ...(str(opts['restore-from']) ? { restore_from: str(opts['restore-from'])! } : {}),
   };
   let operation: string | undefined;
-  const created = await client.createInstance(body, { onOperation: (id) => (operation = id) });
+  const created = await client.createInstance(body, {
+    onOperation: (id) => (operation = id),
+    onWarning: (w) => io.err(`hangar: warning: ${w}`),
+  });
   if (opts['no-wait'] === true) {
     if (opts.json === true) io.out(json(created));
     else
