@@ -1,6 +1,6 @@
 import { parseCidr, prefixProblem, rangeNotes } from '../lib/cidr.js';
 import { INSTANCE_NAME_PATTERN, type Service } from '../domain/catalog.js';
-import { HangarError, allProblems, errors } from '../domain/errors.js';
+import { HangarError, allProblems, errors, problemsOf } from '../domain/errors.js';
 
 /** Rules a JSON schema cannot say, each throwing a 400 that names the field. */
 
@@ -17,13 +17,13 @@ export class Problems {
       return fn();
     } catch (err) {
       if (!(err instanceof HangarError) || err.status !== 400) throw err;
-      this.found.push(err);
+      this.found.push(...problemsOf(err));
       return undefined;
     }
   }
 
   add(...problems: readonly HangarError[]): void {
-    this.found.push(...problems);
+    for (const p of problems) this.found.push(...problemsOf(p));
   }
 
   get list(): readonly HangarError[] {

@@ -189,6 +189,16 @@ export const ACL_CHANGE_HEADERS = {
   },
 } as const;
 
+/** The headers of a change of a Redis user: its operation's, and a Warning for each pattern stored otherwise than written. */
+export const REDIS_USER_CHANGE_HEADERS = {
+  ...OPERATION_HEADERS,
+  warning: {
+    type: 'string',
+    description:
+      'One per pattern stored otherwise than written, as Kubernetes warns: `299 hangar "keys[0] \\"~app:*\\" was stored as \\"app:*\\": hangar writes the \\"~\\" of Redis\'s key patterns itself"`',
+  },
+} as const;
+
 export const EVENT_EXAMPLE = {
   id: 43,
   kind: 'instance.state',
