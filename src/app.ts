@@ -31,6 +31,7 @@ import { operationRoutes } from './http/routes/operations.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { passwordRoutes } from './http/routes/passwords.js';
 import { redisRoutes } from './http/routes/redis.js';
+import { rootRoutes } from './http/routes/root.js';
 import { redisUserRoutes } from './http/routes/redis-users.js';
 import { tlsRoutes } from './http/routes/tls.js';
 import { tokenRoutes } from './http/routes/tokens.js';
@@ -176,7 +177,9 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     },
     // Malformed HTTP, oversized headers, timeouts: a JSON error, then the connection is closed.
     clientErrorHandler,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    // allErrors: a refused body is answered with every problem the schema finds, not the first only;
+    // verbose: each problem carries the value and its schema, so that a message can show them.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true, verbose: true } },
     schemaController: { compilersFactory: { buildValidator: lazyValidators() as never, buildSerializer: lazySerializers() as never } },
   }) as unknown as FastifyInstance;
 
@@ -242,6 +245,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       registerAudit(v2, deps);
       registerIdempotency(v2, deps);
       registerInstanceOwner(v2, deps);
+      rootRoutes(v2);
       tokenRoutes(v2, deps);
       instanceRoutes(v2, deps);
       aclRoutes(v2, deps);

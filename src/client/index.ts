@@ -18,6 +18,7 @@ export type {
   AclCheck,
   AclDetail,
   ApiErrorBody,
+  ApiProblem,
   ApiKey,
   AuditEvent,
   Backup,

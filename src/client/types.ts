@@ -8,7 +8,7 @@ import type {
   EffectiveAccessRecord,
 } from '../http/schemas/acls.js';
 import type { BackupRecord, PolicyBody, PolicyRecord, RestoreRecord } from '../http/schemas/backups.js';
-import type { ErrorBody } from '../http/schemas/common.js';
+import type { ErrorBody, ProblemBody } from '../http/schemas/common.js';
 import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
 import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
@@ -72,6 +72,8 @@ export type UpdateMongoUserRequest = Static<typeof UserPatchBody>;
 export type AccountInfo = Static<typeof AccountInfoSchema>;
 /** The body of every error answer. */
 export type ApiErrorBody = Static<typeof ErrorBody>;
+/** One problem of a refused request, as a 400's `errors` lists it. */
+export type ApiProblem = Static<typeof ProblemBody>;
 
 /** An API key pair as listed (no secret). */
 export type ApiKey = Static<typeof ApiKeyRecord>;

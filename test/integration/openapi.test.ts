@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { RouteOptions } from 'fastify';
@@ -515,6 +516,24 @@ describe('the OpenAPI document', () => {
       expect((await call(anon(), 'GET', '/v2/zones/')).status).toBe(401);
     });
 
+    it("the API's front door: GET /v2/ without credentials, hangar's version and where the rest is", async () => {
+      const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+      const res = await call(anon(), 'GET', '/v2/');
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual({
+        name: 'hangar',
+        version: pkg.version,
+        api: 'ObjectRocket API v2',
+        links: { docs: '/docs', openapi: '/v2/openapi.json', console: expect.anything() },
+      });
+      expect((await anon().get('/v2')).body).toEqual(res.body);
+      expect((await alice.get('/v2/')).body).toEqual(res.body);
+      // every link answers
+      const { docs, openapi, console: page } = res.body.data.links;
+      for (const path of [docs, openapi, ...(page === null ? [] : [page])])
+        expect((await fetch(`${th.url}${path}`)).status, path).toBe(200);
+    });
+
     it('events and the document itself', async () => {
       expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=5'))).status).toBe(200);
       expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=many'))).status).toBe(400);
@@ -615,8 +634,8 @@ describe('the OpenAPI document', () => {
             statuses.some((s) => s < 300),
             `${method} ${path} success seen (${statuses})`,
           ).toBe(true);
-          // The document and the CA certificate take no input and no credentials: they have no error to provoke.
-          if (path !== '/v2/openapi.json' && path !== '/v2/tls/ca')
+          // The document, the CA certificate and the front door take no input and no credentials: they have no error to provoke.
+          if (path !== '/v2/openapi.json' && path !== '/v2/tls/ca' && path !== '/v2/')
             expect(
               statuses.some((s) => s >= 400),
               `${method} ${path} error seen (${statuses})`,

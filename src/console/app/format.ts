@@ -98,6 +98,7 @@ export function describeError(err: unknown): Problem {
         remedy: 'Try again; the change may have been made, so check the list first.',
       };
     case 'ROUTE_NOT_FOUND':
+    case 'METHOD_NOT_ALLOWED':
       return { ...base, remedy: 'This hangar is older than the console expects: ask your operator to update it.' };
     default:
   }

@@ -146,7 +146,7 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
               )}
             </Field>
           ) : null}
-          <Field label="Name" error={fieldError('name')} hint="1 to 64 letters, digits, - and _; unique in your account.">
+          <Field label="Name" error={fieldError('name')} hint="1 to 64 ASCII letters (A-Z, a-z), digits, - and _; unique in your account.">
             {({ id, describedBy, invalid }) => (
               <input
                 id={id}
