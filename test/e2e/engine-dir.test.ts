@@ -117,6 +117,8 @@ describe.runIf(enginesAvailable() && runsAsRoot())(
       expect(logLines(h, /^the instances' directories are outside the data dir$/)).toEqual([
         expect.objectContaining({ dir: outside, dataDir, reason: expect.stringContaining(`${closed} (mode 0700, owner uid 0)`) }),
       ]);
+      // made for the engine user: nothing to hand over
+      expect(logLines(h, /handed over to the engine user/)).toEqual([]);
       for (const [role, pid] of Object.entries(pids())) {
         expect({ role, uid: uidOf(pid) }).toEqual({ role, uid: engine.uid });
       }

@@ -200,6 +200,8 @@ describe.runIf(rootCases)('ensureEngineDirs', () => {
     expect(lines().filter((l) => /outside the data dir/.test(l.msg))).toEqual([
       expect.objectContaining({ dir: path, dataDir, reason: expect.stringContaining(`${top} (mode 0700`) }),
     ]);
+    // made for the user: nothing handed over
+    expect(lines().filter((l) => /handed over/.test(l.msg))).toEqual([]);
 
     // a unit's directory made as root (a hangar killed before handing it over) is handed over at the next start
     const unit = join(path, '65a1b2c3d4e5f60718293a4b', 'primary');

@@ -128,8 +128,11 @@ export function outsideDirProblem(path: string, user: Pick<EngineUser, 'uid' | '
   return undefined;
 }
 
-/** Makes `path` under ENGINE_DIRS: the directories above it that are missing 0711 root's, itself 0700 (handed over to the engine user next). */
-function makeOutsideDir(path: string): void {
+/**
+ * Makes `path` under ENGINE_DIRS for `user`: the directories above it that are missing 0711
+ * root's, itself 0700 and the user's (one made now is given at once: there is nothing to hand over).
+ */
+function makeOutsideDir(path: string, user: EngineUser): void {
   const missing: string[] = [];
   for (let d = dirname(path); !lstatSync(d, { throwIfNoEntry: false }); d = dirname(d)) missing.unshift(d);
   for (const d of missing) {
@@ -143,7 +146,12 @@ function makeOutsideDir(path: string): void {
     // the umask (077) took the others' bits off
     chmodSync(d, PASS_THROUGH_MODE);
   }
-  mkdirSync(path, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(path, { mode: 0o700 });
+    chownSync(path, user.uid, user.gid);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
   const st = lstatSync(path);
   if ((st.mode & 0o777) !== 0o700) chmodSync(path, 0o700);
 }
@@ -170,7 +178,7 @@ export function ensureEngineDirs(dataDir: string, user: EngineUser, log: Logger,
   if (dir.outside) {
     const problem = outsideDirProblem(dir.path, user);
     if (problem) throw new ConfigError(`${who} cannot reach the data dir ${dataDir}, nor use ${dir.path} instead: ${problem}; ${remedy}`);
-    makeOutsideDir(dir.path);
+    makeOutsideDir(dir.path, user);
     log.info({ dir: dir.path, dataDir, reason: dir.reason }, "the instances' directories are outside the data dir");
   } else {
     const blocked = traversalProblem(dataDir, user);
