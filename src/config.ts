@@ -14,7 +14,7 @@ export interface Config {
   readonly port: number;
   /** Address the API listens on. */
   readonly host: string;
-  /** Directory for the SQLite file, the secret key file and engine data. */
+  /** Directory for the SQLite file, the secret key file and engine data (as root, engine data may be outside it: `resolveEngineDir`). */
   readonly dataDir: string;
   /** `postgres://...` selects PostgreSQL; empty means SQLite in the data dir. */
   readonly databaseUrl: string | undefined;
@@ -179,7 +179,8 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'HANGAR_DATA_DIR',
     kind: 'path',
     default: './.hangar',
-    description: 'SQLite file, secret key file, engine data and edge configuration',
+    description:
+      'SQLite file, secret key file, engine data and edge configuration; when hangar runs as root and the engine user cannot pass through the directories above it, engine data goes to /var/lib/hangar-engines/<16 hex digits of the SHA-256 of its real path>/ instead',
   },
   {
     key: 'databaseUrl',

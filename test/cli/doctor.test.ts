@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -297,13 +298,49 @@ describe('hangar doctor says which user engines run as', () => {
     },
   );
 
-  it.runIf(isRoot)('as root: exit 1 when the engine user cannot reach the data dir, saying where it is kept out', async () => {
-    const closed = dir('hangar-doctor-closed-');
-    chmodSync(closed, 0o700);
-    const r = await doctor([], { env: { HANGAR_ENGINE_USER: 'nobody', HANGAR_DATA_DIR: join(closed, 'data') } });
-    expect(r.code).toBe(1);
-    expect(r.stdout).toContain(`PROBLEM: it cannot reach the data dir ${join(closed, 'data')}: ${closed} (mode 0700`);
-    expect(r.stderr).toMatch(/engines cannot run as nobody: it cannot reach the data dir/);
+  it.runIf(isRoot)(
+    "as root: the instances' directories outside a data dir the engine user cannot reach, saying why and making nothing; exit 1 when its instances/ holds instances it cannot reach",
+    async () => {
+      const closed = dir('hangar-doctor-closed-');
+      chmodSync(closed, 0o700);
+      const dataDir = join(closed, 'data');
+      // the documented place: the first 16 hex digits of the SHA-256 of the data dir's real path
+      const outside = join(
+        '/var/lib/hangar-engines',
+        createHash('sha256')
+          .update(join(realpathSync(closed), 'data'))
+          .digest('hex')
+          .slice(0, 16),
+      );
+      const env = { HANGAR_ENGINE_USER: 'nobody', HANGAR_DATA_DIR: dataDir };
+      const r = await doctor([], { env });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(
+        `Instances' directories\n  ${outside}, outside the data dir: the engine user cannot reach ${join(dataDir, 'instances')}: ${closed} (mode 0700`,
+      );
+      expect(JSON.parse((await doctor(['--json'], { env })).stdout).instancesDir).toEqual({
+        path: outside,
+        outside: true,
+        reason: expect.stringContaining(`${closed} (mode 0700`),
+      });
+      expect(existsSync(outside)).toBe(false);
+      expect(existsSync(dataDir)).toBe(false);
+
+      // instances there stay there: the engine user must reach them
+      mkdirSync(join(dataDir, 'instances', '65a1b2c3d4e5f60718293a4b'), { recursive: true });
+      const held = await doctor([], { env });
+      expect(held.code).toBe(1);
+      expect(held.stdout).toContain(
+        `Instances' directories\n  ${join(dataDir, 'instances')}\n  PROBLEM: the engine user cannot reach the data dir ${dataDir}, whose instances/ holds instances: ${closed} (mode 0700`,
+      );
+      expect(held.stderr).toMatch(/engines cannot run in .*\/data\/instances: the engine user cannot reach the data dir/);
+    },
+  );
+
+  it("says the instances' directories are in the data dir when the engine user can reach it, or hangar does not run as root", async () => {
+    const r = await doctor(['--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).instancesDir).toEqual({ path: join(home, 'data', 'instances'), outside: false });
   });
 
   it("as another user: hangar's own user, whatever HANGAR_ENGINE_USER says", async () => {

@@ -9,6 +9,7 @@ import { serviceOffering } from '../../engines/registry.js';
 import type { Offering, Offerings } from '../../domain/units.js';
 import { SERVICES, type Service } from '../../domain/catalog.js';
 import type { ZoneCheck } from '../../runtimes/kubernetes/kube-doctor.js';
+import { engineDirReport, type EngineDirReport } from '../../runtimes/local/engine-dir.js';
 import { engineUserReport, type EngineUserReport } from '../../runtimes/local/engine-user.js';
 import { loadZonesFile } from '../../zones/zones-file.js';
 import { json, type Io } from '../io.js';
@@ -62,6 +63,11 @@ export interface DoctorReport {
   readonly services: Readonly<Record<Service, ServiceReport>>;
   /** The user the local runtime's engines run as (HANGAR_ENGINE_USER when hangar runs as root). */
   readonly engineUser: EngineUserReport;
+  /**
+   * Where the local runtime keeps the instances' directories: `<data dir>/instances`, or outside
+   * the data dir (with the reason) when the engine user cannot reach that.
+   */
+  readonly instancesDir: EngineDirReport;
   /** Things worth knowing that make no service unavailable (Kibana, TLS listeners, the runtime configured). */
   readonly notes: readonly string[];
   /** The zones of the zones file, each checked as hangar will use it (Kubernetes: kubeconfig, API, namespace, RBAC). */
@@ -79,6 +85,7 @@ export function doctorReport(
   binaries: EngineBinaries,
   offerings: Offerings,
   engineUser: EngineUserReport,
+  instancesDir: EngineDirReport,
   notes: readonly string[],
 ): DoctorReport {
   const programs = localPrograms().map((p): ProgramReport => {
@@ -130,7 +137,7 @@ export function doctorReport(
       return [service, report];
     }),
   ) as Record<Service, ServiceReport>;
-  return { ok: services.redis.available, programs, services, engineUser, notes };
+  return { ok: services.redis.available, programs, services, engineUser, instancesDir, notes };
 }
 
 /** The report for people. */
@@ -158,6 +165,12 @@ export function renderDoctor(r: DoctorReport): string {
   }
   lines.push('', 'Engines run as', `  ${r.engineUser.detail}`);
   if (r.engineUser.problem) lines.push(`  PROBLEM: ${r.engineUser.problem}`);
+  lines.push(
+    '',
+    "Instances' directories",
+    `  ${r.instancesDir.path}${r.instancesDir.outside ? `, outside the data dir: ${r.instancesDir.reason}` : ''}`,
+  );
+  if (r.instancesDir.problem) lines.push(`  PROBLEM: ${r.instancesDir.problem}`);
   for (const service of SERVICES) {
     for (const e of r.services[service].engines) {
       if (!e.install) continue;
@@ -197,9 +210,9 @@ function ownUser(): { uid: number; gid: number; name: string } {
 
 /**
  * `hangar doctor [--json]`: which services this machine can host with the local runtime, the
- * version of each engine found, what to install for the others, and the user engines run as.
- * Exits 1 when redis (the default service) cannot run, or when engines could not run as their
- * user (it cannot be made, or cannot reach the data dir).
+ * version of each engine found, what to install for the others, the user engines run as and where
+ * their directories are. Exits 1 when redis (the default service) cannot run, or when engines
+ * could not run as their user (it cannot be made, or cannot reach their directories).
  */
 export async function doctor(config: Config, opts: Readonly<Record<string, string | boolean | undefined>>, io: Io): Promise<void> {
   // PATH is not a hangar setting: it locates the engine binaries like a shell would (as the runtime does).
@@ -237,9 +250,13 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
       checks: z.kubernetes ? await (await import('../../runtimes/kubernetes/kube-doctor.js')).checkKubernetesZone(z.kubernetes) : [],
     })),
   );
-  const engineUser = await engineUserReport(config, searchPath, ownUser());
+  const own = ownUser();
+  const engineUser = await engineUserReport(config, searchPath, own);
+  // as root: decided by the engine user's reach (root's when HANGAR_ENGINE_USER=root; one not made yet owns nothing)
+  const ids = own.uid === 0 ? { uid: engineUser.uid ?? -1, gid: engineUser.gid ?? -1 } : undefined;
+  const instancesDir = engineDirReport(config.dataDir, ids);
   const report: DoctorReport = {
-    ...doctorReport(binaries, offerings, engineUser, notes),
+    ...doctorReport(binaries, offerings, engineUser, instancesDir, notes),
     ...(zones.length > 0 ? { zones: zoneReports } : {}),
   };
   io.out(opts.json === true ? json(report) : renderDoctor(report));
@@ -249,4 +266,5 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
   const local = zones.length === 0 || zones.some((z) => z.runtime === 'local');
   if (local && !report.ok) throw new Error(`redis, the default service, cannot run on this machine: ${report.services.redis.reason}`);
   if (local && engineUser.problem) throw new Error(`engines cannot run as ${engineUser.name}: ${engineUser.problem}`);
+  if (local && instancesDir.problem) throw new Error(`engines cannot run in ${instancesDir.path}: ${instancesDir.problem}`);
 }

@@ -76,6 +76,12 @@ export interface LocalRuntimeOptions {
   /** PATH for finding binaries and for the processes the runtime starts. */
   readonly searchPath: string;
   /**
+   * The directory of the instances' directories (`<id>/<role>/`): `<data dir>/instances`, or,
+   * when the engine user cannot reach that, its place outside the data dir (`resolveEngineDir`).
+   * Every use of the runtime on a data dir (serve, `hangar down`) must be given the same.
+   */
+  readonly instancesDir: string;
+  /**
    * The user engines run as when it is not hangar's own (hangar runs as root): their processes,
    * their directories and what hangar writes there are theirs (`ensureEngineDirs` prepared the
    * data dir for it). Unset: engines run as hangar's user. The edge runs as hangar's user either way.
@@ -108,12 +114,14 @@ function realpath(path: string): string | undefined {
 /**
  * Engines as real processes on this machine, behind one HAProxy edge that enforces the ACLs.
  *
- * Layout under the data dir: `instances/<id>/<role>/` holds each engine's configuration, data,
- * pid file and log; `edge/` holds haproxy.cfg, its sockets, one routes file per instance and the
- * allow lists. Every name derives from the instance id, so every step can be repeated. Processes
- * run detached: they keep serving while hangar is stopped, and `start` adopts them again. With an
- * engine user (hangar runs as root), engines run as that user and `instances/` is theirs; the edge
- * and everything else in the data dir stay hangar's.
+ * Layout: `<instances dir>/<id>/<role>/` holds each engine's configuration, data, pid file and
+ * log (the instances dir is `<data dir>/instances` unless the engine user cannot reach it);
+ * `<data dir>/edge/` holds haproxy.cfg, its sockets, one routes file per instance and the allow
+ * lists. Every name derives from the instance id, so every step can be repeated. Processes run
+ * detached: they keep serving while hangar is stopped, and `start` adopts them again (by pid file
+ * and by their directory in their command line). With an engine user (hangar runs as root),
+ * engines run as that user and the instances dir is theirs; the edge and everything else in the
+ * data dir stay hangar's.
  */
 export class LocalRuntime implements Runtime {
   readonly kind = 'local' as const;
@@ -137,7 +145,7 @@ export class LocalRuntime implements Runtime {
     this.log = log.child({ component: 'runtime' });
     const found = Object.values(binaries).flatMap((b) => ('found' in b ? [b.found.path] : []));
     const programs = new Set(found.map(realpath).filter((p): p is string => p !== undefined));
-    this.instancesDir = join(config.dataDir, 'instances');
+    this.instancesDir = opts.instancesDir;
     this.owner = opts.engineUser ? { uid: opts.engineUser.uid, gid: opts.engineUser.gid } : undefined;
     this.supervisor = new ProcessSupervisor({
       programs,
