@@ -64,6 +64,11 @@ export interface HangarClientOptions {
   readonly timeoutMs?: number;
   /** The fetch to use (default: the global one). */
   readonly fetch?: typeof fetch;
+  /**
+   * Called with each warning of a successful answer (its `Warning` headers), e.g. `10.1.2.3/8 was
+   * stored as 10.0.0.0/8`: what hangar did otherwise than asked, or what the change risks.
+   */
+  readonly onWarning?: (warning: string, request: { readonly method: string; readonly path: string }) => void;
 }
 
 export interface WaitOptions {
@@ -81,6 +86,8 @@ export interface WaitOptions {
 export interface CallOptions {
   /** Called with the id of the operation the request started (its X-Operation-Id), before the call resolves. */
   readonly onOperation?: (operationId: string) => void;
+  /** Called with each warning of the answer, before the call resolves (as the client's own onWarning is). */
+  readonly onWarning?: (warning: string) => void;
 }
 
 export interface EventsOptions {
@@ -123,6 +130,8 @@ interface RequestOptions {
   readonly envelope?: 'data' | 'message' | 'body';
   /** Called with the X-Operation-Id of the answer. */
   readonly onOperation?: (operationId: string) => void;
+  /** Called with each warning of the answer. */
+  readonly onWarning?: (warning: string) => void;
   /** Extra request headers (If-Match). */
   readonly headers?: Readonly<Record<string, string>>;
 }
@@ -935,6 +944,10 @@ export class HangarClient {
     if (!res.ok) throw errorOf(res, parsed, text);
     const operation = res.headers.get('x-operation-id');
     if (operation) opts.onOperation?.(operation);
+    for (const warning of warningsOf(res.headers.get('warning'))) {
+      this.opts.onWarning?.(warning, { method, path });
+      opts.onWarning?.(warning);
+    }
     if (opts.envelope === 'body') return { data: parsed as T, headers: res.headers };
     const envelope = opts.envelope ?? 'data';
     if (typeof parsed !== 'object' || parsed === null || !(envelope in parsed)) {
@@ -993,6 +1006,15 @@ export class HangarClient {
       throw new HangarApiError(0, 'NETWORK_ERROR', `cannot reach hangar at ${this.baseUrl}: ${why}`, { cause: err });
     }
   }
+}
+
+/**
+ * The texts of an answer's Warning headers (`299 hangar "text"`; several arrive joined by
+ * commas), unquoted.
+ */
+export function warningsOf(header: string | null): string[] {
+  if (!header) return [];
+  return [...header.matchAll(/\d{3} \S+ "((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1'));
 }
 
 /** How often a read whose connection failed before any answer is sent again. */
