@@ -36,6 +36,7 @@ import { redisUserRoutes } from './http/routes/redis-users.js';
 import { tlsRoutes } from './http/routes/tls.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { whoamiRoutes } from './http/routes/whoami.js';
+import { engineRoutes } from './http/routes/engines.js';
 import { zoneRoutes } from './http/routes/zones.js';
 
 /** The logger of the one line per request: the same destination, level and bindings, no redaction paths. */
@@ -259,6 +260,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       operationRoutes(v2, deps);
       webhookRoutes(v2, deps);
       zoneRoutes(v2, deps);
+      engineRoutes(v2, deps);
       keyRoutes(v2, deps);
       tlsRoutes(v2, deps);
       whoamiRoutes(v2, deps);

@@ -15,6 +15,7 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   'test/console/pages.test.ts': 126,
   // a real go build of FerretDB: 7-30 s with Go's build cache warm, 80 s or more cold
   'src/engines/ferretdb/ferretdb-install.test.ts': 90,
+  'test/console/features.test.ts': 60,
   'test/cli/cli.test.ts': 49,
   'test/integration/webhooks.test.ts': 48,
   'test/integration/operations.test.ts': 43,

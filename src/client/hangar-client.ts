@@ -19,6 +19,8 @@ import {
   type CreatedApiKey,
   type Whoami,
   type Zone,
+  type EngineProduct,
+  type InstanceShell,
   type CreateAclRequest,
   type CreateInstanceRequest,
   type CreateMongoUserRequest,
@@ -619,6 +621,21 @@ export class HangarClient {
   /** The zones of this hangar: runtime, services and versions offered, capacity and what is free. */
   listZones(): Promise<Zone[]> {
     return this.call('GET', '/v2/zones/');
+  }
+
+  /** The engine products of this hangar: service, plan unit, done state, features, and the memory each plan promises. */
+  listEngines(): Promise<EngineProduct[]> {
+    return this.call('GET', '/v2/engines/');
+  }
+
+  /** The command that opens a shell on an instance (as `hangar connect` runs it); null for an engine without one. */
+  instanceShell(instance: string, opts: { user?: string; database?: string; servicenet?: boolean } = {}): Promise<InstanceShell> {
+    const q = new URLSearchParams();
+    if (opts.user !== undefined) q.set('user', opts.user);
+    if (opts.database !== undefined) q.set('database', opts.database);
+    if (opts.servicenet) q.set('servicenet', 'true');
+    const qs = q.toString();
+    return this.call('GET', `/v2/instances/${enc(instance)}/shell${qs ? `?${qs}` : ''}`);
   }
 
   /** The account's audit log, newest first. */

@@ -30,6 +30,7 @@ import type {
 import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
 import type { ZoneRecord } from '../http/schemas/zones.js';
+import type { EngineRecord, ShellRecord } from '../http/schemas/engines.js';
 import type { ClientCertCreateBody, ClientCertCreated, ClientCertRecord, InstanceTlsRecord } from '../http/schemas/tls.js';
 import type { EventRecord, OperationRecord } from '../http/schemas/operations.js';
 import type { CreatedWebhook as CreatedWebhookSchema, DeliveryRecord, WebhookCreateBody, WebhookRecord } from '../http/schemas/webhooks.js';
@@ -84,6 +85,10 @@ export type Whoami = Static<typeof WhoamiRecord>;
 
 /** A zone: where instances can be placed, what it offers, how full it is. */
 export type Zone = Static<typeof ZoneRecord>;
+/** An engine product: its service, plan unit, done state, features and the memory its plans promise. */
+export type EngineProduct = Static<typeof EngineRecord>;
+/** The command that opens a shell on an instance; null for an engine without one. */
+export type InstanceShell = Static<typeof ShellRecord>;
 
 /** One entry of the account's audit log. */
 export type AuditEvent = Static<typeof AuditEventRecord>;

@@ -262,7 +262,7 @@ export class RedisService {
             instance: { id: inst.id, name },
             account: caller.accountId,
             ...origin,
-            detail: { from_plan: inst.plan, to_plan: newPlan },
+            detail: { from_plan: inst.plan, to_plan: newPlan, engine: inst.engine },
           },
           trx,
         );

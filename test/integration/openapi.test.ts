@@ -534,6 +534,16 @@ describe('the OpenAPI document', () => {
         expect((await fetch(`${th.url}${path}`)).status, path).toBe(200);
     });
 
+    it('engines and instance shells', async () => {
+      expect((await call(alice, 'GET', '/v2/engines/')).status).toBe(200);
+      expect((await call(anon(), 'GET', '/v2/engines/')).status).toBe(401);
+      const shell = '/v2/instances/{instance_name}/shell';
+      expect((await call(alice, 'GET', shell, { instance_name: 'r' })).status).toBe(200);
+      expect((await call(alice, 'GET', shell, { instance_name: 'e' })).status).toBe(200);
+      expect((await c.check('GET', shell, await alice.get('/v2/instances/r/shell?servicenet=perhaps'))).status).toBe(400);
+      expect((await call(bob, 'GET', shell, { instance_name: 'r' })).status).toBe(404);
+    });
+
     it('events and the document itself', async () => {
       expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=5'))).status).toBe(200);
       expect((await c.check('GET', '/v2/events/', await alice.get('/v2/events/?limit=many'))).status).toBe(400);

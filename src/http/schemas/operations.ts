@@ -56,7 +56,7 @@ export const FAILED_OPERATION_EXAMPLE = {
     code: 'DEADLINE_EXCEEDED',
     message: 'resize not finished within its deadline of 600 s; the instance is DEGRADED until hangar has carried the change out',
   },
-  detail: { from_plan: 500, to_plan: 1000 },
+  detail: { from_plan: 500, to_plan: 1000, engine: 'redis' },
   date_updated: { $date: T0 + 600_000 },
   date_started: { $date: T0 + 30 },
   date_finished: { $date: T0 + 600_000 },
