@@ -135,6 +135,8 @@ export interface StartOptions {
   readonly listen?: boolean;
   /** The clock backup schedules are read with (tests move it); Date.now by default. */
   readonly backupClock?: () => number;
+  /** When a pass first writes to its operations, in ms (tests); a quarter second by default. */
+  readonly operationFirstFlushMs?: number;
 }
 
 /** The composition root: store, keyring, runtime, reconciler, services, HTTP. */
@@ -164,6 +166,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       config,
       operations,
       prune: [(at) => pruneDeliveries(db, at - config.operationRetentionSeconds * 1000, 2000)],
+      ...(options.operationFirstFlushMs !== undefined ? { firstFlushMs: options.operationFirstFlushMs } : {}),
     });
     const storage = await openBackupStorage(config);
     // Each backup and restore is followed by an operation of the same id.
