@@ -56,16 +56,26 @@ export function redisOnKubernetes(): void {
     const pods = (selector: string) => tb.json(['-n', ns, 'get', 'pods', '-l', selector]).items as any[];
 
     // An ACL change's answer waits for the edge pods (at most 2 s); on a cluster busier than that,
-    // the change's operation turns SUCCEEDED once every edge pod has it.
-    const enforced = async (res: { status: number; headers: Headers }, what: string): Promise<void> => {
+    // the change's operation turns SUCCEEDED once every edge pod has it. Returns the operation's steps.
+    const enforced = async (res: { status: number; headers: Headers }, what: string): Promise<string[]> => {
       expect(res.status).toBe(200);
       const id = res.headers.get('x-operation-id');
       expect(id).toMatch(/^[0-9a-f]{24}$/);
       const asked = Date.now();
+      let op: any;
       await expect
-        .poll(async () => (await hangar.get(`/v2/operations/${id}/`)).body.data.state, { timeout: 60_000, interval: 100 })
+        .poll(
+          async () => {
+            op = (await hangar.get(`/v2/operations/${id}/`)).body.data;
+            return op.state;
+          },
+          { timeout: 60_000, interval: 100 },
+        )
         .toBe('SUCCEEDED');
-      console.log(`${what}: its operation SUCCEEDED ${Date.now() - asked} ms after the answer`);
+      const t0 = op.steps[0]?.at?.$date ?? 0;
+      const steps = op.steps.map((s: { name: string; at: { $date: number } }) => `${s.name} +${s.at.$date - t0}`).join(', ');
+      console.log(`${what}: its operation SUCCEEDED ${Date.now() - asked} ms after the answer (${steps} ms)`);
+      return op.steps.map((s: { name: string }) => s.name);
     };
 
     it('a redis_ha_instance turns ACTIVE with its pods Running, reached at the edge Service on the node', async () => {
@@ -94,25 +104,52 @@ export function redisOnKubernetes(): void {
       });
     }, 300_000);
 
-    it('the edge admits only the ACL sources: none, then the client host, then none again with its open connection cut', async () => {
+    it('the edge admits only the ACL sources: none, then the client host, then none again with its open connection cut; an ACL change touches nothing else', async () => {
       const port = portOf(inst.connect_string);
       expect(await client.ping(nodeIp, port, inst.password)).toBe('closed');
+      const generation = () =>
+        tb.k([
+          '-n',
+          ns,
+          'get',
+          'statefulsets,deployments',
+          '-l',
+          `hangar.io/instance=${inst.id}`,
+          '-o',
+          'jsonpath={.items[*].metadata.generation}',
+        ]);
+      const before = generation();
+      const admitted = await client.waitUntil(nodeIp, port, inst.password, 'admitted');
       const acl = await hangar.post(`/v2/instances/cache/acls/`, { cidr_mask: client.address, description: 'client host' });
-      await enforced(acl, 'acl add');
-      const admittedWithin = Date.now();
-      // changed through the edge's runtime API: admitted within a second of being enforced
-      let outcome = '';
-      while (Date.now() - admittedWithin < 1000 && outcome !== 'PONG') outcome = await client.ping(nodeIp, port, inst.password);
-      expect(outcome).toBe('PONG');
+      const answered = Date.now();
+      const admittedAt = await admitted.at;
+      expect(admittedAt, 'admitted within 10 s of the answer').not.toBeNull();
+      // the access alone: the edge pods through their runtime API, then the allow lists and policy; no workload applied or rolled
+      const steps = await enforced(acl, 'acl add');
+      expect(steps).toContain('ensure:access-applied');
+      expect(steps.filter((s) => /objects-applied|edge-applied/.test(s))).toEqual([]);
+      expect(generation()).toBe(before);
+      const lists = tb.json(['-n', ns, 'get', 'secret', `h-${inst.id}-edge-acl`]).data;
+      expect(Buffer.from(lists['main.lst'], 'base64').toString()).toBe(`${client.address}\n`);
       const open = client.redis(nodeIp, port);
       expect((await open.send('AUTH', inst.password)).reply).toBe('OK');
       expect((await open.send('SET', 'written', 'through the edge')).reply).toBe('OK');
       expect((await open.send('GET', 'written')).reply).toBe('through the edge');
-      await enforced(await hangar.delete(`/v2/instances/cache/acls/${acl.body.data}/`), 'acl delete');
-      const deadline = Date.now() + 1000;
-      while (!open.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const refused = await client.waitUntil(nodeIp, port, inst.password, 'refused');
+      const del = await hangar.delete(`/v2/instances/cache/acls/${acl.body.data}/`);
+      const deleteAnswered = Date.now();
+      while (!open.closed && Date.now() - deleteAnswered < 10_000) await new Promise((r) => setTimeout(r, 10));
+      const cutAfter = Date.now() - deleteAnswered;
       expect(open.closed).toBe(true);
+      const refusedAt = await refused.at;
+      expect(refusedAt, 'refused within 10 s of the answer').not.toBeNull();
+      // negative: enforced before the API answered (the answer waits for the edge pods, at most 2 s)
+      console.log(
+        `ACL enforcement after the API's answer: a new connection admitted ${admittedAt! - answered} ms after an add, refused ${refusedAt! - deleteAnswered} ms after a delete, an open one cut ${cutAfter} ms after it`,
+      );
+      await enforced(del, 'acl delete');
       expect(await client.ping(nodeIp, port, inst.password)).toBe('closed');
+      expect(generation()).toBe(before);
     }, 60_000);
 
     // Before the resize: a resize rolls the pods, and the failover Sentinel makes then holds back

@@ -21,7 +21,16 @@ import { parseDeniedLine } from '../local/haproxy-config.js';
 import { sleep } from '../../lib/time.js';
 import { cliWord, haproxyCommand, parseShowAcl, parseShowEvents, parseShowSess, parseShowStat } from '../local/haproxy-socket.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
-import { DENIED_RING, EDGE_ADMIN_PORT, aclFile, edgeNames, edgeObjects, frontendOf, normaliseSources } from './kube-edge.js';
+import {
+  DENIED_RING,
+  EDGE_ADMIN_PORT,
+  aclFile,
+  edgeAccessObjects,
+  edgeNames,
+  edgeObjects,
+  frontendOf,
+  normaliseSources,
+} from './kube-edge.js';
 import { KubeError, type KubeApi, type LiveObject } from './kube-api.js';
 
 /** Every object hangar makes carries these: it finds, adopts and removes its own objects and nothing else. */
@@ -377,6 +386,35 @@ export class KubernetesRuntime implements Runtime {
       await sleep(POLL_MS, ctx.signal);
     }
     return { fresh: result.fresh, address: await this.address(spec.id, edges) };
+  }
+
+  /**
+   * An ACL change alone: the edge pods that serve admit exactly `rules` through their runtime API
+   * (and cut what is no longer admitted), then the allow lists, the Service and the edge's
+   * NetworkPolicy are applied, which edge pods read when they start. Nothing else of the instance
+   * is looked at or rolled. Undefined (the pass converges the instance whole) while no edge pod
+   * serves, or before this process knows its own address towards the pods.
+   */
+  async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<{ changed: boolean } | undefined> {
+    if (!this.source) return undefined;
+    const edges = (await this.edgePods(spec.id)).filter((p) => p.ready && p.ip);
+    if (edges.length === 0) return undefined;
+    const access = accessGroups(spec.routes, rules);
+    const changed = await this.accessLive(spec.routes, edges, access, ctx.signal);
+    if (changed) ctx.step('ensure:access-applied');
+    const labels = this.labels(spec.id);
+    for (const o of edgeAccessObjects({
+      id: spec.id,
+      labels,
+      target: this.opts.target,
+      routes: spec.routes,
+      access,
+      hangarSources: [this.source],
+    })) {
+      throwIfCancelled(ctx.signal, 'applying the allow lists');
+      await this.apply(o, labels);
+    }
+    return { changed };
   }
 
   /** Waits until the edge's pods are ready, naming why not (the scheduler's reason) when they are not in time. */

@@ -242,6 +242,53 @@ export class ClientHost {
     }
   }
 
+  /**
+   * Starts waiting, from the namespace, for the edge to admit a client (`admitted`: AUTH and PING
+   * answer PONG) or refuse it (`refused`): a new connection every 20 ms. Resolves after its first
+   * try; `at` then resolves with the time (ms since the epoch) it first happened, or null after `limitMs`.
+   */
+  async waitUntil(
+    host: string,
+    port: number,
+    password: string,
+    want: 'admitted' | 'refused',
+    limitMs = 10_000,
+  ): Promise<{ at: Promise<number | null> }> {
+    const child = spawn(
+      'nsenter',
+      [
+        '-t',
+        String(this.holder.pid),
+        '-n',
+        process.execPath,
+        join(import.meta.dirname, 'netns-probe.mjs'),
+        host,
+        String(port),
+        password,
+        want,
+        String(limitMs),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const lines = createInterface({ input: child.stdout! });
+    let ready!: () => void;
+    const started = new Promise<void>((r) => (ready = r));
+    const at = new Promise<number | null>((resolve) => {
+      lines.on('line', (line) => {
+        const said = JSON.parse(line) as { ready?: boolean; at?: number | null };
+        if (said.ready) return ready();
+        resolve(said.at ?? null);
+        ready();
+      });
+      child.on('exit', () => {
+        resolve(null);
+        ready();
+      });
+    });
+    await started;
+    return { at };
+  }
+
   remove(): void {
     this.holder.kill();
     spawnSync('ip', ['link', 'del', this.link]);
