@@ -392,6 +392,90 @@ export function redisOnKubernetes(): void {
       // the test's own bound is over the sum of its steps' (60 + 30 + 90 + 120 s), each of which fails with its reason
     }, 330_000);
 
+    it('a member Service deleted by hand: made again with a new ClusterIP, which the engines, the Sentinels and the edge follow; a failover after it works', async () => {
+      const n = `h-${inst.id}-redis`;
+      const adminSecret = tb.redisAdminSecret(ns, inst.id);
+      const addressOf = (i: number) => {
+        const r = tb.kubectl(['-n', ns, 'get', 'service', `${n}-${i}`, '-o', 'jsonpath={.spec.clusterIP}']);
+        return r.status === 0 ? r.stdout.trim() : '';
+      };
+      const ask = async (host: string, port: number, args: string[], user?: string): Promise<unknown> => {
+        const c = createClient({
+          socket: { host, port, connectTimeout: 1000, reconnectStrategy: false },
+          ...(user ? { username: user } : {}),
+          password: adminSecret,
+        });
+        c.on('error', () => {});
+        try {
+          await c.connect();
+          return await c.sendCommand(args);
+        } catch (err) {
+          return `(${(err as Error).message})`;
+        } finally {
+          if (c.isOpen) c.destroy();
+        }
+      };
+      const replication = async (address: string) => String(await ask(address, 6379, ['INFO', 'replication'], 'hangar'));
+      const primaryIndex = async () => {
+        for (let i = 0; i < 2; i++) if (/role:master/.test(await replication(addressOf(i)))) return i;
+        return -1;
+      };
+      const t0 = Date.now();
+      const step = (what: string) => console.log(`member Service deleted by hand: ${what} after ${Date.now() - t0} ms`);
+      const p = await primaryIndex();
+      expect(p, 'one engine is primary').toBeGreaterThanOrEqual(0);
+      const old = addressOf(p);
+      tb.k(['-n', ns, 'delete', 'service', `${n}-${p}`]);
+      await expect
+        .poll(() => addressOf(p), { timeout: 60_000, interval: 500 })
+        .not.toMatch(new RegExp(`^(${old.replace(/\./g, '\\.')})?$`));
+      const now = addressOf(p);
+      step(`the Service made again (${old} -> ${now})`);
+      const sentinelIps = () =>
+        pods(`hangar.io/instance=${inst.id},app.kubernetes.io/component=sentinel`).map((x) => x.status.podIP as string);
+      // what every part of the instance names the primary by, until all name the new address
+      const seen = async (): Promise<string> => {
+        const said: string[] = [];
+        const announced = await ask(now, 6379, ['CONFIG', 'GET', 'replica-announce-ip'], 'hangar');
+        said.push(`announced ${Array.isArray(announced) ? announced[1] : announced}`);
+        said.push(`replica follows ${/master_host:(\S+)/.exec(await replication(addressOf(1 - p)))?.[1] ?? '?'}`);
+        for (const ip of sentinelIps()) {
+          const master = (await ask(ip, 26379, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'hangar'])) as string[] | string;
+          const replicas = (await ask(ip, 26379, ['SENTINEL', 'REPLICAS', 'hangar'])) as string[][] | string;
+          const replicaIps = Array.isArray(replicas) ? replicas.map((r) => r[r.indexOf('ip') + 1]).join('+') : replicas;
+          said.push(`sentinel ${Array.isArray(master) ? master[0] : master} (replicas ${replicaIps})`);
+        }
+        return said.join(', ');
+      };
+      const want = [
+        `announced ${now}`,
+        `replica follows ${now}`,
+        ...sentinelIps().map(() => `sentinel ${now} (replicas ${addressOf(1 - p)})`),
+      ].join(', ');
+      await expect.poll(seen, { timeout: 90_000, interval: 1000 }).toBe(want);
+      step('the engines and every Sentinel name the new address');
+      await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000);
+      // and a failover after it: Sentinel promotes the replica, the edge follows, the data is there
+      expect(await tb.sentinelReplicaFlags(ns, inst.id), 'Sentinel knows the replica, serving, before the kill').toBe('slave');
+      tb.kubectl(['-n', ns, 'delete', 'pod', `${n}-${p}`, '--grace-period=0', '--force', '--wait=false']);
+      await expect.poll(() => primaryIndex(), { timeout: 30_000, interval: 200 }).toBe(1 - p);
+      step('the replica promoted');
+      // the killed engine comes back as the replica of the new primary, at its new address
+      await expect
+        .poll(async () => /master_host:(\S+)[\s\S]*master_link_status:up/.exec(await replication(now))?.[1], {
+          timeout: 90_000,
+          interval: 1000,
+        })
+        .toBe(addressOf(1 - p));
+      step('the killed engine replicates from it');
+      await hangar.waitFor('cache', (r) => r?.state === 'ACTIVE', 120_000);
+      const reader = createClient({ socket: { host: nodeIp, port: portOf(inst.connect_string) }, password: inst.password });
+      reader.on('error', () => {});
+      await reader.connect();
+      expect(await reader.get('before-resize')).toBe('kept');
+      await reader.quit();
+    }, 360_000);
+
     it("a plan the node cannot fit shows the scheduler's reason in the record; a plan over the zone's capacity is refused", async () => {
       const over = await create('over-capacity', { plan: 10000 });
       expect(over.status).toBe(409);

@@ -257,7 +257,7 @@ export class KubernetesRuntime implements Runtime {
         if (typeof ip !== 'string' || ip === '' || ip === 'None') throw new Error(`Service ${name} has no ClusterIP yet`);
         return ip;
       },
-      pods: async (selector) => (await this.pods({ ...labels, ...selector })).map(({ ip: _ip, hostIp: _host, ...p }) => p),
+      pods: async (selector) => (await this.pods({ ...labels, ...selector })).map(({ hostIp: _host, ...p }) => p),
       rollout: async (kind, name) => {
         const w = await this.call(() => this.api.get('apps/v1', kind, name));
         if (!w) return `${kind} ${name} does not exist`;
@@ -417,20 +417,37 @@ export class KubernetesRuntime implements Runtime {
     return { changed };
   }
 
-  /** Waits until the edge's pods are ready, naming why not (the scheduler's reason) when they are not in time. */
+  /**
+   * Waits until the edge's pods run its current configuration (no pod of an earlier one is left:
+   * those forward to addresses the instance may no longer have) and one of them at least is
+   * ready; names why not (the scheduler's reason) when they are not in time.
+   */
   private async waitEdge(id: string, ctx: StepContext): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
     const until = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       throwIfCancelled(ctx.signal, 'waiting for the edge pods');
+      const rolling = await this.edgeRolling(id);
       const pods = await this.edgePods(id);
       const ready = pods.filter((p) => p.ready && p.ip);
-      if (ready.length > 0) return ready;
+      if (!rolling && ready.length > 0) return ready;
       if (Date.now() > until) {
         const why = pods.find((p) => p.reason);
-        throw new Error(`no edge pod of the instance is ready${why ? `: ${why.name} ${why.reason}` : ''}`);
+        throw new Error(rolling ?? `no edge pod of the instance is ready${why ? `: ${why.name} ${why.reason}` : ''}`);
       }
       await sleep(POLL_MS, ctx.signal);
     }
+  }
+
+  /** Why the edge's pods do not all run its current configuration yet; undefined once they do. */
+  private async edgeRolling(id: string): Promise<string | undefined> {
+    const name = edgeNames(id).deployment;
+    const d = await this.call(() => this.api.get('apps/v1', 'Deployment', name));
+    if (!d) return `the edge Deployment ${name} does not exist`;
+    const st = d.status ?? {};
+    if ((st.observedGeneration ?? 0) < ((d.metadata as { generation?: number }).generation ?? 0))
+      return `the edge Deployment ${name} is not observed yet`;
+    const old = Number(st.replicas ?? 0) - Number(st.updatedReplicas ?? 0);
+    return old > 0 ? `the edge is rolling out its new configuration (${old} pod(s) of the former one left)` : undefined;
   }
 
   /** Where clients reach the edge Service: a load balancer's address, a node's (NodePort), or the ClusterIP. */
