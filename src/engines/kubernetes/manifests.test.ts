@@ -15,11 +15,13 @@ import { parse, parseAllDocuments } from 'yaml';
 import { parseZones } from '../../zones/zones-file.js';
 import { INSTANCE_TYPES, PLANS } from '../../domain/catalog.js';
 import type { ClusterPlace, KubeObject } from '../../domain/cluster.js';
-import { firstProductOf } from '../products.js';
+import { findProduct, firstProductOf } from '../products.js';
 import type { InstanceSpec } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { RBAC_NEEDS } from '../../runtimes/kubernetes/kube-doctor.js';
 import { edgeObjects } from '../../runtimes/kubernetes/kube-edge.js';
+import { imageOf } from '../../runtimes/kubernetes/kubernetes-runtime.js';
+import { VALKEY_FLAVOUR } from '../redis/redis-flavour.js';
 import { ElasticsearchClusterDriver, elasticsearchNodes } from '../elasticsearch/elasticsearch-kubernetes.js';
 import { MongodbClusterDriver } from '../mongodb/mongodb-kubernetes.js';
 import { RedisAdmin } from '../redis/redis-admin.js';
@@ -221,6 +223,34 @@ describe('generated Kubernetes objects', () => {
       expect(config).toContain('server redis-0 198.19.0.10:6379 check');
     },
   );
+
+  it("a zone that names no images runs each product's official image (the driver asks for its own product's)", () => {
+    const bare: ClusterPlace = {
+      ...place,
+      image: (product, version) =>
+        imageOf({ images: {} } as unknown as KubernetesTarget, product, version, (v) => findProduct(product)?.cluster.officialImage(v)),
+    };
+    const images = (objects: KubeObject[]) =>
+      [
+        ...new Set(
+          objects
+            .filter((o) => o.kind === 'StatefulSet' || o.kind === 'Deployment')
+            .flatMap((o: any) => o.spec.template.spec.containers.map((c: any) => c.image as string)),
+        ),
+      ].sort();
+    const mongo = { ...spec('mongodb', 'mongodb_sharded', 1), version: '4.4.29' };
+    expect(images(new MongodbClusterDriver().allObjects(mongo, bare, ['198.19.0.20']))).toEqual(['mongo:4.4.29']);
+    const es = { ...spec('elasticsearch', 'elasticsearch', 4), version: '7.17.25' };
+    expect(images(new ElasticsearchClusterDriver().objects(es, bare))).toEqual([
+      findProduct('elasticsearch')!.cluster.officialImage('7.17.25')!,
+    ]);
+    const redis = new RedisClusterDriver(new RedisAdmin(), 'noeviction');
+    expect(images(redis.objects(spec('redis', 'redis_ha_instance', 500), bare))).toEqual(['redis:7.0.15']);
+    const valkey = new RedisClusterDriver(new RedisAdmin(), 'noeviction', VALKEY_FLAVOUR);
+    expect(images(valkey.objects({ ...spec('redis', 'redis_ha_instance', 500), engine: 'valkey', version: '8.0.1' }, bare))).toEqual([
+      'valkey/valkey:8.0.1',
+    ]);
+  });
 
   it('an edge with no ACL has no client rule in its NetworkPolicy (a rule without sources would admit everyone)', () => {
     const s = spec('redis', 'redis_ha_instance', 500);
