@@ -23,6 +23,8 @@ import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
 import { PRODUCTS, productNamed } from '../engines/products.js';
 import { chooseEngine } from '../engines/registry.js';
+import type { Product } from '../engines/product.js';
+import type { Offerings } from '../domain/units.js';
 import { errors, type HangarError } from '../domain/errors.js';
 import type { Instance, PortMap } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
@@ -144,11 +146,7 @@ export class InstanceService {
     const offering = chooseEngine(zone.engines.offerings(), service, input.engine);
     const product = productNamed(offering.engine);
     if (!product.types.includes(input.type as InstanceType)) {
-      const served = PRODUCTS.filter((p) => p.service === service && p.types.includes(input.type as InstanceType)).map((p) => p.name);
-      throw errors.serviceUnavailableHere(
-        service,
-        `${product.label} (engine ${product.name}) cannot run a ${input.type}${served.length > 0 ? `: ask for engine ${served.join(' or ')}` : ''}`,
-      );
+      throw errors.serviceUnavailableHere(service, typeRefusal(product, input.type as InstanceType, zone.engines.offerings()));
     }
     if (input.encryption === true && !product.features.encryption) {
       const encryptable = [...new Set(PRODUCTS.filter((p) => p.features.encryption).map((p) => p.service))].sort();
@@ -353,4 +351,21 @@ export class InstanceService {
     this.deps.work.enqueue(inst.id);
     return { result: `Instance "${name}" is being deleted`, operation };
   }
+}
+
+/**
+ * Why an engine cannot take a type, and where the type can go: the engines of the service that
+ * run it and can run in the zone, or why those that run it cannot.
+ */
+function typeRefusal(product: Product, type: InstanceType, offerings: Offerings): string {
+  const head = `${product.label} (engine ${product.name}) runs ${product.types.join(', ')} only, not ${type}`;
+  const others = PRODUCTS.filter((p) => p.service === product.service && p.types.includes(type));
+  const here = others.filter((p) => offerings.some((o) => o.engine === p.name && o.available)).map((p) => p.name);
+  if (here.length > 0) return `${head}: ask for engine ${here.join(' or ')}`;
+  const why = others.map((p) => {
+    const o = offerings.find((x) => x.engine === p.name);
+    const reason = (o?.unavailableReason ?? `${p.name} cannot run here`).replace(new RegExp(`^${p.name} cannot run here: `), '');
+    return `${p.name}, which runs it, cannot run here: ${reason}`;
+  });
+  return why.length > 0 ? `${head}; ${why.join('; ')}` : head;
 }
