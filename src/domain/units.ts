@@ -242,6 +242,11 @@ export interface UnitHost {
 export interface InstancePlace {
   readonly dir: string;
   readonly host: UnitHost;
+  /**
+   * The address clients reach the instance's edge listeners at (the host of its connect
+   * strings), where the runtime knows it: what replica-set members announce.
+   */
+  readonly edgeHost?: string;
   readonly cluster?: ClusterPlace;
 }
 

@@ -153,6 +153,7 @@ export class LocalRuntime implements Runtime {
       bin: haproxy,
       bindAddress: config.edgeBind,
       probeSource: PROBE_SOURCE,
+      peerSource: config.advertiseHost,
       certificateHost: config.advertiseHost,
       maxconn: edgeMaxconn(),
       supervisor: this.supervisor,
@@ -307,7 +308,7 @@ export class LocalRuntime implements Runtime {
   }
 
   place(spec: Pick<InstanceSpec, 'id'>): InstancePlace {
-    return { dir: this.instanceDir(spec.id), host: this.host };
+    return { dir: this.instanceDir(spec.id), host: this.host, edgeHost: this.opts.config.advertiseHost };
   }
 
   /** Where hangar's probes reach the instance: each client listener, from the probe source. */
