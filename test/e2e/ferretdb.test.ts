@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HangarProcess, enginesAvailable } from './helpers/hangar-process.js';
+import { HangarProcess, LOGIN, PASSWORD, enginesAvailable } from './helpers/hangar-process.js';
 import { isAlive, processesUnder } from './helpers/processes.js';
 
 // MongoDB on FerretDB, for real: `hangar serve` with the local runtime (as root in CI, engines then
@@ -27,6 +27,19 @@ function ferretdbAvailable(): boolean {
   if (process.env.CI === 'true') throw new Error(message);
   console.warn(`${message}; leaving them out`);
   return false;
+}
+
+/**
+ * A Python with the objectrocket client (PyPI objectrocket 0.7.0, with pymongo 3.x, requests, six,
+ * stevedore, redis and elasticsearch): HANGAR_TEST_OBJECTROCKET_PYTHON, else python3 when it imports it.
+ */
+function objectrocketPython(): string | undefined {
+  const python = process.env.HANGAR_TEST_OBJECTROCKET_PYTHON ?? 'python3';
+  if (spawnSync(python, ['-c', 'import objectrocket, pymongo'], { stdio: 'ignore' }).status === 0) return python;
+  console.warn(
+    "the objectrocket Python client is not installed: its test is left out (a venv with `pip install --no-deps objectrocket==0.7.0` and `pip install 'pymongo<4' requests six stevedore redis elasticsearch`, named by HANGAR_TEST_OBJECTROCKET_PYTHON)",
+  );
+  return undefined;
 }
 
 const LOCAL = [{ cidr_mask: '127.0.0.1', description: 'this machine' }];
@@ -252,6 +265,14 @@ describe.runIf(ferretdbAvailable())('MongoDB on FerretDB on the local runtime', 
     expect((await h.delete(`${users('m')}/late`)).status).toBe(200);
     expect(await asClient(urlOf(m.connect_string, 'late', 'password-late', 'app'), count('app'))).toMatchObject({ ok: false });
     expect((await h.get(users('m'))).body.data.map((u: any) => u.name)).toEqual(['app']);
+  });
+
+  const python = objectrocketPython();
+  it.runIf(python)("the objectrocket Python client's MongoDB calls on a single instance", async () => {
+    const script = join(import.meta.dirname, 'python', 'objectrocket_singledb.py');
+    const run = spawnSync(python!, [script, h.url, LOGIN, PASSWORD, 'py-single'], { encoding: 'utf8', timeout: 120_000 });
+    expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(run.stdout).toMatch(/all passed/);
   });
 
   it('rename keeps the instance serving; delete leaves nothing behind', async () => {
