@@ -66,7 +66,14 @@ export interface CreateInstanceInput {
 /** What a create with `restore_from` needs of the backups. */
 export interface RestoreSources {
   /** The caller's backup that an instance of `service` on `plan` can be restored from, or the 4xx saying why not. */
-  restorable(caller: Caller, backupId: string, service: string, plan: number, field: string): Promise<{ readonly id: string }>;
+  restorable(
+    caller: Caller,
+    backupId: string,
+    service: string,
+    plan: number,
+    field: string,
+    format?: string,
+  ): Promise<{ readonly id: string }>;
   /** Gives a new instance the default backup policy. */
   applyDefaultPolicy(inst: { readonly id: string; readonly accountId: string }): Promise<void>;
 }
@@ -182,7 +189,8 @@ export class InstanceService {
     let restoreFrom: string | undefined;
     if (input.restore_from !== undefined) {
       if (!this.backups) throw errors.invalidValue('restore_from', '"restore_from": backups are not available on this hangar');
-      restoreFrom = (await this.backups.restorable(caller, input.restore_from, service, input.plan, 'restore_from')).id;
+      const format = zone.engines.require(offering.engine).backups?.format;
+      restoreFrom = (await this.backups.restorable(caller, input.restore_from, service, input.plan, 'restore_from', format)).id;
     }
 
     const now = this.deps.now();
