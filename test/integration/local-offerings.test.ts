@@ -142,7 +142,18 @@ describe('mongodb on FerretDB, from the engine cache', () => {
 
   it('offers every version installed, newest first, as X.Y.Z and X.Y; FerretDB is the default where mongod is missing', async () => {
     const s = await mongodb(alice);
-    expect(s).toMatchObject({ available: true, default_engine: 'ferretdb', versions: ['1.24.2', '1.24', '1.23.1', '1.23'] });
+    expect(s).toMatchObject({
+      available: true,
+      default_engine: 'ferretdb',
+      versions: ['1.24.2', '1.24', '1.23.1', '1.23'],
+      types: ['mongodb_singledb'],
+    });
+    expect(s.engines.find((e: any) => e.engine === 'mongod').types).toEqual([
+      'mongodb_sharded',
+      'mongodb_replica_set',
+      'mongodb_singledb',
+      'mongodb_jumbo_replica_set',
+    ]);
     expect(s.engines.map((e: any) => [e.engine, e.available])).toEqual([
       ['mongod', false],
       ['ferretdb', true],
@@ -152,6 +163,7 @@ describe('mongodb on FerretDB, from the engine cache', () => {
   it('mongod before FerretDB where both are installed; FerretDB still offered', async () => {
     const s = await mongodb(bob);
     expect(s).toMatchObject({ default_engine: 'mongod', versions: ['7.0.2', '7.0'] });
+    expect(s.types).toHaveLength(4);
     expect(s.engines.find((e: any) => e.engine === 'ferretdb')).toMatchObject({
       available: true,
       versions: ['1.24.2', '1.24', '1.23.1', '1.23'],
