@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HangarProcess, LOGIN, PASSWORD, enginesAvailable } from './helpers/hangar-process.js';
+import { BIN, HangarProcess, LOGIN, PASSWORD, enginesAvailable } from './helpers/hangar-process.js';
 import { isAlive, processesUnder } from './helpers/processes.js';
 
 // MongoDB on FerretDB, for real: `hangar serve` with the local runtime (as root in CI, engines then
@@ -192,6 +192,41 @@ describe.runIf(ferretdbAvailable())('MongoDB on FerretDB on the local runtime', 
     const twice = await h.post(users('m'), { username: 'app', password: 'password-1', roles: [] });
     expect(twice.status).toBe(409);
     expect(Object.keys(twice.body).sort()).toEqual(['code', 'message']);
+  });
+
+  it("another account's instance is the same 404 as a missing one, on every user endpoint", async () => {
+    const login = 'other@example.com';
+    const made = spawnSync(
+      process.execPath,
+      [BIN, 'accounts', 'create', '--data-dir', h.dataDir, '--login', login, '--password', PASSWORD],
+      {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '' },
+      },
+    );
+    expect(made.status, made.stderr).toBe(0);
+    const basic = Buffer.from(`${login}:${PASSWORD}`).toString('base64');
+    const token = ((await (await fetch(`${h.url}/v2/tokens/`, { headers: { authorization: `Basic ${basic}` } })).json()) as any).data.token;
+    const as = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${h.url}${path}`, {
+        method,
+        headers: { 'x-auth-token': token, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const missing = await as('GET', users('nowhere'));
+    for (const [method, path, body] of [
+      ['GET', users('m'), undefined],
+      ['POST', users('m'), { username: 'intruder', password: 'password-x', roles: [] }],
+      ['PATCH', `${users('m')}/app`, { password: 'password-x' }],
+      ['DELETE', `${users('m')}/app`, undefined],
+    ] as const) {
+      const res = await as(method, path, body);
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.body.code).toBe(missing.body.code);
+    }
+    expect(await asClient(urlOf(m.connect_string, 'app', 'password-3', 'app'), count('app'))).toEqual({ ok: true, value: 3 });
   });
 
   it('the edge admits only the ACLs: a source outside them is refused before any login', async () => {
