@@ -240,6 +240,18 @@ describe.runIf(ferretdbAvailable())('MongoDB on FerretDB on the local runtime', 
     );
   });
 
+  it('ferretdb keeps serving while hangar is stopped, and a restarted hangar adopts it (same process)', async () => {
+    const pid = pidOf(m.id);
+    await h.stop();
+    expect(isAlive(pid)).toBe(true);
+    expect(await asClient(urlOf(m.connect_string, 'app', 'password-3', 'app'), count('app'))).toEqual({ ok: true, value: 3 });
+    await h.serve();
+    await h.waitSupervising();
+    await h.waitFor('m', (r) => r?.state === 'ACTIVE');
+    expect(pidOf(m.id)).toBe(pid);
+    expect(isAlive(pid)).toBe(true);
+  });
+
   it('kill -9 of ferretdb: hangar starts it again, with its data and users', async () => {
     const pid = pidOf(m.id);
     process.kill(pid, 'SIGKILL');
