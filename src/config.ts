@@ -59,6 +59,8 @@ export interface Config {
   readonly mongosBin: string | undefined;
   readonly elasticsearchBin: string | undefined;
   readonly kibanaBin: string | undefined;
+  /** ferretdb binary; unset: the versions in the engine cache, else `ferretdb` on PATH. */
+  readonly ferretdbBin: string | undefined;
   /**
    * The user the local runtime's engines run as when hangar runs as root (made at start when
    * missing); `root` keeps them root. Not used when hangar runs as another user: engines run as it.
@@ -401,6 +403,15 @@ export const SETTINGS: readonly SettingDoc[] = [
     kind: 'string',
     default: undefined,
     description: 'kibana or opensearch-dashboards binary (default: either on PATH)',
+  },
+  {
+    key: 'ferretdbBin',
+    flag: 'ferretdb-bin',
+    env: 'HANGAR_FERRETDB_BIN',
+    kind: 'string',
+    default: undefined,
+    description:
+      'ferretdb binary, the one version offered (default: every version in the engine cache, `hangar engines install ferretdb@1.24.2`; else `ferretdb` on PATH)',
   },
   {
     key: 'engineUser',

@@ -17,6 +17,8 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   'src/engines/ferretdb/ferretdb-install.test.ts': 90,
   'test/console/features.test.ts': 60,
   'test/cli/cli.test.ts': 49,
+  // live FerretDB instances: create, users, restarts, backups and restores
+  'test/e2e/ferretdb.test.ts': 30,
   'test/integration/webhooks.test.ts': 48,
   'test/integration/operations.test.ts': 43,
   'test/reliability/store-outage.test.ts': 42,

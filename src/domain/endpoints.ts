@@ -21,7 +21,16 @@ export interface EdgeRoute {
   /** The edge terminates TLS on this listener. */
   readonly tls: boolean;
   readonly group: AccessGroup;
+  /**
+   * The instance's own processes reach each other through this listener (replica-set members,
+   * which announce the edge's addresses): the edge admits connections from the host itself
+   * (its advertised address) whatever the ACLs. Absent: only the ACLs and hangar's probes.
+   */
+  readonly peers?: boolean;
 }
+
+/** A route that the instance's own processes use to reach each other (see `EdgeRoute.peers`). */
+export const peerRoute = (route: EdgeRoute): EdgeRoute => ({ ...route, peers: true });
 
 /** The route of edge role `role` to engine role `target` of an instance's ports. */
 export function edgeRoute(ports: PortMap, role: string, target: string, tls = false, group: AccessGroup = 'main'): EdgeRoute {

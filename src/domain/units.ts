@@ -177,6 +177,11 @@ export interface UnitDefinition {
   /** The program it runs. */
   readonly bin: string;
   readonly args: readonly string[];
+  /**
+   * Variables added to its environment: secrets a program takes from there rather than from its
+   * command line, which every user of the machine can read (its environment only its own user and root).
+   */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** What an engine needs from the runtime that runs its units. */
@@ -219,6 +224,15 @@ export interface UnitHost {
   remove(unit: UnitDefinition, name: string): void;
   /** Size in bytes of a file of the unit's directory, or undefined when there is none. */
   size(unit: UnitDefinition, name: string): number | undefined;
+  /**
+   * Runs a short-lived program (an archiver, a database tool) in the unit's directory as the
+   * unit's own user: the files it reads and writes there are the unit's, and hangar's privileges
+   * never act on paths the unit's user controls. `input` is fed to its stdin. Resolves with its
+   * stdout once it exits 0; rejects with the end of its stderr otherwise.
+   */
+  runTool(unit: UnitDefinition, bin: string, args: readonly string[], input?: Readable | string): Promise<string>;
+  /** The same, its stdout as a stream (what it dumps), which fails at its end unless the program exits 0. */
+  toolOutput(unit: UnitDefinition, bin: string, args: readonly string[]): Readable;
 }
 
 /**
@@ -228,6 +242,11 @@ export interface UnitHost {
 export interface InstancePlace {
   readonly dir: string;
   readonly host: UnitHost;
+  /**
+   * The address clients reach the instance's edge listeners at (the host of its connect
+   * strings), where the runtime knows it: what replica-set members announce.
+   */
+  readonly edgeHost?: string;
   readonly cluster?: ClusterPlace;
 }
 

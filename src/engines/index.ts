@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { FoundProgram, Offering } from '../domain/units.js';
-import { type EngineBinaries, HAPROXY_PROGRAM, type ProgramSpec, versionsOf } from '../lib/binaries.js';
+import { type EngineBinaries, foundVersions, HAPROXY_PROGRAM, type ProgramSpec, versionsOf, versionsOfAll } from '../lib/binaries.js';
 import { emulatedEngines } from './emulated/emulated-engines.js';
 import type { Engine } from './engine.js';
 import type { Product } from './product.js';
@@ -19,10 +19,7 @@ export function localPrograms(): ProgramSpec[] {
  */
 function localOffering(p: Product, binaries: EngineBinaries, engine: Engine | undefined): Offering {
   const needed = [HAPROXY_PROGRAM, ...p.local.programs];
-  const programs = [...p.local.programs, HAPROXY_PROGRAM, ...(p.local.optional ?? [])].flatMap((s) => {
-    const b = binaries[s.key];
-    return b && 'found' in b ? [b.found] : [];
-  });
+  const programs = [...p.local.programs, HAPROXY_PROGRAM, ...(p.local.optional ?? [])].flatMap((s) => foundVersions(binaries[s.key]));
   const problems = needed.flatMap((s) => {
     const b = binaries[s.key];
     return !b ? [`${s.names[0]} was not looked for`] : 'problem' in b ? [b.problem] : [];
@@ -41,11 +38,12 @@ function localOffering(p: Product, binaries: EngineBinaries, engine: Engine | un
   if (support?.unavailableReason !== undefined) {
     return { ...base, available: false, versions: [], unavailableReason: `${p.name} cannot run here: ${support.unavailableReason}` };
   }
-  const main = binaries[p.local.programs[0]!.key] as { found: FoundProgram };
+  // every version found of its first program (the engine cache may hold several)
+  const main = foundVersions(binaries[p.local.programs[0]!.key]);
   return {
     ...base,
     available: true,
-    versions: versionsOf(main.found.version),
+    versions: versionsOfAll(main.map((f) => f.version)),
     ...(support?.storageEngines !== undefined ? { storageEngines: support.storageEngines } : {}),
   };
 }
@@ -59,12 +57,14 @@ export function localEngines(config: Config, binaries: EngineBinaries, searchPat
   const offerings: Offering[] = [];
   for (const p of PRODUCTS) {
     const found: Record<string, FoundProgram> = {};
+    const installed: Record<string, FoundProgram[]> = {};
     for (const s of [...p.local.programs, ...(p.local.optional ?? [])]) {
-      const b = binaries[s.key];
-      if (b && 'found' in b) found[s.key] = b.found;
+      const all = foundVersions(binaries[s.key]);
+      if (all[0]) found[s.key] = all[0];
+      if (all.length > 0) installed[s.key] = all;
     }
     const complete = p.local.programs.every((s) => found[s.key] !== undefined);
-    const engine = complete ? p.local.engine(found, { config, ...(searchPath ? { searchPath } : {}) }) : undefined;
+    const engine = complete ? p.local.engine(found, { config, installed, ...(searchPath ? { searchPath } : {}) }) : undefined;
     if (engine) engines[p.name] = engine;
     offerings.push(localOffering(p, binaries, engine));
   }
@@ -89,12 +89,12 @@ export function kubernetesEngines(config: Config, images: Readonly<Record<string
   const offerings: Offering[] = [];
   for (const p of PRODUCTS) {
     engines[p.name] = p.cluster.engine(config);
-    offerings.push({
-      engine: p.name,
-      service: p.service,
-      available: true,
-      versions: imageVersions(images, p.name) ?? p.cluster.defaultVersions,
-    });
+    const why = p.cluster.unavailableReason;
+    offerings.push(
+      why === undefined
+        ? { engine: p.name, service: p.service, available: true, versions: imageVersions(images, p.name) ?? p.cluster.defaultVersions }
+        : { engine: p.name, service: p.service, available: false, versions: [], unavailableReason: `${p.name} cannot run here: ${why}` },
+    );
   }
   return registryOf(engines, offerings);
 }

@@ -48,6 +48,8 @@ export interface LocalForm {
 
 export interface LocalEngineContext {
   readonly config: Config;
+  /** Every version found of each program, newest first (the engine cache may hold several; `found` has the newest). */
+  readonly installed?: Readonly<Record<string, readonly FoundProgram[]>>;
   /** PATH for the tools engines run (tar for backups). */
   readonly searchPath?: string;
 }
@@ -59,6 +61,8 @@ export interface ClusterForm {
   /** Versions offered with the official images, where the zone names no image of the product. */
   readonly defaultVersions: readonly string[];
   engine(config: Config): Engine;
+  /** Why the product cannot run on Kubernetes zones yet; absent: it can. */
+  readonly unavailableReason?: string;
 }
 
 /** How `hangar connect` opens a shell on an instance, from its record. */

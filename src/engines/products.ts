@@ -1,5 +1,6 @@
 import type { Service } from '../domain/catalog.js';
 import { elasticsearchProduct } from './elasticsearch/elasticsearch-product.js';
+import { ferretdbProduct } from './ferretdb/ferretdb-product.js';
 import { mongodProduct } from './mongodb/mongodb-product.js';
 import type { Product } from './product.js';
 import { redisProduct } from './redis/redis-product.js';
@@ -10,7 +11,7 @@ import { valkeyProduct } from './valkey/valkey-product.js';
  * names no engine gets the first product of its service that its zone can run (Redis before
  * Valkey, mongod before FerretDB), and lists show them in this order.
  */
-export const PRODUCTS: readonly Product[] = [redisProduct, valkeyProduct, mongodProduct, elasticsearchProduct];
+export const PRODUCTS: readonly Product[] = [redisProduct, valkeyProduct, mongodProduct, ferretdbProduct, elasticsearchProduct];
 
 const BY_NAME: ReadonlyMap<string, Product> = new Map(PRODUCTS.map((p) => [p.name, p]));
 

@@ -25,6 +25,7 @@ import { PRODUCTS, firstProductOf, productNamed, productsOf } from '../engines/p
 import { chooseEngine, serviceOffering } from '../engines/registry.js';
 import type { Product } from '../engines/product.js';
 import { type HangarError, allProblems, errors } from '../domain/errors.js';
+import type { Offerings } from '../domain/units.js';
 import type { Instance, PortMap } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
 import { Problems, aclFields, aclProblems, assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
@@ -65,7 +66,14 @@ export interface CreateInstanceInput {
 /** What a create with `restore_from` needs of the backups. */
 export interface RestoreSources {
   /** The caller's backup that an instance of `service` on `plan` can be restored from, or the 4xx saying why not. */
-  restorable(caller: Caller, backupId: string, service: string, plan: number, field: string): Promise<{ readonly id: string }>;
+  restorable(
+    caller: Caller,
+    backupId: string,
+    service: string,
+    plan: number,
+    field: string,
+    format?: string,
+  ): Promise<{ readonly id: string }>;
   /** Gives a new instance the default backup policy. */
   applyDefaultPolicy(inst: { readonly id: string; readonly accountId: string }): Promise<void>;
 }
@@ -237,11 +245,7 @@ export class InstanceService {
     const offering = chooseEngine(zone.engines.offerings(), service, input.engine);
     const product = productNamed(offering.engine);
     if (!product.types.includes(input.type as InstanceType)) {
-      const served = PRODUCTS.filter((p) => p.service === service && p.types.includes(input.type as InstanceType)).map((p) => p.name);
-      throw errors.serviceUnavailableHere(
-        service,
-        `${product.label} (engine ${product.name}) cannot run a ${input.type}${served.length > 0 ? `: ask for engine ${served.join(' or ')}` : ''}`,
-      );
+      throw errors.serviceUnavailableHere(service, typeRefusal(product, input.type as InstanceType, zone.engines.offerings()));
     }
     const on = { service, groups: product.features.aclGroups };
     const acls = (input.acls ?? []).map((a, i) => assertAcl(a, on, this.deps.now(), `acls[${i}].`));
@@ -254,7 +258,8 @@ export class InstanceService {
     let restoreFrom: string | undefined;
     if (input.restore_from !== undefined) {
       if (!this.backups) throw errors.invalidValue('restore_from', '"restore_from": backups are not available on this hangar');
-      restoreFrom = (await this.backups.restorable(caller, input.restore_from, service, input.plan, 'restore_from')).id;
+      const format = zone.engines.require(offering.engine).backups?.format;
+      restoreFrom = (await this.backups.restorable(caller, input.restore_from, service, input.plan, 'restore_from', format)).id;
     }
 
     const now = this.deps.now();
@@ -423,4 +428,21 @@ export class InstanceService {
     this.deps.work.enqueue(inst.id);
     return { result: `Instance "${name}" is being deleted`, operation };
   }
+}
+
+/**
+ * Why an engine cannot take a type, and where the type can go: the engines of the service that
+ * run it and can run in the zone, or why those that run it cannot.
+ */
+function typeRefusal(product: Product, type: InstanceType, offerings: Offerings): string {
+  const head = `${product.label} (engine ${product.name}) runs ${product.types.join(', ')} only, not ${type}`;
+  const others = PRODUCTS.filter((p) => p.service === product.service && p.types.includes(type));
+  const here = others.filter((p) => offerings.some((o) => o.engine === p.name && o.available)).map((p) => p.name);
+  if (here.length > 0) return `${head}: ask for engine ${here.join(' or ')}`;
+  const why = others.map((p) => {
+    const o = offerings.find((x) => x.engine === p.name);
+    const reason = (o?.unavailableReason ?? `${p.name} cannot run here`).replace(new RegExp(`^${p.name} cannot run here: `), '');
+    return `${p.name}, which runs it, cannot run here: ${reason}`;
+  });
+  return why.length > 0 ? `${head}; ${why.join('; ')}` : head;
 }

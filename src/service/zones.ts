@@ -37,6 +37,8 @@ export interface ZoneSummary {
 export interface EngineSummary {
   readonly engine: string;
   readonly available: boolean;
+  /** The instance types it runs (FerretDB: mongodb_singledb only). */
+  readonly types: readonly string[];
   readonly versions: readonly string[];
   readonly reason: string | null;
 }
@@ -121,10 +123,12 @@ export class ZoneService {
         runtime: zone.runtime,
         services: SERVICES.filter((s) => zone.services.includes(s)).map((service) => {
           const o = serviceOffering(offerings, service);
+          // the types a create can get here: those its available engines run (all of the service's when none runs)
+          const runnable = new Set(o.engines.filter((e) => e.available).flatMap((e) => productNamed(e.engine).types));
           return {
             service,
             available: o.default !== undefined,
-            types: INSTANCE_TYPES[service],
+            types: runnable.size > 0 ? INSTANCE_TYPES[service].filter((t) => runnable.has(t)) : INSTANCE_TYPES[service],
             plans: PLANS[service],
             planUnit: firstProductOf(service).planUnit,
             versions: o.default?.versions ?? [],
@@ -133,6 +137,7 @@ export class ZoneService {
             engines: o.engines.map((e) => ({
               engine: e.engine,
               available: e.available,
+              types: productNamed(e.engine).types,
               versions: e.available ? e.versions : [],
               reason: e.available ? null : (e.unavailableReason ?? `${e.engine} cannot run here`),
             })),

@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmdirSync,
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manifestJson } from '../../src/engines/install/engine-manifest.js';
 import { BIN, assertBuilt, type CliResult } from './run-cli.js';
 
 // `hangar doctor`, run as the built binary. MongoDB and Elasticsearch cannot be installed on this
@@ -87,7 +88,14 @@ const views: string[] = [];
 /** Runs `hangar doctor ARGS` with no HANGAR_* variable but those given, as `uid` when given. */
 function doctor(args: readonly string[], opts: { path?: string; env?: Record<string, string>; uid?: number } = {}): Promise<CliResult> {
   // a data dir every user can reach (the engine user must, when hangar runs as root)
-  const env = { PATH: opts.path ?? searchPath, HOME: home, HANGAR_DATA_DIR: join(home, 'data'), ...opts.env };
+  // an engine cache of the test's own (empty unless a test fills it): not the machine's
+  const env = {
+    PATH: opts.path ?? searchPath,
+    HOME: home,
+    HANGAR_DATA_DIR: join(home, 'data'),
+    HANGAR_ENGINE_CACHE: join(home, 'engines'),
+    ...opts.env,
+  };
   const run = opts.uid === undefined ? { command: process.execPath, args: [BIN] } : asUser(opts.uid, viewDir());
   const child = spawn(run.command, [...run.args, 'doctor', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -225,7 +233,7 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     expect(serviceLine(text.stdout, 'elasticsearch/elasticsearch')).toMatch(
       /available +versions 8\.11\.1, 8\.11 \(elasticsearch 8\.11\.1, haproxy \S+, kibana 8\.11\.1\)/,
     );
-    expect(text.stdout).not.toMatch(/To host (mongodb|elasticsearch)/);
+    expect(text.stdout).not.toMatch(/To host (mongodb with mongod|elasticsearch)/);
   });
 
   it('offers OpenSearch under the elasticsearch service, and says why a Kibana of another release is not used', async () => {
@@ -241,6 +249,53 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
         /no Kibana for elasticsearch instances: kibana 8\.11\.1 does not work with opensearch: install opensearch-dashboards/,
       ),
     );
+  });
+
+  it('reports FerretDB from the engine cache as an engine of mongodb, with every version installed; how to install it when missing', async () => {
+    const missing = JSON.parse((await doctor(['--json'])).stdout);
+    const absent = missing.services.mongodb.engines.find((e: { engine: string }) => e.engine === 'ferretdb');
+    expect(absent).toMatchObject({
+      available: false,
+      install: [expect.stringMatching(/hangar engines install ferretdb@1\.24\.2.*HANGAR_FERRETDB_BIN/)],
+    });
+    expect(absent.reason).toMatch(/no ferretdb is installed in the engine cache/);
+
+    const cache = dir('hangar-doctor-cache-');
+    for (const version of ['1.24.2', '1.23.1']) {
+      const home = join(cache, 'ferretdb', version);
+      mkdirSync(join(home, 'bin'), { recursive: true });
+      const program = join(home, 'bin', 'ferretdb');
+      writeFileSync(program, `#!/bin/sh\nprintf 'version: v${version}\\n'\n`);
+      chmodSync(program, 0o755);
+      const source = { kind: 'program', file: '/stand-in', sha256: '0'.repeat(64) } as const;
+      writeFileSync(
+        join(home, 'hangar-engine.json'),
+        manifestJson({
+          product: 'ferretdb',
+          version,
+          dir: home,
+          program,
+          source,
+          java: undefined,
+          env: {},
+          patches: [],
+          installedAt: '2026-01-01T00:00:00.000Z',
+        }),
+      );
+    }
+    const r = await doctor(['--json'], { env: { HANGAR_ENGINE_CACHE: cache } });
+    const report = JSON.parse(r.stdout);
+    expect(report.services.mongodb).toMatchObject({
+      available: true,
+      default_engine: 'ferretdb',
+      versions: ['1.24.2', '1.24', '1.23.1', '1.23'],
+    });
+    const ferretdb = report.services.mongodb.engines.find((e: { engine: string }) => e.engine === 'ferretdb');
+    expect(ferretdb.programs.map((p: { name: string; version: string }) => `${p.name} ${p.version}`)).toEqual(
+      expect.arrayContaining(['ferretdb 1.24.2', 'ferretdb 1.23.1']),
+    );
+    const human = await doctor([], { env: { HANGAR_ENGINE_CACHE: cache } });
+    expect(serviceLine(human.stdout, 'mongodb/ferretdb')).toMatch(/available +versions 1\.24\.2, 1\.24, 1\.23\.1, 1\.23/);
   });
 
   it('refuses what hangar cannot drive, saying why: MongoDB older than 4.2, a mongos of another release, Elasticsearch run by root', async () => {

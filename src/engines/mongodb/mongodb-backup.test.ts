@@ -58,6 +58,10 @@ const host: UnitHost = {
     return Buffer.concat(chunks).length;
   },
   rename: () => {},
+  runTool: async () => '',
+  toolOutput: () => {
+    throw new Error('not used by these tests');
+  },
   handOver: () => {},
   remove: (u, name) => rmSync(join(u.dir, name), { force: true }),
   size: () => undefined,

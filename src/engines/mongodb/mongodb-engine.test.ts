@@ -78,6 +78,12 @@ class SpawningUnitHost implements UnitHost {
   rename(): void {
     throw new Error('not used by these tests');
   }
+  async runTool(): Promise<string> {
+    throw new Error('not used by these tests');
+  }
+  toolOutput(): never {
+    throw new Error('not used by these tests');
+  }
   handOver(): void {}
   remove(): void {}
   size(): undefined {

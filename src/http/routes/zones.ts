@@ -34,7 +34,7 @@ export function zoneRoutes(fastify: FastifyInstance, deps: AppDeps): void {
             versions: [...s.versions],
             reason: s.reason,
             default_engine: s.defaultEngine,
-            engines: s.engines.map((e) => ({ ...e, versions: [...e.versions] })),
+            engines: s.engines.map((e) => ({ ...e, types: [...e.types], versions: [...e.versions] })),
           })),
           capacity_mb: z.capacityMb,
           allocated_mb: z.allocatedMb,

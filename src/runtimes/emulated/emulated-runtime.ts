@@ -108,6 +108,13 @@ export class EmulatedRuntime implements Runtime {
         const f = this.placed.get(u.instanceId)?.files.get(join(u.dir, name));
         return f === undefined ? undefined : Buffer.byteLength(f);
       },
+      // no program runs here: its engines are models
+      runTool: async (_u, bin) => {
+        throw new Error(`the emulated runtime runs no program (${bin})`);
+      },
+      toolOutput: (_u, bin) => {
+        throw new Error(`the emulated runtime runs no program (${bin})`);
+      },
     };
   }
 

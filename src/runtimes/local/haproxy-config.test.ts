@@ -59,6 +59,33 @@ describe('renderHaproxyConfig', () => {
     expect(reject).toBeGreaterThan(accept);
   });
 
+  it("admits the host's own address on the listeners replica-set members reach each other through, and on no other", () => {
+    const mongo = {
+      'public.0': 30001,
+      'public.1': 30002,
+      'public.2': 30003,
+      'engine.0': 20001,
+      'engine.1': 20002,
+      'engine.2': 20003,
+    };
+    const text = renderHaproxyConfig(
+      input({
+        peerSource: '10.0.0.5',
+        instances: [
+          { id: A, routes: firstProductOf('redis').edgeRoutes('redis_ha_instance', ports(20000)) },
+          { id: B, routes: firstProductOf('mongodb').edgeRoutes('mongodb_replica_set', mongo) },
+        ],
+      }),
+    );
+    for (const i of [0, 1, 2]) {
+      const fe = section(text, `frontend ${frontendName(B, `public.${i}`)}`);
+      const peer = fe.indexOf('tcp-request content accept if { src 10.0.0.5 }');
+      expect(peer).toBeGreaterThanOrEqual(0);
+      expect(fe.findIndex((l) => l.startsWith('tcp-request content reject'))).toBeGreaterThan(peer);
+    }
+    expect(section(text, `frontend ${frontendName(A, 'public')}`).join('\n')).not.toContain('10.0.0.5');
+  });
+
   it('runs in master-worker mode with an admin socket that passes listeners on reload', () => {
     const global = section(renderHaproxyConfig(input({ maxconn: 4000 })), 'global');
     expect(global).toContain('master-worker');

@@ -17,6 +17,8 @@ export interface EdgeConfigInput {
   readonly maxconn: number;
   /** Source address of hangar's own probes: admitted on every listener, whatever the ACLs. */
   readonly probeSource: string;
+  /** The host's own address (the advertised one): admitted on the listeners of `peers` routes, which the instance's processes use to reach each other. */
+  readonly peerSource?: string;
   readonly instances: readonly EdgeInstance[];
   /** `host:port` of the UDP syslog receiver that gets one line per refused connection; absent: no log. */
   readonly logAddress?: string;
@@ -130,6 +132,7 @@ export function renderHaproxyConfig(input: EdgeConfigInput): string {
         // TLS listeners (mongodb_sharded ssl, elasticsearch https) are decrypted here: the engine speaks plain TCP
         `    bind ${input.bindAddress}:${r.port}${r.tls ? ` ${tlsBindOptions(input.edgeDir, inst.id)}` : ''}`,
         `    tcp-request content accept if { src ${input.probeSource} }`,
+        ...(r.peers && input.peerSource ? [`    tcp-request content accept if { src ${input.peerSource} }`] : []),
         `    tcp-request content reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
         `    default_backend ${backendName(inst.id, r.target)}`,
       );

@@ -28,7 +28,8 @@ import {
   type UnitDriver,
   type UnitHost,
 } from '../../domain/units.js';
-import type { EngineBinaries } from '../../lib/binaries.js';
+import { foundVersions, type EngineBinaries } from '../../lib/binaries.js';
+import { programOutput, runProgram } from '../../lib/child-streams.js';
 import { sleep } from '../../lib/time.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 import { DeniedLog } from './denied-log.js';
@@ -143,7 +144,7 @@ export class LocalRuntime implements Runtime {
   constructor(private readonly opts: LocalRuntimeOptions) {
     const { config, binaries, log } = opts;
     this.log = log.child({ component: 'runtime' });
-    const found = Object.values(binaries).flatMap((b) => ('found' in b ? [b.found.path] : []));
+    const found = Object.values(binaries).flatMap((b) => foundVersions(b).map((f) => f.path));
     const programs = new Set(found.map(realpath).filter((p): p is string => p !== undefined));
     this.instancesDir = opts.instancesDir;
     this.owner = opts.engineUser ? { uid: opts.engineUser.uid, gid: opts.engineUser.gid } : undefined;
@@ -160,6 +161,7 @@ export class LocalRuntime implements Runtime {
       bin: haproxy,
       bindAddress: config.edgeBind,
       probeSource: PROBE_SOURCE,
+      peerSource: config.advertiseHost,
       certificateHost: config.advertiseHost,
       maxconn: edgeMaxconn(),
       supervisor: this.supervisor,
@@ -177,8 +179,11 @@ export class LocalRuntime implements Runtime {
       dir: u.dir,
       bin: u.bin,
       args: u.args,
+      ...(u.env ? { env: u.env } : {}),
       ...(owner ? { user: owner } : {}),
     });
+    const toolEnv = { PATH: this.opts.searchPath };
+    const as = (u: UnitDefinition) => ({ cwd: u.dir, ...(owner ? { uid: owner.uid, gid: owner.gid } : {}) });
     return {
       ensureUnit: (u) => this.supervisor.ensureRunning(supervised(u)),
       stopUnit: (u) => this.supervisor.stop(supervised(u)),
@@ -219,6 +224,8 @@ export class LocalRuntime implements Runtime {
           return undefined;
         }
       },
+      runTool: (u, bin, args, input) => runProgram(bin, args, toolEnv, { ...as(u), ...(input !== undefined ? { input } : {}) }),
+      toolOutput: (u, bin, args) => programOutput(bin, args, toolEnv, as(u)),
     };
   }
 
@@ -309,7 +316,7 @@ export class LocalRuntime implements Runtime {
   }
 
   place(spec: Pick<InstanceSpec, 'id'>): InstancePlace {
-    return { dir: this.instanceDir(spec.id), host: this.host };
+    return { dir: this.instanceDir(spec.id), host: this.host, edgeHost: this.opts.config.advertiseHost };
   }
 
   /** Where hangar's probes reach the instance: each client listener, from the probe source. */

@@ -34,6 +34,8 @@ export interface SupervisedUnit {
   readonly dir: string;
   readonly bin: string;
   readonly args: readonly string[];
+  /** Added to its environment (secrets kept off its command line). */
+  readonly env?: Readonly<Record<string, string>>;
   /**
    * The user and group it runs as, who also own its directory and what the supervisor writes
    * there (log, pid file); unset: hangar's own.
@@ -318,7 +320,7 @@ export class ProcessSupervisor {
         detached: true,
         stdio: ['ignore', fd, fd],
         cwd: unit.dir,
-        env: { ...this.opts.env, HOME: unit.dir },
+        env: { ...this.opts.env, ...unit.env, HOME: unit.dir },
         ...(user ? { uid: user.uid, gid: user.gid } : {}),
       });
     } finally {
