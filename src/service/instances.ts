@@ -32,6 +32,7 @@ import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './val
 const NOT_FOUND_IN: Partial<Record<Service, (given: string) => HangarError>> = {
   redis: errors.notARedisInstance,
   mongodb: errors.notAMongodbInstance,
+  elasticsearch: errors.notAnElasticsearchInstance,
 };
 
 /**
@@ -163,6 +164,10 @@ export class InstanceService {
     }
     // the engine is named in the message when the body named it: a body without one reads as it always did
     const onEngine = input.engine !== undefined ? ` on ${product.name}` : '';
+    const unavailable = offering.unavailableVersions?.find((v) => v.version === input.version);
+    if (unavailable && !offering.versions.includes(input.version)) {
+      throw errors.versionUnavailableHere(service, product.name, input.version, unavailable.reason, offering.versions);
+    }
     assertOneOf('version', input.version, offering.versions, `"version" of a ${service} instance${onEngine}`);
     if (input.storage_engine !== undefined && offering.storageEngines && !offering.storageEngines.includes(input.storage_engine)) {
       // mmapv1 exists up to MongoDB 4.0; the engines a host runs may be newer

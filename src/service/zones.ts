@@ -6,6 +6,7 @@ import { serviceOffering } from '../engines/registry.js';
 import type { Db } from '../store/database.js';
 import { countPlacements, lockPlacements, type PlacementGroup } from '../store/instance-repository.js';
 import type { CapacityLimit, ZoneView, Zones } from './deps.js';
+import type { UnavailableVersion } from '../domain/units.js';
 
 /** What a zone offers and how full it is, for `GET /v2/zones/`. */
 export interface ZoneSummary {
@@ -39,6 +40,10 @@ export interface EngineSummary {
   readonly available: boolean;
   readonly versions: readonly string[];
   readonly reason: string | null;
+  /** Versions it knows of and will not serve here, with why. */
+  readonly unavailableVersions: readonly UnavailableVersion[];
+  /** What else to know of it here. */
+  readonly notes: readonly string[];
 }
 
 /** What a placement asks of a zone. */
@@ -135,6 +140,8 @@ export class ZoneService {
               available: e.available,
               versions: e.available ? e.versions : [],
               reason: e.available ? null : (e.unavailableReason ?? `${e.engine} cannot run here`),
+              unavailableVersions: e.unavailableVersions ?? [],
+              notes: e.notes ?? [],
             })),
           };
         }),
