@@ -31,6 +31,7 @@ import { operationRoutes } from './http/routes/operations.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { passwordRoutes } from './http/routes/passwords.js';
 import { redisRoutes } from './http/routes/redis.js';
+import { elasticsearchRoutes } from './http/routes/elasticsearch.js';
 import { redisUserRoutes } from './http/routes/redis-users.js';
 import { tlsRoutes } from './http/routes/tls.js';
 import { tokenRoutes } from './http/routes/tokens.js';
@@ -247,6 +248,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       aclRoutes(v2, deps);
       aclCheckRoutes(v2, deps);
       redisRoutes(v2, deps);
+      elasticsearchRoutes(v2, deps);
       redisUserRoutes(v2, deps);
       passwordRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
