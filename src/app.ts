@@ -32,6 +32,7 @@ import { webhookRoutes } from './http/routes/webhooks.js';
 import { passwordRoutes } from './http/routes/passwords.js';
 import { redisRoutes } from './http/routes/redis.js';
 import { rootRoutes } from './http/routes/root.js';
+import { elasticsearchRoutes } from './http/routes/elasticsearch.js';
 import { redisUserRoutes } from './http/routes/redis-users.js';
 import { tlsRoutes } from './http/routes/tls.js';
 import { tokenRoutes } from './http/routes/tokens.js';
@@ -252,6 +253,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       aclRoutes(v2, deps);
       aclCheckRoutes(v2, deps);
       redisRoutes(v2, deps);
+      elasticsearchRoutes(v2, deps);
       redisUserRoutes(v2, deps);
       passwordRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);

@@ -58,6 +58,7 @@ export interface Config {
   readonly mongodBin: string | undefined;
   readonly mongosBin: string | undefined;
   readonly elasticsearchBin: string | undefined;
+  readonly opensearchBin: string | undefined;
   readonly kibanaBin: string | undefined;
   /** ferretdb binary; unset: the versions in the engine cache, else `ferretdb` on PATH. */
   readonly ferretdbBin: string | undefined;
@@ -394,7 +395,17 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'HANGAR_ELASTICSEARCH_BIN',
     kind: 'string',
     default: undefined,
-    description: 'elasticsearch or opensearch binary (default: either on PATH)',
+    description:
+      "elasticsearch binary, for a version the engine cache does not hold (default: `elasticsearch` on PATH; the cache's installs need none)",
+  },
+  {
+    key: 'opensearchBin',
+    flag: 'opensearch-bin',
+    env: 'HANGAR_OPENSEARCH_BIN',
+    kind: 'string',
+    default: undefined,
+    description:
+      "opensearch binary, for a version the engine cache does not hold (default: `opensearch` on PATH; the cache's installs need none)",
   },
   {
     key: 'kibanaBin',
@@ -402,7 +413,8 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'HANGAR_KIBANA_BIN',
     kind: 'string',
     default: undefined,
-    description: 'kibana or opensearch-dashboards binary (default: either on PATH)',
+    description:
+      'kibana or opensearch-dashboards binary, run beside nodes of its release series (default: either on PATH; without one, the Kibana listeners answer 503 saying why)',
   },
   {
     key: 'ferretdbBin',

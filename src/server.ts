@@ -30,6 +30,7 @@ import { LoginGuard, RateLimiter } from './service/limits.js';
 import { MongoUserService } from './service/mongodb-users.js';
 import { PasswordService } from './service/passwords.js';
 import { RedisService } from './service/redis.js';
+import { ElasticsearchService } from './service/elasticsearch.js';
 import { RedisUserService } from './service/redis-users.js';
 import { openStore, type Store } from './store/database.js';
 import { countInstancesByServiceAndState } from './store/instance-repository.js';
@@ -283,6 +284,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       instances,
       acls: new AclService(deps, instances),
       redis: new RedisService(deps, instances, zoneService),
+      elasticsearch: new ElasticsearchService(deps, instances, zoneService),
       redisUsers: new RedisUserService(deps, instances),
       passwords: new PasswordService(deps, instances),
       zones: zoneService,

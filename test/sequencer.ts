@@ -12,6 +12,8 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   // its suites (Redis and access: 619 s; Valkey's core: 85 s): one file, so that they never run beside each other
   'test/kubernetes/cluster.test.ts': 704,
   'test/e2e/kill-at-every-step.test.ts': 140,
+  // five Elasticsearch and OpenSearch nodes one after another (a JVM each), and a failing one
+  'test/e2e/elasticsearch-versions.test.ts': 130,
   'test/console/pages.test.ts': 126,
   // a real go build of FerretDB: 7-30 s with Go's build cache warm, 80 s or more cold
   'src/engines/ferretdb/ferretdb-install.test.ts': 90,

@@ -63,6 +63,7 @@ export const errors = {
   instanceNotFound: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" not found`),
   notARedisInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `redis instance "${name}" not found`),
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
+  notAnElasticsearchInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `elasticsearch instance "${name}" not found`),
   /** The caller's own instance, asked for where only another service's instances fit (a resize of MongoDB, users of Redis). */
   wrongService: (name: string, service: string, wanted: string) =>
     new HangarError(
@@ -147,6 +148,14 @@ export const errors = {
   backupStorageUnavailable: (detail: string) =>
     new HangarError(503, 'BACKUP_STORAGE_UNAVAILABLE', `the backup storage does not answer: ${detail}`),
   serviceUnavailableHere: (service: string, message: string) => new HangarError(422, 'SERVICE_UNAVAILABLE_HERE', message, { service }),
+  /** A version the engine knows of but cannot serve here: why, and the versions it serves. */
+  versionUnavailableHere: (service: string, engine: string, version: string, reason: string, served: readonly string[]) =>
+    new HangarError(
+      422,
+      'SERVICE_UNAVAILABLE_HERE',
+      `${engine} ${version} cannot be served here: ${reason}; ${served.length > 0 ? `versions served here: ${list(served)}` : `no version of ${engine} is served here`}`,
+      { service, field: 'version', allowed: [...served] },
+    ),
   engineUnreachable: (name: string, detail: string) =>
     new HangarError(503, 'ENGINE_UNREACHABLE', `the engine of instance "${name}" does not answer: ${detail}`),
   tlsUnavailable: (detail: string) => new HangarError(503, 'TLS_UNAVAILABLE', `hangar cannot make TLS certificates now: ${detail}`),

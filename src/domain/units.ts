@@ -108,6 +108,16 @@ export interface Offering {
   readonly programs?: readonly FoundProgram[];
   /** `storage_engine` values accepted in a create body (mongodb); absent: any the API allows. */
   readonly storageEngines?: readonly string[];
+  /** Versions it knows of but cannot serve here, each with why (not published, fails to start, not installed). */
+  readonly unavailableVersions?: readonly UnavailableVersion[];
+  /** What else to know of it here, in words for people (a listener answered by the edge: Kibana not installed). */
+  readonly notes?: readonly string[];
+}
+
+/** A version an engine knows of and will not serve here, and why. */
+export interface UnavailableVersion {
+  readonly version: string;
+  readonly reason: string;
 }
 
 /** What a zone can host, one offering per engine, in the order of the product registry. */
@@ -197,6 +207,10 @@ export interface UnitHost {
   isRunning(unit: UnitDefinition): boolean;
   /** The last lines of the unit's log, to explain why it stopped. */
   logTail(unit: UnitDefinition): string;
+  /** Where the unit's log ends now (bytes): what a start about to be made writes comes after it. */
+  logEnd(unit: UnitDefinition): number;
+  /** The unit's log from byte `offset` on (at most 64 KiB of it), to explain why a start failed. */
+  logFrom(unit: UnitDefinition, offset: number): string;
   /** Writes a file in the unit's directory (mode 0600) unless it holds `content`; says whether it wrote. */
   writeFile(unit: UnitDefinition, name: string, content: string): boolean;
   /** A file of the unit's directory, or undefined. */
@@ -275,6 +289,12 @@ export interface UnitDriver {
   readiness(spec: InstanceSpec, place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined>;
   /** Whether the engines serve right now (no waiting). */
   check(spec: InstanceSpec, place: InstancePlace): Promise<Health>;
+  /**
+   * The edge listeners of the instance as this engine serves it here, where they differ from
+   * `spec.routes` (the product's): an HTTP policy on a listener whose engine cannot refuse what
+   * clients may not do, or an answer on one with nothing behind it. Same roles, ports and groups.
+   */
+  edgeRoutes?(spec: InstanceSpec): readonly EdgeRoute[];
   /** The engine's cluster form (Kubernetes), where it has one. */
   readonly cluster?: ClusterDriver;
 }

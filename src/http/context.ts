@@ -16,6 +16,7 @@ import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
 import type { PasswordService } from '../service/passwords.js';
 import type { RedisService } from '../service/redis.js';
+import type { ElasticsearchService } from '../service/elasticsearch.js';
 import type { RedisUserService } from '../service/redis-users.js';
 import type { ZoneService } from '../service/zones.js';
 import { errors } from '../domain/errors.js';
@@ -26,6 +27,7 @@ export interface Services {
   readonly instances: InstanceService;
   readonly acls: AclService;
   readonly redis: RedisService;
+  readonly elasticsearch: ElasticsearchService;
   readonly redisUsers: RedisUserService;
   readonly passwords: PasswordService;
   readonly mongodbUsers: MongoUserService;

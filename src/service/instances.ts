@@ -34,6 +34,7 @@ import { Problems, aclFields, aclProblems, assertAcl, assertInstanceName, assert
 const NOT_FOUND_IN: Partial<Record<Service, (given: string) => HangarError>> = {
   redis: errors.notARedisInstance,
   mongodb: errors.notAMongodbInstance,
+  elasticsearch: errors.notAnElasticsearchInstance,
 };
 
 /**
@@ -198,7 +199,9 @@ export class InstanceService {
         } else p.check(() => assertOneOf('storage_engine', storageEngine, storageEngines));
       }
       const version = text('version');
-      if (offering && version !== undefined) {
+      // a version known but not served here is create's to refuse (422, saying why)
+      const unservable = offering?.unavailableVersions?.some((v) => v.version === version) && !offering?.versions.includes(version ?? '');
+      if (offering && version !== undefined && !unservable) {
         // the engine is named in the message when the body named it: a body without one reads as it always did
         const onEngine = named !== undefined ? ` on ${offering.engine}` : '';
         p.check(() => assertOneOf('version', version, offering.versions, `"version" of a ${service} instance${onEngine}`));
@@ -246,6 +249,11 @@ export class InstanceService {
     const product = productNamed(offering.engine);
     if (!product.types.includes(input.type as InstanceType)) {
       throw errors.serviceUnavailableHere(service, typeRefusal(product, input.type as InstanceType, zone.engines.offerings()));
+    }
+    // a version the engine knows of but cannot serve here: 422 saying why (not a 400: the body is right)
+    const unavailable = offering.unavailableVersions?.find((v) => v.version === input.version);
+    if (unavailable && !offering.versions.includes(input.version)) {
+      throw errors.versionUnavailableHere(service, product.name, input.version, unavailable.reason, offering.versions);
     }
     const on = { service, groups: product.features.aclGroups };
     const acls = (input.acls ?? []).map((a, i) => assertAcl(a, on, this.deps.now(), `acls[${i}].`));

@@ -6,6 +6,7 @@ import { serviceOffering } from '../engines/registry.js';
 import type { Db } from '../store/database.js';
 import { countPlacements, lockPlacements, type PlacementGroup } from '../store/instance-repository.js';
 import type { CapacityLimit, ZoneView, Zones } from './deps.js';
+import type { UnavailableVersion } from '../domain/units.js';
 
 /** What a zone offers and how full it is, for `GET /v2/zones/`. */
 export interface ZoneSummary {
@@ -41,6 +42,10 @@ export interface EngineSummary {
   readonly types: readonly string[];
   readonly versions: readonly string[];
   readonly reason: string | null;
+  /** Versions it knows of and will not serve here, with why. */
+  readonly unavailableVersions: readonly UnavailableVersion[];
+  /** What else to know of it here. */
+  readonly notes: readonly string[];
 }
 
 /** What a placement asks of a zone. */
@@ -140,6 +145,8 @@ export class ZoneService {
               types: productNamed(e.engine).types,
               versions: e.available ? e.versions : [],
               reason: e.available ? null : (e.unavailableReason ?? `${e.engine} cannot run here`),
+              unavailableVersions: e.unavailableVersions ?? [],
+              notes: e.notes ?? [],
             })),
           };
         }),

@@ -7,9 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manifestJson } from '../../src/engines/install/engine-manifest.js';
 import { BIN, assertBuilt, type CliResult } from './run-cli.js';
 
-// `hangar doctor`, run as the built binary. MongoDB and Elasticsearch cannot be installed on this
-// machine: stand-in programs that print what the real ones print for --version take their place
-// where the report must show them found.
+// `hangar doctor`, run as the built binary. MongoDB cannot be installed on this machine, and
+// Elasticsearch on PATH is not what this machine has (its engine cache is): stand-in programs
+// that print what the real ones print for --version take their place where the report must show
+// them found; each run has an engine cache of its own (empty unless a test fills it).
 
 const made: string[] = [];
 const searchPath = process.env.PATH ?? '/usr/bin:/bin';
@@ -25,9 +26,15 @@ function dir(prefix: string): string {
   return d;
 }
 
-/** A directory of stand-in programs, each printing `output` (shell builtins only) and exiting 0. */
+/**
+ * A directory of stand-in programs, each printing `output` (shell builtins only) and exiting 0,
+ * in the `bin/` of a home laid out as a distribution's: X-Pack's security module there, as in
+ * Elasticsearch's default distribution. Returns the `bin/` directory.
+ */
 function standIns(programs: Record<string, string>): string {
-  const d = dir('hangar-doctor-bin-');
+  const d = join(dir('hangar-doctor-home-'), 'bin');
+  mkdirSync(d);
+  mkdirSync(join(d, '..', 'modules', 'x-pack-security'), { recursive: true });
   for (const [name, output] of Object.entries(programs)) {
     writeFileSync(join(d, name), `#!/bin/sh\nprintf '%s\\n' '${output}'\n`);
     chmodSync(join(d, name), 0o755);
@@ -93,7 +100,7 @@ function doctor(args: readonly string[], opts: { path?: string; env?: Record<str
     PATH: opts.path ?? searchPath,
     HOME: home,
     HANGAR_DATA_DIR: join(home, 'data'),
-    HANGAR_ENGINE_CACHE: join(home, 'engines'),
+    HANGAR_ENGINE_CACHE: join(home, 'empty-engine-cache'),
     ...opts.env,
   };
   const run = opts.uid === undefined ? { command: process.execPath, args: [BIN] } : asUser(opts.uid, viewDir());
@@ -147,15 +154,26 @@ describe('hangar doctor on this machine', () => {
       /unavailable .*`mongod` was not found.*HANGAR_MONGOD_BIN.*`mongos` was not found.*HANGAR_MONGOS_BIN/,
     );
     expect(serviceLine(r.stdout, 'elasticsearch/elasticsearch')).toMatch(
-      /unavailable .*`elasticsearch` or `opensearch` was not found.*HANGAR_ELASTICSEARCH_BIN/,
+      /unavailable .*`elasticsearch` was not found.*HANGAR_ELASTICSEARCH_BIN/,
     );
+    expect(serviceLine(r.stdout, 'elasticsearch/opensearch')).toMatch(/unavailable .*`opensearch` was not found.*HANGAR_OPENSEARCH_BIN/);
     expect(r.stdout).toContain('To host mongodb with mongod:');
     expect(r.stdout).toMatch(
       /mongod: install package mongodb-org-server .*https:\/\/www\.mongodb\.com\/docs\/manual\/administration\/install-on-linux\/; or set HANGAR_MONGOD_BIN/,
     );
     expect(r.stdout).toMatch(/mongos: install package mongodb-org-mongos .*HANGAR_MONGOS_BIN/);
     expect(r.stdout).toContain('To host elasticsearch with elasticsearch:');
-    expect(r.stdout).toMatch(/elasticsearch or opensearch: install package elasticsearch .*opensearch.*HANGAR_ELASTICSEARCH_BIN/);
+    expect(r.stdout).toMatch(
+      /elasticsearch: install hangar engines install elasticsearch@VERSION, or package elasticsearch .*HANGAR_ELASTICSEARCH_BIN/,
+    );
+    // what hangar installs, named where the versions it would serve are listed
+    expect(r.stdout).toMatch(
+      /elasticsearch\/elasticsearch:\n {2}2\.4\.6 +not installed here: run `hangar engines install elasticsearch@2\.4\.6`/,
+    );
+    expect(r.stdout).toMatch(/ {2}6\.4\.1 +hangar cannot run it: it is not published on Maven Central/);
+    expect(r.stdout).toMatch(
+      /Engine cache \S+empty-engine-cache \(hangar engines ls\)\n {2}nothing installed\n {2}to install more: hangar engines install elasticsearch@2\.4\.6 \| /,
+    );
     expect(r.stdout).not.toContain('To host redis with redis:');
     expect(r.stdout).toMatch(/openssl \d+\.\d+\.\d+ .*TLS listeners/);
   });
@@ -225,7 +243,8 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     expect(
       report.services.elasticsearch.engines[0].programs.map((e: { name: string; version: string }) => `${e.name} ${e.version}`),
     ).toEqual(expect.arrayContaining(['elasticsearch 8.11.1', 'kibana 8.11.1']));
-    expect(report.notes).toContain('kibana 8.11.1 serves the Kibana listeners of elasticsearch instances');
+    // Kibana runs beside it: no note says otherwise
+    expect(report.services.elasticsearch.engines[0].notes ?? []).toEqual([]);
     const text = await doctor([], { path: `${bin}:${searchPath}`, ...(isRoot ? { uid: NOBODY } : {}) });
     expect(serviceLine(text.stdout, 'mongodb/mongod')).toMatch(
       /available +versions 7\.0\.2, 7\.0 \(mongod 7\.0\.2, mongos 7\.0\.2, haproxy/,
@@ -233,20 +252,22 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     expect(serviceLine(text.stdout, 'elasticsearch/elasticsearch')).toMatch(
       /available +versions 8\.11\.1, 8\.11 \(elasticsearch 8\.11\.1, haproxy \S+, kibana 8\.11\.1\)/,
     );
-    expect(text.stdout).not.toMatch(/To host (mongodb with mongod|elasticsearch)/);
+    expect(text.stdout).not.toMatch(/To host (mongodb with mongod|elasticsearch with elasticsearch)/);
   });
 
-  it('offers OpenSearch under the elasticsearch service, and says why a Kibana of another release is not used', async () => {
+  it('offers OpenSearch as an engine of the elasticsearch service, and says why a Kibana of another release is not used', async () => {
     const bin = standIns({
       opensearch: 'Version: 2.11.0, Build: tar/4dcad6dd1fd45b6bd91f041a041829c8687278fa/2023-10-13T02:55:55.511945994Z, JVM: 17.0.8',
       kibana: '8.11.1',
     });
     const r = await doctor(['--json'], { path: `${bin}:${searchPath}`, ...(isRoot ? { uid: NOBODY } : {}) });
     const report = JSON.parse(r.stdout);
-    expect(report.services.elasticsearch).toMatchObject({ available: true, versions: ['2.11.0', '2.11'] });
-    expect(report.notes).toContainEqual(
+    // Elasticsearch is not here: OpenSearch is the one a create without engine gets
+    expect(report.services.elasticsearch).toMatchObject({ available: true, default_engine: 'opensearch', versions: ['2.11.0', '2.11'] });
+    const opensearch = report.services.elasticsearch.engines.find((e: { engine: string }) => e.engine === 'opensearch');
+    expect(opensearch.notes).toContainEqual(
       expect.stringMatching(
-        /no Kibana for elasticsearch instances: kibana 8\.11\.1 does not work with opensearch: install opensearch-dashboards/,
+        /^opensearch 2\.11\.0: no Kibana runs beside the node \(kibana 8\.11\.1 .* does not work with opensearch 2\.11\.0: install opensearch-dashboards 2\.11\)/,
       ),
     );
   });
@@ -296,6 +317,54 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     );
     const human = await doctor([], { env: { HANGAR_ENGINE_CACHE: cache } });
     expect(serviceLine(human.stdout, 'mongodb/ferretdb')).toMatch(/available +versions 1\.24\.2, 1\.24, 1\.23\.1, 1\.23/);
+  });
+
+  it('offers the installs of the engine cache, and says what is installed and how to install more', async () => {
+    const cache = dir('hangar-doctor-cache-');
+    for (const version of ['2.4.6', '5.6.9']) {
+      const home = join(cache, 'elasticsearch', version);
+      mkdirSync(join(home, 'bin'), { recursive: true });
+      writeFileSync(join(home, 'bin', 'elasticsearch'), '#!/bin/sh\n');
+      chmodSync(join(home, 'bin', 'elasticsearch'), 0o755);
+      writeFileSync(
+        join(home, 'hangar-engine.json'),
+        JSON.stringify({
+          manifest: 1,
+          product: 'elasticsearch',
+          version,
+          program: join(home, 'bin', 'elasticsearch'),
+          source: { kind: 'program', file: '/x', sha256: '0'.repeat(64) },
+          java_home: null,
+          env: {},
+          patches: [],
+          installed_at: '2026-12-07T21:21:33.598Z',
+        }),
+      );
+    }
+    const env = { HANGAR_ENGINE_CACHE: cache };
+    const report = JSON.parse((await doctor(['--json'], { env })).stdout);
+    expect(report.services.elasticsearch).toMatchObject({
+      available: true,
+      default_engine: 'elasticsearch',
+      versions: ['2.4.6', '2.4', '5.6.9', '5.6'],
+    });
+    expect(report.engineCache).toMatchObject({
+      dir: cache,
+      installed: [
+        { product: 'elasticsearch', version: '2.4.6', program: join(cache, 'elasticsearch', '2.4.6', 'bin', 'elasticsearch') },
+        { product: 'elasticsearch', version: '5.6.9', program: join(cache, 'elasticsearch', '5.6.9', 'bin', 'elasticsearch') },
+      ],
+      installable: expect.arrayContaining(['elasticsearch@6.8.23', 'opensearch@2.19.1']),
+    });
+    expect(report.engineCache.installable).not.toContain('elasticsearch@2.4.6');
+    const text = (await doctor([], { env })).stdout;
+    expect(serviceLine(text, 'elasticsearch/elasticsearch')).toMatch(
+      /available +versions 2\.4\.6, 2\.4, 5\.6\.9, 5\.6 \(elasticsearch 2\.4\.6, elasticsearch 5\.6\.9, haproxy/,
+    );
+    expect(text).toContain(
+      `Engine cache ${cache} (hangar engines ls)\n  elasticsearch       2.4.6     ${join(cache, 'elasticsearch', '2.4.6', 'bin', 'elasticsearch')}`,
+    );
+    expect(text).toMatch(/note: elasticsearch 2\.4\.6, 5\.6\.9: the node has no security of its own/);
   });
 
   it('refuses what hangar cannot drive, saying why: MongoDB older than 4.2, a mongos of another release, Elasticsearch run by root', async () => {

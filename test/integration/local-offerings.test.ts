@@ -7,15 +7,39 @@ import { esBody, mongoBody } from '../helpers/bodies.js';
 import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 
 // POST /v2/instances/ on the local runtime refuses up front what this machine cannot run:
-// MongoDB and Elasticsearch cannot be installed here, so stand-in programs that print the
-// version of mongod 7.0.2 and mongos 7.0.2 make MongoDB offered; nothing is ever started.
+// MongoDB cannot be installed here, so stand-in programs that print the version of mongod 7.0.2
+// and mongos 7.0.2 make MongoDB offered; Elasticsearch is offered from an engine cache of stand-in
+// installs (as `hangar engines install` leaves them). Nothing is ever started.
+
+/** An install in an engine cache: a start script and its manifest. */
+function cachedInstall(cache: string, product: string, version: string): void {
+  const home = join(cache, product, version);
+  mkdirSync(join(home, 'bin'), { recursive: true });
+  const program = join(home, 'bin', 'elasticsearch');
+  writeFileSync(program, '#!/bin/sh\nexit 1\n');
+  chmodSync(program, 0o755);
+  const manifest = {
+    manifest: 1,
+    product,
+    version,
+    program,
+    source: { kind: 'program', file: program, sha256: '0'.repeat(64) },
+    java_home: null,
+    env: {},
+    patches: [],
+    installed_at: '2026-12-07T21:21:33.598Z',
+  };
+  writeFileSync(join(home, 'hangar-engine.json'), JSON.stringify(manifest));
+}
 
 describe('create on the local runtime, from the engines found', () => {
   let bin: string;
   let withMongo: TestHangar;
   let without: TestHangar;
+  let cached: TestHangar;
   let alice: Account;
   let bob: Account;
+  let carol: Account;
 
   beforeAll(async () => {
     bin = mkdtempSync(join(tmpdir(), 'hangar-standins-'));
@@ -35,14 +59,22 @@ describe('create on the local runtime, from the engines found', () => {
         HANGAR_MONGOD_BIN: join(bin, 'no-mongod'),
         HANGAR_FERRETDB_BIN: join(bin, 'no-ferretdb'),
         HANGAR_ELASTICSEARCH_BIN: join(bin, 'no-elasticsearch'),
+        HANGAR_ENGINE_CACHE: join(bin, 'empty-cache'),
       },
+    });
+    cachedInstall(join(bin, 'cache'), 'elasticsearch', '2.4.6');
+    cachedInstall(join(bin, 'cache'), 'elasticsearch', '6.8.23');
+    cached = await startTestHangar({
+      env: { HANGAR_RUNTIME: 'local', HANGAR_ELASTICSEARCH_BIN: join(bin, 'no-elasticsearch'), HANGAR_ENGINE_CACHE: join(bin, 'cache') },
     });
     alice = await withMongo.signup();
     bob = await without.signup();
+    carol = await cached.signup();
   });
   afterAll(async () => {
     await withMongo?.close();
     await without?.close();
+    await cached?.close();
     rmSync(bin, { recursive: true, force: true });
   });
 
@@ -57,6 +89,44 @@ describe('create on the local runtime, from the engines found', () => {
     expect(es.status).toBe(422);
     expect(es.body.message).toMatch(/no-elasticsearch.*HANGAR_ELASTICSEARCH_BIN/);
     expect((await bob.get('/v2/instances/')).body.data).toEqual([]);
+  });
+
+  it("offers the versions of the engine cache, and lists the API's others as unavailable, with why", async () => {
+    const zones = (await carol.get('/v2/zones/')).body.data as any[];
+    const es = zones[0].services.find((s: any) => s.service === 'elasticsearch');
+    expect(es).toMatchObject({ available: true, default_engine: 'elasticsearch', versions: ['2.4.6', '2.4', '6.8.23', '6.8'] });
+    const engine = es.engines.find((e: any) => e.engine === 'elasticsearch');
+    const unavailable = Object.fromEntries(engine.unavailable_versions.map((v: any) => [v.version, v.reason]));
+    expect(unavailable).toMatchObject({
+      '5.2.2': expect.stringMatching(/fails at bootstrap on Java 11 and 17/),
+      '6.3.2': expect.stringMatching(/not published on Maven Central/),
+      '6.4.1': expect.stringMatching(/not published on Maven Central/),
+      '5.6.9': 'not installed here: run `hangar engines install elasticsearch@5.6.9`',
+    });
+    expect(engine.notes.join('\n')).toMatch(/kibana_http and kibana_https answer 503/);
+    // OpenSearch is an engine of its own, not installed here
+    expect(es.engines.find((e: any) => e.engine === 'opensearch')).toMatchObject({
+      available: false,
+      reason: expect.stringMatching(/HANGAR_OPENSEARCH_BIN/),
+      unavailable_versions: [{ version: '2.19.1', reason: 'not installed here: run `hangar engines install opensearch@2.19.1`' }],
+    });
+  });
+
+  it('422 for a version of the API it cannot serve, naming why and the versions it serves; 400 for one it does not know; nothing recorded', async () => {
+    for (const [version, why] of [
+      ['6.4.1', /elasticsearch 6\.4\.1 cannot be served here: hangar cannot run it: it is not published on Maven Central/],
+      ['5.2.2', /fails at bootstrap/],
+      ['5.6.9', /not installed here: run `hangar engines install elasticsearch@5\.6\.9`/],
+    ] as const) {
+      const res = await carol.post('/v2/instances/', esBody('e', { version }));
+      expect(res.status, version).toBe(422);
+      expect(res.body).toMatchObject({ code: 'SERVICE_UNAVAILABLE_HERE', field: 'version', allowed: ['2.4.6', '2.4', '6.8.23', '6.8'] });
+      expect(res.body.message).toMatch(why);
+      expect(res.body.message).toMatch(/versions served here: 2\.4\.6, 2\.4, 6\.8\.23, 6\.8$/);
+    }
+    const unknown = await carol.post('/v2/instances/', esBody('e', { version: '9.9.9' }));
+    expect(unknown).toMatchObject({ status: 400, body: { code: 'INVALID_VALUE', field: 'version' } });
+    expect((await carol.get('/v2/instances/')).body.data).toEqual([]);
   });
 
   it('400 for a version other than the mongod found, listing it as X.Y.Z and X.Y', async () => {

@@ -450,6 +450,15 @@ describe('the OpenAPI document', () => {
       }
     });
 
+    it('elasticsearch: resize', async () => {
+      const resize = '/v2/elasticsearch/{instance_name}/resize/';
+      expect((await call(alice, 'POST', resize, { instance_name: 'e' }, { new_plan: 5 })).status).toBe(400);
+      expect((await call(alice, 'POST', resize, { instance_name: 'r' }, { new_plan: 8 })).status).toBe(404);
+      expect((await call(bob, 'POST', resize, { instance_name: 'e' }, { new_plan: 8 })).status).toBe(404);
+      expect((await call(alice, 'POST', resize, { instance_name: 'e' }, { new_plan: 8 })).status).toBe(200);
+      await alice.waitFor('e', (rec) => rec?.state === 'COMPLETED' && rec.plan === 8);
+    });
+
     it('redis: settings, slow log, stats', async () => {
       const config = '/v2/redis/{instance_name}/config/';
       expect((await call(alice, 'GET', config, { instance_name: 'r' })).status).toBe(200);

@@ -42,6 +42,8 @@ const host: UnitHost = {
   stopUnit: async () => {},
   isRunning: () => true,
   logTail: () => '',
+  logEnd: () => 0,
+  logFrom: () => '',
   writeFile: (u, name, content) => {
     mkdirSync(u.dir, { recursive: true });
     writeFileSync(join(u.dir, name), content, { mode: 0o600 });

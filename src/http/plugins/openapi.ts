@@ -40,6 +40,7 @@ const TAGS = [
   { name: 'instances', description: 'Instances: list, create, inspect, rename, delete' },
   { name: 'acls', description: 'The addresses admitted to an instance' },
   { name: 'redis', description: 'Redis inspection, settings and resizing' },
+  { name: 'elasticsearch', description: 'Elasticsearch resizing (the heap of the node follows the plan)' },
   { name: 'redis users', description: 'Application users of Redis instances (Redis ACLs) and their passwords' },
   { name: 'mongodb users', description: 'MongoDB database users and their roles' },
   { name: 'backups', description: 'Backups, restores and backup policies of an instance' },

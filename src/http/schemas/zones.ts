@@ -16,8 +16,24 @@ export const ZONE = {
       reason: null,
       default_engine: 'redis',
       engines: [
-        { engine: 'redis', available: true, types: ['redis_ha_instance'], versions: ['7.0.15', '7.0'], reason: null },
-        { engine: 'valkey', available: true, types: ['redis_ha_instance'], versions: ['8.0.1', '8.0'], reason: null },
+        {
+          engine: 'redis',
+          available: true,
+          types: ['redis_ha_instance'],
+          versions: ['7.0.15', '7.0'],
+          reason: null,
+          unavailable_versions: [],
+          notes: [],
+        },
+        {
+          engine: 'valkey',
+          available: true,
+          types: ['redis_ha_instance'],
+          versions: ['8.0.1', '8.0'],
+          reason: null,
+          unavailable_versions: [],
+          notes: [],
+        },
       ],
     },
   ],
@@ -54,6 +70,16 @@ export const ZoneRecord = Type.Object(
             types: Type.Array(Type.String(), { description: 'Instance types this engine runs' }),
             versions: Type.Array(Type.String(), { description: 'Versions a create body naming this engine may give' }),
             reason: nullable(Type.String(), 'Why the engine cannot run here, naming what is missing'),
+            unavailable_versions: Type.Array(
+              Type.Object({
+                version: Type.String(),
+                reason: Type.String({ description: 'Why it is not served here, and what would make it so where anything can' }),
+              }),
+              { description: 'Versions the engine knows of (the ObjectRocket API lists them) that a create is refused here (422)' },
+            ),
+            notes: Type.Array(Type.String(), {
+              description: 'What else to know of the engine here (a listener the edge answers itself: Kibana not installed)',
+            }),
           }),
           { description: "The service's engines, in the order a create without `engine` tries them" },
         ),

@@ -62,6 +62,8 @@ export class EmulatedRuntime implements Runtime {
       },
       isRunning: (u) => this.placed.get(u.instanceId)?.units.has(u.role) ?? false,
       logTail: () => '',
+      logEnd: () => 0,
+      logFrom: () => '',
       writeFile: (u, name, content) => {
         const files = of(u).files;
         const key = join(u.dir, name);

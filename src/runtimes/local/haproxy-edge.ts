@@ -1,4 +1,4 @@
-import { readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { matcher, parseCidr } from '../../lib/cidr.js';
@@ -251,6 +251,8 @@ export class HaproxyEdge {
     if (this.routes.size > 0 || this.needed() || this.opts.supervisor.pidOf(this.unit) === undefined) return;
     await this.opts.supervisor.stop(this.unit, STOP_GRACE_MS);
     this.forgetLoaded();
+    // the configuration left behind names no deleted instance (the next start rewrites it anyway)
+    if (existsSync(this.paths.config)) writeFileIfChanged(this.paths.config, this.render([]));
     this.opts.log.info('edge stopped: no instance left to serve');
   }
 

@@ -37,7 +37,7 @@ import type { EngineUser } from './engine-user.js';
 import { chownTree, ensureDir, readText, writeFileIfChanged, writeStreamAtomically, type Owner } from './files.js';
 import { HaproxyEdge } from './haproxy-edge.js';
 import { portIsFree } from './ports.js';
-import { ProcessSupervisor, logTail, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
+import { ProcessSupervisor, logFrom, logSize, logTail, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
 
 /**
  * Source address of hangar's own probes through the edge. Every listener admits it whatever the
@@ -189,6 +189,8 @@ export class LocalRuntime implements Runtime {
       stopUnit: (u) => this.supervisor.stop(supervised(u)),
       isRunning: (u) => this.supervisor.isRunning(supervised(u)),
       logTail: (u) => logTail(u.dir),
+      logEnd: (u) => logSize(u.dir),
+      logFrom: (u, offset) => logFrom(u.dir, offset),
       writeFile: (u, name, content) => {
         ensureDir(dirname(join(u.dir, name)), owner);
         return writeFileIfChanged(join(u.dir, name), content, owner);
@@ -340,7 +342,7 @@ export class LocalRuntime implements Runtime {
   private async converge(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     const place = this.place(spec);
     const { dir } = place;
-    const routes = spec.routes;
+    const routes = driver.edgeRoutes?.(spec) ?? spec.routes;
     // Access first: revoking an ACL must take effect even when the engines are in trouble.
     const access = await this.edge.applyAccess(spec.id, accessGroups(routes, rules), ctx.signal);
     if (access.changed) ctx.step('ensure:access-applied');
