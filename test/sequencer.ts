@@ -33,7 +33,9 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   'test/console/operations.test.ts': 25,
   'test/e2e/replicas.test.ts': 24,
   'test/e2e/engine-user.test.ts': 24,
-  'test/e2e/access-day-two.test.ts': 22,
+  // its engine cases run on Redis and on Valkey
+  'test/e2e/access-day-two.test.ts': 40,
+  'test/e2e/backups.test.ts': 36,
   'test/integration/backups.test.ts': 21,
   'test/integration/acl-day-two.test.ts': 21,
   'test/e2e/kill-at-user-steps.test.ts': 21,

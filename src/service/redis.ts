@@ -8,6 +8,7 @@ import type { RedisInspector, SlowlogEntry } from '../engines/engine.js';
 
 export type { SlowlogEntry };
 import { REDIS_SETTING_NAMES, checkRedisSetting } from '../engines/redis/redis-settings.js';
+import { serverVersion } from '../engines/redis/redis-admin.js';
 
 /** The settings tenants may change, with their values (engine knowledge, for the API's documentation). */
 export { REDIS_SETTINGS } from '../engines/redis/redis-settings.js';
@@ -229,7 +230,7 @@ export class RedisService {
         replicationOffset: offset,
         replicas,
         uptimeSeconds: num(server.uptime_in_seconds),
-        version: server.redis_version ?? '',
+        version: serverVersion(server) ?? '',
       };
     });
   }

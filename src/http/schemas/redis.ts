@@ -88,7 +88,7 @@ export const RedisStatsRecord = Type.Object(
       }),
     ),
     uptime_seconds: n('Seconds since the primary started'),
-    version: Type.String({ description: 'redis_version' }),
+    version: Type.String({ description: "The engine's version: redis_version of INFO server (valkey_version on Valkey)" }),
   },
   { description: 'Statistics of the primary, read live (an addition to the ObjectRocket API)' },
 );
