@@ -276,9 +276,10 @@ export class BackupService {
   /**
    * The caller's completed backup of `target.service` that a new or existing instance of
    * `target.engine` on `plan` can be restored from: 404 when it is not the caller's, 400 for
-   * another service, an engine whose data files `target.engine` is not promised to load (a
-   * Valkey backup into Redis) or a plan smaller than what the instance used, 409 when it is not
-   * completed, 422 when it no longer matches its SHA-256.
+   * another service, a snapshot of another engine's `format` (when given), an engine whose data
+   * files `target.engine` is not promised to load (a Valkey backup into Redis) or a plan smaller
+   * than what the instance used, 409 when it is not completed, 422 when it no longer matches its
+   * SHA-256.
    */
   async restorable(
     caller: Caller,
@@ -286,6 +287,7 @@ export class BackupService {
     target: { readonly service: string; readonly engine: string },
     plan: number,
     field: string,
+    format?: string,
   ): Promise<Backup> {
     const { service } = target;
     const backup = await findBackup(this.db, this.deps.keyring, backupId);
@@ -296,6 +298,14 @@ export class BackupService {
         `"${field}": backup "${backupId}" is a ${backup.service} backup; it cannot be restored into a ${service} instance`,
       );
     }
+    // engines of one service may keep their data differently (mongod's archives, FerretDB's SQLite files)
+    if (format !== undefined && backup.format !== format) {
+      throw errors.invalidValue(
+        field,
+        `"${field}": backup "${backupId}" is a ${backup.format} snapshot; the engine of this instance restores ${format} snapshots only`,
+      );
+    }
+    // and of one format, some engines do not load what others write (Valkey's RDB in Redis)
     const refusal = dataRefusal(backup.engine, target.engine);
     if (refusal !== undefined) {
       throw errors.invalidValue(
@@ -328,7 +338,7 @@ export class BackupService {
     assertNotSwitching(inst);
     const running = await findActiveBackup(this.db, inst.id);
     if (running) throw errors.backupInProgress(name, running.id, running.state);
-    const backup = await this.restorable(caller, backupId, inst, inst.plan, 'backup_id');
+    const backup = await this.restorable(caller, backupId, inst, inst.plan, 'backup_id', this.driverFor(inst).format);
     const now = this.deps.now();
     const restore: Restore = {
       id: newObjectId(now),

@@ -217,12 +217,13 @@ for (const engine of ENGINES)
     });
 
     describe('services whose engine is not installed here', () => {
-      it('refuses a mongodb instance up front, naming the missing binary and its variable; nothing is recorded', async () => {
+      it('refuses a mongodb replica set up front, naming the missing binary and its variable; nothing is recorded', async () => {
+        // a replica set: FerretDB (from the engine cache, where installed) runs single instances only
         const res = await hangar.post('/v2/instances/', {
           name: 'mongo',
           plan: 1,
           service: 'mongodb',
-          type: 'mongodb_singledb',
+          type: 'mongodb_replica_set',
           version: '3.4.2',
           zone: 'US-Dallas',
         });

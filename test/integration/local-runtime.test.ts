@@ -27,7 +27,7 @@ const binaries = await detectPrograms(localPrograms(), config, path);
 const engines = localEngines(config, binaries);
 
 async function runtime(): Promise<LocalRuntime> {
-  const r = new LocalRuntime({ config, log, binaries, searchPath: path });
+  const r = new LocalRuntime({ config, log, binaries, searchPath: path, instancesDir: join(dataDir, 'instances') });
   runtimes.push(r);
   return r;
 }

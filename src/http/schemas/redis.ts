@@ -20,6 +20,16 @@ export const EngineSwitchBody = Type.Object(
   { additionalProperties: false, examples: [{ engine: 'valkey', version: '8.0.1' }] },
 );
 
+/** The body of an elasticsearch resize (an addition to the spec, whose resize is Redis's only). */
+export const ElasticsearchResizeBody = Type.Object(
+  {
+    new_plan: Type.Integer({
+      description: `The new plan in GB, larger than the current one: ${PLANS.elasticsearch.join(', ')}; the node's heap is an eighth of it`,
+    }),
+  },
+  { additionalProperties: false, examples: [{ new_plan: 8 }] },
+);
+
 export const SpaceUsage = Type.Object(
   {
     freeSpacePercentage: Type.Number({ description: 'Share of maxmemory still free, in percent' }),

@@ -3,7 +3,7 @@ import type { EdgeBackend, KubeObject } from '../../domain/cluster.js';
 import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { parseCidr } from '../../lib/cidr.js';
-import { DENIED_LOG_FORMAT } from '../local/haproxy-config.js';
+import { DENIED_LOG_FORMAT, httpPolicyLines } from '../local/haproxy-config.js';
 
 /** The edge's runtime API (HAProxy's stats socket, admin level), on TCP in the pod: hangar changes ACLs through it. */
 export const EDGE_ADMIN_PORT = 9999;
@@ -73,15 +73,21 @@ export function renderEdgeConfig(
   ];
   for (const route of routes) {
     const backend = backends.find((b) => b.role === route.role);
-    if (!backend) continue;
+    // This edge passes TLS through (the pods terminate it): HTTP is read on plain listeners only.
+    const http = route.tls ? undefined : route.http;
+    // a listener the edge answers itself needs nothing behind it
+    if (!backend && !http?.answer) continue;
+    const mode = http ? ['  mode http'] : [];
     lines.push(
       `frontend ${frontendOf(route.role)}`,
       `  bind :${route.port}${proxyProtocol ? ' accept-proxy' : ''}`,
+      ...mode,
       `  tcp-request content accept if { src -f ${HANGAR_SOURCES_FILE} }`,
       `  tcp-request content reject unless { src -f ${aclFile(route.group)} }`,
-      `  default_backend b_${portName(route.role)}`,
-      `backend b_${portName(route.role)}`,
+      ...(http ? httpPolicyLines(http).map((l) => `  ${l}`) : []),
     );
+    if (!backend) continue;
+    lines.push(`  default_backend b_${portName(route.role)}`, `backend b_${portName(route.role)}`, ...mode);
     if (backend.check) {
       lines.push('  option tcp-check', '  tcp-check connect');
       for (const step of backend.check) {
@@ -116,39 +122,27 @@ export interface EdgeInput {
   readonly hangarSources: readonly string[];
 }
 
+/** What the access objects of an edge are made from: no backends (the engines do not matter to them). */
+export type EdgeAccessInput = Omit<EdgeInput, 'image' | 'backends'>;
+
+const edgeLabelsOf = (labels: Readonly<Record<string, string>>) => ({ ...labels, 'app.kubernetes.io/component': 'edge' });
+
+const hangarPeers = (hangarSources: readonly string[]) => [
+  { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'hangar' } } },
+  ...hangarSources.map((s) => ({ ipBlock: { cidr: ipBlock(s) } })),
+];
+
 /**
- * The objects of an instance's edge: its configuration (a Secret: the checks carry hangar's
- * credential), its allow lists, two HAProxy pods, the Service clients reach (of the zone's type,
- * keeping the client's address), and NetworkPolicies as defence in depth: the engines take
- * connections from the edge and hangar only, the edge's client ports from the ACL sources only.
+ * The objects of an edge that say who is admitted, and nothing else: the allow lists (what an
+ * edge pod loads when it starts; the runtime API changes the running ones), the Service (its
+ * `loadBalancerSourceRanges`) and the edge's NetworkPolicy. An ACL change applies these alone.
  */
-export function edgeObjects(e: EdgeInput): KubeObject[] {
+export function edgeAccessObjects(e: EdgeAccessInput): KubeObject[] {
   const n = edgeNames(e.id);
-  const edgeLabels = { ...e.labels, 'app.kubernetes.io/component': 'edge' };
-  const config = renderEdgeConfig(e.id, e.routes, e.backends, e.target.sourceAddress === 'proxy-protocol');
+  const edgeLabels = edgeLabelsOf(e.labels);
   const allAllowed = normaliseSources([...e.access.values()].flat());
-  const nodeSelector = {
-    ...e.target.nodeSelector,
-    ...(e.target.topologyZone ? { 'topology.kubernetes.io/zone': e.target.topologyZone } : {}),
-  };
   const keepsSource = e.target.serviceType !== 'ClusterIP' && e.target.sourceAddress === 'local';
-  const hangarFrom = [
-    { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'hangar' } } },
-    ...e.hangarSources.map((s) => ({ ipBlock: { cidr: ipBlock(s) } })),
-  ];
-  const objects: KubeObject[] = [
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: n.config, labels: { ...e.labels } },
-      type: 'Opaque',
-      stringData: {
-        'haproxy.cfg': config,
-        'hangar.lst': normaliseSources(e.hangarSources)
-          .map((s) => `${s}\n`)
-          .join(''),
-      },
-    },
+  return [
     {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -163,6 +157,75 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
         ]),
       ),
     },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: n.service, labels: { ...e.labels } },
+      spec: {
+        type: e.target.serviceType,
+        selector: edgeLabels,
+        ports: e.routes.map((r) => ({
+          name: portName(r.role),
+          port: r.port,
+          targetPort: r.port,
+          protocol: 'TCP',
+          ...(e.target.serviceType === 'NodePort' ? { nodePort: r.port } : {}),
+        })),
+        ...(keepsSource ? { externalTrafficPolicy: 'Local' } : {}),
+        ...(e.target.serviceType === 'LoadBalancer' && allAllowed.length > 0 ? { loadBalancerSourceRanges: allAllowed.map(ipBlock) } : {}),
+      },
+    },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: n.policy, labels: { ...e.labels } },
+      spec: {
+        podSelector: { matchLabels: edgeLabels },
+        policyTypes: ['Ingress'],
+        ingress: [
+          { from: hangarPeers(e.hangarSources) },
+          // No rule without sources: a rule with no `from` would admit everyone.
+          ...e.routes.flatMap((r) => {
+            const allowed = normaliseSources(e.access.get(r.group) ?? []);
+            return allowed.length === 0
+              ? []
+              : [{ from: allowed.map((c) => ({ ipBlock: { cidr: ipBlock(c) } })), ports: [{ port: r.port, protocol: 'TCP' }] }];
+          }),
+        ],
+      },
+    },
+  ];
+}
+
+/**
+ * The objects of an instance's edge: its configuration (a Secret: the checks carry hangar's
+ * credential), two HAProxy pods, a NetworkPolicy that admits the engines' pods from their own
+ * pods, the edge and hangar only, and the access objects (edgeAccessObjects): allow lists, the
+ * Service clients reach (of the zone's type, keeping the client's address), the edge's NetworkPolicy.
+ */
+export function edgeObjects(e: EdgeInput): KubeObject[] {
+  const n = edgeNames(e.id);
+  const edgeLabels = edgeLabelsOf(e.labels);
+  const config = renderEdgeConfig(e.id, e.routes, e.backends, e.target.sourceAddress === 'proxy-protocol');
+  const nodeSelector = {
+    ...e.target.nodeSelector,
+    ...(e.target.topologyZone ? { 'topology.kubernetes.io/zone': e.target.topologyZone } : {}),
+  };
+  const [aclSecret, service, edgePolicy] = edgeAccessObjects(e) as [KubeObject, KubeObject, KubeObject];
+  const objects: KubeObject[] = [
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: n.config, labels: { ...e.labels } },
+      type: 'Opaque',
+      stringData: {
+        'haproxy.cfg': config,
+        'hangar.lst': normaliseSources(e.hangarSources)
+          .map((s) => `${s}\n`)
+          .join(''),
+      },
+    },
+    aclSecret,
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -215,24 +278,7 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
       metadata: { name: n.deployment, labels: { ...e.labels } },
       spec: { minAvailable: 1, selector: { matchLabels: edgeLabels } },
     },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: n.service, labels: { ...e.labels } },
-      spec: {
-        type: e.target.serviceType,
-        selector: edgeLabels,
-        ports: e.routes.map((r) => ({
-          name: portName(r.role),
-          port: r.port,
-          targetPort: r.port,
-          protocol: 'TCP',
-          ...(e.target.serviceType === 'NodePort' ? { nodePort: r.port } : {}),
-        })),
-        ...(keepsSource ? { externalTrafficPolicy: 'Local' } : {}),
-        ...(e.target.serviceType === 'LoadBalancer' && allAllowed.length > 0 ? { loadBalancerSourceRanges: allAllowed.map(ipBlock) } : {}),
-      },
-    },
+    service,
     {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
@@ -244,28 +290,10 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
           matchExpressions: [{ key: 'app.kubernetes.io/component', operator: 'NotIn', values: ['edge'] }],
         },
         policyTypes: ['Ingress'],
-        ingress: [{ from: [{ podSelector: { matchLabels: { ...e.labels } } }, ...hangarFrom] }],
+        ingress: [{ from: [{ podSelector: { matchLabels: { ...e.labels } } }, ...hangarPeers(e.hangarSources)] }],
       },
     },
-    {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: { name: n.policy, labels: { ...e.labels } },
-      spec: {
-        podSelector: { matchLabels: edgeLabels },
-        policyTypes: ['Ingress'],
-        ingress: [
-          { from: hangarFrom },
-          // No rule without sources: a rule with no `from` would admit everyone.
-          ...e.routes.flatMap((r) => {
-            const allowed = normaliseSources(e.access.get(r.group) ?? []);
-            return allowed.length === 0
-              ? []
-              : [{ from: allowed.map((c) => ({ ipBlock: { cidr: ipBlock(c) } })), ports: [{ port: r.port, protocol: 'TCP' }] }];
-          }),
-        ],
-      },
-    },
+    edgePolicy,
   ];
   return objects;
 }
