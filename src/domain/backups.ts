@@ -17,8 +17,11 @@ export interface Backup {
   /** The instance's name when the backup was asked for. */
   readonly instanceName: string;
   readonly service: Service;
-  /** The product that took it (`redis`, `valkey`, ...): what it can be restored into depends on it. */
-  readonly engine: string;
+  /**
+   * The product that took it (`redis`, `valkey`, ...): what it can be restored into depends on it.
+   * Null for one taken before hangar recorded it, of an instance deleted since.
+   */
+  readonly engine: string | null;
   /** The engine's version (as the engine reported it once the snapshot was taken; the instance's before). */
   readonly engineVersion: string;
   readonly zone: string;

@@ -129,11 +129,12 @@ export interface Product {
   /** Versions the emulated runtime offers. */
   readonly emulatedVersions: readonly string[];
   /**
-   * Other products of its service whose data files (and so backups) it is promised to load: an
-   * instance of one of them may switch to this product in place (`POST /v2/redis/<name>/engine/`),
-   * and their backups restore into it. Absent: none.
+   * Other products of its service whose data files (and so backups) it is promised to load, by
+   * product: why this product at `version` does not load those of theirs at `theirs` (undefined:
+   * it does). An instance of one of them may switch to this product in place
+   * (`POST /v2/redis/<name>/engine/`), and their backups restore into it. Absent: none.
    */
-  readonly loadsDataOf?: readonly string[];
+  readonly loadsDataOf?: Readonly<Record<string, (theirs: string, version: string) => string | undefined>>;
   readonly local: LocalForm;
   readonly cluster: ClusterForm;
   /** How a person connects from a shell; absent: it has none (HTTP). */

@@ -48,13 +48,21 @@ export function firstProductOf(service: Service): Product {
   return productsOf(service)[0]!;
 }
 
+/** A product at a version: an instance's engine, or the one a backup was taken on. */
+export interface EngineAt {
+  readonly engine: string;
+  readonly version: string;
+}
+
 /**
  * Why data files of `from` (an instance's, a backup's) are not promised to load in `to`, or
- * undefined when they are (the same product, or one that loads the other's).
+ * undefined when they are: the same product (its versions are the catalog's business), or one
+ * whose `loadsDataOf` promises the other's at that version.
  */
-export function dataRefusal(from: string, to: string): string | undefined {
-  if (from === to) return undefined;
-  const target = productNamed(to);
-  if (target.loadsDataOf?.includes(from)) return undefined;
-  return `${productNamed(from).label}'s data files are not promised to load in ${target.label}`;
+export function dataRefusal(from: EngineAt, to: EngineAt): string | undefined {
+  if (from.engine === to.engine) return undefined;
+  const target = productNamed(to.engine);
+  const loads = target.loadsDataOf?.[from.engine];
+  if (!loads) return `${productNamed(from.engine).label}'s data files are not promised to load in ${target.label}`;
+  return loads(from.version, to.version);
 }

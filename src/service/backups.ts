@@ -284,7 +284,7 @@ export class BackupService {
   async restorable(
     caller: Caller,
     backupId: string,
-    target: { readonly service: string; readonly engine: string },
+    target: { readonly service: string; readonly engine: string; readonly version: string },
     plan: number,
     field: string,
     format?: string,
@@ -306,7 +306,8 @@ export class BackupService {
       );
     }
     // and of one format, some engines do not load what others write (Valkey's RDB in Redis)
-    const refusal = dataRefusal(backup.engine, target.engine);
+    // (a backup of before engines were recorded, of an instance deleted since: its format alone is known)
+    const refusal = backup.engine === null ? undefined : dataRefusal({ engine: backup.engine, version: backup.engineVersion }, target);
     if (refusal !== undefined) {
       throw errors.invalidValue(
         field,

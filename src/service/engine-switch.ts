@@ -27,10 +27,11 @@ const NOT_CHANGED = new Error('not changed');
  * shows the new engine and version once the engines run them.
  *
  * Refused: an engine that is not one of the service's (400), the engine it runs already (400), an
- * engine that is not promised to load the data files of the one it runs (400, saying why: Valkey
- * to Redis), an engine that cannot run in its zone (422) or a version it does not offer there
- * (400 listing those it does), a zone whose promise the new engine does not fit (409), and while
- * it is being deleted, not serving, switching already, or backed up or restored (409).
+ * engine that is not promised to load the data files of the one it runs, at the version it runs
+ * (400, saying why: Valkey to Redis; Redis 7.4 to Valkey), an engine or version that cannot run in
+ * its zone (422, saying why) or a version it does not know there (400 listing those it offers), a
+ * zone on Kubernetes (422: not supported there yet), a zone whose promise the new engine does not
+ * fit (409), and while it is being deleted, not ACTIVE, switching already, or backed up (409).
  */
 export async function recordEngineSwitch(
   deps: ServiceDeps,
@@ -48,21 +49,27 @@ export async function recordEngineSwitch(
   const from = productNamed(inst.engine);
   const to = productNamed(input.engine);
   if (to.name === from.name) throw errors.invalidValue('engine', `instance "${name}" runs ${from.name} ${inst.version} already`);
-  const refusal = dataRefusal(from.name, to.name);
-  if (refusal !== undefined) {
-    const allowed = names.filter((n) => n !== from.name && dataRefusal(from.name, n) === undefined);
-    throw errors.invalidValue(
-      'engine',
-      `instance "${name}" runs ${from.label}, which cannot be switched to ${to.label} in place: ${refusal}`,
-      allowed.length > 0 ? allowed : undefined,
-    );
+  const cannot = (why: string) =>
+    `instance "${name}" runs ${from.label} ${inst.version}, which cannot be switched to ${to.label} in place: ${why}`;
+  if (!to.loadsDataOf?.[from.name]) {
+    const allowed = names.filter((n) => productNamed(n).loadsDataOf?.[from.name] !== undefined);
+    const why = dataRefusal({ engine: from.name, version: inst.version }, { engine: to.name, version: input.version })!;
+    throw errors.invalidValue('engine', cannot(why), allowed.length > 0 ? allowed : undefined);
   }
   const zone = deps.zones.get(inst.zone);
   if (!zone) throw errors.serviceUnavailableHere(service, `zone "${inst.zone}" is not configured on this hangar`);
   if (zone.runtime === 'kubernetes')
     throw errors.serviceUnavailableHere(service, `switching engines in place is not supported on Kubernetes (zone "${inst.zone}") yet`);
+  // 422 when the engine cannot run in the zone, or not that version of it (saying why); 400 for a version it does not know
   const offering = chooseEngine(zone.engines.offerings(), service, to.name);
+  const unavailable = offering.unavailableVersions?.find((v) => v.version === input.version);
+  if (unavailable && !offering.versions.includes(input.version)) {
+    throw errors.versionUnavailableHere(service, to.name, input.version, unavailable.reason, offering.versions);
+  }
   assertOneOf('version', input.version, offering.versions, `"version" of a ${service} instance on ${to.name}`);
+  // the data of the version it runs must load in the version asked for (Redis 7.4 writes what no Valkey loads)
+  const refusal = dataRefusal({ engine: from.name, version: inst.version }, { engine: to.name, version: input.version });
+  if (refusal !== undefined) throw errors.invalidValue('engine', cannot(refusal));
   if (inst.deleting) throw errors.instanceDeleting(name);
   if (!READY_STATES.includes(inst.state)) throw errors.operationInProgress(name, inst.state);
   const backup = await findActiveBackup(deps.db, inst.id);

@@ -67,13 +67,13 @@ export interface CreateInstanceInput {
 /** What a create with `restore_from` needs of the backups. */
 export interface RestoreSources {
   /**
-   * The caller's backup that an instance of `target` (service and engine) on `plan` can be
+   * The caller's backup that an instance of `target` (service, engine and version) on `plan` can be
    * restored from (of `format`, when given), or the 4xx saying why not.
    */
   restorable(
     caller: Caller,
     backupId: string,
-    target: { readonly service: string; readonly engine: string },
+    target: { readonly service: string; readonly engine: string; readonly version: string },
     plan: number,
     field: string,
     format?: string,
@@ -270,7 +270,7 @@ export class InstanceService {
     if (input.restore_from !== undefined) {
       if (!this.backups) throw errors.invalidValue('restore_from', '"restore_from": backups are not available on this hangar');
       const format = zone.engines.require(offering.engine).backups?.format;
-      const target = { service, engine: offering.engine };
+      const target = { service, engine: offering.engine, version: input.version };
       restoreFrom = (await this.backups.restorable(caller, input.restore_from, target, input.plan, 'restore_from', format)).id;
     }
 

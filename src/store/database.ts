@@ -276,8 +276,8 @@ export interface BackupTable {
   instance_id: string;
   instance_name: string;
   service: string;
-  /** The product that took it (`redis`, `valkey`, ...). */
-  engine: string;
+  /** The product that took it (`redis`, `valkey`, ...); null: not known (taken before it was recorded). */
+  engine: string | null;
   engine_version: string;
   zone: string;
   plan: number;

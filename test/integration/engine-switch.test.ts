@@ -6,6 +6,7 @@ import type { EmulatedEngine } from '../../src/engines/emulated/emulated-engines
 import { mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, type TestHangar, startTestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
+import { SseReader } from '../helpers/sse.js';
 
 // POST /v2/redis/<name>/engine/ through the HTTP API on the emulated runtime, whose engines keep
 // an instance's data, users and settings: the switch keeps them, the record shows the new engine
@@ -33,7 +34,7 @@ describe.each(DIALECTS)('POST /v2/redis/<name>/engine/ on %s', (dialect) => {
   let th: TestHangar, alice: Account, bob: Account;
 
   beforeAll(async () => {
-    ({ th, alice, bob } = await startWithTwoAccounts({ dialect }));
+    ({ th, alice, bob } = await startWithTwoAccounts({ dialect, listen: true }));
     await alice.ready(redisBody('r'));
     await alice.ready(redisBody('v', { engine: 'valkey', version: '8.0.1' }));
     await alice.ready(mongoBody('m'));
@@ -59,6 +60,8 @@ describe.each(DIALECTS)('POST /v2/redis/<name>/engine/ on %s', (dialect) => {
       expect((await alice.patch('/v2/redis/sw/config/', { 'maxmemory-policy': 'allkeys-lru' })).status).toBe(200);
       await alice.waitFor('sw', (r) => r?.state === 'ACTIVE');
 
+      const token = (alice.auth as { token: string }).token;
+      const stream = await SseReader.open(`${th.url}/v2/events/stream`, { 'x-auth-token': token });
       const release = th.hold();
       let id: string;
       try {
@@ -80,6 +83,20 @@ describe.each(DIALECTS)('POST /v2/redis/<name>/engine/ on %s', (dialect) => {
         release();
       }
       expect(await operation(alice, id)).toMatchObject({ kind: 'engine.switch', state: 'SUCCEEDED', progress: 100 });
+      // on the event stream (and so to webhooks) as every operation: created, then succeeded
+      try {
+        const mine = (ms: any[]) => ms.filter((m) => m.data?.operation_id === id);
+        await stream.until('the switch to succeed on the stream', (ms) => mine(ms).some((m) => m.event === 'operation.succeeded'));
+        const kinds = mine(stream.events).map((m) => m.event);
+        expect(kinds[0]).toBe('operation.created');
+        expect(kinds.at(-1)).toBe('operation.succeeded');
+        expect(mine(stream.events).at(-1)!.data).toMatchObject({
+          instance_name: 'sw',
+          data: { kind: 'engine.switch', detail: { from_engine: 'redis', to_engine: 'valkey', to_version: '8.0.1' } },
+        });
+      } finally {
+        stream.close();
+      }
       const after = await alice.waitFor('sw', (r) => r?.engine === 'valkey');
       expect(after).toMatchObject({
         state: 'ACTIVE',
@@ -127,9 +144,24 @@ describe.each(DIALECTS)('POST /v2/redis/<name>/engine/ on %s', (dialect) => {
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'engine' });
       expect(res.body.message).toBe(
-        `instance "v" runs Valkey, which cannot be switched to Redis in place: Valkey's data files are not promised to load in Redis`,
+        `instance "v" runs Valkey 8.0.1, which cannot be switched to Redis in place: Valkey's data files are not promised to load in Redis`,
       );
+      expect(res.body.allowed).toBeUndefined();
       expect((await alice.get('/v2/instances/v/')).body.data).toMatchObject({ engine: 'valkey', state: 'ACTIVE' });
+    });
+
+    it('Redis 7.4, whose data files (RDB version 12) no Valkey loads; nothing changes', async () => {
+      await alice.ready(redisBody('r74', { version: '7.4.2' }));
+      const res = await alice.post('/v2/redis/r74/engine/', SWITCH);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'engine' });
+      expect(res.body.message).toBe(
+        'instance "r74" runs Redis 7.4.2, which cannot be switched to Valkey in place: Redis 7.4.2 writes RDB version 12, ' +
+          "which Valkey does not load (Valkey loads Redis's up to RDB version 11: Redis 7.2 and earlier)",
+      );
+      expect((await alice.get('/v2/instances/r74/')).body.data).toMatchObject({ engine: 'redis', version: '7.4.2', state: 'ACTIVE' });
+      const ops = (await alice.get('/v2/operations/?instance=r74')).body.data.map((o: any) => o.kind);
+      expect(ops).not.toContain('engine.switch');
     });
 
     it('a version not offered of valkey: the answer lists those offered', async () => {
@@ -305,6 +337,20 @@ describe.each(DIALECTS)('backups across engines on %s', (dialect) => {
       (await alice.post('/v2/instances/', redisBody('vk-copy', { engine: 'valkey', version: '8.0.1', restore_from: b.id }))).status,
     ).toBe(200);
     expect((await alice.waitFor('vk-copy', (r) => r?.state === 'ACTIVE')).engine).toBe('valkey');
+  });
+
+  it('a backup of Redis 7.4 is refused by a Valkey instance, naming the RDB version', async () => {
+    await alice.ready(redisBody('r74', { version: '7.4.2' }));
+    const b = await backupOf('r74');
+    expect(b).toMatchObject({ engine: 'redis', engine_version: '7.4.2' });
+    const res = await alice.post('/v2/instances/', redisBody('r74-on-valkey', { engine: 'valkey', version: '8.0.1', restore_from: b.id }));
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'restore_from' });
+    expect(res.body.message).toBe(
+      `"restore_from": backup "${b.id}" was taken on redis 7.4.2; it cannot be restored into a valkey instance: ` +
+        "Redis 7.4.2 writes RDB version 12, which Valkey does not load (Valkey loads Redis's up to RDB version 11: Redis 7.2 and earlier)",
+    );
+    expect((await alice.get('/v2/instances/r74-on-valkey/')).status).toBe(404);
   });
 
   it('a Redis backup restores into a Valkey instance, in place and as restore_from, and into a switched instance', async () => {

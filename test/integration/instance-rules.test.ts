@@ -42,7 +42,7 @@ describe.each(DIALECTS)('instance create rules on %s', (dialect) => {
         plan: [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
         type: ['redis_ha_instance'],
         zone: ['EU-London', 'US-Chicago', 'US-East-IAD3', 'US-Dallas'],
-        version: ['7.2.4', '7.2', '7.0.15', '7.0', '6.2.14', '6.2'],
+        version: ['7.4.2', '7.4', '7.2.4', '7.2', '7.0.15', '7.0', '6.2.14', '6.2'],
       },
       mongodb: {
         plan: [1, 5, 20, 50, 100],

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newObjectId } from '../../src/lib/ids.js';
@@ -405,7 +405,9 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
           instanceRow('acc-1', 'DUP', { public: 20003 }, { created_at: NOW + 2 }),
           instanceRow('acc-2', 'dup', { public: 20004 }, { created_at: NOW + 3 }),
         ];
-        for (const { case_duplicate: _, ...row } of rows) await s.db.insertInto('instances').values(row).execute();
+        // rows of the schema before: without the columns this migration and later ones add
+        for (const { case_duplicate: _, desired_engine: _e, desired_version: _v, ...row } of rows)
+          await (s.db as unknown as Kysely<any>).insertInto('instances').values(row).execute();
         await migrateToLatest(s.db);
         const flags = await s.db.selectFrom('instances').select(['account_id', 'name', 'case_duplicate']).orderBy('created_at').execute();
         expect(flags.map((r) => [r.account_id, r.name, r.case_duplicate])).toEqual([
@@ -426,6 +428,64 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
           status: 409,
           message: expect.stringContaining('"dup-2"'),
         });
+      } finally {
+        await s.close();
+        await other.drop();
+      }
+    });
+  });
+
+  describe('switching engines', () => {
+    it('the migration asks of each instance the engine and version it runs; a backup is of its instance engine, or not known', async () => {
+      const other = await location(dialect);
+      const s = await openStore(other);
+      try {
+        // the schema just before the migration under test
+        await migrateTo(s.db, MIGRATION_NAMES[MIGRATION_NAMES.indexOf('2026-12-08T0900-engine-switch') - 1]!);
+        await s.db
+          .insertInto('accounts')
+          .values({ id: 'acc-1', login: 'acc-1@example.com', password_hash: 'x', created_at: NOW })
+          .execute();
+        const {
+          desired_engine: _e,
+          desired_version: _v,
+          ...row
+        } = instanceRow('acc-1', 'vk', { public: 20001 }, { engine: 'valkey', version: '8.0.1' });
+        // a row of the schema before: without the columns the migration adds
+        const before = s.db as unknown as Kysely<any>;
+        await before.insertInto('instances').values(row).execute();
+        const backup = (id: string, instanceId: string) => ({
+          id,
+          account_id: 'acc-1',
+          instance_id: instanceId,
+          instance_name: 'vk',
+          service: 'redis',
+          engine_version: '8.0.1',
+          zone: 'US-Dallas',
+          plan: 500,
+          format: 'rdb',
+          state: 'COMPLETED',
+          scheduled: 0,
+          storage_key: id,
+          location: 'local',
+          data_key_enc: 'enc',
+          requested_at: NOW,
+        });
+        await before
+          .insertInto('backups')
+          .values([backup('b-of-vk', row.id), backup('b-of-gone', 'gone')])
+          .execute();
+        await migrateToLatest(s.db);
+        expect(await findInstanceRowById(s.db, row.id)).toMatchObject({
+          engine: 'valkey',
+          desired_engine: 'valkey',
+          desired_version: '8.0.1',
+        });
+        const engines = await s.db.selectFrom('backups').select(['id', 'engine']).orderBy('id').execute();
+        expect(engines).toEqual([
+          { id: 'b-of-gone', engine: null },
+          { id: 'b-of-vk', engine: 'valkey' },
+        ]);
       } finally {
         await s.close();
         await other.drop();

@@ -15,8 +15,8 @@ export interface RedisFamilyMember {
   readonly officialImage: (version: string) => string;
   readonly clusterVersions: readonly string[];
   readonly emulatedVersions: readonly string[];
-  /** Products whose data files it loads (see Product). */
-  readonly loadsDataOf?: readonly string[];
+  /** Products whose data files it loads, and of which versions (see Product). */
+  readonly loadsDataOf?: Product['loadsDataOf'];
   /** The shell people connect with, and where to get it. */
   readonly shell: { readonly program: string; readonly install: string; readonly authVariables: readonly string[] };
 }
@@ -99,7 +99,7 @@ export const REDIS_SERVER_PROGRAM: ProgramSpec = {
 };
 
 /** Redis versions the emulated engines pretend to run. */
-export const EMULATED_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0', '6.2.14', '6.2'] as const;
+export const EMULATED_REDIS_VERSIONS = ['7.4.2', '7.4', '7.2.4', '7.2', '7.0.15', '7.0', '6.2.14', '6.2'] as const;
 
 /** Redis versions offered on Kubernetes with the official images, where the zone names none (hangar's configuration needs Redis 7). */
 export const KUBERNETES_REDIS_VERSIONS = ['7.2.4', '7.2', '7.0.15', '7.0'] as const;

@@ -1,4 +1,5 @@
 import type { ProgramSpec } from '../../lib/binaries.js';
+import { valkeyRefusesRedis } from '../redis/rdb-versions.js';
 import type { Product } from '../product.js';
 import { VALKEY_FLAVOUR } from '../redis/redis-flavour.js';
 import { redisFamilyProduct } from '../redis/redis-product.js';
@@ -35,10 +36,10 @@ export const valkeyProduct: Product = redisFamilyProduct({
   officialImage: (v) => `valkey/valkey:${v}`,
   clusterVersions: ['8.0.1', '8.0'],
   emulatedVersions: ['8.0.1', '8.0', '7.2.4', '7.2'],
-  // Valkey loads Redis 7's append-only files and RDB snapshots (RDB versions up to 11); Redis 7.0
-  // refuses the RDB version 11 that Valkey 8 writes ("Can't handle RDB format version 11"), so the
-  // way back is not promised.
-  loadsDataOf: ['redis'],
+  // Valkey loads the append-only files and RDB snapshots of Redis 7.2 and earlier (RDB versions up
+  // to 11), not those of Redis 7.4 and later (12). Redis 7.0 refuses the RDB version 11 that
+  // Valkey 8 writes ("Can't handle RDB format version 11"): the way back is not promised.
+  loadsDataOf: { redis: (theirs) => valkeyRefusesRedis(theirs) },
   // valkey-cli also reads REDISCLI_AUTH
   shell: { program: 'valkey-cli', install: 'Debian/Ubuntu: apt install valkey-tools', authVariables: ['VALKEYCLI_AUTH', 'REDISCLI_AUTH'] },
 });

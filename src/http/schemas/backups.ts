@@ -42,9 +42,9 @@ export const BackupRecord = Type.Object(
     instance_id: Type.String({ description: 'Id of the instance backed up (it may be deleted since)' }),
     instance_name: Type.String({ description: 'Name of the instance when the backup was asked for' }),
     service: Type.String({ description: 'redis, mongodb or elasticsearch' }),
-    engine: Type.String({
+    engine: Type.Union([Type.String(), Type.Null()], {
       description:
-        'The engine that took it (redis, valkey, mongod, elasticsearch; an addition to the spec): a Valkey backup is not restored into a Redis instance',
+        'The engine that took it (redis, valkey, mongod, ferretdb, elasticsearch, opensearch; an addition to the spec): a Valkey backup is not restored into a Redis instance. null for a backup taken before hangar recorded it, of an instance deleted since',
     }),
     engine_version: Type.String({ description: 'Version of the engine the snapshot was taken of' }),
     format: Type.String({
