@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, engineVersion, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
 import { processesUnder } from './helpers/processes.js';
-import { type RedisClient, connectRedis, connectRedisAs, enginePid, enginePort, eventually } from './helpers/redis.js';
+import { type RedisClient, connectRedis, connectRedisAs, engineDir, enginePid, enginePort, eventually } from './helpers/redis.js';
 
 /**
  * A running Redis instance switched to Valkey in place (POST /v2/redis/<name>/engine/), on real
@@ -92,11 +92,22 @@ class Writer {
   }
 }
 
-/** The name of the program each engine of the instance runs (`redis-server`, `valkey-server`). */
+/**
+ * The program each engine of the instance runs (`redis-server`, `valkey-server`): the processes
+ * under its directory, without what they forked (an AOF rewrite, a snapshot).
+ */
 function servers(dataDir: string, id: string): string[] {
-  return processesUnder(join(dataDir, 'instances', id))
+  const all = processesUnder(join(dataDir, 'instances', id));
+  const pids = new Set(all.map((p) => p.pid));
+  return all
+    .filter((p) => !pids.has(p.ppid))
     .map((p) => p.cmdline.split(' ')[0]!.split('/').at(-1)!)
     .sort();
+}
+
+/** Every process under the instance's directory, forks included, by their real program. */
+function everything(dataDir: string, id: string): string[] {
+  return processesUnder(join(dataDir, 'instances', id)).map((p) => p.program);
 }
 
 async function finishedOperation(h: HangarProcess, id: string, ms = 90_000): Promise<any> {
@@ -183,9 +194,12 @@ describe.runIf(enginesAvailable('redis') && enginesAvailable('valkey'))('switchi
     }
     expect(op, JSON.stringify(op)).toMatchObject({ kind: 'engine.switch', state: 'SUCCEEDED', progress: 100 });
     const steps = op.steps.map((s: any) => s.name);
-    // the replica first, then the primary
-    expect(steps.indexOf('engine:replica-switched')).toBeGreaterThan(-1);
-    expect(steps.indexOf('engine:primary-switched')).toBeGreaterThan(steps.indexOf('engine:replica-switched'));
+    // the replica first, then the switch of roles, then the old primary (as the replica)
+    const at = (step: string) => steps.indexOf(step);
+    expect(at('engine:replica-switched')).toBeGreaterThan(-1);
+    expect(at('engine:replica-promoted')).toBeGreaterThan(at('engine:replica-switched'));
+    expect(at('engine:roles-switched')).toBeGreaterThan(at('engine:replica-promoted'));
+    expect(at('engine:primary-switched')).toBeGreaterThan(at('engine:roles-switched'));
 
     // every acknowledged INCR answered more than the one before: none was lost and replayed
     const values = writer.acked.map((a) => a.value);
@@ -222,7 +236,13 @@ describe.runIf(enginesAvailable('redis') && enginesAvailable('valkey'))('switchi
       servicenet_connect_string: inst.servicenet_connect_string,
     });
     expect((await h.get('/v2/instances/sw/acls/')).body.data.map((a: any) => a.cidr_mask)).toEqual(['127.0.0.1']);
+    // nothing of Redis is left: no process of the instance runs one of its programs (Debian's
+    // redis-server is a link to redis-check-rdb, valkey-server to valkey-check-rdb)
     expect(servers(h.dataDir, inst.id)).toEqual(['valkey-server', 'valkey-server']);
+    expect(everything(h.dataDir, inst.id).filter((p) => p.split('/').at(-1)!.startsWith('redis-'))).toEqual([]);
+    expect(everything(h.dataDir, inst.id)).toHaveLength(2);
+    // the roles switched: the engine in the replica's directory is the primary now
+    expect(engineDir(h.dataDir, inst.id, 'primary')).toBe(join(h.dataDir, 'instances', inst.id, 'replica'));
     expect((await h.get('/v2/redis/sw/stats/')).body.data).toMatchObject({ version: valkey, replicas: [{ state: 'online' }] });
     expect((await h.get('/v2/redis/sw/connectedSlaves/')).body.data).toBe(1);
   });

@@ -317,8 +317,11 @@ OPERATIONS['engine-switch'] = {
   async verify(h, inst, answer) {
     const rec = await h.waitFor('x', (r) => r?.state === 'ACTIVE' && r.engine === 'valkey', CONVERGE_MS);
     expect(rec).toMatchObject({ version: engineVersion('valkey'), connect_string: inst!.connect_string, password: inst!.password });
-    const servers = processesUnder(join(h.dataDir, 'instances', inst!.id)).map((p) => p.cmdline.split(' ')[0]!.split('/').at(-1));
-    expect(servers).toEqual(['valkey-server', 'valkey-server']);
+    // the engines (not what they fork: an AOF rewrite) run valkey-server, and nothing of Redis is left
+    const all = processesUnder(join(h.dataDir, 'instances', inst!.id));
+    const roots = all.filter((p) => !all.some((q) => q.pid === p.ppid));
+    expect(roots.map((p) => p.cmdline.split(' ')[0]!.split('/').at(-1))).toEqual(['valkey-server', 'valkey-server']);
+    expect(all.filter((p) => p.program.split('/').at(-1)!.startsWith('redis-'))).toEqual([]);
     await eventually(
       'the instance answers',
       async () => (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG',
@@ -381,6 +384,8 @@ const CASES: { op: string; step: string; cleanSetup?: boolean }[] = [
   { op: 'restore', step: 'restore:data-swapped' },
   { op: 'engine-switch', step: 'engine:recorded' },
   { op: 'engine-switch', step: 'engine:replica-switched' },
+  { op: 'engine-switch', step: 'engine:replica-promoted' },
+  { op: 'engine-switch', step: 'engine:roles-switched' },
   { op: 'engine-switch', step: 'engine:primary-switched' },
   { op: 'heal-primary', step: 'ensure:primary-restarted' },
   { op: 'heal-replica', step: 'ensure:replica-restarted' },

@@ -12,6 +12,7 @@ import { sleep } from '../../lib/time.js';
 import type { BackupDriver, Snapshot } from '../engine.js';
 import { type RedisAdmin, type RedisEndpoint, serverVersion } from './redis-admin.js';
 import type { RedisRole } from './redis-config.js';
+import type { RedisPair } from './redis-pair.js';
 
 /** The RDB file redis-server writes in its directory (hangar's configuration names no other). */
 const RDB_FILE = 'dump.rdb';
@@ -34,7 +35,8 @@ export interface RedisBackupParts {
   /** The server program (redis-server, valkey-server), for messages. */
   readonly server: string;
   readonly admin: RedisAdmin;
-  units(spec: InstanceSpec, instanceDir: string): UnitDefinition[];
+  /** Which unit plays which role (see RedisPair). */
+  pair(spec: InstanceSpec, place: InstancePlace): RedisPair;
   endpoint(spec: InstanceSpec, role: RedisRole): RedisEndpoint;
 }
 
@@ -88,7 +90,7 @@ export class RedisBackupDriver implements BackupDriver {
   async snapshot(spec: InstanceSpec, place: InstancePlace, ctx: StepContext): Promise<Snapshot> {
     this.local(place);
     const { admin } = this.parts;
-    const [, replica] = this.parts.units(spec, place.dir) as [UnitDefinition, UnitDefinition];
+    const { replica } = this.parts.pair(spec, place);
     const primaryEp = this.parts.endpoint(spec, 'primary');
     const replicaEp = this.parts.endpoint(spec, 'replica');
     // Whatever the primary acknowledged before the backup began is in the snapshot.
@@ -139,7 +141,7 @@ export class RedisBackupDriver implements BackupDriver {
   async restore(spec: InstanceSpec, place: InstancePlace, source: Readable, ctx: StepContext): Promise<void> {
     this.local(place);
     const { host } = place;
-    const [primary, replica] = this.parts.units(spec, place.dir) as [UnitDefinition, UnitDefinition];
+    const { primary, replica } = this.parts.pair(spec, place);
     // Read and checked to its end before anything of the instance is touched.
     await host.writeStream(primary, STAGED_FILE, chain(source, rdbHeaderCheck()));
     ctx.step('restore:staged');

@@ -20,16 +20,16 @@ import { readMaxmemoryPolicy, renderRedisConfig, type RedisRole } from './redis-
 import { applyAccessAndSettings } from './redis-live.js';
 import { REDIS_PORT, RedisClusterDriver } from './redis-kubernetes.js';
 import { probeRedis } from './redis-probe.js';
-import { REDIS_FLAVOUR, type RedisFlavour, serverProduct } from './redis-flavour.js';
+import { REDIS_FLAVOUR, type RedisFlavour } from './redis-flavour.js';
+import { CONFIG_FILE, type RedisPair, pairFromFiles, pairWith, unitOfConfigFile } from './redis-pair.js';
+import { RedisSwitch } from './redis-switch.js';
 
-const CONFIG_FILE = 'redis.conf';
 /** Directory of the append-only files; its absence means the engine never ran. */
 const AOF_DIR = 'appendonlydir';
 /** How long a pass waits for an engine to answer. */
 const READY_TIMEOUT_MS = 10_000;
-/** How long a pass waits for a replica to resync (a full sync of its primary's data). */
-const SYNC_TIMEOUT_MS = 60_000;
-const ROLES: readonly RedisRole[] = ['primary', 'replica'];
+/** The directories of the two engines (which one plays the primary: see RedisPair). */
+const DIRS: readonly RedisRole[] = ['primary', 'replica'];
 
 export interface RedisEngineOptions {
   /** The server binary (redis-server, valkey-server). */
@@ -47,9 +47,9 @@ const MB = 1024 * 1024;
  * reconciler moves it), no space left for its data (final: retrying cannot help), or else the
  * log's last lines.
  */
-function exited(server: string, unit: UnitDefinition, ep: RedisEndpoint, tail: string): Error {
-  const message = `${server} ${unit.role} exited: ${tail}`;
-  if (/Address already in use/i.test(tail)) return new PortTakenError(`engine.${unit.role}`, ep.port, message);
+function exited(server: string, role: RedisRole, ep: RedisEndpoint, tail: string): Error {
+  const message = `${server} ${role} exited: ${tail}`;
+  if (/Address already in use/i.test(tail)) return new PortTakenError(`engine.${role}`, ep.port, message);
   if (/No space left on device/i.test(tail)) return new TerminalError(message);
   return new Error(message);
 }
@@ -74,16 +74,68 @@ export class RedisEngine implements Engine {
     this.backups = new RedisBackupDriver({
       server: this.flavour.server,
       admin: this.admin,
-      units: (s, d) => this.units(s, d),
+      pair: (s, place) => this.pairFromFiles(s, place),
       endpoint: (s, r) => this.endpoint(s, r),
     });
   }
 
+  /** The two units, by directory (`primary`, then `replica`); which plays which role is the pair's business. */
   units(spec: InstanceSpec, instanceDir: string): UnitDefinition[] {
-    return ROLES.map((role) => {
+    return DIRS.map((role) => {
       const dir = join(instanceDir, role);
       return { instanceId: spec.id, role, dir, bin: this.opts.bin, args: [join(dir, CONFIG_FILE)] };
     });
+  }
+
+  private pairFromFiles(spec: InstanceSpec, place: InstancePlace): RedisPair {
+    const units = this.units(spec, place.dir) as [UnitDefinition, UnitDefinition];
+    return pairFromFiles(units, place.host, this.endpoint(spec, 'primary').port);
+  }
+
+  /**
+   * Which unit plays the primary: the one that answers on the primary's port, else the one its
+   * configuration file says. Hangar may have stopped during a switch of roles after the files
+   * changed and before the port did: the engines are right, and the files are written again.
+   */
+  private async pair(spec: InstanceSpec, place: InstancePlace): Promise<RedisPair> {
+    const units = this.units(spec, place.dir) as [UnitDefinition, UnitDefinition];
+    const primaryEp = this.endpoint(spec, 'primary');
+    try {
+      const onPort = unitOfConfigFile(units, (await this.admin.info(primaryEp, 'server')).config_file);
+      if (onPort) return pairWith(units, onPort);
+    } catch {
+      // nothing answers there (yet): the files say
+    }
+    return pairFromFiles(units, place.host, primaryEp.port);
+  }
+
+  /** Writes both configuration files (before a process starts, and on every pass: a resize lands in the file first). */
+  private writeConfigs(spec: InstanceSpec, place: InstancePlace, pair: RedisPair, policy: string): void {
+    const password = this.password(spec);
+    const primaryEp = this.endpoint(spec, 'primary');
+    for (const [unit, role] of [
+      [pair.primary, 'primary'],
+      [pair.replica, 'replica'],
+    ] as const) {
+      place.host.writeFile(
+        unit,
+        CONFIG_FILE,
+        renderRedisConfig({
+          instanceId: spec.id,
+          role,
+          port: this.endpoint(spec, role).port,
+          dir: unit.dir,
+          password,
+          adminSecret: spec.adminSecret,
+          maxmemoryMb: spec.plan,
+          maxmemoryPolicy: policy,
+          primaryPort: primaryEp.port,
+          ...(spec.priorPasswords ? { priorPasswords: spec.priorPasswords } : {}),
+          ...(spec.users ? { users: spec.users } : {}),
+          ...(spec.settings ? { settings: spec.settings } : {}),
+        }),
+      );
+    }
   }
 
   private endpoint(spec: InstanceSpec, role: RedisRole): RedisEndpoint {
@@ -100,57 +152,41 @@ export class RedisEngine implements Engine {
   async ensureUnits(spec: InstanceSpec, place: InstancePlace, ctx: StepContext): Promise<EnsureResult> {
     const { host } = place;
     const password = this.password(spec);
-    const [primary, replica] = this.units(spec, place.dir) as [UnitDefinition, UnitDefinition];
-    const fresh = !host.exists(primary, AOF_DIR);
+    let pair = await this.pair(spec, place);
+    const fresh = !host.exists(pair.primary, AOF_DIR);
     // The policy is chosen when the instance is created and kept, whatever the default becomes,
     // until the tenant chooses another (a setting).
     const policy =
-      spec.settings?.['maxmemory-policy'] ?? readMaxmemoryPolicy(host.readFile(primary, CONFIG_FILE) ?? '') ?? this.opts.maxmemoryPolicy;
+      spec.settings?.['maxmemory-policy'] ??
+      readMaxmemoryPolicy(host.readFile(pair.primary, CONFIG_FILE) ?? '') ??
+      this.opts.maxmemoryPolicy;
     const primaryEp = this.endpoint(spec, 'primary');
     const replicaEp = this.endpoint(spec, 'replica');
-    for (const [unit, ep] of [
-      [primary, primaryEp],
-      [replica, replicaEp],
-    ] as const) {
-      // Written before the process starts, and on every pass: a resize lands in the file first.
-      host.writeFile(
-        unit,
-        CONFIG_FILE,
-        renderRedisConfig({
-          instanceId: spec.id,
-          role: unit.role as RedisRole,
-          port: ep.port,
-          dir: unit.dir,
-          password,
-          adminSecret: spec.adminSecret,
-          maxmemoryMb: spec.plan,
-          maxmemoryPolicy: policy,
-          primaryPort: primaryEp.port,
-          ...(spec.priorPasswords ? { priorPasswords: spec.priorPasswords } : {}),
-          ...(spec.users ? { users: spec.users } : {}),
-          ...(spec.settings ? { settings: spec.settings } : {}),
-        }),
-      );
-    }
+    const write = (p: RedisPair) => this.writeConfigs(spec, place, p, policy);
+    write(pair);
     // The primary first: a replica that starts before its primary listens retries only a second later.
-    for (const [unit, ep] of [
-      [primary, primaryEp],
-      [replica, replicaEp],
+    for (const [unit, ep, role] of [
+      [pair.primary, primaryEp, 'primary'],
+      [pair.replica, replicaEp, 'replica'],
     ] as const) {
       const { started } = await host.ensureUnit(unit);
-      const restarted = await this.waitServing(ep, unit, host, started, ctx.signal);
-      if (started || restarted) ctx.step(`${fresh ? 'create' : 'ensure'}:${unit.role}-${fresh ? 'started' : 'restarted'}`);
+      const restarted = await this.waitServing(ep, unit, role, host, started, READY_TIMEOUT_MS, ctx.signal);
+      if (started || restarted) ctx.step(`${fresh ? 'create' : 'ensure'}:${role}-${fresh ? 'started' : 'restarted'}`);
     }
     // The replica follows the primary's port (live, should the primary have moved).
     const following = await this.admin.info(replicaEp, 'replication');
     if (following.master_port !== String(primaryEp.port)) {
       await this.admin.replicaOf(replicaEp, primaryEp.port);
     }
-    // A switch of engines (Redis to Valkey): each engine that runs another product's server is
-    // restarted on this one's, with its configuration and data. The replica first: it resyncs
-    // from the primary; then the primary, which loads its append-only files (the one interruption).
-    await this.ensureServer(replica, replicaEp, replicaEp, host, ctx);
-    await this.ensureServer(primary, primaryEp, replicaEp, host, ctx);
+    // A switch of engines (Redis to Valkey): engines that run another product's server move to
+    // this one's, the replica first, then the roles switch (see RedisSwitch).
+    pair = await new RedisSwitch({
+      admin: this.admin,
+      product: this.flavour.product,
+      endpoint: (s, r) => this.endpoint(s, r),
+      writeConfigs: write,
+      waitServing: (ep, unit, role, started, ms, signal) => this.waitServing(ep, unit, role, host, started, ms, signal),
+    }).ensure(spec, pair, host, ctx);
     // The plan, live: no restart, nothing lost.
     const bytes = String(spec.plan * MB);
     for (const ep of [primaryEp, replicaEp]) {
@@ -167,58 +203,6 @@ export class RedisEngine implements Engine {
   }
 
   /**
-   * Restarts an engine on this product's server when it runs another's (`INFO server` says which):
-   * stopped (SIGTERM: the primary fsyncs its append-only file, which holds every write it
-   * acknowledged), then started with the same configuration and directory, from which it loads
-   * its data. A replica is waited for until it has resynced from its primary, and the primary
-   * stops only once its replica is in sync.
-   */
-  private async ensureServer(
-    unit: UnitDefinition,
-    ep: RedisEndpoint,
-    replicaEp: RedisEndpoint,
-    host: UnitHost,
-    ctx: StepContext,
-  ): Promise<void> {
-    if (serverProduct(await this.admin.info(ep, 'server')) === this.flavour.product) return;
-    if (unit.role === 'primary') {
-      await this.waitInSync(replicaEp, ctx.signal);
-      // On SIGTERM a primary waits for its replicas to acknowledge its last writes, and a replica
-      // acknowledges once a second: measured, a second of the interruption. Its replica takes a
-      // full resync from the restarted primary anyway, and the primary's append-only file holds
-      // every write it acknowledged (written, then fsynced at shutdown): it need not wait.
-      await this.admin.configSet(ep, 'shutdown-timeout', '0');
-    }
-    await host.stopUnit(unit);
-    await host.ensureUnit(unit);
-    await this.waitServing(ep, unit, host, true, ctx.signal);
-    if (unit.role === 'replica') {
-      await this.waitInSync(replicaEp, ctx.signal);
-      ctx.step('engine:replica-switched');
-    } else {
-      ctx.step('engine:primary-switched');
-    }
-  }
-
-  /** Waits until the replica is in sync with its primary (a full resync after a restart). */
-  private async waitInSync(replicaEp: RedisEndpoint, signal?: AbortSignal): Promise<void> {
-    const until = Date.now() + SYNC_TIMEOUT_MS;
-    let last = '';
-    for (;;) {
-      throwIfCancelled(signal, 'waiting for the replica to sync');
-      try {
-        const link = (await this.admin.info(replicaEp, 'replication')).master_link_status;
-        if (link === 'up') return;
-        last = `master_link_status:${link ?? 'unknown'}`;
-      } catch (err) {
-        last = (err as Error).message;
-      }
-      if (Date.now() > until) throw new Error(`the replica is not in sync with the primary after ${SYNC_TIMEOUT_MS / 1000} s: ${last}`);
-      await sleep(10, signal);
-    }
-  }
-
-  /**
    * Waits until the engine answers PING on its port; fails early, with its log, when its process
    * exits. A running engine that was not just started and refuses connections on the port the
    * instance has (the port was moved elsewhere) is restarted with its configuration, which names
@@ -227,19 +211,21 @@ export class RedisEngine implements Engine {
   private async waitServing(
     ep: RedisEndpoint,
     unit: UnitDefinition,
+    role: RedisRole,
     host: UnitHost,
     started: boolean,
+    ms: number,
     signal?: AbortSignal,
   ): Promise<boolean> {
-    const until = Date.now() + READY_TIMEOUT_MS;
+    const until = Date.now() + ms;
     let fresh = started;
     let restarted = false;
     let last = '';
     for (;;) {
-      throwIfCancelled(signal, `waiting for ${this.flavour.server} ${unit.role}`);
+      throwIfCancelled(signal, `waiting for ${this.flavour.server} ${role}`);
       // An engine that exits at once (its port taken, its disk full) is reported without waiting
       // for a stranger on its port to answer.
-      if (fresh && !host.isRunning(unit)) throw exited(this.flavour.server, unit, ep, host.logTail(unit) || last);
+      if (fresh && !host.isRunning(unit)) throw exited(this.flavour.server, role, ep, host.logTail(unit) || last);
       try {
         await this.admin.ping(ep);
         return restarted;
@@ -253,8 +239,8 @@ export class RedisEngine implements Engine {
           continue;
         }
       }
-      if (!host.isRunning(unit)) throw exited(this.flavour.server, unit, ep, host.logTail(unit) || last);
-      if (Date.now() > until) throw new Error(`${this.flavour.server} ${unit.role} does not answer on port ${ep.port}: ${last}`);
+      if (!host.isRunning(unit)) throw exited(this.flavour.server, role, ep, host.logTail(unit) || last);
+      if (Date.now() > until) throw new Error(`${this.flavour.server} ${role} does not answer on port ${ep.port}: ${last}`);
       // redis-server answers some 10 ms after it starts: a coarser poll would add most of that again
       await sleep(3, signal);
     }
@@ -272,8 +258,12 @@ export class RedisEngine implements Engine {
   }
 
   async check(spec: InstanceSpec, place: InstancePlace): Promise<Health> {
-    for (const unit of this.units(spec, place.dir)) {
-      if (!place.host.isRunning(unit)) return { healthy: false, reason: `${this.flavour.server} ${unit.role} is not running` };
+    const pair = this.pairFromFiles(spec, place);
+    for (const [unit, role] of [
+      [pair.primary, 'primary'],
+      [pair.replica, 'replica'],
+    ] as const) {
+      if (!place.host.isRunning(unit)) return { healthy: false, reason: `${this.flavour.server} ${role} is not running` };
     }
     try {
       await this.admin.ping(this.endpoint(spec, 'primary'));

@@ -82,9 +82,28 @@ export function tcpAccepts(port: number): Promise<boolean> {
   });
 }
 
-/** A setting of an engine's redis.conf under the data dir (the documented layout). */
+/**
+ * The directory of the engine that plays `role` (the documented layout): `primary/` and
+ * `replica/`, unless a switch of engines switched their roles; the primary's redis.conf has no
+ * `replicaof`.
+ */
+export function engineDir(dataDir: string, instanceId: string, role: 'primary' | 'replica'): string {
+  const base = join(dataDir, 'instances', instanceId);
+  const follows = (dir: string): boolean | undefined => {
+    try {
+      return /^replicaof /m.test(readFileSync(join(base, dir, 'redis.conf'), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  };
+  const switched = follows('primary') === true && follows('replica') === false;
+  const dir = switched ? (role === 'primary' ? 'replica' : 'primary') : role;
+  return join(base, dir);
+}
+
+/** A setting of the redis.conf of the engine playing `role`. */
 export function engineSetting(dataDir: string, instanceId: string, role: 'primary' | 'replica', name: string): string | undefined {
-  const text = readFileSync(join(dataDir, 'instances', instanceId, role, 'redis.conf'), 'utf8');
+  const text = readFileSync(join(engineDir(dataDir, instanceId, role), 'redis.conf'), 'utf8');
   return new RegExp(`^${name} (.+)$`, 'm').exec(text)?.[1];
 }
 
@@ -95,7 +114,7 @@ export function enginePort(dataDir: string, instanceId: string, role: 'primary' 
 
 /** The pid of an engine, from its pid file. */
 export function enginePid(dataDir: string, instanceId: string, role: 'primary' | 'replica'): number {
-  return Number(readFileSync(join(dataDir, 'instances', instanceId, role, 'process.pid'), 'utf8').trim());
+  return Number(readFileSync(join(engineDir(dataDir, instanceId, role), 'process.pid'), 'utf8').trim());
 }
 
 /** Polls until `condition` holds (or throws after `ms` with `what`). */
