@@ -336,3 +336,25 @@ describe.runIf(enginesAvailable('redis') && enginesAvailable('valkey'))('switchi
     expect(back.body.message).toContain("Valkey's data files are not promised to load in Redis");
   });
 });
+
+describe.runIf(enginesAvailable('redis'))('switching to Valkey where it is not installed', () => {
+  let h: HangarProcess;
+
+  beforeAll(async () => {
+    h = await HangarProcess.start({ env: { HANGAR_VALKEY_SERVER_BIN: '/nonexistent/valkey-server' } });
+  }, 60_000);
+  afterAll(async () => {
+    await h?.destroy();
+  });
+
+  it('422 naming what is missing; the instance runs on Redis, untouched, and no operation is recorded', async () => {
+    const inst = await h.createRedis('stays', { acls: LOCAL });
+    const res = await h.post('/v2/redis/stays/engine/', { engine: 'valkey', version: '8.0.1' });
+    expect(res.status, JSON.stringify(res.body)).toBe(422);
+    expect(res.body).toMatchObject({ code: 'SERVICE_UNAVAILABLE_HERE' });
+    expect(res.body.message).toMatch(/valkey cannot run here: .*\/nonexistent\/valkey-server.*HANGAR_VALKEY_SERVER_BIN/);
+    expect((await h.get('/v2/instances/stays/')).body.data).toMatchObject({ state: 'ACTIVE', engine: 'redis', version: inst.version });
+    expect((await h.get('/v2/operations/?instance=stays&kind=engine.switch')).body.data).toEqual([]);
+    expect(servers(h.dataDir, inst.id)).toEqual(['redis-server', 'redis-server']);
+  });
+});
