@@ -180,7 +180,10 @@ export interface Health {
 export interface UnitDefinition {
   /** The instance the unit belongs to. */
   readonly instanceId: string;
-  /** Its role within the instance (`primary`, `replica`, ...); also the name of its directory. */
+  /**
+   * Its name within the instance (`primary`, `replica`, ...), which is also its directory's: what
+   * it plays may change (a Redis switch of engines gives the `replica` unit the primary's part).
+   */
   readonly role: string;
   /** Directory of the unit: configuration, data, pid file and log. */
   readonly dir: string;

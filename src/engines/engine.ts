@@ -85,7 +85,7 @@ export interface EngineSupport {
  */
 export interface Engine extends UnitDriver {
   readonly service: Service;
-  /** The units of an instance placed at `instanceDir`, in start order. */
+  /** The units of an instance placed at `instanceDir` (in start order, where the engine's units have a fixed one). */
   units(spec: InstanceSpec, instanceDir: string): UnitDefinition[];
   /** What it can run with the programs it was given; absent means anything its service allows. */
   support?(): EngineSupport;

@@ -15,6 +15,14 @@ import { type RedisClient, connectRedis, connectRedisAs, engineDir, enginePid, e
 const LOCAL = [{ cidr_mask: '127.0.0.1', description: 'this machine' }];
 const KEYS = 1000;
 /**
+ * More data written before the switch, in MB of 1 KB values (`HANGAR_TEST_SWITCH_PAD_MB=350`):
+ * the client's interruption does not grow with it, where a restart of the primary would load it
+ * all while clients wait. Waits grow by a second per MB.
+ */
+const PAD_KEYS = Number(process.env.HANGAR_TEST_SWITCH_PAD_MB ?? 0) * 1024;
+const SEEDED = KEYS + PAD_KEYS;
+const MORE_MS = PAD_KEYS;
+/**
  * The longest a client may wait for its write during the switch: one restart of the primary
  * (~0.15 s measured) and the edge's wait before it tries a refused engine again (HAProxy: up to
  * 1 s), with room for a busy machine.
@@ -133,7 +141,7 @@ async function completedBackup(h: HangarProcess, name: string): Promise<any> {
       b = (await h.get(`/v2/instances/${name}/backups/${res.body.data.id}/`)).body.data;
       return b.state === 'COMPLETED' || b.state === 'FAILED';
     },
-    60_000,
+    60_000 + MORE_MS,
   );
   expect(b.state, b.state_reason).toBe('COMPLETED');
   return b;
@@ -153,6 +161,12 @@ describe.runIf(enginesAvailable('redis') && enginesAvailable('valkey'))('switchi
       const multi = c.multi();
       for (let i = 0; i < KEYS; i++) multi.set(`seed:${i}`, `value ${i}`);
       await multi.exec();
+      const pad = 'x'.repeat(1024);
+      for (let i = 0; i < PAD_KEYS; i += 1000) {
+        const batch = c.multi();
+        for (let j = i; j < Math.min(i + 1000, PAD_KEYS); j++) batch.set(`pad:${j}`, pad);
+        await batch.exec();
+      }
     } finally {
       c.destroy();
     }
@@ -168,60 +182,64 @@ describe.runIf(enginesAvailable('redis') && enginesAvailable('valkey'))('switchi
     // a backup of Redis, restored into the instance once it runs Valkey
     backup = await completedBackup(h, 'sw');
     expect(backup).toMatchObject({ engine: 'redis', engine_version: inst.version });
-  }, 90_000);
+  }, 90_000 + MORE_MS);
 
   afterAll(async () => {
     await h?.destroy();
   });
 
-  it('under a client writing all along: no acknowledged write lost, one short interruption, the same connect string', async () => {
-    expect(servers(h.dataDir, inst.id)).toEqual(['redis-server', 'redis-server']);
-    const writer = new Writer(portOf(inst.connect_string), inst.password);
-    let op: any;
-    try {
-      await eventually('the writer to write', () => writer.acked.length > 100, 10_000);
-      const res = await h.post('/v2/redis/sw/engine/', { engine: 'valkey', version: valkey });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body.data).toBe(`Switching instance "sw" from Redis ${inst.version} to Valkey ${valkey} has started`);
-      const id = res.headers.get('x-operation-id')!;
-      // serving meanwhile
-      expect((await h.get('/v2/instances/sw/')).body.data).toMatchObject({ state: 'ACTIVE', engine: 'redis' });
-      op = await finishedOperation(h, id);
-      const acknowledged = writer.acked.length;
-      await eventually('the writer to write after the switch', () => writer.acked.length > acknowledged + 100, 10_000);
-    } finally {
-      await writer.stop();
-    }
-    expect(op, JSON.stringify(op)).toMatchObject({ kind: 'engine.switch', state: 'SUCCEEDED', progress: 100 });
-    const steps = op.steps.map((s: any) => s.name);
-    // the replica first, then the switch of roles, then the old primary (as the replica)
-    const at = (step: string) => steps.indexOf(step);
-    expect(at('engine:replica-switched')).toBeGreaterThan(-1);
-    expect(at('engine:replica-promoted')).toBeGreaterThan(at('engine:replica-switched'));
-    expect(at('engine:roles-switched')).toBeGreaterThan(at('engine:replica-promoted'));
-    expect(at('engine:primary-switched')).toBeGreaterThan(at('engine:roles-switched'));
+  it(
+    'under a client writing all along: no acknowledged write lost, one short interruption, the same connect string',
+    async () => {
+      expect(servers(h.dataDir, inst.id)).toEqual(['redis-server', 'redis-server']);
+      const writer = new Writer(portOf(inst.connect_string), inst.password);
+      let op: any;
+      try {
+        await eventually('the writer to write', () => writer.acked.length > 100, 10_000);
+        const res = await h.post('/v2/redis/sw/engine/', { engine: 'valkey', version: valkey });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        expect(res.body.data).toBe(`Switching instance "sw" from Redis ${inst.version} to Valkey ${valkey} has started`);
+        const id = res.headers.get('x-operation-id')!;
+        // serving meanwhile
+        expect((await h.get('/v2/instances/sw/')).body.data).toMatchObject({ state: 'ACTIVE', engine: 'redis' });
+        op = await finishedOperation(h, id, 90_000 + 2 * MORE_MS);
+        const acknowledged = writer.acked.length;
+        await eventually('the writer to write after the switch', () => writer.acked.length > acknowledged + 100, 10_000);
+      } finally {
+        await writer.stop();
+      }
+      expect(op, JSON.stringify(op)).toMatchObject({ kind: 'engine.switch', state: 'SUCCEEDED', progress: 100 });
+      const steps = op.steps.map((s: any) => s.name);
+      // the replica first, then the switch of roles, then the old primary (as the replica)
+      const at = (step: string) => steps.indexOf(step);
+      expect(at('engine:replica-switched')).toBeGreaterThan(-1);
+      expect(at('engine:replica-promoted')).toBeGreaterThan(at('engine:replica-switched'));
+      expect(at('engine:roles-switched')).toBeGreaterThan(at('engine:replica-promoted'));
+      expect(at('engine:primary-switched')).toBeGreaterThan(at('engine:roles-switched'));
 
-    // every acknowledged INCR answered more than the one before: none was lost and replayed
-    const values = writer.acked.map((a) => a.value);
-    for (let i = 1; i < values.length; i++) expect(values[i], `write ${i} after ${values[i - 1]}`).toBeGreaterThan(values[i - 1]!);
-    const c = await connectRedis(portOf(inst.connect_string), inst.password);
-    try {
-      expect(Number(await c.get('counter'))).toBeGreaterThanOrEqual(values.at(-1)!);
-      expect(await c.dbSize()).toBe(KEYS + 1);
-    } finally {
-      c.destroy();
-    }
-    // it lost its connection when the primary restarted, and got back in through the same connect string
-    expect(writer.reconnects).toBeGreaterThanOrEqual(1);
-    const gap = writer.longestGap();
-    const after = writer.acked.filter((a) => a.at > gap.from).length;
-    console.log(
-      `engine switch: longest interruption of the writing client ${Math.round(gap.ms)} ms; ${writer.acked.length} writes acknowledged, ` +
-        `${writer.errors.length} failed, ${writer.reconnects} reconnections, ${after} writes after the interruption`,
-    );
-    expect(gap.ms).toBeLessThan(INTERRUPTION_MS);
-    expect(after).toBeGreaterThan(100);
-  }, 150_000);
+      // every acknowledged INCR answered more than the one before: none was lost and replayed
+      const values = writer.acked.map((a) => a.value);
+      for (let i = 1; i < values.length; i++) expect(values[i], `write ${i} after ${values[i - 1]}`).toBeGreaterThan(values[i - 1]!);
+      const c = await connectRedis(portOf(inst.connect_string), inst.password);
+      try {
+        expect(Number(await c.get('counter'))).toBeGreaterThanOrEqual(values.at(-1)!);
+        expect(await c.dbSize()).toBe(SEEDED + 1);
+      } finally {
+        c.destroy();
+      }
+      // it lost its connection when the primary restarted, and got back in through the same connect string
+      expect(writer.reconnects).toBeGreaterThanOrEqual(1);
+      const gap = writer.longestGap();
+      const after = writer.acked.filter((a) => a.at > gap.from).length;
+      console.log(
+        `engine switch: longest interruption of the writing client ${Math.round(gap.ms)} ms; ${writer.acked.length} writes acknowledged, ` +
+          `${writer.errors.length} failed, ${writer.reconnects} reconnections, ${after} writes after the interruption`,
+      );
+      expect(gap.ms).toBeLessThan(INTERRUPTION_MS);
+      expect(after).toBeGreaterThan(100);
+    },
+    150_000 + 2 * MORE_MS,
+  );
 
   it('the record shows Valkey; name, connect strings, password and ACLs are kept; both engines run valkey-server', async () => {
     const rec = (await h.get('/v2/instances/sw/')).body.data;
@@ -240,7 +258,6 @@ describe.runIf(enginesAvailable('redis') && enginesAvailable('valkey'))('switchi
     // redis-server is a link to redis-check-rdb, valkey-server to valkey-check-rdb)
     expect(servers(h.dataDir, inst.id)).toEqual(['valkey-server', 'valkey-server']);
     expect(everything(h.dataDir, inst.id).filter((p) => p.split('/').at(-1)!.startsWith('redis-'))).toEqual([]);
-    expect(everything(h.dataDir, inst.id)).toHaveLength(2);
     // the roles switched: the engine in the replica's directory is the primary now
     expect(engineDir(h.dataDir, inst.id, 'primary')).toBe(join(h.dataDir, 'instances', inst.id, 'replica'));
     expect((await h.get('/v2/redis/sw/stats/')).body.data).toMatchObject({ version: valkey, replicas: [{ state: 'online' }] });
@@ -270,71 +287,83 @@ describe.runIf(enginesAvailable('redis') && enginesAvailable('valkey'))('switchi
     }
   });
 
-  it('a killed primary comes back on valkey-server with its data', async () => {
-    const before = enginePid(h.dataDir, inst.id, 'primary');
-    process.kill(before, 'SIGKILL');
-    await eventually(
-      'the primary runs again',
-      () => {
-        try {
-          return enginePid(h.dataDir, inst.id, 'primary') !== before;
-        } catch {
-          return false;
-        }
-      },
-      20_000,
-    );
-    await h.waitFor('sw', (r) => r?.state === 'ACTIVE', 30_000);
-    expect(servers(h.dataDir, inst.id)).toEqual(['valkey-server', 'valkey-server']);
-    await eventually(
-      'the data is back',
-      async () => {
-        try {
-          const c = await connectRedis(portOf(inst.public_connect_string), inst.password);
+  it(
+    'a killed primary comes back on valkey-server with its data',
+    async () => {
+      const before = enginePid(h.dataDir, inst.id, 'primary');
+      process.kill(before, 'SIGKILL');
+      await eventually(
+        'the primary runs again',
+        () => {
           try {
-            return (await c.dbSize()) === KEYS + 1;
-          } finally {
-            c.destroy();
+            return enginePid(h.dataDir, inst.id, 'primary') !== before;
+          } catch {
+            return false;
           }
-        } catch {
-          return false;
-        }
-      },
-      20_000,
-    );
-  });
+        },
+        20_000,
+      );
+      await h.waitFor('sw', (r) => r?.state === 'ACTIVE', 30_000 + MORE_MS);
+      expect(servers(h.dataDir, inst.id)).toEqual(['valkey-server', 'valkey-server']);
+      await eventually(
+        'the data is back',
+        async () => {
+          try {
+            const c = await connectRedis(portOf(inst.public_connect_string), inst.password);
+            try {
+              return (await c.dbSize()) === SEEDED + 1;
+            } finally {
+              c.destroy();
+            }
+          } catch {
+            return false;
+          }
+        },
+        20_000 + MORE_MS,
+      );
+    },
+    60_000 + 2 * MORE_MS,
+  );
 
-  it('the backup taken on Redis restores into it now it runs Valkey', async () => {
-    const res = await h.post('/v2/instances/sw/restore/', { backup_id: backup.id });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect((await finishedOperation(h, res.body.data.id)).state).toBe('SUCCEEDED');
-    await h.waitFor('sw', (r) => r?.state === 'ACTIVE');
-    const c = await connectRedis(portOf(inst.public_connect_string), inst.password);
-    try {
-      // what it held when the backup was taken: the seed, not the counter written later
-      expect(await c.dbSize()).toBe(KEYS);
-      expect(await c.get('seed:999')).toBe('value 999');
-      expect(await c.get('counter')).toBeNull();
-    } finally {
-      c.destroy();
-    }
-    expect(servers(h.dataDir, inst.id)).toEqual(['valkey-server', 'valkey-server']);
-  });
+  it(
+    'the backup taken on Redis restores into it now it runs Valkey',
+    async () => {
+      const res = await h.post('/v2/instances/sw/restore/', { backup_id: backup.id });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect((await finishedOperation(h, res.body.data.id, 90_000 + MORE_MS)).state).toBe('SUCCEEDED');
+      await h.waitFor('sw', (r) => r?.state === 'ACTIVE');
+      const c = await connectRedis(portOf(inst.public_connect_string), inst.password);
+      try {
+        // what it held when the backup was taken: the seed, not the counter written later
+        expect(await c.dbSize()).toBe(SEEDED);
+        expect(await c.get('seed:999')).toBe('value 999');
+        expect(await c.get('counter')).toBeNull();
+      } finally {
+        c.destroy();
+      }
+      expect(servers(h.dataDir, inst.id)).toEqual(['valkey-server', 'valkey-server']);
+    },
+    120_000 + 2 * MORE_MS,
+  );
 
-  it('a backup taken on Valkey is refused by a Redis instance, saying why', async () => {
-    const taken = await completedBackup(h, 'sw');
-    expect(taken).toMatchObject({ engine: 'valkey', engine_version: valkey });
-    const other = await h.createRedis('still-redis', { acls: LOCAL });
-    const res = await h.post('/v2/instances/still-redis/restore/', { backup_id: taken.id });
-    expect(res.status).toBe(400);
-    expect(res.body.message).toContain("Valkey's data files are not promised to load in Redis");
-    expect((await h.get('/v2/instances/still-redis/')).body.data).toMatchObject({ state: 'ACTIVE', engine: 'redis' });
-    expect(servers(h.dataDir, other.id)).toEqual(['redis-server', 'redis-server']);
-    // and the switch back is refused too
-    const back = await h.post('/v2/redis/sw/engine/', { engine: 'redis', version: inst.version });
-    expect(back.status).toBe(400);
-    expect(back.body.message).toContain("Valkey's data files are not promised to load in Redis");
-  });
+  it(
+    'a backup taken on Valkey is refused by a Redis instance, saying why',
+    async () => {
+      const taken = await completedBackup(h, 'sw');
+      expect(taken).toMatchObject({ engine: 'valkey', engine_version: valkey });
+      const other = await h.createRedis('still-redis', { acls: LOCAL });
+      const res = await h.post('/v2/instances/still-redis/restore/', { backup_id: taken.id });
+      expect(res.status).toBe(400);
+      expect(res.body.message).toContain("Valkey's data files are not promised to load in Redis");
+      expect((await h.get('/v2/instances/still-redis/')).body.data).toMatchObject({ state: 'ACTIVE', engine: 'redis' });
+      expect(servers(h.dataDir, other.id)).toEqual(['redis-server', 'redis-server']);
+      // and the switch back is refused too
+      const back = await h.post('/v2/redis/sw/engine/', { engine: 'redis', version: inst.version });
+      expect(back.status).toBe(400);
+      expect(back.body.message).toContain("Valkey's data files are not promised to load in Redis");
+    },
+    120_000 + 2 * MORE_MS,
+  );
 });
 
 describe.runIf(enginesAvailable('redis'))('switching to Valkey where it is not installed', () => {
