@@ -30,8 +30,8 @@ const NOT_CHANGED = new Error('not changed');
  * engine that is not promised to load the data files of the one it runs, at the version it runs
  * (400, saying why: Valkey to Redis; Redis 7.4 to Valkey), an engine or version that cannot run in
  * its zone (422, saying why) or a version it does not know there (400 listing those it offers), a
- * zone on Kubernetes (422: not supported there yet), a zone whose promise the new engine does not
- * fit (409), and while it is being deleted, not ACTIVE, switching already, or backed up (409).
+ * zone on Kubernetes (422: not supported there yet), a zone that the new engine's larger promise
+ * does not fit (409), and while it is being deleted, not ACTIVE, switching already, or backed up (409).
  */
 export async function recordEngineSwitch(
   deps: ServiceDeps,
@@ -84,8 +84,12 @@ export async function recordEngineSwitch(
         { kind: 'engine.switch', instance: { id: inst.id, name }, account: caller.accountId, ...origin, detail },
         trx,
       );
-      // the new engine's promise, on the plan asked for, must fit the zone (the instance's own counted once)
-      await zones.assertFits(trx, zone, { engine: to.name, type: inst.type, plan: inst.desiredPlan }, inst.id);
+      // A new engine that promises more memory on the plan asked for must fit the zone for what it
+      // adds; one that promises no more (Valkey and Redis promise alike) takes nothing from it,
+      // even from a zone whose capacity was lowered below what it holds.
+      const grows =
+        to.promisedMemoryMb(inst.type, inst.desiredPlan) > productNamed(inst.desiredEngine).promisedMemoryMb(inst.type, inst.desiredPlan);
+      if (grows) await zones.assertFits(trx, zone, { engine: to.name, type: inst.type, plan: inst.desiredPlan }, inst.id);
       const changed = await bumpInstance(trx, inst.id, { desiredEngine: to.name, desiredVersion: input.version, transitionAt: now }, now, {
         states: READY_STATES,
         notDeleting: true,
