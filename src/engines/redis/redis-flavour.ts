@@ -16,10 +16,13 @@ export const REDIS_FLAVOUR: RedisFlavour = { product: 'redis', server: 'redis-se
 export const VALKEY_FLAVOUR: RedisFlavour = { product: 'valkey', server: 'valkey-server', cli: 'valkey-cli' };
 
 /**
- * The product whose server answered `INFO server`: Valkey names itself (`server_name:valkey` and
- * `valkey_version` since 8.0; `redis_version` is the Redis version it is compatible with), Redis
- * does not.
+ * The product whose server answered `INFO server`: Valkey names itself (`server_name:valkey`
+ * since 7.2.5, `valkey_version` since 8.0; `redis_version` is the Redis version it is compatible
+ * with, 7.2.4), and its program does (`executable`, the path it was started by: `valkey-server`
+ * since its first release); Redis does neither.
  */
 export function serverProduct(server: Readonly<Record<string, string>>): string {
-  return server.server_name === 'valkey' || server.valkey_version !== undefined ? VALKEY_FLAVOUR.product : REDIS_FLAVOUR.product;
+  const program = (server.executable ?? '').split('/').at(-1);
+  const valkey = server.server_name === 'valkey' || server.valkey_version !== undefined || program === VALKEY_FLAVOUR.server;
+  return valkey ? VALKEY_FLAVOUR.product : REDIS_FLAVOUR.product;
 }
