@@ -10,6 +10,8 @@ import type { Caller, ServiceDeps } from './deps.js';
 const NOT_CANCELLABLE: Readonly<Record<string, string>> = {
   create: 'its build has started; delete the instance instead (DELETE /v2/instances/{name}/)',
   resize: 'a resize cannot be cancelled once recorded: the engines may already run on the larger plan; wait for it to finish',
+  'engine.switch':
+    'a switch of engines cannot be cancelled once recorded: an engine may already run the new one, whose data files the old one is not promised to load; wait for it to finish',
   rename: 'a rename is recorded at once; rename the instance back instead',
   delete: 'a delete cannot be cancelled: the teardown may have begun',
   'acl.add': 'the ACL is recorded; delete it instead',

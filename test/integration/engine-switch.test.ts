@@ -259,6 +259,12 @@ describe.each(DIALECTS)('POST /v2/redis/<name>/engine/ on %s', (dialect) => {
           message: 'instance "busy" is switching to valkey 8.0.1; wait until the switch is done (its operation says when) and try again',
         });
         expect((await alice.post('/v2/instances/busy/backups/')).body.code).toBe('OPERATION_IN_PROGRESS');
+        // nor can it be cancelled: the way back is not promised
+        const switching = (await alice.get('/v2/operations/?instance=busy&kind=engine.switch')).body.data[0];
+        const cancel = await alice.post(`/v2/operations/${switching.id}/cancel`);
+        expect(cancel.status).toBe(409);
+        expect(cancel.body).toMatchObject({ code: 'OPERATION_NOT_CANCELLABLE' });
+        expect(cancel.body.message).toContain('a switch of engines cannot be cancelled once recorded');
         expect((await alice.post('/v2/instances/busy/restore/', { backup_id: backup.body.data.id })).body.code).toBe(
           'OPERATION_IN_PROGRESS',
         );
