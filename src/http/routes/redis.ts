@@ -196,7 +196,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         ...read,
         summary: 'Switch the engine in place, Redis to Valkey, keeping everything (an addition to the ObjectRocket API)',
         description:
-          "Keeps the instance's name, connect strings, password, ACLs, Redis users, settings and data. The replica is restarted on the new engine first and resyncs; then the primary is restarted on it and loads its append-only files: clients see one interruption, as long as a failover's, and reconnect through the same connect string. The instance stays ACTIVE; the `engine.switch` operation (X-Operation-Id) follows the work, and the record shows the new `engine` and `version` once the engines run them. Valkey to Redis is refused: Valkey's data files are not promised to load in Redis.",
+          "Keeps the instance's name, connect strings, password, ACLs, Redis users, settings and data. The replica restarts on the new engine and resyncs; then the roles switch as in a failover (the primary holds writes while the replica takes the last of them and takes over the primary's port), and the old primary restarts on the new engine as the replica: clients see one short interruption and reconnect through the same connect string. The instance stays ACTIVE; the `engine.switch` operation (X-Operation-Id) follows the work, and the record shows the new `engine` and `version` once the engines run them. Valkey to Redis is refused (Valkey's data files are not promised to load in Redis), and so is a Redis whose data files no Valkey loads (7.4 and later: RDB version 12).",
         headers: IdempotencyHeaders,
         body: EngineSwitchBody,
         response: {
