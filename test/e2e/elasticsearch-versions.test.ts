@@ -176,6 +176,7 @@ const secs = (ms: number) => Math.round(ms / 100) / 10;
 describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real node', () => {
   let h: HangarProcess;
   let cache: string;
+  let home: string;
   const figures: Record<string, Record<string, number>> = {};
   const fileStart = Date.now();
 
@@ -188,7 +189,7 @@ describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real
       copyFileSync(join(CACHE, v.engine, v.version, 'hangar-engine.json'), join(cache, v.engine, v.version, 'hangar-engine.json'));
     }
     const real = JSON.parse(readFileSync(join(CACHE, FAILING.engine, FAILING.version, 'hangar-engine.json'), 'utf8'));
-    const home = mkdtempSync(join(tmpdir(), 'hangar-e2e-es-claims-xpack-'));
+    home = mkdtempSync(join(tmpdir(), 'hangar-e2e-es-claims-xpack-'));
     chmodSync(home, 0o755);
     for (const d of ['bin', 'config', 'modules/x-pack-security']) mkdirSync(join(home, d), { recursive: true, mode: 0o755 });
     copyFileSync(join(CACHE, FAILING.engine, FAILING.version, 'config', 'jvm.options'), join(home, 'config', 'jvm.options'));
@@ -204,6 +205,7 @@ describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real
   afterAll(async () => {
     await h?.destroy();
     rmSync(cache, { recursive: true, force: true });
+    if (home) rmSync(home, { recursive: true, force: true });
     const rows = Object.entries(figures).map(
       ([v, f]) =>
         `${v.padEnd(28)}${Object.entries(f)
