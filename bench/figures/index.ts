@@ -4,6 +4,7 @@ import { backupFigure } from './backup.js';
 import { connectionsFigure } from './connections.js';
 import { createFigure } from './create.js';
 import { deleteFigure } from './delete.js';
+import { elasticsearchFigure } from './elasticsearch.js';
 import { densityFigure } from './density.js';
 import { getFigure } from './get.js';
 import { idleFigure } from './idle.js';
@@ -22,6 +23,7 @@ export const FIGURES: readonly Figure[] = [
   aclFigure,
   resizeFigure,
   backupFigure,
+  elasticsearchFigure,
   throughputFigure,
   connectionsFigure,
   storeFigure,

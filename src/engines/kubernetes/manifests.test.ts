@@ -271,7 +271,7 @@ describe('generated Kubernetes objects', () => {
 
   it('an elasticsearch edge reads HTTP where the engine needs the edge to refuse requests, and answers Kibana itself; TLS passes through', () => {
     const s = spec('elasticsearch', 'elasticsearch', 4);
-    const routes = servedRoutes(s.routes, { security: false, noKibana: 'none is installed' });
+    const routes = servedRoutes(s.routes, { security: false, noKibana: { why: 'none is installed', install: 'Kibana' } });
     const server = [{ name: 'es-0', address: '198.19.0.10', port: 9200 }];
     const config = (
       edgeObjects({

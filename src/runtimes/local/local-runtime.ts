@@ -127,6 +127,8 @@ function realpath(path: string): string | undefined {
 export class LocalRuntime implements Runtime {
   readonly kind = 'local' as const;
   private readonly supervisor: ProcessSupervisor;
+  /** Real paths of the programs units run: those found at the start, and those of units started since (an engine installed meanwhile). */
+  private readonly programs: Set<string>;
   private readonly edge: HaproxyEdge;
   private readonly denied: DeniedLog;
   private readonly instancesDir: string;
@@ -146,6 +148,7 @@ export class LocalRuntime implements Runtime {
     this.log = log.child({ component: 'runtime' });
     const found = Object.values(binaries).flatMap((b) => foundVersions(b).map((f) => f.path));
     const programs = new Set(found.map(realpath).filter((p): p is string => p !== undefined));
+    this.programs = programs;
     this.instancesDir = opts.instancesDir;
     this.owner = opts.engineUser ? { uid: opts.engineUser.uid, gid: opts.engineUser.gid } : undefined;
     this.supervisor = new ProcessSupervisor({
@@ -185,7 +188,11 @@ export class LocalRuntime implements Runtime {
     const toolEnv = { PATH: this.opts.searchPath };
     const as = (u: UnitDefinition) => ({ cwd: u.dir, ...(owner ? { uid: owner.uid, gid: owner.gid } : {}) });
     return {
-      ensureUnit: (u) => this.supervisor.ensureRunning(supervised(u)),
+      ensureUnit: (u) => {
+        const program = realpath(u.bin);
+        if (program !== undefined) this.programs.add(program);
+        return this.supervisor.ensureRunning(supervised(u));
+      },
       stopUnit: (u) => this.supervisor.stop(supervised(u)),
       isRunning: (u) => this.supervisor.isRunning(supervised(u)),
       logTail: (u) => logTail(u.dir),
