@@ -21,11 +21,21 @@ export interface EdgeRoute {
   /** The edge terminates TLS on this listener. */
   readonly tls: boolean;
   readonly group: AccessGroup;
+  /**
+   * The listener refuses every client, whatever the ACLs: its instance requires TLS, and this is a
+   * plain address. It stays bound, admitting hangar's own probes only (and keeping its port).
+   */
+  readonly closed?: boolean;
 }
 
 /** The route of edge role `role` to engine role `target` of an instance's ports. */
 export function edgeRoute(ports: PortMap, role: string, target: string, tls = false, group: AccessGroup = 'main'): EdgeRoute {
   return { role, port: need(ports, role), target, targetPort: need(ports, target), tls, group };
+}
+
+/** The routes clients may use: those of `routes` that are not closed. */
+export function openRoutes(routes: readonly EdgeRoute[]): EdgeRoute[] {
+  return routes.filter((r) => r.closed !== true);
 }
 
 function need(ports: PortMap, role: string): number {

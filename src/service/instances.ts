@@ -26,7 +26,7 @@ import { chooseEngine } from '../engines/registry.js';
 import { errors, type HangarError } from '../domain/errors.js';
 import type { Instance, PortMap } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
-import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
+import { assertAcl, assertInstanceName, assertOneOf, assertTlsChoice, type AclInput } from './validate.js';
 
 /** The 404 of the spec's service routes (`/v2/redis/<name>/...`, `/v2/mongodb/<id>/...`): their own words. */
 const NOT_FOUND_IN: Partial<Record<Service, (given: string) => HangarError>> = {
@@ -59,6 +59,10 @@ export interface CreateInstanceInput {
   readonly acls?: readonly AclInput[];
   /** A backup id: the instance is built, then restored from it. */
   readonly restore_from?: string;
+  /** How clients reach it over TLS (products that offer a choice); default HANGAR_INSTANCE_TLS. */
+  readonly tls?: string;
+  /** Its TLS listeners ask for a client certificate. */
+  readonly tls_client_auth?: boolean;
 }
 
 /** What a create with `restore_from` needs of the backups. */
@@ -169,6 +173,7 @@ export class InstanceService {
       const message = `"storage_engine" ${JSON.stringify(input.storage_engine)} is not available with the ${product.name} installed on this host`;
       throw errors.invalidValue('storage_engine', message, offering.storageEngines);
     }
+    const tls = assertTlsChoice(product, { tls: input.tls, clientAuth: input.tls_client_auth }, config.instanceTls);
     const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, product.features.aclGroups, this.deps.now(), `acls[${i}].`));
     const seen = new Set<string>();
     for (const a of acls) {
@@ -217,6 +222,7 @@ export class InstanceService {
             plan: input.plan,
             version: input.version,
             zone: input.zone,
+            ...(product.features.tlsModes ? { tls: tls.mode, tls_client_auth: tls.clientAuth } : {}),
             ...(restoreId !== undefined ? { restore_from: restoreFrom, restore_id: restoreId } : {}),
           },
         },
@@ -261,6 +267,8 @@ export class InstanceService {
             buildId: newBuildId(),
             ports,
             createdAt: now,
+            tlsMode: tls.mode,
+            tlsClientAuth: tls.clientAuth,
           },
           zone.ports.scope,
           newAcls,

@@ -85,6 +85,8 @@ function instanceRow(accountId: string, name: string, ports: Record<string, numb
     address: null,
     password_prior_enc: null,
     password_rotation_ends_at: null,
+    tls_mode: 'preferred',
+    tls_client_auth: 0,
     ...extra,
   };
 }

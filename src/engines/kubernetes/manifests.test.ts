@@ -16,10 +16,10 @@ import { parseZones } from '../../zones/zones-file.js';
 import { INSTANCE_TYPES, PLANS } from '../../domain/catalog.js';
 import type { ClusterPlace, KubeObject } from '../../domain/cluster.js';
 import { firstProductOf } from '../products.js';
-import type { InstanceSpec } from '../../domain/units.js';
+import type { EdgeTls, InstanceSpec } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { RBAC_NEEDS } from '../../runtimes/kubernetes/kube-doctor.js';
-import { edgeObjects } from '../../runtimes/kubernetes/kube-edge.js';
+import { EDGE_TLS_FILES, edgeObjects, renderEdgeConfig } from '../../runtimes/kubernetes/kube-edge.js';
 import { ElasticsearchClusterDriver, elasticsearchNodes } from '../elasticsearch/elasticsearch-kubernetes.js';
 import { MongodbClusterDriver } from '../mongodb/mongodb-kubernetes.js';
 import { RedisAdmin } from '../redis/redis-admin.js';
@@ -79,6 +79,12 @@ const spec = (service: InstanceSpec['service'], type: InstanceSpec['type'], plan
     adminSecret: 'admin-secret-0123',
     ports,
   };
+};
+
+/** A certificate as the edge is handed it (the objects carry it as it is). */
+const TLS: EdgeTls = {
+  serial: 'AB',
+  pem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----\n',
 };
 
 const addresses = {
@@ -193,8 +199,8 @@ describe('generated Kubernetes objects', () => {
     (serviceType) => {
       const s = spec('redis', 'redis_ha_instance', 500);
       const routes = s.routes;
-      const backends = ['public', 'servicenet'].map((role) => ({
-        role,
+      const backends = routes.map((r) => ({
+        role: r.role,
         servers: [{ name: 'redis-0', address: '198.19.0.10', port: 6379 }],
         check: [{ send: 'PING' }, { expect: '+PONG' }],
       }));
@@ -207,12 +213,19 @@ describe('generated Kubernetes objects', () => {
         backends,
         access: new Map([['main', ['203.0.113.7', '10.0.0.0/8']]]),
         hangarSources: ['198.18.0.1'],
+        tls: TLS,
       });
       objects.forEach(validate);
       const svc = objects.find((o) => o.kind === 'Service') as any;
       expect(svc.spec.type).toBe(serviceType);
       if (serviceType !== 'ClusterIP') expect(svc.spec.externalTrafficPolicy).toBe('Local');
-      if (serviceType === 'NodePort') expect(svc.spec.ports.map((p: any) => p.nodePort)).toEqual([s.ports.public, s.ports.servicenet]);
+      if (serviceType === 'NodePort')
+        expect(svc.spec.ports.map((p: any) => p.nodePort)).toEqual([
+          s.ports.public,
+          s.ports.servicenet,
+          s.ports['public.tls'],
+          s.ports['servicenet.tls'],
+        ]);
       if (serviceType === 'LoadBalancer') expect(svc.spec.loadBalancerSourceRanges).toEqual(['10.0.0.0/8', '203.0.113.7/32']);
       const edgePolicy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
       expect(edgePolicy.spec.ingress[1].from).toEqual([{ ipBlock: { cidr: '10.0.0.0/8' } }, { ipBlock: { cidr: '203.0.113.7/32' } }]);
@@ -233,9 +246,115 @@ describe('generated Kubernetes objects', () => {
       backends: [],
       access: new Map([['main', []]]),
       hangarSources: ['198.18.0.1'],
+      tls: TLS,
     });
     const edgePolicy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
     expect(edgePolicy.spec.ingress).toHaveLength(1);
+  });
+
+  describe('TLS at the edge', () => {
+    const s = spec('redis', 'redis_ha_instance', 500);
+    const backends = (routes: readonly { role: string }[]) =>
+      routes.map((r) => ({ role: r.role, servers: [{ name: 'redis-0', address: '198.19.0.10', port: 6379 }] }));
+    const objectsFor = (mode: 'off' | 'preferred' | 'required', tls?: EdgeTls) => {
+      const routes = firstProductOf('redis').edgeRoutes('redis_ha_instance', s.ports, mode);
+      return edgeObjects({
+        id: s.id,
+        labels: place.labels,
+        target: target(),
+        image: 'haproxy:2.6',
+        routes,
+        backends: backends(routes),
+        access: new Map([['main', ['203.0.113.7']]]),
+        hangarSources: ['198.18.0.1'],
+        ...(tls ? { tls } : {}),
+      });
+    };
+    const configOf = (objects: KubeObject[]) =>
+      (objects.find((o) => o.kind === 'Secret' && o.metadata.name === `h-${s.id}-edge`) as any).stringData['haproxy.cfg'] as string;
+    const frontend = (config: string, role: string) => {
+      const lines = config.split('\n');
+      const at = lines.indexOf(`frontend f_${role.replace(/[^a-z0-9-]/g, '-')}`);
+      const out: string[] = [];
+      for (const l of lines.slice(at + 1)) {
+        if (!l.startsWith('  ')) break;
+        out.push(l.trim());
+      }
+      return out;
+    };
+
+    it("terminates TLS on every TLS route with the instance's certificate, from a TLS Secret of its own that does not roll the pods", () => {
+      const objects = objectsFor('preferred', TLS);
+      objects.forEach(validate);
+      const config = configOf(objects);
+      expect(frontend(config, 'public.tls')).toContain(`bind :${s.ports['public.tls']} ssl crt ${EDGE_TLS_FILES.cert}`);
+      expect(frontend(config, 'servicenet.tls')).toContain(`bind :${s.ports['servicenet.tls']} ssl crt ${EDGE_TLS_FILES.cert}`);
+      expect(frontend(config, 'public')).toContain(`bind :${s.ports.public}`);
+      expect(frontend(config, 'public.tls')).toContain('tcp-request content reject unless { src -f /etc/hangar-edge/acl/main.lst }');
+      const secret = objects.find((o) => o.metadata.name === `h-${s.id}-edge-tls`) as any;
+      expect(secret).toMatchObject({ kind: 'Secret', stringData: { 'server.pem': TLS.pem } });
+      expect(config).not.toContain(TLS.pem);
+      const deployment = objects.find((o) => o.kind === 'Deployment') as any;
+      expect(deployment.spec.template.spec.volumes).toContainEqual({
+        name: 'tls',
+        secret: { secretName: `h-${s.id}-edge-tls`, defaultMode: 0o400 },
+      });
+      expect(deployment.spec.template.spec.containers[0].volumeMounts).toContainEqual({
+        name: 'tls',
+        mountPath: '/etc/hangar-edge/tls',
+        readOnly: true,
+      });
+      // a new certificate leaves the configuration, hence the pods, as they are (the runtime API gives it to each pod)
+      const renewed = objectsFor('preferred', { ...TLS, serial: 'CD', pem: 'OTHER CERTIFICATE AND KEY' });
+      const hash = (o: KubeObject[]) => (o.find((x) => x.kind === 'Deployment') as any).spec.template.metadata.annotations;
+      expect(hash(renewed)).toEqual(hash(objects));
+      // the Secret is applied before the pods that mount it
+      expect(objects.findIndex((o) => o.metadata.name === `h-${s.id}-edge-tls`)).toBeLessThan(
+        objects.findIndex((o) => o.kind === 'Deployment'),
+      );
+    });
+
+    it('refuses to render TLS listeners without a certificate; with TLS off there are none, and no TLS Secret', () => {
+      expect(() => objectsFor('preferred')).toThrow(/no certificate/);
+      const off = objectsFor('off');
+      expect(configOf(off)).not.toContain('ssl crt');
+      expect(off.some((o) => o.metadata.name.endsWith('-edge-tls'))).toBe(false);
+    });
+
+    it('with TLS required, the plain listeners admit hangar only (in the configuration and the NetworkPolicy)', () => {
+      const objects = objectsFor('required', TLS);
+      const config = configOf(objects);
+      expect(frontend(config, 'public')).toContain('tcp-request connection reject unless { src -f /etc/hangar-edge/hangar.lst }');
+      expect(frontend(config, 'public').join('\n')).not.toContain('main.lst');
+      const policy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
+      const ports = policy.spec.ingress.flatMap((r: any) => (r.ports ?? []).map((p: any) => p.port));
+      expect(ports.sort()).toEqual([s.ports['public.tls'], s.ports['servicenet.tls']].sort());
+    });
+
+    it("with mutual TLS, asks for a client certificate of the CA with the instance's OU, the CA and the CRL in the TLS Secret", () => {
+      const mutual = { ...TLS, clientAuth: { caPem: 'CA PEM', crlPem: 'CRL PEM', organizationalUnit: s.id } };
+      const objects = objectsFor('preferred', mutual);
+      objects.forEach(validate);
+      const fe = frontend(configOf(objects), 'public.tls');
+      expect(fe).toContain(
+        `bind :${s.ports['public.tls']} ssl crt ${EDGE_TLS_FILES.cert} verify required ca-file ${EDGE_TLS_FILES.ca} crl-file ${EDGE_TLS_FILES.crl}`,
+      );
+      expect(fe).toContain(`tcp-request session reject unless { ssl_c_s_dn(OU) -m str ${s.id} }`);
+      expect((objects.find((o) => o.metadata.name === `h-${s.id}-edge-tls`) as any).stringData).toEqual({
+        'server.pem': TLS.pem,
+        'ca.pem': 'CA PEM',
+        'crl.pem': 'CRL PEM',
+      });
+      expect(renderEdgeConfig(s.id, s.routes, backends(s.routes), false)).not.toContain('verify required');
+    });
+
+    it('forwards every listener of a Redis instance, plain and TLS, to the primary', () => {
+      const driver = new RedisClusterDriver(new RedisAdmin(), 'noeviction');
+      const roles = (driver as unknown as { backends(s: InstanceSpec, a: Record<string, string>): { role: string }[] })
+        .backends(s, addresses)
+        .map((b) => b.role);
+      expect(roles).toEqual(['public', 'servicenet', 'public.tls', 'servicenet.tls']);
+    });
   });
 
   it('the schemas do refuse a wrong object (replicas as a string, a port out of range)', () => {

@@ -1,11 +1,13 @@
 import { join } from 'node:path';
 import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
-import { tlsBindOptions } from './edge-tls.js';
+import { clientAuthRule, tlsBindOptions } from './edge-tls.js';
 
 /** The listeners of one instance at the edge. */
 export interface EdgeInstance {
   readonly id: string;
   readonly routes: readonly EdgeRoute[];
+  /** Its TLS listeners ask for a client certificate of the deployment's CA, issued for it (mutual TLS). */
+  readonly clientAuth?: boolean;
 }
 
 export interface EdgeConfigInput {
@@ -41,7 +43,8 @@ export interface DeniedLine {
 export function parseDeniedLine(line: string): DeniedLine | undefined {
   const m = /hangar-edge (\S+) (\S+) (\d+)\.(\d{3}) (\S+)/.exec(line);
   if (m?.[5] !== 'PR') return undefined;
-  return { source: m[1]!, frontend: m[2]!, at: Number(m[3]) * 1000 + Number(m[4]) };
+  // `%ft` marks a TLS listener's frontend with a `~`
+  return { source: m[1]!, frontend: m[2]!.replace(/~$/, ''), at: Number(m[3]) * 1000 + Number(m[4]) };
 }
 
 /** Files and sockets of the edge, by name. */
@@ -124,13 +127,20 @@ export function renderHaproxyConfig(input: EdgeConfigInput): string {
     const backends = new Map<string, number>();
     for (const r of routes) {
       backends.set(r.target, r.targetPort);
+      const mutual = r.tls && inst.clientAuth === true;
       out.push(
         '',
         `frontend ${frontendName(inst.id, r.role)}`,
-        // TLS listeners (mongodb_sharded ssl, elasticsearch https) are decrypted here: the engine speaks plain TCP
-        `    bind ${input.bindAddress}:${r.port}${r.tls ? ` ${tlsBindOptions(input.edgeDir, inst.id)}` : ''}`,
-        `    tcp-request content accept if { src ${input.probeSource} }`,
-        `    tcp-request content reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
+        // TLS listeners are decrypted here with the instance's certificate: the engine speaks plain TCP
+        `    bind ${input.bindAddress}:${r.port}${r.tls ? ` ${tlsBindOptions(input.edgeDir, inst.id, mutual)}` : ''}`,
+        // a closed listener (TLS required, this address plain) refuses every client before a byte is read, unlogged
+        ...(r.closed
+          ? [`    tcp-request connection reject unless { src ${input.probeSource} }`]
+          : [
+              ...(mutual ? [`    ${clientAuthRule(inst.id)}`] : []),
+              `    tcp-request content accept if { src ${input.probeSource} }`,
+              `    tcp-request content reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
+            ]),
         `    default_backend ${backendName(inst.id, r.target)}`,
       );
     }

@@ -10,6 +10,7 @@ import * as eventsLockFirst from './2026-11-26T1200-events-lock-first.js';
 import * as placementIndex from './2026-11-26T1500-placement-index.js';
 import * as instanceEngine from './2026-12-07T1000-instance-engine.js';
 import * as tlsCertificates from './2026-12-07T1100-tls-certificates.js';
+import * as instanceTlsMode from './2026-12-08T1000-instance-tls-mode.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26T1500-placement-index': placementIndex,
   '2026-12-07T1000-instance-engine': instanceEngine,
   '2026-12-07T1100-tls-certificates': tlsCertificates,
+  '2026-12-08T1000-instance-tls-mode': instanceTlsMode,
 };
 
 /** The names of every migration, in order. */
