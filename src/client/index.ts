@@ -39,6 +39,7 @@ export type {
   HangarEvent,
   Instance,
   InstanceTls,
+  TlsModeRequest,
   MongoRole,
   MongoUser,
   Operation,
