@@ -3,14 +3,18 @@
 # docker-archive tarballs (manifest.json, a config JSON, one layer), cached in
 # $HANGAR_K8S_CACHE/images, for `ctr -n k8s.io images import` and `imagePullPolicy: Never`:
 #   hangar-test/redis:<redis version>   redis-server, redis-sentinel, redis-cli, busybox shell+tools
+#   hangar-test/valkey:<valkey version> valkey-server, valkey-sentinel, valkey-cli, busybox (when
+#                                       Valkey is installed: bookworm-backports' valkey-server, valkey-tools)
 #   hangar-test/haproxy:<major.minor>   haproxy, busybox shell+tools
 #   hangar-test/pause:3.4               static pause from the kubernetes tree's build/pause
 
 PAUSE_TAG=3.4
 
 redis_tag() { redis-server --version | sed -n 's/.* v=\([0-9.]*\) .*/\1/p'; }
+valkey_tag() { valkey-server --version | sed -n 's/.* v=\([0-9.]*\) .*/\1/p'; }
 haproxy_tag() { haproxy -v | sed -n '1s/^HAProxy version \([0-9]*\.[0-9]*\).*/\1/p'; }
 REDIS_IMAGE_NAME=hangar-test/redis
+VALKEY_IMAGE_NAME=hangar-test/valkey
 HAPROXY_IMAGE_NAME=hangar-test/haproxy
 PAUSE_IMAGE_NAME=hangar-test/pause
 
@@ -26,12 +30,14 @@ rootfs_init() {
   cat >"$r/etc/passwd" <<'EOF'
 root:x:0:0:root:/root:/bin/sh
 redis:x:999:999:redis:/data:/bin/sh
+valkey:x:997:997:valkey:/data:/bin/sh
 haproxy:x:998:998:haproxy:/var/lib/haproxy:/bin/sh
 nobody:x:65534:65534:nobody:/nonexistent:/bin/sh
 EOF
   cat >"$r/etc/group" <<'EOF'
 root:x:0:
 redis:x:999:
+valkey:x:997:
 haproxy:x:998:
 nogroup:x:65534:
 EOF
@@ -126,6 +132,30 @@ build_images() {
     log "image $REDIS_IMAGE built ($(du -h "$out" | cut -f1), $((SECONDS - t0)) s)"
   fi
   IMAGE_TARBALLS+=("$out")
+
+  # valkey: built when Valkey is installed (CI installs it before `up`; `build` may run before that)
+  VALKEY_IMAGE=""
+  if command -v valkey-server >/dev/null 2>&1 && command -v valkey-cli >/dev/null 2>&1; then
+    VALKEY_TAG=$(valkey_tag)
+    [[ -n $VALKEY_TAG ]] || die "cannot tell the valkey version"
+    VALKEY_IMAGE="$VALKEY_IMAGE_NAME:$VALKEY_TAG"
+    out=$(image_cache_path "$VALKEY_IMAGE_NAME" "$VALKEY_TAG" "valkey-server $(pkg_version valkey-server) valkey-tools $(pkg_version valkey-tools) busybox $(pkg_version busybox)")
+    if [[ ! -f $out ]]; then
+      t0=$SECONDS
+      rootfs_init "$scratch"
+      rootfs_add "$scratch" "$(command -v valkey-server)" "$(command -v valkey-cli)"
+      local v
+      for v in valkey-sentinel valkey-check-aof valkey-check-rdb; do ln -sf valkey-server "$scratch/usr/bin/$v"; done
+      rootfs_add_busybox "$scratch"
+      out_cfg='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+        "Cmd":["valkey-server","--protected-mode","no"],"WorkingDir":"/data","ExposedPorts":{"6379/tcp":{},"26379/tcp":{}}}'
+      image_pack "$scratch" "$VALKEY_IMAGE" "$out" "$out_cfg"
+      log "image $VALKEY_IMAGE built ($(du -h "$out" | cut -f1), $((SECONDS - t0)) s)"
+    fi
+    IMAGE_TARBALLS+=("$out")
+  else
+    log "no valkey-server here: no Valkey image (install valkey-server and valkey-tools, from bookworm-backports on Debian 12)"
+  fi
 
   # haproxy
   out=$(image_cache_path "$HAPROXY_IMAGE_NAME" "$HAPROXY_TAG" "haproxy $(pkg_version haproxy) busybox $(pkg_version busybox)")

@@ -294,7 +294,7 @@ import_images() {
   for t in "${IMAGE_TARBALLS[@]}"; do
     ctr_ images import "$t" >>"$LOGS/ctr-import.log" 2>&1 || { tail -5 "$LOGS/ctr-import.log" >&2; die "ctr images import $t failed"; }
   done
-  log "imported $REDIS_IMAGE, $HAPROXY_IMAGE, $PAUSE_IMAGE into containerd (namespace k8s.io)"
+  log "imported $REDIS_IMAGE, ${VALKEY_IMAGE:+$VALKEY_IMAGE, }$HAPROXY_IMAGE, $PAUSE_IMAGE into containerd (namespace k8s.io)"
 }
 
 start_apiserver() {
@@ -415,6 +415,7 @@ HANGAR_K8S_CLUSTER_CIDR=$CLUSTER_CIDR
 HANGAR_K8S_SERVICE_CIDR=$SERVICE_CIDR
 HANGAR_K8S_NODEPORT_RANGE=$NODEPORT_RANGE
 HANGAR_K8S_REDIS_IMAGE=$REDIS_IMAGE
+HANGAR_K8S_VALKEY_IMAGE=$VALKEY_IMAGE
 HANGAR_K8S_HAPROXY_IMAGE=$HAPROXY_IMAGE
 HANGAR_K8S_PAUSE_IMAGE=$PAUSE_IMAGE
 HANGAR_K8S_IMAGE_PULL_POLICY=Never
@@ -485,7 +486,7 @@ cmd_up() {
   log "  admin kubeconfig  $RUN/admin.kubeconfig"
   log "  hangar kubeconfig $RUN/hangar.kubeconfig (user 'hangar', no permissions until a Role is bound)"
   log "  env file          $RUN/testbed.env"
-  log "  images            $REDIS_IMAGE $HAPROXY_IMAGE $PAUSE_IMAGE (imagePullPolicy: Never)"
+  log "  images            $REDIS_IMAGE ${VALKEY_IMAGE:+$VALKEY_IMAGE }$HAPROXY_IMAGE $PAUSE_IMAGE (imagePullPolicy: Never)"
 }
 
 # A failed up takes down what it started (its logs stay), unless HANGAR_K8S_KEEP_ON_FAILURE=1.

@@ -29,6 +29,8 @@ export interface PodState {
   readonly reason?: string;
   /** Times its containers restarted. */
   readonly restarts: number;
+  /** The pod's own address, once it has one: for what must be asked of each pod (every Sentinel of an instance). */
+  readonly ip?: string;
 }
 
 /** Where a cluster runtime places an instance, as its engine sees it. */

@@ -91,6 +91,11 @@ export interface InstanceTable {
   tls_mode: Generated<string>;
   /** 1: mutual TLS on the instance's TLS listeners. */
   tls_client_auth: Generated<number>;
+  /**
+   * 1: shares its name but for case with an older instance of the account, as created before
+   * names were unique regardless of case; left out of that rule until it is renamed.
+   */
+  case_duplicate: Generated<number>;
 }
 
 export interface PortTable {

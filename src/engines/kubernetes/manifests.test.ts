@@ -15,11 +15,14 @@ import { parse, parseAllDocuments } from 'yaml';
 import { parseZones } from '../../zones/zones-file.js';
 import { INSTANCE_TYPES, PLANS } from '../../domain/catalog.js';
 import type { ClusterPlace, KubeObject } from '../../domain/cluster.js';
-import { firstProductOf } from '../products.js';
+import { findProduct, firstProductOf } from '../products.js';
 import type { EdgeTls, InstanceSpec } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { RBAC_NEEDS } from '../../runtimes/kubernetes/kube-doctor.js';
-import { EDGE_TLS_FILES, edgeObjects, renderEdgeConfig } from '../../runtimes/kubernetes/kube-edge.js';
+import { EDGE_TLS_FILES, edgeObjects, frontendOf, renderEdgeConfig } from '../../runtimes/kubernetes/kube-edge.js';
+import { imageOf } from '../../runtimes/kubernetes/kubernetes-runtime.js';
+import { servedRoutes } from '../elasticsearch/elasticsearch-edge.js';
+import { VALKEY_FLAVOUR } from '../redis/redis-flavour.js';
 import { ElasticsearchClusterDriver, elasticsearchNodes } from '../elasticsearch/elasticsearch-kubernetes.js';
 import { MongodbClusterDriver } from '../mongodb/mongodb-kubernetes.js';
 import { RedisAdmin } from '../redis/redis-admin.js';
@@ -235,6 +238,34 @@ describe('generated Kubernetes objects', () => {
     },
   );
 
+  it("a zone that names no images runs each product's official image (the driver asks for its own product's)", () => {
+    const bare: ClusterPlace = {
+      ...place,
+      image: (product, version) =>
+        imageOf({ images: {} } as unknown as KubernetesTarget, product, version, (v) => findProduct(product)?.cluster.officialImage(v)),
+    };
+    const images = (objects: KubeObject[]) =>
+      [
+        ...new Set(
+          objects
+            .filter((o) => o.kind === 'StatefulSet' || o.kind === 'Deployment')
+            .flatMap((o: any) => o.spec.template.spec.containers.map((c: any) => c.image as string)),
+        ),
+      ].sort();
+    const mongo = { ...spec('mongodb', 'mongodb_sharded', 1), version: '4.4.29' };
+    expect(images(new MongodbClusterDriver().allObjects(mongo, bare, ['198.19.0.20']))).toEqual(['mongo:4.4.29']);
+    const es = { ...spec('elasticsearch', 'elasticsearch', 4), version: '7.17.25' };
+    expect(images(new ElasticsearchClusterDriver().objects(es, bare))).toEqual([
+      findProduct('elasticsearch')!.cluster.officialImage('7.17.25')!,
+    ]);
+    const redis = new RedisClusterDriver(new RedisAdmin(), 'noeviction');
+    expect(images(redis.objects(spec('redis', 'redis_ha_instance', 500), bare))).toEqual(['redis:7.0.15']);
+    const valkey = new RedisClusterDriver(new RedisAdmin(), 'noeviction', VALKEY_FLAVOUR);
+    expect(images(valkey.objects({ ...spec('redis', 'redis_ha_instance', 500), engine: 'valkey', version: '8.0.1' }, bare))).toEqual([
+      'valkey/valkey:8.0.1',
+    ]);
+  });
+
   it('an edge with no ACL has no client rule in its NetworkPolicy (a rule without sources would admit everyone)', () => {
     const s = spec('redis', 'redis_ha_instance', 500);
     const objects = edgeObjects({
@@ -355,6 +386,46 @@ describe('generated Kubernetes objects', () => {
         .map((b) => b.role);
       expect(roles).toEqual(['public', 'servicenet', 'public.tls', 'servicenet.tls']);
     });
+  });
+
+  it('an elasticsearch edge reads HTTP where the engine needs the edge to refuse requests, and answers Kibana itself, on its TLS listeners too (it terminates TLS)', () => {
+    const s = spec('elasticsearch', 'elasticsearch', 4);
+    const routes = servedRoutes(s.routes, { security: false, noKibana: 'none is installed' });
+    const server = [{ name: 'es-0', address: '198.19.0.10', port: 9200 }];
+    const config = (
+      edgeObjects({
+        id: s.id,
+        labels: place.labels,
+        target: target(),
+        image: 'haproxy:2.6',
+        routes,
+        backends: [
+          { role: 'public.http', servers: server },
+          { role: 'public.https', servers: server },
+          { role: 'public.transport', servers: [{ ...server[0]!, port: 9300 }] },
+        ],
+        access: new Map([['main', []]]),
+        hangarSources: ['198.18.0.1'],
+        tls: TLS,
+      }).find((o) => o.kind === 'Secret' && o.metadata.name.endsWith('-edge')) as any
+    ).stringData['haproxy.cfg'] as string;
+    const section = (role: string) => {
+      const at = config.indexOf(`frontend ${frontendOf(role)}\n`);
+      expect(at, role).toBeGreaterThanOrEqual(0);
+      return config.slice(at).split(/\n(?=frontend )/)[0]!;
+    };
+    expect(section('public.http')).toContain('  mode http\n');
+    expect(section('public.http')).toMatch(/acl refused_\d+ path,url_dec -m reg '\^\/\+_\(\?:snapshot\|slm\)/);
+    expect(section('public.transport')).not.toContain('mode http');
+    expect(section('public.kibana_http')).toMatch(/http-request return status 503 content-type "application\/json"/);
+    // TLS is decrypted at the edge: the https listener reads HTTP and refuses the same requests
+    expect(section('public.https')).toContain(`ssl crt ${EDGE_TLS_FILES.cert}`);
+    expect(section('public.https')).toContain('  mode http\n');
+    expect(section('public.https')).toMatch(/acl refused_\d+ path,url_dec -m reg '\^\/\+_\(\?:snapshot\|slm\)/);
+    expect(section('public.kibana_https')).toContain(`ssl crt ${EDGE_TLS_FILES.cert}`);
+    expect(section('public.kibana_https')).toMatch(/http-request return status 503 content-type "application\/json"/);
+    // a listener with nothing behind it and no answer of its own is not rendered
+    expect(config).not.toContain(`frontend ${frontendOf('servicenet.https')}\n`);
   });
 
   it('the schemas do refuse a wrong object (replicas as a string, a port out of range)', () => {

@@ -12,6 +12,8 @@ import {
 import { MONGODB_ADMIN_USER, keyFileContent, wiredTigerCacheGb } from './mongodb-config.js';
 import { probeMongo } from './mongodb-probe.js';
 
+/** The product's name (mongodb-product.ts): the key of its images in a zone (`images["mongod:4.4.29"]`) and of its official one. */
+const PRODUCT = 'mongod';
 const MONGOD_PORT = 27017;
 const MONGOS_PORT = 27017;
 const READY_TIMEOUT_MS = 120_000;
@@ -45,7 +47,7 @@ export class MongodbClusterDriver implements ClusterDriver {
 
   objects(spec: InstanceSpec, place: ClusterPlace): KubeObject[] {
     const n = names(spec.id);
-    const image = place.image('mongodb', spec.version);
+    const image = place.image(PRODUCT, spec.version);
     const volumeMb = spec.plan * 1024;
     const env = [
       { name: 'MONGO_INITDB_ROOT_USERNAME', value: MONGODB_ADMIN_USER },
@@ -174,7 +176,7 @@ export class MongodbClusterDriver implements ClusterDriver {
               containers: [
                 {
                   name: 'mongos',
-                  image: place.image('mongodb', spec.version),
+                  image: place.image(PRODUCT, spec.version),
                   imagePullPolicy: 'IfNotPresent',
                   command: [
                     'mongos',

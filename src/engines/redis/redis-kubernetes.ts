@@ -15,6 +15,25 @@ export const SENTINEL_PORT = 26379;
 export const SENTINEL_MASTER = 'hangar';
 const SENTINELS = 3;
 const QUORUM = 2;
+/** Sentinel's view of its primary: down after a second without an answer, a failover given 10 s. */
+const DOWN_AFTER_MS = 1000;
+const FAILOVER_TIMEOUT_MS = 10_000;
+
+/** What a Sentinel's configuration sets for the primary it monitors, as `SENTINEL SET` takes it. */
+function sentinelSettings(spec: InstanceSpec): string[] {
+  return [
+    'auth-user',
+    REDIS_ADMIN_USER,
+    'auth-pass',
+    spec.adminSecret,
+    'down-after-milliseconds',
+    String(DOWN_AFTER_MS),
+    'failover-timeout',
+    String(FAILOVER_TIMEOUT_MS),
+    'parallel-syncs',
+    '1',
+  ];
+}
 const MEMBERS = [0, 1] as const;
 /** How long a pass waits for the members to answer and sync. */
 const READY_TIMEOUT_MS = 120_000;
@@ -202,8 +221,8 @@ export class RedisClusterDriver implements ClusterDriver {
       dir: '/work',
       adminSecret: spec.adminSecret,
       quorum: QUORUM,
-      downAfterMs: 1000,
-      failoverTimeoutMs: 10_000,
+      downAfterMs: DOWN_AFTER_MS,
+      failoverTimeoutMs: FAILOVER_TIMEOUT_MS,
     });
     const adminEnv = { name: 'HANGAR_ADMIN_SECRET', valueFrom: { secretKeyRef: { name: n.secret, key: 'admin-secret' } } };
     const volumeMb = redisVolumeMb(spec.plan);
@@ -401,6 +420,8 @@ export class RedisClusterDriver implements ClusterDriver {
     await waitUntil(
       async () => {
         assertNoPodStuck(await place.pods(component(place, 'redis')));
+        // Again while waiting: a Service made again answers at its new address once kube-proxy has it.
+        if (!fresh) await this.followAddresses(spec, place, a, ctx);
         return (await place.rollout('StatefulSet', n.redis)) ?? (await this.membersProblem(spec, place, a));
       },
       READY_TIMEOUT_MS,
@@ -410,6 +431,74 @@ export class RedisClusterDriver implements ClusterDriver {
     await this.applyPlan(spec, a, ctx);
     await this.applyAccess(spec, a);
     return { fresh, backends: this.backends(spec, a) };
+  }
+
+  /**
+   * The engines and Sentinels brought to the members' addresses as the Services have them now. A
+   * member Service made again (deleted by hand) has a new ClusterIP, which the configuration
+   * rendered from here on names, but what runs still names the old one: the engine's announced
+   * address (what Sentinel and the replica learn it by), the replica's primary, and what each
+   * Sentinel monitors. An engine that announces another address is given its own (and keeps it
+   * in its file: CONFIG REWRITE); a replica of an address no member has follows the engine that is
+   * primary now; a Sentinel that monitors an address no member has monitors the primary anew (with
+   * the settings of its configuration), and one that lists such an address among the replicas
+   * forgets what it learnt (SENTINEL RESET: it learns the replicas and its peers again within
+   * seconds). Members and Sentinels that do not answer now are left to the next pass.
+   */
+  private async followAddresses(
+    spec: InstanceSpec,
+    place: ClusterPlace,
+    a: Readonly<Record<string, string>>,
+    ctx: StepContext,
+  ): Promise<void> {
+    const n = redisNames(spec.id);
+    const members = MEMBERS.map((i) => ({ i, address: a[n.member(i)]!, ep: this.endpoint(spec, a[n.member(i)]!, `redis-${i}`) }));
+    const known = new Set(members.map((m) => m.address));
+    const answering: { address: string; ep: RedisEndpoint; i: number; info: Record<string, string> }[] = [];
+    for (const m of members) {
+      try {
+        const info = await this.admin.info(m.ep, 'replication');
+        if ((await this.admin.configGet(m.ep, 'replica-announce-ip')) !== m.address) {
+          await this.admin.configSet(m.ep, 'replica-announce-ip', m.address);
+          await this.admin.command(m.ep, ['CONFIG', 'REWRITE']);
+          ctx.step(`ensure:redis-${m.i}-address-followed`);
+        }
+        answering.push({ ...m, info });
+      } catch {
+        /* not answering now: the next pass looks again */
+      }
+    }
+    const primary = answering.find((m) => m.info.role === 'master');
+    if (!primary) return;
+    for (const m of answering) {
+      const from = m.info.master_host;
+      if (m.info.role !== 'slave' || from === undefined || known.has(from)) continue;
+      await this.admin.replicaOf(m.ep, REDIS_PORT, primary.address);
+      await this.admin.command(m.ep, ['CONFIG', 'REWRITE']);
+      ctx.step(`ensure:redis-${m.i}-primary-followed`);
+    }
+    for (const pod of await place.pods(component(place, 'sentinel'))) {
+      if (!pod.ip || !pod.ready) continue;
+      const ep = { ...this.sentinelEndpoint(spec, pod.ip), key: `${spec.id}/${pod.name}` };
+      try {
+        const [monitored] = ((await this.admin.command(ep, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER])) ?? []) as string[];
+        if (monitored === undefined || !known.has(monitored)) {
+          await this.admin.command(ep, ['SENTINEL', 'REMOVE', SENTINEL_MASTER]).catch(() => {});
+          await this.admin.command(ep, ['SENTINEL', 'MONITOR', SENTINEL_MASTER, primary.address, String(REDIS_PORT), String(QUORUM)]);
+          await this.admin.command(ep, ['SENTINEL', 'SET', SENTINEL_MASTER, ...sentinelSettings(spec)]);
+          ctx.step(`ensure:${pod.name}-primary-followed`);
+          continue;
+        }
+        const replicas = (await this.admin.command(ep, ['SENTINEL', 'REPLICAS', SENTINEL_MASTER])) as string[][];
+        const addresses = replicas.map((r) => r[r.indexOf('ip') + 1]);
+        if (addresses.some((ip) => ip !== undefined && !known.has(ip))) {
+          await this.admin.command(ep, ['SENTINEL', 'RESET', SENTINEL_MASTER]);
+          ctx.step(`ensure:${pod.name}-replicas-forgotten`);
+        }
+      } catch {
+        /* not answering now: the next pass looks again */
+      }
+    }
   }
 
   /**
@@ -464,6 +553,8 @@ export class RedisClusterDriver implements ClusterDriver {
       try {
         const info = await this.admin.info(this.endpoint(spec, a[n.member(i)]!, `redis-${i}`), 'replication');
         if (info.role === 'master') masters++;
+        else if (!MEMBERS.some((j) => a[n.member(j)] === info.master_host))
+          return `redis-${i} replicates from ${info.master_host ?? 'no address'}, which no member has (a member Service made again)`;
         else if (info.master_link_status !== 'up')
           return `redis-${i} is not in sync with its primary (master_link_status:${info.master_link_status ?? 'unknown'})`;
       } catch (err) {

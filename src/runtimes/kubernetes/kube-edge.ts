@@ -5,7 +5,7 @@ import type { EdgeTls } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { parseCidr } from '../../lib/cidr.js';
 import { clientAuthRule } from '../local/edge-tls.js';
-import { DENIED_LOG_FORMAT } from '../local/haproxy-config.js';
+import { DENIED_LOG_FORMAT, httpPolicyLines } from '../local/haproxy-config.js';
 
 /** The edge's runtime API (HAProxy's stats socket, admin level), on TCP in the pod: hangar changes ACLs through it. */
 export const EDGE_ADMIN_PORT = 9999;
@@ -87,7 +87,11 @@ export function renderEdgeConfig(
   ];
   for (const route of routes) {
     const backend = backends.find((b) => b.role === route.role);
-    if (!backend) continue;
+    // TLS listeners are terminated here: HTTP is read on them as on the plain ones
+    const http = route.http;
+    // a listener the edge answers itself needs nothing behind it
+    if (!backend && !http?.answer) continue;
+    const mode = http ? ['  mode http'] : [];
     const mutual = route.tls && clientAuth;
     const tls = route.tls
       ? ` ssl crt ${EDGE_TLS_FILES.cert}${mutual ? ` verify required ca-file ${EDGE_TLS_FILES.ca} crl-file ${EDGE_TLS_FILES.crl}` : ''}`
@@ -95,16 +99,18 @@ export function renderEdgeConfig(
     lines.push(
       `frontend ${frontendOf(route.role)}`,
       `  bind :${route.port}${proxyProtocol ? ' accept-proxy' : ''}${tls}`,
+      ...mode,
       ...(route.closed
         ? [`  tcp-request connection reject unless { src -f ${HANGAR_SOURCES_FILE} }`]
         : [
             ...(mutual ? [`  ${clientAuthRule(id)}`] : []),
             `  tcp-request content accept if { src -f ${HANGAR_SOURCES_FILE} }`,
             `  tcp-request content reject unless { src -f ${aclFile(route.group)} }`,
+            ...(http ? httpPolicyLines(http).map((l) => `  ${l}`) : []),
           ]),
-      `  default_backend b_${portName(route.role)}`,
-      `backend b_${portName(route.role)}`,
     );
+    if (!backend) continue;
+    lines.push(`  default_backend b_${portName(route.role)}`, `backend b_${portName(route.role)}`, ...mode);
     if (backend.check) {
       lines.push('  option tcp-check', '  tcp-check connect');
       for (const step of backend.check) {
@@ -141,42 +147,27 @@ export interface EdgeInput {
   readonly tls?: EdgeTls;
 }
 
+/** What the access objects of an edge are made from: no backends (the engines do not matter to them). */
+export type EdgeAccessInput = Omit<EdgeInput, 'image' | 'backends' | 'tls'>;
+
+const edgeLabelsOf = (labels: Readonly<Record<string, string>>) => ({ ...labels, 'app.kubernetes.io/component': 'edge' });
+
+const hangarPeers = (hangarSources: readonly string[]) => [
+  { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'hangar' } } },
+  ...hangarSources.map((s) => ({ ipBlock: { cidr: ipBlock(s) } })),
+];
+
 /**
- * The objects of an instance's edge: its configuration (a Secret: the checks carry hangar's
- * credential), its allow lists, two HAProxy pods, the Service clients reach (of the zone's type,
- * keeping the client's address), and NetworkPolicies as defence in depth: the engines take
- * connections from the edge and hangar only, the edge's client ports from the ACL sources only.
+ * The objects of an edge that say who is admitted, and nothing else: the allow lists (what an
+ * edge pod loads when it starts; the runtime API changes the running ones), the Service (its
+ * `loadBalancerSourceRanges`) and the edge's NetworkPolicy. An ACL change applies these alone.
  */
-export function edgeObjects(e: EdgeInput): KubeObject[] {
+export function edgeAccessObjects(e: EdgeAccessInput): KubeObject[] {
   const n = edgeNames(e.id);
-  const edgeLabels = { ...e.labels, 'app.kubernetes.io/component': 'edge' };
-  const secure = e.routes.some((r) => r.tls);
-  if (secure && !e.tls) throw new Error('the instance has TLS listeners but no certificate for them');
-  const clientAuth = secure && e.tls?.clientAuth !== undefined;
-  const config = renderEdgeConfig(e.id, e.routes, e.backends, e.target.sourceAddress === 'proxy-protocol', clientAuth);
+  const edgeLabels = edgeLabelsOf(e.labels);
   const allAllowed = normaliseSources([...e.access.values()].flat());
-  const nodeSelector = {
-    ...e.target.nodeSelector,
-    ...(e.target.topologyZone ? { 'topology.kubernetes.io/zone': e.target.topologyZone } : {}),
-  };
   const keepsSource = e.target.serviceType !== 'ClusterIP' && e.target.sourceAddress === 'local';
-  const hangarFrom = [
-    { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'hangar' } } },
-    ...e.hangarSources.map((s) => ({ ipBlock: { cidr: ipBlock(s) } })),
-  ];
-  const objects: KubeObject[] = [
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: n.config, labels: { ...e.labels } },
-      type: 'Opaque',
-      stringData: {
-        'haproxy.cfg': config,
-        'hangar.lst': normaliseSources(e.hangarSources)
-          .map((s) => `${s}\n`)
-          .join(''),
-      },
-    },
+  return [
     {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -191,6 +182,78 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
         ]),
       ),
     },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: n.service, labels: { ...e.labels } },
+      spec: {
+        type: e.target.serviceType,
+        selector: edgeLabels,
+        ports: e.routes.map((r) => ({
+          name: portName(r.role),
+          port: r.port,
+          targetPort: r.port,
+          protocol: 'TCP',
+          ...(e.target.serviceType === 'NodePort' ? { nodePort: r.port } : {}),
+        })),
+        ...(keepsSource ? { externalTrafficPolicy: 'Local' } : {}),
+        ...(e.target.serviceType === 'LoadBalancer' && allAllowed.length > 0 ? { loadBalancerSourceRanges: allAllowed.map(ipBlock) } : {}),
+      },
+    },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: n.policy, labels: { ...e.labels } },
+      spec: {
+        podSelector: { matchLabels: edgeLabels },
+        policyTypes: ['Ingress'],
+        ingress: [
+          { from: hangarPeers(e.hangarSources) },
+          // No rule without sources: a rule with no `from` would admit everyone. A closed listener admits hangar only.
+          ...openRoutes(e.routes).flatMap((r) => {
+            const allowed = normaliseSources(e.access.get(r.group) ?? []);
+            return allowed.length === 0
+              ? []
+              : [{ from: allowed.map((c) => ({ ipBlock: { cidr: ipBlock(c) } })), ports: [{ port: r.port, protocol: 'TCP' }] }];
+          }),
+        ],
+      },
+    },
+  ];
+}
+
+/**
+ * The objects of an instance's edge: its configuration (a Secret: the checks carry hangar's
+ * credential), two HAProxy pods, a NetworkPolicy that admits the engines' pods from their own
+ * pods, the edge and hangar only, and the access objects (edgeAccessObjects): allow lists, the
+ * Service clients reach (of the zone's type, keeping the client's address), the edge's NetworkPolicy.
+ */
+export function edgeObjects(e: EdgeInput): KubeObject[] {
+  const n = edgeNames(e.id);
+  const edgeLabels = edgeLabelsOf(e.labels);
+  const secure = e.routes.some((r) => r.tls);
+  if (secure && !e.tls) throw new Error('the instance has TLS listeners but no certificate for them');
+  const clientAuth = secure && e.tls?.clientAuth !== undefined;
+  const config = renderEdgeConfig(e.id, e.routes, e.backends, e.target.sourceAddress === 'proxy-protocol', clientAuth);
+  const nodeSelector = {
+    ...e.target.nodeSelector,
+    ...(e.target.topologyZone ? { 'topology.kubernetes.io/zone': e.target.topologyZone } : {}),
+  };
+  const [aclSecret, service, edgePolicy] = edgeAccessObjects(e) as [KubeObject, KubeObject, KubeObject];
+  const objects: KubeObject[] = [
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: n.config, labels: { ...e.labels } },
+      type: 'Opaque',
+      stringData: {
+        'haproxy.cfg': config,
+        'hangar.lst': normaliseSources(e.hangarSources)
+          .map((s) => `${s}\n`)
+          .join(''),
+      },
+    },
+    aclSecret,
     // The TLS files: a Secret of their own, out of the configuration's hash, so that a new
     // certificate or CRL does not roll the pods (the runtime API gives it to each pod live; a pod
     // started later reads it from here).
@@ -262,24 +325,7 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
       metadata: { name: n.deployment, labels: { ...e.labels } },
       spec: { minAvailable: 1, selector: { matchLabels: edgeLabels } },
     },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: n.service, labels: { ...e.labels } },
-      spec: {
-        type: e.target.serviceType,
-        selector: edgeLabels,
-        ports: e.routes.map((r) => ({
-          name: portName(r.role),
-          port: r.port,
-          targetPort: r.port,
-          protocol: 'TCP',
-          ...(e.target.serviceType === 'NodePort' ? { nodePort: r.port } : {}),
-        })),
-        ...(keepsSource ? { externalTrafficPolicy: 'Local' } : {}),
-        ...(e.target.serviceType === 'LoadBalancer' && allAllowed.length > 0 ? { loadBalancerSourceRanges: allAllowed.map(ipBlock) } : {}),
-      },
-    },
+    service,
     {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
@@ -291,28 +337,10 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
           matchExpressions: [{ key: 'app.kubernetes.io/component', operator: 'NotIn', values: ['edge'] }],
         },
         policyTypes: ['Ingress'],
-        ingress: [{ from: [{ podSelector: { matchLabels: { ...e.labels } } }, ...hangarFrom] }],
+        ingress: [{ from: [{ podSelector: { matchLabels: { ...e.labels } } }, ...hangarPeers(e.hangarSources)] }],
       },
     },
-    {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: { name: n.policy, labels: { ...e.labels } },
-      spec: {
-        podSelector: { matchLabels: edgeLabels },
-        policyTypes: ['Ingress'],
-        ingress: [
-          { from: hangarFrom },
-          // No rule without sources: a rule with no `from` would admit everyone. A closed listener admits hangar only.
-          ...openRoutes(e.routes).flatMap((r) => {
-            const allowed = normaliseSources(e.access.get(r.group) ?? []);
-            return allowed.length === 0
-              ? []
-              : [{ from: allowed.map((c) => ({ ipBlock: { cidr: ipBlock(c) } })), ports: [{ port: r.port, protocol: 'TCP' }] }];
-          }),
-        ],
-      },
-    },
+    edgePolicy,
   ];
   return objects;
 }

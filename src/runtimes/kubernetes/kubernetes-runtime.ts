@@ -36,6 +36,7 @@ import {
   EDGE_ADMIN_PORT,
   EDGE_TLS_FILES,
   aclFile,
+  edgeAccessObjects,
   edgeNames,
   edgeObjects,
   frontendOf,
@@ -269,7 +270,7 @@ export class KubernetesRuntime implements Runtime {
         if (typeof ip !== 'string' || ip === '' || ip === 'None') throw new Error(`Service ${name} has no ClusterIP yet`);
         return ip;
       },
-      pods: async (selector) => (await this.pods({ ...labels, ...selector })).map(({ ip: _ip, hostIp: _host, ...p }) => p),
+      pods: async (selector) => (await this.pods({ ...labels, ...selector })).map(({ hostIp: _host, ...p }) => p),
       rollout: async (kind, name) => {
         const w = await this.call(() => this.api.get('apps/v1', kind, name));
         if (!w) return `${kind} ${name} does not exist`;
@@ -360,7 +361,7 @@ export class KubernetesRuntime implements Runtime {
   async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     if (!driver.cluster) throw new TerminalError(`${spec.service} cannot run on Kubernetes in this version of hangar`);
     const place = this.clusterPlace(spec.id);
-    const routes = spec.routes;
+    const routes = driver.edgeRoutes?.(spec) ?? spec.routes;
     const access = accessGroups(routes, rules);
     // Access first, on the edge pods that run: revoking an ACL must not wait for the engines.
     const running = (await this.edgePods(spec.id)).filter((p) => p.ready && p.ip);
@@ -443,20 +444,66 @@ export class KubernetesRuntime implements Runtime {
     return everywhere ? tls.serial : undefined;
   }
 
-  /** Waits until the edge's pods are ready, naming why not (the scheduler's reason) when they are not in time. */
+  /**
+   * An ACL change alone: the edge pods that serve admit exactly `rules` through their runtime API
+   * (and cut what is no longer admitted), then the allow lists, the Service and the edge's
+   * NetworkPolicy are applied, which edge pods read when they start. Nothing else of the instance
+   * is looked at or rolled. Undefined (the pass converges the instance whole) while no edge pod
+   * serves, or before this process knows its own address towards the pods.
+   */
+  async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<{ changed: boolean } | undefined> {
+    if (!this.source) return undefined;
+    const edges = (await this.edgePods(spec.id)).filter((p) => p.ready && p.ip);
+    if (edges.length === 0) return undefined;
+    const access = accessGroups(spec.routes, rules);
+    const changed = await this.accessLive(spec.routes, edges, access, ctx.signal);
+    if (changed) ctx.step('ensure:access-applied');
+    const labels = this.labels(spec.id);
+    for (const o of edgeAccessObjects({
+      id: spec.id,
+      labels,
+      target: this.opts.target,
+      routes: spec.routes,
+      access,
+      hangarSources: [this.source],
+    })) {
+      throwIfCancelled(ctx.signal, 'applying the allow lists');
+      await this.apply(o, labels);
+    }
+    return { changed };
+  }
+
+  /**
+   * Waits until the edge's pods run its current configuration (no pod of an earlier one is left:
+   * those forward to addresses the instance may no longer have) and one of them at least is
+   * ready; names why not (the scheduler's reason) when they are not in time.
+   */
   private async waitEdge(id: string, ctx: StepContext): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
     const until = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       throwIfCancelled(ctx.signal, 'waiting for the edge pods');
+      const rolling = await this.edgeRolling(id);
       const pods = await this.edgePods(id);
       const ready = pods.filter((p) => p.ready && p.ip);
-      if (ready.length > 0) return ready;
+      if (!rolling && ready.length > 0) return ready;
       if (Date.now() > until) {
         const why = pods.find((p) => p.reason);
-        throw new Error(`no edge pod of the instance is ready${why ? `: ${why.name} ${why.reason}` : ''}`);
+        throw new Error(rolling ?? `no edge pod of the instance is ready${why ? `: ${why.name} ${why.reason}` : ''}`);
       }
       await sleep(POLL_MS, ctx.signal);
     }
+  }
+
+  /** Why the edge's pods do not all run its current configuration yet; undefined once they do. */
+  private async edgeRolling(id: string): Promise<string | undefined> {
+    const name = edgeNames(id).deployment;
+    const d = await this.call(() => this.api.get('apps/v1', 'Deployment', name));
+    if (!d) return `the edge Deployment ${name} does not exist`;
+    const st = d.status ?? {};
+    if ((st.observedGeneration ?? 0) < ((d.metadata as { generation?: number }).generation ?? 0))
+      return `the edge Deployment ${name} is not observed yet`;
+    const old = Number(st.replicas ?? 0) - Number(st.updatedReplicas ?? 0);
+    return old > 0 ? `the edge is rolling out its new configuration (${old} pod(s) of the former one left)` : undefined;
   }
 
   /** Where clients reach the edge Service: a load balancer's address, a node's (NodePort), or the ClusterIP. */

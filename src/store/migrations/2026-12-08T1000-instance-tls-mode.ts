@@ -39,7 +39,22 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('instances')
     .addColumn('tls_client_auth', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
-  const columns = sql.raw(RECORD_COLUMNS.join(', '));
+  await recordVersionTrigger(db, RECORD_COLUMNS);
+}
+
+/** Back to the schema before: the trigger on the columns it had (SQLite drops no column a trigger names), then the columns. */
+export async function down(db: Kysely<any>): Promise<void> {
+  await recordVersionTrigger(
+    db,
+    RECORD_COLUMNS.filter((c) => !c.startsWith('tls_')),
+  );
+  await db.schema.alterTable('instances').dropColumn('tls_client_auth').execute();
+  await db.schema.alterTable('instances').dropColumn('tls_mode').execute();
+}
+
+/** The trigger that moves the account's record version when one of `recordColumns` changes. */
+async function recordVersionTrigger(db: Kysely<any>, recordColumns: readonly string[]): Promise<void> {
+  const columns = sql.raw(recordColumns.join(', '));
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
     await sql`DROP TRIGGER IF EXISTS instances_list_version ON instances`.execute(db);
     await sql`

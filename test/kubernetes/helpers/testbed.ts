@@ -44,6 +44,19 @@ export function testbedAvailable(): boolean {
   return false;
 }
 
+/**
+ * Whether the testbed has an image of the engine (Valkey's is built only where Valkey is
+ * installed). In CI a missing one fails the run; elsewhere its tests are left out with a message.
+ */
+export function imageAvailable(engine: string): boolean {
+  const env = readTestbedEnv();
+  if (!env || env[`HANGAR_K8S_${engine.toUpperCase()}_IMAGE`]) return true;
+  const message = `the testbed has no ${engine} image: install ${engine}-server (Debian 12: from bookworm-backports), then scripts/k8s-testbed down and up`;
+  if (process.env.CI === 'true') throw new Error(message);
+  console.warn(`${message}; leaving its tests out`);
+  return false;
+}
+
 export class Testbed {
   constructor(readonly env: TestbedEnv) {}
 
@@ -119,7 +132,8 @@ export class Testbed {
 
   /**
    * A zones file with one Kubernetes zone `Kube` on this testbed: hangar's user, `namespace` and
-   * `storageClass`, the testbed's NodePort range and images; `extra` is appended as a line.
+   * `storageClass`, the testbed's NodePort range and images (Redis's, and Valkey's where the
+   * testbed has it); `extra` is appended as a line.
    */
   zonesFile(namespace: string, storageClass: string, extra = ''): string {
     const [portFirst, portLast] = (this.env.HANGAR_K8S_NODEPORT_RANGE ?? '0-0').split('-').map(Number) as [number, number];
@@ -130,10 +144,18 @@ export class Testbed {
       `  namespace: ${namespace}`,
       `  storage_class: ${storageClass}`,
       `  node_port_range: ${portFirst}-${portLast}`,
-      `  images: { "redis:7.0.15": "${this.env.HANGAR_K8S_REDIS_IMAGE}", haproxy: "${this.env.HANGAR_K8S_HAPROXY_IMAGE}" }`,
+      `  images: { ${this.images()} }`,
       '  capacity_mb: 12000',
       extra,
     ].join('\n');
+  }
+
+  /** The zone's `images`: each engine image the testbed has, by its version (the image's tag), and the edge's. */
+  images(): string {
+    const images = [this.env.HANGAR_K8S_REDIS_IMAGE, this.env.HANGAR_K8S_VALKEY_IMAGE]
+      .filter((i): i is string => !!i)
+      .map((i) => `"${i.replace(/^hangar-test\//, '')}": "${i}"`);
+    return [...images, `haproxy: "${this.env.HANGAR_K8S_HAPROXY_IMAGE}"`].join(', ');
   }
 
   /** `count` hostPath volumes of `storageClass` under `dir`: what a provisioner would make. */
@@ -240,6 +262,53 @@ export class ClientHost {
     } finally {
       c.end();
     }
+  }
+
+  /**
+   * Starts waiting, from the namespace, for the edge to admit a client (`admitted`: AUTH and PING
+   * answer PONG) or refuse it (`refused`): a new connection every 20 ms. Resolves after its first
+   * try; `at` then resolves with the time (ms since the epoch) it first happened, or null after `limitMs`.
+   */
+  async waitUntil(
+    host: string,
+    port: number,
+    password: string,
+    want: 'admitted' | 'refused',
+    limitMs = 10_000,
+  ): Promise<{ at: Promise<number | null> }> {
+    const child = spawn(
+      'nsenter',
+      [
+        '-t',
+        String(this.holder.pid),
+        '-n',
+        process.execPath,
+        join(import.meta.dirname, 'netns-probe.mjs'),
+        host,
+        String(port),
+        password,
+        want,
+        String(limitMs),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const lines = createInterface({ input: child.stdout! });
+    let ready!: () => void;
+    const started = new Promise<void>((r) => (ready = r));
+    const at = new Promise<number | null>((resolve) => {
+      lines.on('line', (line) => {
+        const said = JSON.parse(line) as { ready?: boolean; at?: number | null };
+        if (said.ready) return ready();
+        resolve(said.at ?? null);
+        ready();
+      });
+      child.on('exit', () => {
+        resolve(null);
+        ready();
+      });
+    });
+    await started;
+    return { at };
   }
 
   remove(): void {
