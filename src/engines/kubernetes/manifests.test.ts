@@ -15,11 +15,11 @@ import { parse, parseAllDocuments } from 'yaml';
 import { parseZones } from '../../zones/zones-file.js';
 import { INSTANCE_TYPES, PLANS } from '../../domain/catalog.js';
 import type { ClusterPlace, KubeObject } from '../../domain/cluster.js';
-import { findProduct, firstProductOf } from '../products.js';
+import { PRODUCTS, findProduct, firstProductOf } from '../products.js';
 import type { EdgeTls, InstanceSpec } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { RBAC_NEEDS } from '../../runtimes/kubernetes/kube-doctor.js';
-import { EDGE_TLS_FILES, edgeObjects, frontendOf, renderEdgeConfig } from '../../runtimes/kubernetes/kube-edge.js';
+import { EDGE_TLS_FILES, edgeObjects, frontendOf, portName, renderEdgeConfig } from '../../runtimes/kubernetes/kube-edge.js';
 import { imageOf } from '../../runtimes/kubernetes/kubernetes-runtime.js';
 import { servedRoutes } from '../elasticsearch/elasticsearch-edge.js';
 import { VALKEY_FLAVOUR } from '../redis/redis-flavour.js';
@@ -386,6 +386,35 @@ describe('generated Kubernetes objects', () => {
         .map((b) => b.role);
       expect(roles).toEqual(['public', 'servicenet', 'public.tls', 'servicenet.tls']);
     });
+  });
+
+  it("names every listener of every product's instances apart: Service ports are IANA service names, unique per Service", () => {
+    for (const product of PRODUCTS) {
+      for (const type of product.types) {
+        const ports = Object.fromEntries(product.portRoles(type).map((r, i) => [r, 31500 + i]));
+        const names = product.edgeRoutes(type, ports).map((r) => portName(r.role));
+        expect(new Set(names).size, `${product.name} ${type}: ${names.join(' ')}`).toBe(names.length);
+        // at most 15 characters of a-z, 0-9 and "-", a letter among them, no "--", no "-" at either end
+        for (const n of names) expect(n).toMatch(/^(?=.*[a-z])(?!.*--)[a-z0-9](?:[a-z0-9-]{0,13}[a-z0-9])?$/);
+      }
+    }
+    expect(portName('public.tls')).toBe('public-tls');
+    expect(portName('servicenet.http')).toBe('servicenet-http');
+    expect(portName('servicenet.https')).toMatch(/^servicenet-[0-9a-f]{4}$/);
+  });
+
+  it("an elasticsearch instance: its https listeners have the http ones' nodes behind them (the edge terminates TLS)", async () => {
+    const s = spec('elasticsearch', 'elasticsearch', 4);
+    const { nodes } = elasticsearchNodes(4);
+    const running: ClusterPlace = {
+      ...place,
+      pods: async () => Array.from({ length: nodes }, (_, i) => ({ name: `es-${i}`, ready: true, phase: 'Running', restarts: 0 })),
+    };
+    const { backends } = await new ElasticsearchClusterDriver().ensure(s, running, { step: () => {} });
+    const of = (role: string) => backends.find((b) => b.role === role)?.servers;
+    expect(of('public.https')).toEqual(of('public.http'));
+    expect(of('servicenet.https')).toEqual(of('servicenet.http'));
+    expect(of('public.https')).toEqual([{ name: 'es-0', address: '198.19.0.10', port: 9200 }]);
   });
 
   it('an elasticsearch edge reads HTTP where the engine needs the edge to refuse requests, and answers Kibana itself, on its TLS listeners too (it terminates TLS)', () => {

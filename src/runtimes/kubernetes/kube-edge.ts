@@ -39,8 +39,16 @@ export const aclFile = (group: AccessGroup) => `${ACL_DIR}/${group}.lst`;
 /** The file of the sources hangar probes from, admitted whatever the ACLs say. */
 export const HANGAR_SOURCES_FILE = `${CONFIG_DIR}/hangar.lst`;
 
-/** A Service port name: a DNS label (`public.0` -> `public-0`). */
-const portName = (role: string) => role.replace(/[^a-z0-9-]/g, '-').slice(0, 15);
+/**
+ * A Service port name (an IANA service name: at most 15 characters, `public.0` -> `public-0`),
+ * also the edge's frontend and backend names. A longer role is cut and given a digest of itself,
+ * so that no two share one (`servicenet.http` and `servicenet.https`).
+ */
+export function portName(role: string): string {
+  const name = role.replace(/[^a-z0-9-]/g, '-');
+  if (name.length <= 15) return name;
+  return `${name.slice(0, 10).replace(/-+$/, '')}-${createHash('sha256').update(role).digest('hex').slice(0, 4)}`;
+}
 
 /** A word of haproxy.cfg: spaces and backslashes escaped (the check lines carry them). */
 const cfgWord = (s: string) => s.replace(/\\/g, '\\\\').replace(/ /g, '\\ ');
