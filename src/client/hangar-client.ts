@@ -643,9 +643,17 @@ export class HangarClient {
     return this.call('GET', '/v2/engines/');
   }
 
-  /** The command that opens a shell on an instance (as `hangar connect` runs it); null for an engine without one. */
-  instanceShell(instance: string, opts: { user?: string; database?: string; servicenet?: boolean } = {}): Promise<InstanceShell> {
+  /**
+   * The command that opens a shell on an instance (as `hangar connect` runs it); null for an engine
+   * without one. With `caFile` (where the CA certificate of GET /v2/tls/ca is kept), over TLS where the
+   * instance offers it.
+   */
+  instanceShell(
+    instance: string,
+    opts: { user?: string; database?: string; servicenet?: boolean; caFile?: string } = {},
+  ): Promise<InstanceShell> {
     const q = new URLSearchParams();
+    if (opts.caFile !== undefined) q.set('ca_file', opts.caFile);
     if (opts.user !== undefined) q.set('user', opts.user);
     if (opts.database !== undefined) q.set('database', opts.database);
     if (opts.servicenet) q.set('servicenet', 'true');
