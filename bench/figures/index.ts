@@ -12,6 +12,7 @@ import { loadFigure } from './load.js';
 import { resizeFigure } from './resize.js';
 import { storeFigure } from './store.js';
 import { throughputFigure } from './throughput.js';
+import { tlsFigure } from './tls.js';
 
 /** Every figure, in the order they run (those sharing a hangar side by side). */
 export const FIGURES: readonly Figure[] = [
@@ -24,6 +25,7 @@ export const FIGURES: readonly Figure[] = [
   backupFigure,
   throughputFigure,
   connectionsFigure,
+  tlsFigure,
   storeFigure,
   idleFigure,
   densityFigure,
