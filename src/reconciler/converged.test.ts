@@ -48,4 +48,18 @@ describe('ConvergedSpecs', () => {
     c.clear();
     expect(c.size).toBe(0);
   });
+
+  it('knows which instances this process tried to bring up: kept when what ran changed, gone with the instance or the runtime', () => {
+    const c = new ConvergedSpecs();
+    expect(c.wasTried('i1')).toBe(false);
+    c.markTried('i1');
+    c.markTried('i2');
+    // a unit died, a pass failed: what ran is no longer known, but the instance was brought up before
+    c.forget('i1');
+    expect(c.wasTried('i1')).toBe(true);
+    c.drop('i1');
+    expect(c.wasTried('i1')).toBe(false);
+    c.clear();
+    expect(c.wasTried('i2')).toBe(false);
+  });
 });

@@ -150,6 +150,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   if (!found) {
     // Known to a runtime but not to the store: an orphan, or the tail of a finished delete.
     report.kind = 'delete';
+    deps.converged?.drop(id);
     for (const t of deps.zones.targets()) {
       await t.runtime.removeInstance(id, ctx);
       t.engines.forget(id);
@@ -206,13 +207,18 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   }
   // A pass that only checks (nothing was asked) first says whether the instance serves, so
   // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
-  if (report.kind === 'heal' && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, target, inst, spec);
+  // Not before this process has tried to bring the instance up: what does not run then was not
+  // started yet (a start after `hangar down`, a reboot, a takeover), which is no fault. That
+  // first pass converges, and says DEGRADED only if it cannot.
+  const judged = deps.converged?.wasTried(id) ?? true;
+  if (report.kind === 'heal' && judged && READY_STATES.includes(inst.state)) inst = await sayHealth(deps, target, inst, spec);
   const done: InstanceState = product.doneState;
   let fresh = false;
   let address: string | undefined;
   try {
     if (!(await accessAlone(deps, target, inst, spec, rules, done, report, ctx))) {
       let served: string | undefined;
+      deps.converged?.markTried(id);
       ({ fresh, address, servedCertificate: served } = await runtime.ensureInstance(spec, rules, target.engines.require(inst.engine), ctx));
       deps.converged?.remember(spec, version);
       if (served !== undefined) await markServed(deps, inst, served);
@@ -398,7 +404,7 @@ async function unplaced(deps: ReconcileDeps, inst: Instance): Promise<PassResult
 async function teardown(deps: ReconcileDeps, target: Target, inst: Instance, ctx: StepContext): Promise<PassResult> {
   await deps.restores?.cancelRestores(inst.id, 'the instance was deleted', 'deleted');
   ctx.step('delete:start');
-  deps.converged?.forget(inst.id);
+  deps.converged?.drop(inst.id);
   await target.runtime.removeInstance(inst.id, ctx);
   target.engines.forget(inst.id);
   deps.tls?.forget(inst.id);

@@ -193,7 +193,11 @@ export class InstanceService {
         p.add(errors.invalidValue('engine', `"engine" of a ${service} instance ${JSON.stringify(named)} is not allowed`, names));
       }
       const choice = zone ? serviceOffering(zone.engines.offerings(), service) : undefined;
-      const offering = named === undefined ? choice?.default : choice?.engines.find((e) => e.engine === named && e.available);
+      const chosen = named === undefined ? choice?.default : choice?.engines.find((e) => e.engine === named && e.available);
+      // an engine that cannot run the type asked for is create's to refuse (422, saying which engine
+      // runs it): its versions are not the ones to judge the body's by
+      const offering =
+        chosen && type !== undefined && !productNamed(chosen.engine).types.includes(type as InstanceType) ? undefined : chosen;
       product = offering
         ? productNamed(offering.engine)
         : named !== undefined && names.includes(named)
@@ -232,8 +236,8 @@ export class InstanceService {
       }
       const tls = text('tls');
       const clientAuth = typeof b.tls_client_auth === 'boolean' ? b.tls_client_auth : undefined;
-      const chosen = product;
-      p.check(() => assertTlsChoice(chosen, { tls, clientAuth }, this.deps.config.instanceTls));
+      const judged = product;
+      p.check(() => assertTlsChoice(judged, { tls, clientAuth }, this.deps.config.instanceTls));
     }
     if (Array.isArray(b.acls)) {
       const now = this.deps.now();

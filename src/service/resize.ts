@@ -50,7 +50,7 @@ export async function recordResize(
           instance: { id: inst.id, name },
           account: caller.accountId,
           ...origin,
-          detail: { from_plan: inst.plan, to_plan: newPlan },
+          detail: { from_plan: inst.plan, to_plan: newPlan, engine: inst.engine },
         },
         trx,
       );

@@ -32,6 +32,23 @@ export interface ZoneSummary {
   readonly allocatedMb: number;
   /** What a new placement may still promise; null: unlimited. */
   readonly freeMb: number | null;
+  /**
+   * The limit that `capacityMb` and `freeMb` come from, with every zone it counts: several local
+   * zones of one host share the host's memory, so what the others promise is not free here
+   * either. Null: unlimited.
+   */
+  readonly pool: CapacityPool | null;
+}
+
+/** A limit on what instances may promise, and the zones whose instances count against it. */
+export interface CapacityPool {
+  /** `this host (local zones A, B)` or `zone "A"`. */
+  readonly label: string;
+  readonly zones: readonly string[];
+  readonly capacityMb: number;
+  /** What the instances of all its zones promise now. */
+  readonly allocatedMb: number;
+  readonly freeMb: number;
 }
 
 /** One engine of a service in a zone. */
@@ -95,19 +112,30 @@ export class ZoneService {
   async assertFits(trx: Db, zone: ZoneView, need: Need, instanceId?: string): Promise<void> {
     if (zone.limits.length === 0) return;
     await lockPlacements(trx);
-    const groups = await countPlacements(trx, [...new Set(zone.limits.flatMap((l) => l.zones))], instanceId);
+    const zones = [...new Set(zone.limits.flatMap((l) => l.zones))];
+    const groups = await countPlacements(trx, zones);
+    // a resize: the instance promises its current plan already, and asks only the difference
+    const others = instanceId === undefined ? groups : await countPlacements(trx, zones, instanceId);
     const product = productNamed(need.engine);
     const wanted = product.promisedMemoryMb(need.type, need.plan);
+    const promised = (gs: readonly PlacementGroup[], counted: ReadonlySet<string>) =>
+      gs.filter((g) => counted.has(g.zone)).reduce((sum, g) => sum + g.count * promiseOf(g), 0);
     for (const limit of zone.limits) {
       const counted = new Set(limit.zones);
-      const allocated = groups.filter((g) => counted.has(g.zone)).reduce((sum, g) => sum + g.count * promiseOf(g), 0);
+      const allocated = promised(groups, counted);
+      const own = allocated - promised(others, counted);
+      // the free figure is the one GET /v2/zones/ shows: capacity less every promise, this instance's included
       const free = limit.capacityMb - allocated;
-      if (wanted > free) {
+      const more = wanted - own;
+      if (more > free) {
+        const rule = product.memoryRule(need.type, need.plan);
         throw errors.capacityExceeded(
           limit.label,
           Math.max(0, free),
           limit.capacityMb,
-          `a ${need.type} on plan ${need.plan} needs ${wanted} MB (${product.memoryRule(need.type, need.plan)})`,
+          instanceId === undefined
+            ? `a ${need.type} on plan ${need.plan} needs ${wanted} MB (${rule})`
+            : `a ${need.type} on plan ${need.plan} needs ${wanted} MB (${rule}), ${more} MB more than it promises now`,
         );
       }
     }
@@ -121,8 +149,11 @@ export class ZoneService {
     return zones.map((zone) => {
       const offerings = zone.engines.offerings();
       const tightest = zone.limits
-        .map((l) => ({ capacity: l.capacityMb, free: l.capacityMb - usedBy(l) }))
-        .sort((a, b) => a.free - b.free)[0];
+        .map((l): CapacityPool => {
+          const used = usedBy(l);
+          return { label: l.label, zones: l.zones, capacityMb: l.capacityMb, allocatedMb: used, freeMb: Math.max(0, l.capacityMb - used) };
+        })
+        .sort((a, b) => a.freeMb - b.freeMb)[0];
       return {
         name: zone.name,
         runtime: zone.runtime,
@@ -150,9 +181,10 @@ export class ZoneService {
             })),
           };
         }),
-        capacityMb: zone.limits[0]?.capacityMb ?? null,
+        capacityMb: tightest?.capacityMb ?? null,
         allocatedMb: allocated.get(zone.name) ?? 0,
-        freeMb: tightest ? Math.max(0, tightest.free) : null,
+        freeMb: tightest?.freeMb ?? null,
+        pool: tightest ?? null,
       };
     });
   }

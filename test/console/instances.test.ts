@@ -1,5 +1,8 @@
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser)
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarProcess, LOGIN, PASSWORD, enginesAvailable, portOf } from '../e2e/helpers/hangar-process.js';
@@ -20,9 +23,12 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
   let password = '';
   let port = 0;
   let tlsPort = 0;
+  const engines = mkdtempSync(join(tmpdir(), 'hangar-console-engines-'));
 
   beforeAll(async () => {
-    hangar = await HangarProcess.start();
+    // an engine cache of its own, empty: Redis and Valkey are what this machine runs for it (a create
+    // with the form's defaults, by keyboard, then gets Redis, not an Elasticsearch node from the cache)
+    hangar = await HangarProcess.start({ env: { HANGAR_ENGINE_CACHE: join(engines, 'engines') } });
     tb = await startBrowser(hangar.url);
     ({ page, problems } = await tb.newPage());
   }, 60_000);
@@ -30,6 +36,7 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
   afterAll(async () => {
     await tb?.close();
     await hangar?.destroy();
+    rmSync(engines, { recursive: true, force: true });
   });
 
   const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });

@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, HangarProcess, enginesAvailable, portOf } from './helpers/hangar-process.js';
+import { HangarProcess, enginesAvailable, hangarDown as down, portOf } from './helpers/hangar-process.js';
 import { isAlive, processesUnder } from './helpers/processes.js';
 import { connectRedis, eventually, pingOutcome, tcpAccepts } from './helpers/redis.js';
 
@@ -39,18 +38,6 @@ async function edgeCounters(url: string): Promise<Map<string, { admitted: number
     out.set(m[1]!, c);
   }
   return out;
-}
-
-/** `hangar down` on a data dir, as the built binary. */
-function down(dataDir: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;
-  const child = spawn(process.execPath, [BIN, 'down', '--data-dir', dataDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code: code ?? -1, stdout, stderr })));
 }
 
 /**

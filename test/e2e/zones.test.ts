@@ -23,6 +23,8 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
         '  capacity_mb: 3000',
         'Dallas-B:',
         '  runtime: local',
+        'Dallas-C:',
+        '  runtime: local',
         'Sandbox:',
         '  runtime: emulated',
         '  capacity_mb: 2000',
@@ -55,9 +57,19 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
     expect(res.body.data.map((z: any) => [z.name, z.runtime, z.capacity_mb, z.allocated_mb, z.free_mb])).toEqual([
       ['Dallas-A', 'local', 3000, 0, 3000],
       ['Dallas-B', 'local', hostMb, 0, hostMb],
+      ['Dallas-C', 'local', hostMb, 0, hostMb],
       ['Sandbox', 'emulated', 2000, 0, 2000],
     ]);
-    const sandbox = res.body.data[2];
+    // the local zones without a capacity of their own share the host's, and say so
+    expect(res.body.data[1].capacity_pool).toEqual({
+      name: 'this host (local zones Dallas-B, Dallas-C)',
+      zones: ['Dallas-B', 'Dallas-C'],
+      capacity_mb: hostMb,
+      allocated_mb: 0,
+      free_mb: hostMb,
+    });
+    expect(res.body.data[0].capacity_pool).toMatchObject({ name: 'zone "Dallas-A"', zones: ['Dallas-A'], capacity_mb: 3000 });
+    const sandbox = res.body.data[3];
     expect(sandbox.services.map((s: any) => s.service)).toEqual(['redis']);
     expect(res.body.data[0].services.find((s: any) => s.service === 'redis')).toMatchObject({
       available: true,
@@ -90,15 +102,22 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
     }
     expect(await zone('Dallas-A')).toMatchObject({ allocated_mb: 1000, free_mb: 2000 });
     expect(await zone('Sandbox')).toMatchObject({ allocated_mb: 1000, free_mb: 1000 });
+    // what Dallas-B promises is not free in Dallas-C either: one figure, the pool's
+    const [bz, cz] = [await zone('Dallas-B'), await zone('Dallas-C')];
+    expect(bz.allocated_mb).toBe(1000);
+    expect(cz.allocated_mb).toBe(0);
+    expect(cz.free_mb).toBe(bz.free_mb);
+    expect(cz.capacity_pool).toMatchObject({ allocated_mb: 1000, free_mb: cz.free_mb });
+    expect(cz.capacity_pool.capacity_mb).toBe(cz.capacity_pool.allocated_mb + cz.capacity_pool.free_mb);
   });
 
   it('400 for a zone that is not configured, naming the zones that are', async () => {
     const res = await create('nowhere', 'US-Dallas');
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'zone', allowed: ['Dallas-A', 'Dallas-B', 'Sandbox'] });
+    expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'zone', allowed: ['Dallas-A', 'Dallas-B', 'Dallas-C', 'Sandbox'] });
     const mongo = await create('mongo-in-sandbox', 'Sandbox', 1, 'mongodb');
     expect(mongo.status).toBe(400);
-    expect(mongo.body).toMatchObject({ field: 'zone', allowed: ['Dallas-A', 'Dallas-B'] });
+    expect(mongo.body).toMatchObject({ field: 'zone', allowed: ['Dallas-A', 'Dallas-B', 'Dallas-C'] });
   });
 
   it('409 CAPACITY_EXCEEDED for a create that does not fit, saying what is free and what the plan needs; nothing recorded', async () => {
@@ -112,7 +131,7 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
     const host = await create('bigger-than-the-host', 'Dallas-B', 100000);
     expect(host.status).toBe(409);
     expect(host.body.message).toMatch(
-      /^not enough memory left in this host \(local zones Dallas-B\): \d+ MB free of \d+ MB; a redis_ha_instance on plan 100000 needs 200000 MB/,
+      /^not enough memory left in this host \(local zones Dallas-B, Dallas-C\): \d+ MB free of \d+ MB; a redis_ha_instance on plan 100000 needs 200000 MB/,
     );
   });
 
@@ -123,7 +142,10 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
     const refused = await hangar.post('/v2/redis/in-a/resize/', { new_plan: 1000 });
     expect(refused.status).toBe(409);
     expect(refused.body).toMatchObject({ code: 'CAPACITY_EXCEEDED' });
-    expect(refused.body.message).toMatch(/1000 MB free of 3000 MB; a redis_ha_instance on plan 1000 needs 2000 MB/);
+    // the free figure is the zone's own (0 MB), and the resize asks the difference
+    expect(refused.body.message).toBe(
+      'not enough memory left in zone "Dallas-A": 0 MB free of 3000 MB; a redis_ha_instance on plan 1000 needs 2000 MB (2 x 1000 MB: maxmemory of the primary and of the replica), 1000 MB more than it promises now',
+    );
     expect((await hangar.get('/v2/instances/in-a/')).body.data).toMatchObject({ plan: 500, state: 'ACTIVE' });
     expect((await hangar.delete('/v2/instances/second-a/')).status).toBe(200);
     await hangar.waitFor('second-a', (r) => r === undefined);
@@ -153,8 +175,11 @@ describe.runIf(enginesAvailable())('zones and capacity', () => {
     const lines = text.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^ZONE\s+RUNTIME\s+SERVICES\s+CAPACITY\s+ALLOCATED\s+FREE$/);
     expect(lines[1]).toMatch(/^Dallas-A\s+local\s+.*redis: redis [\d./]+.*\s+3000 MB\s+2000 MB\s+1000 MB$/);
-    expect(lines[3]).toMatch(/^Sandbox\s+emulated\s+redis: redis [\d./]+, valkey [\d./]+\s+2000 MB\s+1000 MB\s+1000 MB$/);
+    expect(lines[2]).toMatch(/^Dallas-B\s+local\s+.*\s+\d+ MB shared\*\s+1000 MB\s+\d+ MB$/);
+    expect(lines[3]).toMatch(/^Dallas-C\s+local\s+.*\s+\d+ MB shared\*\s+0 MB\s+\d+ MB$/);
+    expect(lines.at(-1)).toMatch(/^\* shared by Dallas-B, Dallas-C \(this host\): \d+ MB, of which 1000 MB promised and \d+ MB free$/);
+    expect(lines[4]).toMatch(/^Sandbox\s+emulated\s+redis: redis [\d./]+, valkey [\d./]+\s+2000 MB\s+1000 MB\s+1000 MB$/);
     const json = spawnSync(process.execPath, [BIN, 'zones', 'ls', '--json'], { env, encoding: 'utf8' });
-    expect(JSON.parse(json.stdout).map((z: any) => z.name)).toEqual(['Dallas-A', 'Dallas-B', 'Sandbox']);
+    expect(JSON.parse(json.stdout).map((z: any) => z.name)).toEqual(['Dallas-A', 'Dallas-B', 'Dallas-C', 'Sandbox']);
   });
 });

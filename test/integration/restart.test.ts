@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mongoBody, redisBody } from '../helpers/bodies.js';
+import { latestEventId, listEventsAfter } from '../../src/store/event-repository.js';
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, Client, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 
@@ -77,8 +78,38 @@ describe.each(DIALECTS)('restart on %s', (dialect) => {
     expect(th.runtime.rulesOf(m.id)).toEqual([{ cidr: '192.0.2.0/24', transport: false, kibana: false }]);
     const engine = th.mongodb.usersOf(m.id, 'app');
     expect(engine).toEqual([{ name: 'u', roles: [{ role: 'read', db: 'app' }] }]);
-    // (the emulated engines are rebuilt after a restart: DEGRADED for a moment, then ACTIVE)
+    // (the emulated engines are rebuilt after a restart, by its first pass)
     await again().waitFor('keep', (r) => r?.state === 'ACTIVE');
+  });
+
+  it('a restart is no incident: engines that do not run yet are started before they are judged, with no state change', async () => {
+    const r = await alice.ready(redisBody('cold'));
+    const before = await latestEventId(th.hangar.store.db);
+    await th.restart();
+    // the new runtime runs nothing of it until the first pass of this process has brought it up
+    await expect.poll(() => th.runtime.wholePasses.get(r.id) ?? 0).toBeGreaterThan(0);
+    expect((await again().waitFor('cold', (rec) => rec?.state === 'ACTIVE')).state_reason ?? null).toBeNull();
+    await th.hangar.reconciler.sweep();
+    await th.hangar.reconciler.settle(r.id, 5000);
+    const changes = (await listEventsAfter(th.hangar.store.db, { afterId: before, limit: 100 }))
+      .filter((e) => e.instanceId === r.id && e.kind === 'instance.state')
+      .map((e) => e.data);
+    expect(changes).toEqual([]);
+  });
+
+  it('engines that stop while hangar runs are DEGRADED with the reason, then ACTIVE again', async () => {
+    const r = await alice.ready(redisBody('crashing'));
+    const before = await latestEventId(th.hangar.store.db);
+    const passes = th.runtime.wholePasses.get(r.id)!;
+    th.runtime.crash(r.id);
+    await again().waitFor('crashing', (rec) => rec?.state === 'ACTIVE' && th.runtime.wholePasses.get(r.id)! > passes);
+    const changes = (await listEventsAfter(th.hangar.store.db, { afterId: before, limit: 100 }))
+      .filter((e) => e.instanceId === r.id && e.kind === 'instance.state')
+      .map((e) => e.data);
+    expect(changes).toEqual([
+      { from: 'ACTIVE', to: 'DEGRADED', reason: 'not running', plan: r.plan },
+      { from: 'DEGRADED', to: 'ACTIVE', reason: null, plan: r.plan },
+    ]);
   });
 
   it('accounts and tokens survive a restart', async () => {

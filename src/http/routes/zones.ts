@@ -47,6 +47,15 @@ export function zoneRoutes(fastify: FastifyInstance, deps: AppDeps): void {
           capacity_mb: z.capacityMb,
           allocated_mb: z.allocatedMb,
           free_mb: z.freeMb,
+          capacity_pool: z.pool
+            ? {
+                name: z.pool.label,
+                zones: [...z.pool.zones],
+                capacity_mb: z.pool.capacityMb,
+                allocated_mb: z.pool.allocatedMb,
+                free_mb: z.pool.freeMb,
+              }
+            : null,
         })),
       };
     },

@@ -40,6 +40,13 @@ export const ZONE = {
   capacity_mb: 22_527,
   allocated_mb: 2000,
   free_mb: 20_527,
+  capacity_pool: {
+    name: 'this host (local zones US-Dallas, US-Central)',
+    zones: ['US-Dallas', 'US-Central'],
+    capacity_mb: 22_527,
+    allocated_mb: 2000,
+    free_mb: 20_527,
+  },
 };
 
 const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T, description: string) =>
@@ -89,6 +96,18 @@ export const ZoneRecord = Type.Object(
     capacity_mb: nullable(Type.Integer(), "Memory the zone's instances may promise, in MB; null: unlimited"),
     allocated_mb: Type.Integer({ description: "Memory the zone's instances promise now (their plans), in MB" }),
     free_mb: nullable(Type.Integer(), 'Memory a new instance or a resize may still promise here, in MB; null: unlimited'),
+    capacity_pool: Type.Optional(
+      nullable(
+        Type.Object({
+          name: Type.String({ description: '`this host (local zones ...)`, or `zone "NAME"` for a zone with a capacity of its own' }),
+          zones: Type.Array(Type.String(), { description: 'Every zone whose instances count against it' }),
+          capacity_mb: Type.Integer(),
+          allocated_mb: Type.Integer({ description: 'What the instances of all those zones promise now, in MB' }),
+          free_mb: Type.Integer({ description: "The same figure as the zone's free_mb" }),
+        }),
+        "Where capacity_mb and free_mb come from: the local zones of one host share the host's memory, so capacity_mb = allocated_mb + free_mb here, not in each zone; null: unlimited. An addition to the ObjectRocket API.",
+      ),
+    ),
   },
   { $id: 'Zone', description: 'A zone: a placement target with what it offers and how full it is', examples: [ZONE] },
 );

@@ -14,7 +14,7 @@ import type {
 } from '../../domain/units.js';
 import { accessGroups, openRoutes, type EdgeRoute } from '../../domain/endpoints.js';
 import { matcher } from '../../lib/cidr.js';
-import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeHealth, RuntimeStats } from '../runtime.js';
+import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 
 /** Refused connections the emulated edge keeps per instance. */
 const DENIED_KEPT = 100;
@@ -45,6 +45,7 @@ export class EmulatedRuntime implements Runtime {
   private readonly host: UnitHost;
   private holds = 0;
   private failure: Error | undefined;
+  private events: RuntimeEvents | undefined;
 
   constructor() {
     const of = (u: UnitDefinition): Placed => {
@@ -125,8 +126,23 @@ export class EmulatedRuntime implements Runtime {
     };
   }
 
-  async start(): Promise<void> {}
-  async close(): Promise<void> {}
+  async start(events: RuntimeEvents): Promise<void> {
+    this.events = events;
+  }
+
+  async close(): Promise<void> {
+    this.events = undefined;
+  }
+
+  /**
+   * Stops every unit of an instance behind hangar's back, as a crash of its engines would, and
+   * reports it as a supervising runtime does: the instance is DEGRADED until its next pass
+   * starts them again. For client developers and tests that want to see it.
+   */
+  crash(id: string): void {
+    this.placed.get(id)?.units.clear();
+    this.events?.instanceChanged(id);
+  }
 
   async portIsFree(): Promise<boolean> {
     return true;

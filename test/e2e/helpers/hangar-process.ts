@@ -58,6 +58,16 @@ function threadsOf(pid: number): string {
   }
 }
 
+/** `hangar down` on a data dir, as the built binary: its exit code and what it wrote. */
+export function hangarDown(dataDir: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, 'down', '--data-dir', dataDir], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code: code ?? -1, stdout, stderr })));
+}
+
 /**
  * The engines of the redis service: the tests of engine behaviour run on each (`describe` per
  * engine), the others on Redis alone.
