@@ -13,6 +13,7 @@ import { loadFigure } from './load.js';
 import { resizeFigure } from './resize.js';
 import { storeFigure } from './store.js';
 import { throughputFigure } from './throughput.js';
+import { tlsFigure } from './tls.js';
 
 /** Every figure, in the order they run (those sharing a hangar side by side). */
 export const FIGURES: readonly Figure[] = [
@@ -26,6 +27,7 @@ export const FIGURES: readonly Figure[] = [
   elasticsearchFigure,
   throughputFigure,
   connectionsFigure,
+  tlsFigure,
   storeFigure,
   idleFigure,
   densityFigure,

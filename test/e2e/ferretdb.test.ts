@@ -6,6 +6,7 @@ import addFormatsModule from 'ajv-formats';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, HangarProcess, LOGIN, PASSWORD, enginesAvailable } from './helpers/hangar-process.js';
+import { objectrocketPython } from './helpers/objectrocket.js';
 import { isAlive, processesUnder } from './helpers/processes.js';
 
 // CommonJS default exports, as NodeNext sees them.
@@ -33,20 +34,6 @@ function ferretdbAvailable(): boolean {
   if (process.env.CI === 'true') throw new Error(message);
   console.warn(`${message}; leaving them out`);
   return false;
-}
-
-/**
- * A Python with the objectrocket client (PyPI objectrocket 0.7.0 and test/e2e/python/requirements.txt): HANGAR_TEST_OBJECTROCKET_PYTHON, else python3 when it imports it.
- */
-function objectrocketPython(): string | undefined {
-  const python = process.env.HANGAR_TEST_OBJECTROCKET_PYTHON ?? 'python3';
-  if (spawnSync(python, ['-c', 'import objectrocket, pymongo'], { stdio: 'ignore' }).status === 0) return python;
-  const message =
-    'the objectrocket Python client is not installed (a venv with `pip install --no-deps objectrocket==0.7.0` and `pip install -r test/e2e/python/requirements.txt`, named by HANGAR_TEST_OBJECTROCKET_PYTHON; .ci/run makes one)';
-  // in CI its absence fails the run, elsewhere the test is left out saying what to install
-  if (process.env.CI === 'true') throw new Error(message);
-  console.warn(`${message}: its test is left out`);
-  return undefined;
 }
 
 const LOCAL = [{ cidr_mask: '127.0.0.1', description: 'this machine' }];

@@ -165,7 +165,6 @@ export class LocalRuntime implements Runtime {
       bindAddress: config.edgeBind,
       probeSource: PROBE_SOURCE,
       peerSource: config.advertiseHost,
-      certificateHost: config.advertiseHost,
       maxconn: edgeMaxconn(),
       supervisor: this.supervisor,
       log: log.child({ component: 'edge' }),
@@ -361,7 +360,7 @@ export class LocalRuntime implements Runtime {
     // The edge gets the listeners while the engines start: a reload takes about as long as
     // starting a primary and its replica, and neither needs the other (the listeners forward to
     // the engine ports, and nothing counts the instance usable before the probes below pass).
-    const edge = this.edge.ensureRoutes(spec.id, routes, ctx.signal);
+    const edge = this.edge.ensureRoutes(spec.id, routes, spec.tls, ctx.signal);
     // Awaited below; a failure that comes while the engines start is not an unhandled rejection.
     edge.catch(() => {});
     let result: EnsureResult;
@@ -372,7 +371,7 @@ export class LocalRuntime implements Runtime {
       await edge.catch(() => {});
       throw err;
     }
-    const { wentLive } = await edge;
+    const { wentLive, servedCertificate } = await edge;
     if (wentLive) ctx.step('create:edge-listening');
     // Usable as a client sees it; the edge is ensured again between attempts, so an edge that
     // dies meanwhile is started again by this pass rather than waited for.
@@ -381,10 +380,10 @@ export class LocalRuntime implements Runtime {
     for (;;) {
       throwIfCancelled(ctx.signal, 'waiting for the instance to be ready');
       const problem = await driver.readiness(spec, place, targets);
-      if (problem === undefined) return result;
+      if (problem === undefined) return { ...result, ...(servedCertificate !== undefined ? { servedCertificate } : {}) };
       if (Date.now() > until) throw new Error(problem);
       await sleep(5, ctx.signal);
-      await this.edge.ensureRoutes(spec.id, routes, ctx.signal);
+      await this.edge.ensureRoutes(spec.id, routes, spec.tls, ctx.signal);
     }
   }
 
