@@ -196,8 +196,8 @@ export class InstanceService {
       const chosen = named === undefined ? choice?.default : choice?.engines.find((e) => e.engine === named && e.available);
       // an engine that cannot run the type asked for is create's to refuse (422, saying which engine
       // runs it): its versions are not the ones to judge the body's by
-      const offering =
-        chosen && type !== undefined && !productNamed(chosen.engine).types.includes(type as InstanceType) ? undefined : chosen;
+      const serviceType = type !== undefined && (INSTANCE_TYPES[service] as readonly string[]).includes(type);
+      const offering = chosen && serviceType && !productNamed(chosen.engine).types.includes(type as InstanceType) ? undefined : chosen;
       product = offering
         ? productNamed(offering.engine)
         : named !== undefined && names.includes(named)
