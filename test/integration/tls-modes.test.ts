@@ -14,7 +14,7 @@ import { type Account, type Reply, type TestHangar, startTestHangar, startWithTw
 // ports of the TLS listeners given to an instance made before them.
 
 /** Polls until `condition` holds. */
-async function until(what: string, condition: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+async function until(what: string, condition: () => boolean | Promise<boolean>, ms = 25_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await condition())) {
     if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
