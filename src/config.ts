@@ -3,6 +3,7 @@ import { isIPv4 } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
 import { DEADLINE_FAMILIES, OPERATION_KINDS, type OperationDeadlines } from './domain/operations.js';
 import { parsePolicy, type BackupPolicy } from './domain/backups.js';
+import { TLS_MODES, isTlsMode, type TlsMode } from './domain/tls.js';
 
 /**
  * Every setting of hangar, in one table: its flag, its environment variable, its default and
@@ -52,6 +53,8 @@ export interface Config {
   readonly maxAclsPerInstance: number;
   /** Default `maxmemory-policy` of new Redis instances. */
   readonly redisMaxmemoryPolicy: string;
+  /** TLS mode of new instances whose create body names none (products that offer a choice: the Redis family). */
+  readonly instanceTls: TlsMode;
   readonly redisServerBin: string;
   readonly valkeyServerBin: string | undefined;
   readonly haproxyBin: string;
@@ -142,6 +145,7 @@ type Kind =
   | 'range'
   | 'ipv4'
   | 'policy'
+  | 'tls-mode'
   | 'bool'
   | 'deadlines'
   | 'backup-policy'
@@ -348,6 +352,15 @@ export const SETTINGS: readonly SettingDoc[] = [
     kind: 'policy',
     default: 'noeviction',
     description: '`maxmemory-policy` of new Redis instances',
+  },
+  {
+    key: 'instanceTls',
+    flag: 'instance-tls',
+    env: 'HANGAR_INSTANCE_TLS',
+    kind: 'tls-mode',
+    default: 'preferred',
+    description:
+      '`tls` of new Redis and Valkey instances whose create body names none: `off` (plain listeners only), `preferred` (plain and TLS) or `required` (TLS only)',
   },
   {
     key: 'redisServerBin',
@@ -723,6 +736,9 @@ function parse(s: SettingDoc, raw: string, source: string): unknown {
       if (!(REDIS_POLICIES as readonly string[]).includes(raw)) {
         throw new ConfigError(`${source} must be one of ${REDIS_POLICIES.join(', ')}; got "${raw}"`);
       }
+      return raw;
+    case 'tls-mode':
+      if (!isTlsMode(raw)) throw new ConfigError(`${source} must be one of ${TLS_MODES.join(', ')}; got "${raw}"`);
       return raw;
     case 'bool':
       if (!/^(true|false|1|0|yes|no)$/i.test(raw)) throw new ConfigError(`${source} must be true or false, got "${raw}"`);

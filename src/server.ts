@@ -200,7 +200,18 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     });
     // restores whose pass was cut short between their end and the instance serving again
     runner.onSweep(() => restores.settleRestores());
+    // the certificates of TLS listeners come from the TLS service, made below (no pass runs before it is)
+    let tlsService: TlsService | undefined;
+    const certificates = () => {
+      if (!tlsService) throw new Error('the TLS service is not ready');
+      return tlsService;
+    };
     const reconciler: Reconciler = new Reconciler({
+      tls: {
+        edgeTls: (inst) => certificates().edgeTls(inst),
+        markServed: (id, serial) => certificates().markServed(id, serial),
+        forget: (id) => tlsService?.forget(id),
+      },
       restores,
       db,
       keyring,
@@ -279,6 +290,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
     const instances = new InstanceService(deps, zoneService, backupService);
     const audit = new AuditService(db);
     const tls = new TlsService(deps, instances, authority, openssl);
+    tlsService = tls;
     const services: Services = {
       accounts,
       instances,

@@ -36,6 +36,8 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   // its engine cases run on Redis and on Valkey
   'test/e2e/access-day-two.test.ts': 40,
   'test/e2e/backups.test.ts': 36,
+  // TLS through the edge: modes, rotation, mutual TLS, restarts, and two replicas on PostgreSQL
+  'test/e2e/tls.test.ts': 35,
   'test/integration/backups.test.ts': 21,
   'test/integration/acl-day-two.test.ts': 21,
   'test/e2e/kill-at-user-steps.test.ts': 21,

@@ -4,6 +4,7 @@ import { backupFigure } from './backup.js';
 import { connectionsFigure } from './connections.js';
 import { createFigure } from './create.js';
 import { deleteFigure } from './delete.js';
+import { elasticsearchFigure } from './elasticsearch.js';
 import { densityFigure } from './density.js';
 import { getFigure } from './get.js';
 import { idleFigure } from './idle.js';
@@ -12,6 +13,7 @@ import { loadFigure } from './load.js';
 import { resizeFigure } from './resize.js';
 import { storeFigure } from './store.js';
 import { throughputFigure } from './throughput.js';
+import { tlsFigure } from './tls.js';
 
 /** Every figure, in the order they run (those sharing a hangar side by side). */
 export const FIGURES: readonly Figure[] = [
@@ -22,8 +24,10 @@ export const FIGURES: readonly Figure[] = [
   aclFigure,
   resizeFigure,
   backupFigure,
+  elasticsearchFigure,
   throughputFigure,
   connectionsFigure,
+  tlsFigure,
   storeFigure,
   idleFigure,
   densityFigure,

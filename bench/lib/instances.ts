@@ -10,6 +10,8 @@ export interface RedisRecord {
   readonly password: string;
   readonly connect_string: string;
   readonly servicenet_connect_string: string;
+  /** rediss://host:port, where the instance serves TLS (its default, `preferred`). */
+  readonly tls_connect_string?: string;
   readonly state_reason?: string;
 }
 

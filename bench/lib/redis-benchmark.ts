@@ -11,6 +11,8 @@ export interface RedisBenchmarkOptions {
   readonly pipeline?: number;
   /** false: a new connection for every request (redis-benchmark -k 0). */
   readonly keepAlive?: boolean;
+  /** Over TLS, verifying the server against this CA file (--tls --cacert). */
+  readonly caFile?: string;
 }
 
 /** Requests per second by test name (SET, GET, PING_MBULK), from redis-benchmark --csv. */
@@ -32,6 +34,7 @@ export async function redisBenchmark(procs: Processes, o: RedisBenchmarkOptions)
     String(o.pipeline ?? 1),
     '-k',
     o.keepAlive === false ? '0' : '1',
+    ...(o.caFile ? ['--tls', '--cacert', o.caFile] : []),
     '--csv',
   ];
   const child = procs.spawn('redis-benchmark', args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -59,5 +62,17 @@ export function hasRedisBenchmark(): Promise<boolean> {
     const c = spawn('redis-benchmark', ['--version'], { stdio: 'ignore' });
     c.once('error', () => resolve(false));
     c.once('exit', (code) => resolve(code === 0));
+  });
+}
+
+/** Whether redis-benchmark speaks TLS (built with it: its help names --tls). */
+export function redisBenchmarkHasTls(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = spawn('redis-benchmark', ['--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    c.stdout!.on('data', (d: Buffer) => (text += d.toString()));
+    c.stderr!.on('data', (d: Buffer) => (text += d.toString()));
+    c.once('error', () => resolve(false));
+    c.once('close', () => resolve(/--tls\b/.test(text)));
   });
 }

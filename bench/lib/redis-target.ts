@@ -11,6 +11,8 @@ export interface RedisTarget {
   readonly directPort: number;
   /** The replica redis-server, directly (same configuration, read-only). */
   readonly replicaPort: number;
+  /** The edge's public TLS listener, where the instance has one. */
+  readonly edgeTlsPort?: number;
 }
 
 export async function redisTarget(d: Deployment, name: string): Promise<RedisTarget> {
@@ -23,5 +25,6 @@ export async function redisTarget(d: Deployment, name: string): Promise<RedisTar
     edgePort: portOf(rec!.connect_string),
     directPort: d.hangar.engine(rec!.id, 'primary').port,
     replicaPort: d.hangar.engine(rec!.id, 'replica').port,
+    ...(rec!.tls_connect_string ? { edgeTlsPort: portOf(rec!.tls_connect_string) } : {}),
   };
 }

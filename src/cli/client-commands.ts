@@ -10,6 +10,7 @@ import { loginCommands } from './commands/login.js';
 import { mongoUserCommands } from './commands/mongo-users.js';
 import { redisCommands } from './commands/redis.js';
 import { redisConfigCommands, redisUserCommands } from './commands/redis-users.js';
+import { tlsCommands } from './commands/tls.js';
 import { zoneCommands } from './commands/zones.js';
 import { type CompletionEntry, bashCompletion, zshCompletion } from './completion.js';
 import { UsageError } from './io.js';
@@ -81,6 +82,7 @@ export const CLIENT_COMMANDS: readonly ClientCommand[] = [
   ...redisConfigCommands,
   ...redisUserCommands,
   ...mongoUserCommands,
+  ...tlsCommands,
   ...zoneCommands,
   ...operationCommands,
   ...eventCommands,

@@ -34,6 +34,7 @@ import {
   type HangarEvent,
   type Instance,
   type InstanceTls,
+  type TlsModeRequest,
   type MongoUser,
   type Operation,
   type PasswordRotation,
@@ -622,9 +623,23 @@ export class HangarClient {
     return this.call('POST', `/v2/instances/${enc(instance)}/tls/client-certs`, { body });
   }
 
-  /** Revokes a client certificate: the instance's CRL lists it from then on. */
-  revokeClientCertificate(instance: string, serial: string): Promise<ClientCertificate> {
-    return this.call('DELETE', `/v2/instances/${enc(instance)}/tls/client-certs/${enc(serial)}`);
+  /** Revokes a client certificate: the instance's CRL lists it from then on (an operation, once the edge refuses it). */
+  revokeClientCertificate(instance: string, serial: string, opts: CallOptions = {}): Promise<ClientCertificate> {
+    return this.call('DELETE', `/v2/instances/${enc(instance)}/tls/client-certs/${enc(serial)}`, opts);
+  }
+
+  /**
+   * Changes how clients reach a redis instance over TLS (`off`, `preferred`, `required`; mutual
+   * TLS): an operation (`onOperation`) that succeeds once the edge serves it, none when the
+   * instance is so already. Resolves with the instance's TLS as changed.
+   */
+  setTlsMode(instance: string, body: TlsModeRequest, opts: CallOptions = {}): Promise<InstanceTls> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/tls/`, { body, ...opts });
+  }
+
+  /** Gives the instance a new server certificate now (an operation); connections open keep working. Resolves with the new one. */
+  rotateTlsCertificate(instance: string, opts: CallOptions = {}): Promise<InstanceTls> {
+    return this.call('POST', `/v2/instances/${enc(instance)}/tls/rotate`, opts);
   }
 
   // --- audit log ----------------------------------------------------------------------------
@@ -639,9 +654,17 @@ export class HangarClient {
     return this.call('GET', '/v2/engines/');
   }
 
-  /** The command that opens a shell on an instance (as `hangar connect` runs it); null for an engine without one. */
-  instanceShell(instance: string, opts: { user?: string; database?: string; servicenet?: boolean } = {}): Promise<InstanceShell> {
+  /**
+   * The command that opens a shell on an instance (as `hangar connect` runs it); null for an engine
+   * without one. With `caFile` (where the CA certificate of GET /v2/tls/ca is kept), over TLS where the
+   * instance offers it.
+   */
+  instanceShell(
+    instance: string,
+    opts: { user?: string; database?: string; servicenet?: boolean; caFile?: string } = {},
+  ): Promise<InstanceShell> {
     const q = new URLSearchParams();
+    if (opts.caFile !== undefined) q.set('ca_file', opts.caFile);
     if (opts.user !== undefined) q.set('user', opts.user);
     if (opts.database !== undefined) q.set('database', opts.database);
     if (opts.servicenet) q.set('servicenet', 'true');

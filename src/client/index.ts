@@ -42,6 +42,7 @@ export type {
   Instance,
   InstanceShell,
   InstanceTls,
+  TlsModeRequest,
   MongoRole,
   MongoUser,
   Operation,

@@ -32,7 +32,7 @@ import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord }
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
 import type { ZoneRecord } from '../http/schemas/zones.js';
 import type { EngineRecord, ShellRecord } from '../http/schemas/engines.js';
-import type { ClientCertCreateBody, ClientCertCreated, ClientCertRecord, InstanceTlsRecord } from '../http/schemas/tls.js';
+import type { ClientCertCreateBody, ClientCertCreated, ClientCertRecord, InstanceTlsRecord, TlsModeBody } from '../http/schemas/tls.js';
 import type { EventRecord, OperationRecord } from '../http/schemas/operations.js';
 import type { CreatedWebhook as CreatedWebhookSchema, DeliveryRecord, WebhookCreateBody, WebhookRecord } from '../http/schemas/webhooks.js';
 
@@ -125,6 +125,8 @@ export type ClientCertificate = Static<typeof ClientCertRecord>;
 /** A new client certificate with its private key: shown this once. */
 export type CreatedClientCertificate = Static<typeof ClientCertCreated>;
 export type CreateClientCertificateRequest = Static<typeof ClientCertCreateBody>;
+/** A change of how clients reach an instance over TLS: its mode, and mutual TLS. */
+export type TlsModeRequest = Static<typeof TlsModeBody>;
 
 /** States in which an instance serves (ACTIVE; COMPLETED for elasticsearch). */
 export const READY_STATES: readonly string[] = ['ACTIVE', 'COMPLETED'];

@@ -53,6 +53,11 @@ export interface EdgeRoute {
   readonly tls: boolean;
   readonly group: AccessGroup;
   /**
+   * The listener refuses every client, whatever the ACLs: its instance requires TLS, and this is a
+   * plain address. It stays bound, admitting hangar's own probes only (and keeping its port).
+   */
+  readonly closed?: boolean;
+  /**
    * The instance's own processes reach each other through this listener (replica-set members,
    * which announce the edge's addresses): the edge admits connections from the host itself
    * (its advertised address) whatever the ACLs. Absent: only the ACLs and hangar's probes.
@@ -68,6 +73,11 @@ export const peerRoute = (route: EdgeRoute): EdgeRoute => ({ ...route, peers: tr
 /** The route of edge role `role` to engine role `target` of an instance's ports. */
 export function edgeRoute(ports: PortMap, role: string, target: string, tls = false, group: AccessGroup = 'main'): EdgeRoute {
   return { role, port: need(ports, role), target, targetPort: need(ports, target), tls, group };
+}
+
+/** The routes clients may use: those of `routes` that are not closed. */
+export function openRoutes(routes: readonly EdgeRoute[]): EdgeRoute[] {
+  return routes.filter((r) => r.closed !== true);
 }
 
 function need(ports: PortMap, role: string): number {

@@ -1,4 +1,5 @@
 import type { InstanceType, Service } from './catalog.js';
+import type { TlsMode } from './tls.js';
 
 /**
  * Every state an instance can be in. The spec shows REQUESTED, ACTIVE and COMPLETED; the others
@@ -76,6 +77,10 @@ export interface Instance {
   /** The password a rotation replaced, decrypted: clients may still use it until `passwordRotationEndsAt`. */
   readonly passwordPrior: string | null;
   readonly passwordRotationEndsAt: number | null;
+  /** How clients reach it over TLS, where its product offers a choice (`preferred` elsewhere). */
+  readonly tlsMode: TlsMode;
+  /** Its TLS listeners ask clients for a certificate of the deployment's CA, issued for it (mutual TLS). */
+  readonly tlsClientAuth: boolean;
 }
 
 /** What a create records: the instance as asked, before any pass ran. */
@@ -98,6 +103,8 @@ export interface NewInstance {
   readonly buildId: string;
   readonly ports: PortMap;
   readonly createdAt: number;
+  readonly tlsMode: TlsMode;
+  readonly tlsClientAuth: boolean;
 }
 
 /** The fields of an instance that a request or a pass changes; the store maps them to its columns. */

@@ -20,6 +20,9 @@ export const INSTANCE_OPERATION_KINDS = [
   'password.rotate',
   'password.finish',
   'config.update',
+  'tls.mode',
+  'tls.rotate',
+  'tls.revoke',
 ] as const;
 
 /** Kinds started and finished by the service that does the work (`OperationLog.start`, `succeed`, `fail`). */

@@ -5,6 +5,21 @@
 
 const DAY_MS = 86_400_000;
 
+/**
+ * How clients reach an instance whose product offers a choice (the Redis family): `off` plain
+ * listeners only; `preferred` plain and TLS listeners side by side; `required` TLS only (the plain
+ * addresses refuse clients).
+ */
+export const TLS_MODES = ['off', 'preferred', 'required'] as const;
+export type TlsMode = (typeof TLS_MODES)[number];
+
+export function isTlsMode(value: unknown): value is TlsMode {
+  return (TLS_MODES as readonly unknown[]).includes(value);
+}
+
+/** How many days a CRL an edge serves is used before it is made again (well within CRL_VALID_DAYS). */
+export const CRL_REFRESH_DAYS = 7;
+
 /** How long a generated CA is valid. */
 export const CA_VALID_DAYS = 3650;
 /**

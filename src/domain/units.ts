@@ -38,6 +38,31 @@ export interface InstanceSpec {
   readonly users?: readonly EngineUser[];
   /** Settings the tenant chose from the engine's allow-list, by the engine's own names; absent: none. */
   readonly settings?: Readonly<Record<string, string>>;
+  /** What its TLS listeners (routes with `tls`) present and check; absent: it has none, or no certificate can be made now. */
+  readonly tls?: EdgeTls;
+}
+
+/**
+ * The TLS of an instance's edge listeners: the certificate they present, signed by the
+ * deployment's CA, and for mutual TLS what a client's certificate must be.
+ */
+export interface EdgeTls {
+  /** Serial of the certificate (hex, upper case): which one an edge says it serves. */
+  readonly serial: string;
+  /** The certificate, the CA's intermediates when it has some, then the private key: PEM, as HAProxy's `crt` takes it. */
+  readonly pem: string;
+  /** Mutual TLS; absent: no client certificate is asked for. */
+  readonly clientAuth?: ClientAuth;
+}
+
+/** What a client certificate must be for a listener of mutual TLS to take it. */
+export interface ClientAuth {
+  /** The CA (and the certificates above it) that must have signed it, PEM. */
+  readonly caPem: string;
+  /** The CA's list of revoked certificates, PEM: a client presenting one of them is refused. */
+  readonly crlPem: string;
+  /** Its subject's OU: one CA signs the client certificates of every instance, so the instance's own are told by it. */
+  readonly organizationalUnit: string;
 }
 
 /** An application user of an engine, with what it may reach. */
@@ -164,6 +189,8 @@ export interface EnsureResult {
   readonly fresh: boolean;
   /** Where clients reach the instance, when the runtime (not the advertised host) decides it. */
   readonly address?: string;
+  /** Serial of the certificate the instance's TLS listeners present now (`spec.tls`), once every edge serves it. */
+  readonly servedCertificate?: string;
 }
 
 export interface Health {

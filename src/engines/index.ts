@@ -1,8 +1,16 @@
 import type { Config } from '../config.js';
 import type { FoundProgram, Offering } from '../domain/units.js';
-import { type EngineBinaries, foundVersions, HAPROXY_PROGRAM, type ProgramSpec, versionsOf, versionsOfAll } from '../lib/binaries.js';
+import {
+  type EngineBinaries,
+  foundVersions,
+  HAPROXY_PROGRAM,
+  type ProgramSpec,
+  versionsOf,
+  versionsOfAll,
+  withCachedPrograms,
+} from '../lib/binaries.js';
 import { emulatedEngines } from './emulated/emulated-engines.js';
-import { installedEngines } from './install/engine-cache.js';
+import { engineCacheFingerprint, installedEngines } from './install/engine-cache.js';
 import type { InstalledEngine } from './install/engine-manifest.js';
 import type { Engine } from './engine.js';
 import type { Product } from './product.js';
@@ -33,6 +41,10 @@ function localOffering(p: Product, binaries: EngineBinaries, installs: readonly 
     const b = binaries[s.key];
     return !b ? [`${s.names[0]} was not looked for`] : 'problem' in b ? [b.problem] : [];
   });
+  // a product the engine cache can hold says how to put it there
+  if (p.local.cached && installs.length === 0 && problems.length > 0) {
+    problems.push(`nothing of it is in the engine cache: ${p.local.install}`);
+  }
   const base = { engine: p.name, service: p.service, programs };
   const support = problems.length === 0 ? engine?.support?.() : undefined;
   const versions =
@@ -73,30 +85,88 @@ function localOffering(p: Product, binaries: EngineBinaries, installs: readonly 
   };
 }
 
+/** One product's engine on this machine and its offering, with what they were made of. */
+interface LocalEntry {
+  /** The installs and programs it was made of: made again only when these change. */
+  readonly madeOf: string;
+  readonly engine: Engine | undefined;
+  readonly offering: Offering;
+}
+
+function localEntry(
+  p: Product,
+  config: Config,
+  binaries: EngineBinaries,
+  cached: readonly InstalledEngine[],
+  searchPath: string | undefined,
+): LocalEntry {
+  const found: Record<string, FoundProgram> = {};
+  const installed: Record<string, FoundProgram[]> = {};
+  for (const s of [...p.local.programs, ...(p.local.optional ?? [])]) {
+    const all = foundVersions(binaries[s.key]);
+    if (all[0]) found[s.key] = all[0];
+    if (all.length > 0) installed[s.key] = all;
+  }
+  const installs = cached.filter((i) => p.local.cached?.includes(i.product));
+  const madeOf = JSON.stringify([installs.map((i) => [i.dir, i.installedAt]), p.local.programs.map((s) => binaries[s.key])]);
+  const complete = installs.length > 0 || p.local.programs.every((s) => found[s.key] !== undefined);
+  const engine = complete ? p.local.engine(found, { config, installed, installs, ...(searchPath ? { searchPath } : {}) }) : undefined;
+  return { madeOf, engine, offering: localOffering(p, binaries, installs, engine) };
+}
+
 /**
  * The engines that run as processes on this machine, with the programs found and the installs of
  * the engine cache. A product whose programs are missing is offered as unavailable, naming what
- * to install.
+ * to install. The engine cache is looked at again whenever the registry is asked (a few `stat`s
+ * tell whether it changed): what `hangar engines install` puts there is offered at once, without a
+ * restart, and a product's engine is made again only when its installs changed. Programs on PATH
+ * are those found at the start.
  */
 export function localEngines(config: Config, binaries: EngineBinaries, searchPath?: string): EngineRegistry {
-  const engines: Record<string, Engine> = {};
-  const offerings: Offering[] = [];
-  const cached = PRODUCTS.some((p) => p.local.cached) ? installedEngines(config.engineCache) : [];
-  for (const p of PRODUCTS) {
-    const found: Record<string, FoundProgram> = {};
-    const installed: Record<string, FoundProgram[]> = {};
-    for (const s of [...p.local.programs, ...(p.local.optional ?? [])]) {
-      const all = foundVersions(binaries[s.key]);
-      if (all[0]) found[s.key] = all[0];
-      if (all.length > 0) installed[s.key] = all;
+  const usesCache = PRODUCTS.some((p) => p.local.cached) || localPrograms().some((s) => s.cached !== undefined);
+  const entries = new Map<string, LocalEntry>();
+  // engines made again keep their administrative connections until these close as idle
+  const retired: Engine[] = [];
+  let fingerprint: string | undefined;
+  let current: EngineRegistry | undefined;
+  const refresh = (): EngineRegistry => {
+    const now = usesCache ? engineCacheFingerprint(config.engineCache) : '';
+    if (current && now === fingerprint) return current;
+    fingerprint = now;
+    const cached = usesCache ? installedEngines(config.engineCache) : [];
+    const programs = usesCache ? withCachedPrograms(localPrograms(), binaries, config) : binaries;
+    for (const p of PRODUCTS) {
+      const next = localEntry(p, config, programs, cached, searchPath);
+      const before = entries.get(p.name);
+      if (before && before.madeOf === next.madeOf) continue;
+      if (before?.engine) retired.push(before.engine);
+      entries.set(p.name, next);
     }
-    const installs = cached.filter((i) => p.local.cached?.includes(i.product));
-    const complete = installs.length > 0 || p.local.programs.every((s) => found[s.key] !== undefined);
-    const engine = complete ? p.local.engine(found, { config, installed, installs, ...(searchPath ? { searchPath } : {}) }) : undefined;
-    if (engine) engines[p.name] = engine;
-    offerings.push(localOffering(p, binaries, installs, engine));
-  }
-  return registryOf(engines, offerings);
+    const engines: Record<string, Engine> = {};
+    for (const [name, e] of entries) if (e.engine) engines[name] = e.engine;
+    current = registryOf(
+      engines,
+      [...entries.values()].map((e) => e.offering),
+    );
+    return current;
+  };
+  refresh();
+  return {
+    offerings: () => refresh().offerings(),
+    require: (name) => refresh().require(name),
+    all: () => [...refresh().all(), ...retired],
+    forget: (id) => {
+      refresh().forget(id);
+      for (const e of retired) e.forget(id);
+    },
+    closeIdle: (ms) => {
+      current?.closeIdle(ms);
+      for (const e of retired) e.closeIdle(ms);
+    },
+    close: async () => {
+      await Promise.all([current?.close(), ...retired.map((e) => e.close())]);
+    },
+  };
 }
 
 /** The versions of a product named by a zone's images (`images["redis:7.0.15"]`), or undefined when it names none. */

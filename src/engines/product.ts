@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import type { InstanceType, Service } from '../domain/catalog.js';
 import type { AccessGroup, EdgeRoute } from '../domain/endpoints.js';
 import type { Instance, PortMap } from '../domain/model.js';
+import type { TlsMode } from '../domain/tls.js';
 import type { FoundProgram, UnavailableVersion } from '../domain/units.js';
 import type { InstalledEngine } from './install/engine-manifest.js';
 import type { ProgramSpec } from '../lib/binaries.js';
@@ -33,6 +34,12 @@ export interface ProductFeatures {
   readonly storageEngines?: readonly string[];
   /** ACL flags that open listeners beyond the main ones (`transport`, `kibana`). */
   readonly aclGroups: readonly Exclude<AccessGroup, 'main'>[];
+  /**
+   * Its instances choose how clients reach them over TLS (`tls`: off, preferred, required) and
+   * may ask for client certificates (`tls_client_auth`): each address has a plain and a TLS
+   * listener. Absent: its TLS listeners, if any, are fixed by its type (they serve always).
+   */
+  readonly tlsModes?: boolean;
 }
 
 /** How the local runtime gets a product's engine: the programs it runs, and the engine over them. */
@@ -93,14 +100,33 @@ export interface ShellTarget {
   readonly connect_string?: string;
   readonly public_connect_string?: string;
   readonly servicenet_connect_string?: string;
+  readonly tls_connect_string?: string;
+  readonly public_tls_connect_string?: string;
+  readonly servicenet_tls_connect_string?: string;
   readonly password?: string | null;
+}
+
+/** How a shell connects over TLS: the CA to verify the instance against, and a client certificate for mutual TLS. */
+export interface ShellTls {
+  /** PEM file of the deployment's CA (GET /v2/tls/ca). */
+  readonly caFile: string;
+  readonly certFile?: string;
+  readonly keyFile?: string;
+}
+
+export interface ShellOptions {
+  readonly servicenet?: boolean;
+  readonly user?: string;
+  readonly db?: string;
+  /** Connect over TLS, when the instance offers it. */
+  readonly tls?: ShellTls;
 }
 
 export interface Shell {
   /** The program, and where to get it. */
   readonly program: string;
   readonly install: string;
-  command(inst: ShellTarget, opts: { servicenet?: boolean; user?: string; db?: string }, extra: readonly string[]): ShellCommand;
+  command(inst: ShellTarget, opts: ShellOptions, extra: readonly string[]): ShellCommand;
 }
 
 export interface Product {
@@ -118,8 +144,12 @@ export interface Product {
   readonly features: ProductFeatures;
   /** The ports an instance owns, by role (see domain/endpoints.ts). */
   portRoles(type: InstanceType): readonly string[];
-  /** The edge listeners of an instance and the engine port each forwards to. */
-  edgeRoutes(type: InstanceType, ports: PortMap): EdgeRoute[];
+  /**
+   * The edge listeners of an instance and the engine port each forwards to, for its TLS mode
+   * (products with `tlsModes`; the others have one layout). A product that adds roles to instances
+   * made before them leaves out a listener whose role has no port in `ports` yet. `tls` defaults to `preferred`.
+   */
+  edgeRoutes(type: InstanceType, ports: PortMap, tls?: TlsMode): EdgeRoute[];
   /** The memory an instance promises on its plan, in MB: what zone capacity is counted in. */
   promisedMemoryMb(type: InstanceType, plan: number): number;
   /** How that promise is counted, in words (refusals, the README). */

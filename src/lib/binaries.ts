@@ -161,11 +161,35 @@ async function lookup(spec: ProgramSpec, config: Config, searchPath: string): Pr
     if (cached) return cached;
     const onPath = await lookupProgram(spec, configured, searchPath);
     if ('found' in onPath) return onPath;
-    return {
-      problem: `no ${spec.cached} is installed in the engine cache (${config.engineCache}) and \`${spec.names.join('` or `')}\` is not on PATH; install one with \`hangar engines install ${spec.cached}@VERSION\`, or set ${spec.variable} to its path`,
-    };
+    return notInCache(spec, spec.cached, config.engineCache);
   }
   return lookupProgram(spec, configured, searchPath);
+}
+
+/** A program of the engine cache that is neither there nor on PATH: how to install it. */
+function notInCache(spec: ProgramSpec, product: string, cacheDir: string): BinaryLookup {
+  return {
+    problem: `no ${product} is installed in the engine cache (${cacheDir}) and \`${spec.names.join('` or `')}\` is not on PATH; install one with \`hangar engines install ${product}@VERSION\`, or set ${spec.variable} to its path`,
+  };
+}
+
+/**
+ * `binaries` with the programs of the engine cache (those with `cached`, where no path is
+ * configured) looked for there again: what `hangar engines install` added or replaced since they
+ * were looked for. One found on PATH stays found while the cache has none.
+ */
+export function withCachedPrograms(specs: readonly ProgramSpec[], binaries: EngineBinaries, config: Config): EngineBinaries {
+  const out: Record<string, BinaryLookup> = { ...binaries };
+  const inCache = (path: string) => path.startsWith(`${config.engineCache}/`);
+  for (const spec of specs) {
+    const configured = config[spec.setting];
+    if (spec.cached === undefined || (configured !== undefined && configured !== '')) continue;
+    const before = binaries[spec.key];
+    const onPath = foundVersions(before).some((f) => !inCache(f.path));
+    out[spec.key] =
+      cachedProgram(spec, config.engineCache) ?? (onPath && before ? before : notInCache(spec, spec.cached, config.engineCache));
+  }
+  return out;
 }
 
 /** Looks for every program of `specs` (once each, concurrently), as the configuration names them. */

@@ -2,8 +2,9 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { ReconcileKind, ReconcileOutcome } from '../lib/metrics.js';
 import type { Keyring } from '../lib/secrets.js';
-import { TerminalError } from '../domain/errors.js';
-import { PortTakenError, type AccessRule, type InstanceSpec, type StepContext } from '../domain/units.js';
+import { HangarError, TerminalError } from '../domain/errors.js';
+import { openRoutes } from '../domain/endpoints.js';
+import { PortTakenError, type AccessRule, type EdgeTls, type InstanceSpec, type StepContext } from '../domain/units.js';
 import type { EngineRegistry } from '../engines/registry.js';
 import type { Runtime } from '../runtimes/runtime.js';
 
@@ -25,13 +26,20 @@ export interface Targets {
 import { READY_STATES, type Instance, type InstanceState } from '../domain/model.js';
 import { pickFreePorts, type PortPool } from '../store/ports.js';
 import { productNamed } from '../engines/products.js';
-import { toSpec } from '../engines/spec.js';
+import { instanceRoutes, toSpec } from '../engines/spec.js';
 import { listAcls, purgeDeletedAcls } from '../store/acl-repository.js';
 import { listRedisSettings, listRedisUsers, purgeDeletedRedisUsers } from '../store/redis-user-repository.js';
 import { anythingDue, carryOutDue, untilNextDeadline } from './deadlines.js';
 import { findActiveRestore } from '../store/backup-repository.js';
 import type { Db } from '../store/database.js';
-import { PortRaceError, deleteInstanceRow, findInstanceById, replacePort, updateInstance } from '../store/instance-repository.js';
+import {
+  PortRaceError,
+  addInstancePorts,
+  deleteInstanceRow,
+  findInstanceById,
+  replacePort,
+  updateInstance,
+} from '../store/instance-repository.js';
 import { deleteMongoUserRow, listMongoUsers, markMongoUserApplied } from '../store/mongodb-user-repository.js';
 import { PassCancelled, type PassResult } from './controller.js';
 import type { PassObserver } from './operation-supervisor.js';
@@ -55,6 +63,18 @@ export interface ReconcileDeps {
   readonly restores?: Restores;
   /** What this process last brought each instance's units to; absent: every pass converges the units. */
   readonly converged?: ConvergedSpecs;
+  /** The certificates of the instances' TLS listeners; absent: TLS listeners are left out (none can be served). */
+  readonly tls?: EdgeCertificates;
+}
+
+/** The certificates of instances' TLS listeners, signed by the deployment's CA. */
+export interface EdgeCertificates {
+  /** What the instance's TLS listeners present and check (renewed first when due); throws TLS_UNAVAILABLE when none can be made now. */
+  edgeTls(inst: Instance): Promise<EdgeTls>;
+  /** The instance's edge serves its certificate `serial` now (the ones before it are retired). */
+  markServed(instanceId: string, serial: string): Promise<boolean>;
+  /** The instance is gone: forget what is kept of it. */
+  forget(instanceId: string): void;
 }
 
 /** A restore as the pass sees it: what ran, and how it ended. */
@@ -171,6 +191,7 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
 
   // the product asked for: another than the record shows while a switch of engines is under way
   const product = productNamed(inst.desiredEngine);
+  inst = await ensurePorts(deps, target, inst);
   // Expired ACLs and rotations whose grace period is over are taken off below, with the rest.
   const readTimed = async () => ({
     acls: await listAcls(db, id, true),
@@ -184,7 +205,13 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   }
   const { acls, users } = timed;
   const rules: AccessRule[] = acls.filter((a) => !a.deleting).map((a) => ({ cidr: a.cidrMask, transport: a.transport, kibana: a.kibana }));
-  const spec = toSpec(inst, product.features.redisApi ? { users, settings: await listRedisSettings(db, id) } : {});
+  const base = toSpec(inst, product.features.redisApi ? { users, settings: await listRedisSettings(db, id) } : {});
+  let spec: InstanceSpec;
+  try {
+    spec = withTls(deps, base, await edgeTlsOf(deps, inst));
+  } catch (err) {
+    return failedPass(deps, target, inst, err, report);
+  }
   // A pass that only checks (nothing was asked) first says whether the instance serves, so
   // that a fault it is about to heal (an engine or the edge died) shows as DEGRADED meanwhile.
   // Not before this process has tried to bring the instance up: what does not run then was not
@@ -197,9 +224,11 @@ async function pass(deps: ReconcileDeps, id: string, signal: AbortSignal, report
   let address: string | undefined;
   try {
     if (!(await accessAlone(deps, target, inst, spec, rules, done, report, ctx))) {
+      let served: string | undefined;
       deps.converged?.markTried(id);
-      ({ fresh, address } = await runtime.ensureInstance(spec, rules, target.engines.require(spec.engine), ctx));
+      ({ fresh, address, servedCertificate: served } = await runtime.ensureInstance(spec, rules, target.engines.require(spec.engine), ctx));
       deps.converged?.remember(spec, version);
+      if (served !== undefined) await markServed(deps, inst, served);
     }
   } catch (err) {
     deps.converged?.forget(id);
@@ -387,9 +416,78 @@ async function teardown(deps: ReconcileDeps, target: Target, inst: Instance, ctx
   deps.converged?.drop(inst.id);
   await target.runtime.removeInstance(inst.id, ctx);
   target.engines.forget(inst.id);
+  deps.tls?.forget(inst.id);
   ctx.step('delete:removed');
   await deleteInstanceRow(deps.db, inst.id);
   deps.log.info({ instance: inst.id, name: inst.name }, 'instance deleted');
+}
+
+/**
+ * Gives the instance ports for the roles its product has and it lacks (listeners added after it
+ * was made: the TLS ones of a Redis instance), from its zone's pool, as a create picks them: a
+ * port another instance took meanwhile is picked again. With no port left, the instance goes on
+ * without those listeners (a warning says so) rather than failing its passes.
+ */
+async function ensurePorts(deps: ReconcileDeps, target: Target, inst: Instance): Promise<Instance> {
+  const missing = productNamed(inst.engine)
+    .portRoles(inst.type)
+    .filter((role) => inst.ports[role] === undefined);
+  if (missing.length === 0) return inst;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const picked = await pickFreePorts(deps.db, target.ports, missing.length);
+      const wanted = Object.fromEntries(missing.map((role, i) => [role, picked[i]!]));
+      const ports = await addInstancePorts(deps.db, target.ports.scope, inst.id, wanted);
+      deps.log.info({ instance: inst.id, name: inst.name, ports: wanted }, 'ports allocated for listeners the instance did not have');
+      return { ...inst, ports };
+    } catch (err) {
+      if (err instanceof PortRaceError && attempt < 10) continue;
+      if (err instanceof HangarError && err.code === 'CAPACITY_EXHAUSTED') {
+        deps.log.warn(
+          { instance: inst.id, name: inst.name, roles: missing, err: err.message },
+          'no port for new listeners of the instance',
+        );
+        return inst;
+      }
+      throw err;
+    }
+  }
+}
+
+/** What the instance's TLS listeners serve, or undefined when it has none (or no certificate can be made now: logged). */
+async function edgeTlsOf(deps: ReconcileDeps, inst: Instance): Promise<EdgeTls | undefined> {
+  if (!deps.tls || !instanceRoutes(inst).some((r) => r.tls)) return undefined;
+  try {
+    return await deps.tls.edgeTls(inst);
+  } catch (err) {
+    if (!(err instanceof HangarError && err.code === 'TLS_UNAVAILABLE')) throw err;
+    deps.log.warn({ instance: inst.id, name: inst.name, err: err.message }, 'no certificate for the TLS listeners of the instance');
+    return undefined;
+  }
+}
+
+/**
+ * The spec with what its TLS listeners serve. Without a certificate they are left out, and the
+ * instance serves on its plain listeners; when it has no open plain one (TLS is required), that
+ * is the instance's fault to show (the pass fails, DEGRADED with the reason).
+ */
+function withTls(deps: ReconcileDeps, spec: InstanceSpec, tls: EdgeTls | undefined): InstanceSpec {
+  if (tls) return { ...spec, tls };
+  if (!spec.routes.some((r) => r.tls)) return spec;
+  const plain = spec.routes.filter((r) => !r.tls);
+  if (openRoutes(plain).length === 0) {
+    throw new Error(`no certificate for the TLS listeners${deps.tls ? '' : ' (no certificate authority here)'}: the instance requires TLS`);
+  }
+  return { ...spec, routes: plain };
+}
+
+/** Records that the instance's edge serves its certificate `serial` (a failure is only logged: the next pass says it again). */
+async function markServed(deps: ReconcileDeps, inst: Instance, serial: string): Promise<void> {
+  try {
+    await deps.tls?.markServed(inst.id, serial);
+  } catch (err) {
+    deps.log.warn({ instance: inst.id, err }, 'could not record the certificate the edge serves');
+  }
 }
 
 /** Writes DEGRADED with the reason when the runtime finds the instance not serving; returns the instance as it is then. */

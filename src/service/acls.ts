@@ -18,7 +18,7 @@ import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } fr
 import { type HangarError, allProblems, errors } from '../domain/errors.js';
 import { accessGroups, type AccessGroup } from '../domain/endpoints.js';
 import { productNamed } from '../engines/products.js';
-import { toSpec } from '../engines/spec.js';
+import { instanceRoutes, toSpec } from '../engines/spec.js';
 import type { AccessEnforcer, DeniedConnection } from '../domain/units.js';
 import type { InstanceService, Started } from './instances.js';
 import type { Acl, Instance } from '../domain/model.js';
@@ -293,7 +293,7 @@ export class AclService {
     const now = this.deps.now();
     const acls = await listLiveAcls(this.deps.db, instance.id, now);
     const groups = accessGroups(
-      productNamed(instance.engine).edgeRoutes(instance.type, instance.ports),
+      instanceRoutes(instance),
       acls.map((a) => ({ cidr: a.cidrMask, transport: a.transport, kibana: a.kibana })),
     );
     const desired: Partial<Record<AccessGroup, string[]>> = Object.fromEntries(

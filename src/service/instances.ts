@@ -28,7 +28,16 @@ import { type HangarError, allProblems, errors } from '../domain/errors.js';
 import type { Offerings } from '../domain/units.js';
 import type { Instance, PortMap } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
-import { Problems, aclFields, aclProblems, assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
+import {
+  Problems,
+  aclFields,
+  aclProblems,
+  assertAcl,
+  assertInstanceName,
+  assertOneOf,
+  assertTlsChoice,
+  type AclInput,
+} from './validate.js';
 
 /** The 404 of the spec's service routes (`/v2/redis/<name>/...`, `/v2/mongodb/<id>/...`): their own words. */
 const NOT_FOUND_IN: Partial<Record<Service, (given: string) => HangarError>> = {
@@ -62,6 +71,10 @@ export interface CreateInstanceInput {
   readonly acls?: readonly AclInput[];
   /** A backup id: the instance is built, then restored from it. */
   readonly restore_from?: string;
+  /** How clients reach it over TLS (products that offer a choice); default HANGAR_INSTANCE_TLS. */
+  readonly tls?: string;
+  /** Its TLS listeners ask for a client certificate. */
+  readonly tls_client_auth?: boolean;
 }
 
 /** What a create with `restore_from` needs of the backups. */
@@ -151,7 +164,7 @@ export class InstanceService {
   /**
    * Every problem of a create body that can be judged on its own, in this order: the service,
    * the name, and, once the service is known, its type, plan, zone, version (once the zone is known),
-   * encryption, storage engine, and each ACL; not only the first, so that a client can fix them
+   * encryption, storage engine, TLS mode, and each ACL; not only the first, so that a client can fix them
    * all in one round trip. A field that is missing or of the wrong JSON type is the schema's to
    * name, and is left out here. Reads nothing stored.
    */
@@ -186,8 +199,8 @@ export class InstanceService {
       const chosen = named === undefined ? choice?.default : choice?.engines.find((e) => e.engine === named && e.available);
       // an engine that cannot run the type asked for is create's to refuse (422, saying which engine
       // runs it): its versions are not the ones to judge the body's by
-      const offering =
-        chosen && type !== undefined && !productNamed(chosen.engine).types.includes(type as InstanceType) ? undefined : chosen;
+      const serviceType = type !== undefined && (INSTANCE_TYPES[service] as readonly string[]).includes(type);
+      const offering = chosen && serviceType && !productNamed(chosen.engine).types.includes(type as InstanceType) ? undefined : chosen;
       product = offering
         ? productNamed(offering.engine)
         : named !== undefined && names.includes(named)
@@ -224,6 +237,10 @@ export class InstanceService {
         const message = `"storage_engine" ${JSON.stringify(storageEngine)} is not available with the ${offering.engine} installed on this host`;
         p.add(errors.invalidValue('storage_engine', message, offering.storageEngines));
       }
+      const tls = text('tls');
+      const clientAuth = typeof b.tls_client_auth === 'boolean' ? b.tls_client_auth : undefined;
+      const judged = product;
+      p.check(() => assertTlsChoice(judged, { tls, clientAuth }, this.deps.config.instanceTls));
     }
     if (Array.isArray(b.acls)) {
       const now = this.deps.now();
@@ -262,6 +279,7 @@ export class InstanceService {
     if (unavailable && !offering.versions.includes(input.version)) {
       throw errors.versionUnavailableHere(service, product.name, input.version, unavailable.reason, offering.versions);
     }
+    const tls = assertTlsChoice(product, { tls: input.tls, clientAuth: input.tls_client_auth }, config.instanceTls);
     const on = { service, groups: product.features.aclGroups };
     const acls = (input.acls ?? []).map((a, i) => assertAcl(a, on, this.deps.now(), `acls[${i}].`));
     if (acls.length > config.maxAclsPerInstance) throw errors.quotaExceeded('ACLs per instance', config.maxAclsPerInstance);
@@ -308,6 +326,7 @@ export class InstanceService {
             plan: input.plan,
             version: input.version,
             zone: input.zone,
+            ...(product.features.tlsModes ? { tls: tls.mode, tls_client_auth: tls.clientAuth } : {}),
             ...(restoreId !== undefined ? { restore_from: restoreFrom, restore_id: restoreId } : {}),
           },
         },
@@ -352,6 +371,8 @@ export class InstanceService {
             buildId: newBuildId(),
             ports,
             createdAt: now,
+            tlsMode: tls.mode,
+            tlsClientAuth: tls.clientAuth,
           },
           zone.ports.scope,
           newAcls,

@@ -1,6 +1,7 @@
 import { parseCidr, prefixProblem, rangeNotes } from '../lib/cidr.js';
 import { INSTANCE_NAME_PATTERN, type Service } from '../domain/catalog.js';
 import { HangarError, allProblems, errors, problemsOf } from '../domain/errors.js';
+import { TLS_MODES, type TlsMode } from '../domain/tls.js';
 import { PRODUCTS } from '../engines/products.js';
 
 /** Rules a JSON schema cannot say, each throwing a 400 that names the field. */
@@ -53,6 +54,37 @@ export function assertInstanceName(name: string, field = 'name'): void {
 
 export function assertOneOf<T extends string | number>(field: string, value: T, allowed: readonly T[], what = `"${field}"`): void {
   if (!allowed.includes(value)) throw errors.invalidValue(field, `${what} ${JSON.stringify(value)} is not allowed`, allowed);
+}
+
+/**
+ * How clients of a new (or changed) instance of `product` reach it over TLS: the mode asked for
+ * (default `fallback`) and mutual TLS. Products without a choice of mode refuse both fields.
+ */
+export function assertTlsChoice(
+  product: { readonly label: string; readonly features: { readonly tlsModes?: boolean } },
+  given: { readonly tls?: string | undefined; readonly clientAuth?: boolean | undefined },
+  fallback: TlsMode,
+  field = 'tls',
+): { mode: TlsMode; clientAuth: boolean } {
+  const offered = product.features.tlsModes === true;
+  const services = () => [...new Set(PRODUCTS.filter((p) => p.features.tlsModes).map((p) => p.service))].join(' and ');
+  if (!offered && given.tls !== undefined) {
+    throw errors.invalidValue(field, `"${field}" applies to ${services()} instances only (${product.label} has its TLS listeners by type)`);
+  }
+  if (!offered && given.clientAuth === true) {
+    throw errors.invalidValue('tls_client_auth', `"tls_client_auth" applies to ${services()} instances only`);
+  }
+  if (!offered) return { mode: 'preferred', clientAuth: false };
+  if (given.tls !== undefined) assertOneOf(field, given.tls, TLS_MODES as readonly string[]);
+  const mode = (given.tls ?? fallback) as TlsMode;
+  const clientAuth = given.clientAuth === true;
+  if (clientAuth && mode === 'off') {
+    throw errors.invalidValue(
+      'tls_client_auth',
+      `"tls_client_auth" needs TLS listeners: "${field}" must be preferred or required, not off`,
+    );
+  }
+  return { mode, clientAuth };
 }
 
 export interface AclInput {

@@ -90,6 +90,10 @@ export interface InstanceTable {
   /** The password a rotation replaced, accepted until `password_rotation_ends_at`. */
   password_prior_enc: Generated<string | null>;
   password_rotation_ends_at: Generated<number | null>;
+  /** `off`, `preferred` or `required` (see domain/tls.ts). */
+  tls_mode: Generated<string>;
+  /** 1: mutual TLS on the instance's TLS listeners. */
+  tls_client_auth: Generated<number>;
   /**
    * 1: shares its name but for case with an older instance of the account, as created before
    * names were unique regardless of case; left out of that rule until it is renamed.

@@ -2,6 +2,7 @@ import { PostgresAdapter, sql } from 'kysely';
 import type { Keyring } from '../lib/secrets.js';
 import type { InstanceType, Service } from '../domain/catalog.js';
 import { errors } from '../domain/errors.js';
+import { isTlsMode, type TlsMode } from '../domain/tls.js';
 import type { Instance, InstancePatch, InstanceProgress, InstanceState, NewInstance, PortMap } from '../domain/model.js';
 import { aclValues, type NewAcl } from './acl-repository.js';
 import { reusableQuery, type Db, type InstanceRow, type InstanceRowUpdate, type NewInstanceRow } from './database.js';
@@ -42,6 +43,9 @@ export function toInstance(row: InstanceRow, keyring: Keyring): Instance {
     address: row.address ?? null,
     passwordPrior: row.password_prior_enc == null ? null : keyring.decrypt(row.password_prior_enc),
     passwordRotationEndsAt: row.password_rotation_ends_at == null ? null : Number(row.password_rotation_ends_at),
+    // a store older than the TLS columns reads as its migration made it
+    tlsMode: isTlsMode(row.tls_mode) ? row.tls_mode : 'preferred',
+    tlsClientAuth: Number(row.tls_client_auth ?? 0) === 1,
   };
 }
 
@@ -82,6 +86,8 @@ function newInstanceRow(inst: NewInstance, keyring: Keyring): NewInstanceRow & I
     address: null,
     password_prior_enc: null,
     password_rotation_ends_at: null,
+    tls_mode: inst.tlsMode,
+    tls_client_auth: inst.tlsClientAuth ? 1 : 0,
     case_duplicate: 0,
   };
 }
@@ -458,6 +464,21 @@ export async function endInstanceRotation(db: Db, id: string, now: number, opts:
 }
 
 /**
+ * Records how clients reach the instance over TLS (`mode`, and mutual TLS). The caller bumps the
+ * spec version in the same transaction (the reconciler applies it). False when the instance is
+ * being deleted (or gone).
+ */
+export async function setInstanceTls(db: Db, id: string, mode: TlsMode, clientAuth: boolean): Promise<boolean> {
+  const r = await db
+    .updateTable('instances')
+    .set({ tls_mode: mode, tls_client_auth: clientAuth ? 1 : 0 })
+    .where('id', '=', id)
+    .where('deleting', '=', 0)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/**
  * Renames, if the instance is still called `from` and not being deleted (so that of two
  * renames at once, one wins and the other finds no instance of that name); a name taken in the
  * account, in any case, by another instance is a 409. A change of case alone is a rename too.
@@ -549,6 +570,41 @@ export async function listUsedPorts(db: Db, hostId: string): Promise<Set<number>
 export async function replacePort(db: Db, hostId: string, instanceId: string, role: string, port: number): Promise<void> {
   try {
     await movePort(db, hostId, instanceId, role, port);
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new PortRaceError();
+    throw err;
+  }
+}
+
+/**
+ * Gives an instance ports for roles it has none for (roles a newer hangar added to its product,
+ * such as the TLS listeners of an instance made before them), in one transaction: the port table
+ * refuses a port another instance holds (PortRaceError: pick again), and a role the instance has
+ * by then (another pass gave it one) keeps the port it has. Returns the instance's ports after.
+ */
+export async function addInstancePorts(db: Db, hostId: string, instanceId: string, wanted: PortMap): Promise<PortMap> {
+  try {
+    return await db.transaction().execute(async (trx) => {
+      // PostgreSQL: passes of one instance on two replicas add their ports one after the other
+      let q = trx.selectFrom('instances').select('ports').where('id', '=', instanceId);
+      if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate();
+      const row = await q.executeTakeFirst();
+      if (!row) throw errors.instanceNotFound(instanceId);
+      const ports = JSON.parse(row.ports) as PortMap;
+      const missing = Object.entries(wanted).filter(([role]) => ports[role] === undefined);
+      if (missing.length === 0) return ports;
+      await trx
+        .insertInto('ports')
+        .values(missing.map(([role, port]) => ({ host_id: hostId, port, instance_id: instanceId, role })))
+        .execute();
+      const after = { ...ports, ...Object.fromEntries(missing) };
+      await trx
+        .updateTable('instances')
+        .set({ ports: JSON.stringify(after) })
+        .where('id', '=', instanceId)
+        .execute();
+      return after;
+    });
   } catch (err) {
     if (isUniqueViolation(err)) throw new PortRaceError();
     throw err;

@@ -229,6 +229,17 @@ export async function listClientCertificates(db: Db, instanceId: string): Promis
   return rows.map(toClientCertificate);
 }
 
+/** The instance's client certificate `serial`, or undefined. */
+export async function findClientCertificate(db: Db, instanceId: string, serial: string): Promise<ClientCertificate | undefined> {
+  const row = await db
+    .selectFrom('tls_client_certificates')
+    .selectAll()
+    .where('instance_id', '=', instanceId)
+    .where('serial', '=', serial)
+    .executeTakeFirst();
+  return row && toClientCertificate(row);
+}
+
 /**
  * Revokes the instance's client certificate `serial` (a second revocation keeps the first
  * time); undefined when the instance has none of that serial.

@@ -1,10 +1,14 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
 import { accessSync, chmodSync, constants, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_COMMANDS, OPERATOR_COMMANDS } from '../../src/cli/main.js';
+import { caFileOf } from '../../src/cli/commands/tls.js';
+import type { Keyring } from '../../src/lib/secrets.js';
+import { findInstanceByName } from '../../src/store/instance-repository.js';
 import { TerminalError } from '../../src/domain/errors.js';
 import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
 import { type Account, PASSWORD, type TestHangar, startTestHangar } from '../helpers/hangar.js';
@@ -140,12 +144,19 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     });
 
     const port = new URL(record.connect_string).port;
+    const tlsPort = new URL(record.tls_connect_string).port;
+    // TLS, as the instance offers it (preferred): verified against the CA, which connect keeps in the config directory
+    const caFile = caFileOf({ HOME: home, XDG_CONFIG_HOME: join(home, '.config') }, th.url);
     const print = await cli(['connect', 'cache', '--print']);
-    expect(print.stdout.trim()).toBe(`REDISCLI_AUTH=${record.password} redis-cli -h 127.0.0.1 -p ${port}`);
-    expect((await cli(['connect', 'cache', '--print', '--', 'INFO', 'memory'])).stdout.trim()).toBe(
+    expect(print.stdout.trim()).toBe(`REDISCLI_AUTH=${record.password} redis-cli -h 127.0.0.1 -p ${tlsPort} --tls --cacert ${caFile}`);
+    expect(readFileSync(caFile, 'utf8')).toBe((await th.anonymous().get('/v2/tls/ca')).body);
+    expect((await cli(['connect', 'cache', '--plain', '--print'])).stdout.trim()).toBe(
+      `REDISCLI_AUTH=${record.password} redis-cli -h 127.0.0.1 -p ${port}`,
+    );
+    expect((await cli(['connect', 'cache', '--plain', '--print', '--', 'INFO', 'memory'])).stdout.trim()).toBe(
       `REDISCLI_AUTH=${record.password} redis-cli -h 127.0.0.1 -p ${port} INFO memory`,
     );
-    const printed = JSON.parse((await cli(['connect', 'cache', '--print', '--json'])).stdout);
+    const printed = JSON.parse((await cli(['connect', 'cache', '--plain', '--print', '--json'])).stdout);
     expect(printed).toEqual({
       command: 'redis-cli',
       args: ['-h', '127.0.0.1', '-p', port],
@@ -162,12 +173,54 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
     );
     try {
       await until('redis-server to listen', () => listening(Number(port)));
-      const ping = await cli(['connect', 'cache', '--', 'PING']);
+      const ping = await cli(['connect', 'cache', '--plain', '--', 'PING']);
       expect(ping.code, ping.stderr).toBe(0);
       expect(ping.stdout.trim()).toBe('PONG');
     } finally {
       redis.kill();
       await new Promise((r) => (redis.exitCode !== null ? r(null) : redis.once('exit', r)));
+    }
+    // The same over TLS: a redis-server with the instance's certificate on its TLS address, which
+    // redis-cli verifies against the CA hangar connect gives it.
+    const certDir = tempDir('hangar-cli-tls-');
+    const keyring = (th.hangar.tls as unknown as { deps: { keyring: Keyring } }).deps.keyring;
+    const inst = await findInstanceByName(th.hangar.store.db, keyring, (await alice.get('/v2/whoami/')).body.data.account_id, 'cache');
+    const bundle = await th.hangar.tls.serverPemBundle(inst!);
+    writeFileSync(join(certDir, 'server.pem'), bundle.pem, { mode: 0o600 });
+    const secure = spawn(
+      'redis-server',
+      [
+        '--port',
+        '0',
+        '--tls-port',
+        tlsPort,
+        '--bind',
+        '127.0.0.1',
+        '--requirepass',
+        record.password,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--tls-cert-file',
+        join(certDir, 'server.pem'),
+        '--tls-key-file',
+        join(certDir, 'server.pem'),
+        '--tls-ca-cert-file',
+        caFile,
+        '--tls-auth-clients',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
+    try {
+      await until('redis-server to listen with TLS', () => listening(Number(tlsPort)));
+      const ping = await cli(['connect', 'cache', '--', 'PING']);
+      expect(ping.code, ping.stderr).toBe(0);
+      expect(ping.stdout.trim()).toBe('PONG');
+    } finally {
+      secure.kill();
+      await new Promise((r) => (secure.exitCode !== null ? r(null) : secure.once('exit', r)));
     }
 
     const resize = await cli(['redis', 'resize', 'cache', '--plan', '1000']);
@@ -587,6 +640,56 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
       const e = await run(['connect', 'e1']);
       expect(e.code).toBe(2);
       expect(e.stderr).toContain('elasticsearch has no shell');
+    });
+
+    it('tls: ca, show, mode, rotate, client-cert, client-certs, revoke', async () => {
+      const ca = await run(['tls', 'ca']);
+      expect(ca.stdout.trim()).toBe((await th.anonymous().get('/v2/tls/ca')).body.trim());
+      const out = join(tempDir('hangar-cli-ca-'), 'ca.pem');
+      expect((await run(['tls', 'ca', '--out', out])).code).toBe(0);
+      expect(readFileSync(out, 'utf8')).toBe((await th.anonymous().get('/v2/tls/ca')).body);
+
+      const shown = await run(['tls', 'show', 'r1']);
+      const before = (await alice.get('/v2/instances/r1/tls/')).body.data;
+      expect(shown.stdout).toMatch(/mode:\s+preferred/);
+      expect(shown.stdout).toContain(before.serial);
+      expect(JSON.parse((await run(['tls', 'show', 'r1', '--json'])).stdout)).toEqual(before);
+
+      const rotated = await run(['tls', 'rotate', 'r1']);
+      expect(rotated.code, rotated.stderr).toBe(0);
+      const after = (await alice.get('/v2/instances/r1/tls/')).body.data;
+      expect(after.serial).not.toBe(before.serial);
+      expect(rotated.stdout).toContain(`new certificate, ${after.serial} (was ${before.serial})`);
+
+      const required = await run(['tls', 'mode', 'r1', 'required', '--client-auth']);
+      expect(required.code, required.stderr).toBe(0);
+      expect(required.stdout).toMatch(/r1 is required, with client certificates \(operation [0-9a-f]{24}\)/);
+      expect((await alice.get('/v2/instances/r1/')).body.data).toMatchObject({ tls: 'required', tls_client_auth: true });
+      expect((await run(['tls', 'mode', 'r1', 'required'])).stdout).toContain('r1 is required already, with client certificates.');
+      expect((await run(['tls', 'mode', 'r1', 'always'])).code).toBe(2);
+      const mongo = await run(['tls', 'mode', 'm1', 'off']);
+      expect(mongo.code).toBe(1);
+      expect(mongo.stderr).toContain('applies to redis instances only');
+
+      const prefix = join(tempDir('hangar-cli-cert-'), 'app');
+      const issued = await run(['tls', 'client-cert', 'r1', '--cn', 'app', '--out', prefix]);
+      expect(issued.code, issued.stderr).toBe(0);
+      expect(statSync(`${prefix}.key`).mode & 0o777).toBe(0o600);
+      expect(readFileSync(`${prefix}.key`, 'utf8')).toContain('PRIVATE KEY');
+      const serial = new X509Certificate(readFileSync(`${prefix}.crt`, 'utf8')).serialNumber;
+      expect((await run(['tls', 'client-certs', 'r1'])).stdout).toMatch(new RegExp(`${serial}\\s+app\\s+\\S+\\s+-`));
+      // connect hands redis-cli the certificate, over TLS (the plain addresses refuse now)
+      const print = await run(['connect', 'r1', '--cert', `${prefix}.crt`, '--key', `${prefix}.key`, '--print']);
+      expect(print.stdout.trim()).toMatch(/redis-cli -h 127\.0\.0\.1 -p \d+ --tls --cacert \S+ --cert \S+app\.crt --key \S+app\.key$/);
+      const noCert = await run(['connect', 'r1', '--print']);
+      expect(noCert.stderr).toContain('asks for a client certificate');
+      expect((await run(['connect', 'r1', '--plain', '--print'])).code).toBe(2);
+      const revoked = await run(['tls', 'revoke', 'r1', serial]);
+      expect(revoked.code, revoked.stderr).toBe(0);
+      expect(revoked.stdout).toContain(`${serial} ("app") of r1 is revoked`);
+      expect((await run(['tls', 'revoke', 'r1', 'ABCDEF'])).code).toBe(3);
+      expect((await run(['tls', 'mode', 'r1', 'preferred', '--no-client-auth'])).code).toBe(0);
+      expect((await alice.get('/v2/instances/r1/')).body.data).toMatchObject({ tls: 'preferred', tls_client_auth: false });
     });
 
     it('connect without --print runs the shell (when it is not installed, says how to get it)', async () => {

@@ -267,7 +267,7 @@ describe('hangar doctor with MongoDB and Elasticsearch found', () => {
     const opensearch = report.services.elasticsearch.engines.find((e: { engine: string }) => e.engine === 'opensearch');
     expect(opensearch.notes).toContainEqual(
       expect.stringMatching(
-        /^opensearch 2\.11\.0: no Kibana runs beside the node \(kibana 8\.11\.1 .* does not work with opensearch 2\.11\.0: install opensearch-dashboards 2\.11\)/,
+        /^opensearch 2\.11\.0: no Kibana runs beside the node \(kibana 8\.11\.1 .* does not work with opensearch 2\.11\.0, only opensearch-dashboards 2\.11 does\); .*what to install: install OpenSearch Dashboards 2\.11 /,
       ),
     );
   });

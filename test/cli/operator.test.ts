@@ -1,9 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installEngine } from '../../src/engines/install/engine-cache.js';
 import { DIALECTS, freshPostgres } from '../helpers/database.js';
 import { PASSWORD } from '../helpers/hangar.js';
 import { spawnServe } from '../helpers/process.js';
@@ -212,6 +213,44 @@ describe('hangar serve', () => {
       expect(root.status).toBe(200);
       expect((await root.json()).data.links).toEqual({ docs: '/docs', openapi: '/v2/openapi.json', console: '/' });
       for (const path of ['/docs', '/']) expect((await fetch(`${url}${path}`)).status, path).toBe(200);
+      // the emulated runtime runs no engine: nothing said of the engine cache
+      expect(served.output()).not.toMatch(/engine cache/);
+    } finally {
+      await served.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('with the local runtime, says what the engine cache holds and what more hangar engines install adds', async () => {
+    assertBuilt();
+    const dataDir = mkdtempSync(join(tmpdir(), 'hangar-serve-'));
+    const cache = join(dataDir, 'cache');
+    await installEngine(cache, 'elasticsearch', '5.6.9', {}, async (home) => {
+      mkdirSync(join(home, 'bin'));
+      writeFileSync(join(home, 'bin', 'elasticsearch'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+      return {
+        program: 'bin/elasticsearch',
+        source: { kind: 'program', file: '/stand-in', sha256: '0'.repeat(64) },
+        java: undefined,
+        env: {},
+        patches: [],
+      };
+    });
+    const served = await spawnServe({ dataDir, runtime: 'local', env: { HANGAR_ENGINE_CACHE: cache } });
+    try {
+      let line: string | undefined;
+      for (let i = 0; i < 100 && line === undefined; i++) {
+        line = served
+          .output()
+          .split('\n')
+          .find((l) => l.startsWith('engine cache '));
+        if (line === undefined) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(line).toMatch(
+        new RegExp(
+          `^engine cache ${cache}: elasticsearch 5\\.6\\.9 installed; hangar engines install PRODUCT@VERSION adds, while hangar serves: elasticsearch 2\\.4\\.6, 5\\.4\\.3, 5\\.5\\.1, 6\\.1\\.2, .*; ferretdb 1\\.24\\.2 \\(hangar engines ls, hangar doctor\\)$`,
+        ),
+      );
     } finally {
       await served.stop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -22,6 +22,7 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
   let problems: Problems;
   let password = '';
   let port = 0;
+  let tlsPort = 0;
   const engines = mkdtempSync(join(tmpdir(), 'hangar-console-engines-'));
 
   beforeAll(async () => {
@@ -96,6 +97,7 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
     expect(rec).toMatchObject({ state: 'ACTIVE', plan: 500, zone: 'US-Dallas', service: 'redis' });
     password = rec.password;
     port = portOf(rec.public_connect_string);
+    tlsPort = portOf(rec.public_tls_connect_string);
   });
 
   it('lists instances with live state: one created elsewhere appears and turns ACTIVE without a reload', async () => {
@@ -132,9 +134,10 @@ describe.runIf(enginesAvailable() && chromiumAvailable())('the web console on th
     expect(shown).toBe(password);
     await page.getByRole('button', { name: 'Show redis-cli command' }).click();
     const command = await page.locator('.copy-value', { hasText: 'redis-cli command' }).locator('code').textContent();
-    // the command of GET /v2/instances/cache/shell: the password in the environment, quoted where it needs to be
+    // the command of GET /v2/instances/cache/shell: the password in the environment, quoted where it needs to be,
+    // over TLS (the instance offers it), verified against the CA file the page offers to download
     const quoted = /^[\w@%+=:,./-]+$/.test(password) ? password : `'${password}'`;
-    expect(command).toBe(`REDISCLI_AUTH=${quoted} redis-cli -h 127.0.0.1 -p ${port}`);
+    expect(command).toBe(`REDISCLI_AUTH=${quoted} redis-cli -h 127.0.0.1 -p ${tlsPort} --tls --cacert hangar-ca.pem`);
     await page.getByRole('button', { name: 'Copy redis-cli command' }).click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(command);
 

@@ -114,6 +114,7 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
         ['/instances/cache/acls', 'tr[data-acl]'],
         ['/instances/cache/users', 'form.add-redis-user'],
         ['/instances/cache/config', 'form.redis-config input[name="maxmemory-policy"]'],
+        ['/instances/cache/tls', '[data-serial]'],
         ['/instances/cache/settings', 'select[name="new_plan"] option'],
         ['/instances/docs/users', 'text=Add a user to admin'],
         ['/keys', 'text=No API key yet.'],
@@ -160,6 +161,7 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     for (const path of [
       '/instances/cache',
       '/instances/cache/acls',
+      '/instances/cache/tls',
       '/instances/new',
       '/keys',
       '/operations',

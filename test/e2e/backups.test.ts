@@ -271,29 +271,31 @@ for (const engine of ENGINES)
       expect(copy.password).not.toBe(src.password);
     });
 
-    it.runIf(engine === 'redis')('the CLI takes, lists, downloads and removes backups and restores, with progress', async () => {
-      const created = await cli(h, ['backups', 'create', 'src'], work);
-      expect(created.code, created.stderr).toBe(0);
-      const id = /^id:\s+([0-9a-f]{24})$/m.exec(created.stdout)?.[1];
-      expect(id).toBeDefined();
-      expect(created.stderr).toMatch(new RegExp(`src backup ${id}: COMPLETED, [\\d.]+ [KM]B after`));
-      const ls = await cli(h, ['backups', 'ls', 'src', '--json'], work);
-      expect((JSON.parse(ls.stdout) as any[]).map((b) => b.id)).toContain(id);
-      const file = join(work, 'src.rdb');
-      const dl = await cli(h, ['backups', 'download', 'src', id!, '-o', file], work);
-      expect(dl.code, dl.stderr).toBe(0);
-      const sha = (JSON.parse((await cli(h, ['backups', 'ls', 'src', '--json'], work)).stdout) as any[]).find((b) => b.id === id).sha256;
-      expect(createHash('sha256').update(readFileSync(file)).digest('hex')).toBe(sha);
-      const restored = await cli(h, ['instances', 'restore', 'src', id!], work);
-      expect(restored.code, restored.stderr).toBe(0);
-      expect(restored.stderr).toMatch(new RegExp(`src: restored from ${id}, ACTIVE after`));
-      expect(restored.stdout).toContain(`runs on the data of backup ${id}`);
-      const rm = await cli(h, ['backups', 'rm', 'src', id!], work);
-      expect(rm.code, rm.stderr).toBe(0);
-      const gone = await cli(h, ['backups', 'download', 'src', id!, '-o', file], work);
-      expect(gone.code).toBe(3);
-      expect(gone.stderr).toContain(`backup "${id}" not found`);
-    });
+    // the CLI's part is the same whatever the engine: run on Redis alone (defined there only, not skipped elsewhere)
+    if (engine === 'redis')
+      it('the CLI takes, lists, downloads and removes backups and restores, with progress', async () => {
+        const created = await cli(h, ['backups', 'create', 'src'], work);
+        expect(created.code, created.stderr).toBe(0);
+        const id = /^id:\s+([0-9a-f]{24})$/m.exec(created.stdout)?.[1];
+        expect(id).toBeDefined();
+        expect(created.stderr).toMatch(new RegExp(`src backup ${id}: COMPLETED, [\\d.]+ [KM]B after`));
+        const ls = await cli(h, ['backups', 'ls', 'src', '--json'], work);
+        expect((JSON.parse(ls.stdout) as any[]).map((b) => b.id)).toContain(id);
+        const file = join(work, 'src.rdb');
+        const dl = await cli(h, ['backups', 'download', 'src', id!, '-o', file], work);
+        expect(dl.code, dl.stderr).toBe(0);
+        const sha = (JSON.parse((await cli(h, ['backups', 'ls', 'src', '--json'], work)).stdout) as any[]).find((b) => b.id === id).sha256;
+        expect(createHash('sha256').update(readFileSync(file)).digest('hex')).toBe(sha);
+        const restored = await cli(h, ['instances', 'restore', 'src', id!], work);
+        expect(restored.code, restored.stderr).toBe(0);
+        expect(restored.stderr).toMatch(new RegExp(`src: restored from ${id}, ACTIVE after`));
+        expect(restored.stdout).toContain(`runs on the data of backup ${id}`);
+        const rm = await cli(h, ['backups', 'rm', 'src', id!], work);
+        expect(rm.code, rm.stderr).toBe(0);
+        const gone = await cli(h, ['backups', 'download', 'src', id!, '-o', file], work);
+        expect(gone.code).toBe(3);
+        expect(gone.stderr).toContain(`backup "${id}" not found`);
+      });
   });
 
 describe.runIf(enginesAvailable() && canMount())('no space left in the backup directory', () => {

@@ -176,6 +176,7 @@ const secs = (ms: number) => Math.round(ms / 100) / 10;
 describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real node', () => {
   let h: HangarProcess;
   let cache: string;
+  let home: string;
   const figures: Record<string, Record<string, number>> = {};
   const fileStart = Date.now();
 
@@ -188,7 +189,7 @@ describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real
       copyFileSync(join(CACHE, v.engine, v.version, 'hangar-engine.json'), join(cache, v.engine, v.version, 'hangar-engine.json'));
     }
     const real = JSON.parse(readFileSync(join(CACHE, FAILING.engine, FAILING.version, 'hangar-engine.json'), 'utf8'));
-    const home = mkdtempSync(join(tmpdir(), 'hangar-e2e-es-claims-xpack-'));
+    home = mkdtempSync(join(tmpdir(), 'hangar-e2e-es-claims-xpack-'));
     chmodSync(home, 0o755);
     for (const d of ['bin', 'config', 'modules/x-pack-security']) mkdirSync(join(home, d), { recursive: true, mode: 0o755 });
     copyFileSync(join(CACHE, FAILING.engine, FAILING.version, 'config', 'jvm.options'), join(home, 'config', 'jvm.options'));
@@ -204,9 +205,10 @@ describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real
   afterAll(async () => {
     await h?.destroy();
     rmSync(cache, { recursive: true, force: true });
+    if (home) rmSync(home, { recursive: true, force: true });
     const rows = Object.entries(figures).map(
       ([v, f]) =>
-        `${v.padEnd(22)}${Object.entries(f)
+        `${v.padEnd(28)}${Object.entries(f)
           .map(([k, s]) => `${k} ${s} s`)
           .join(', ')}`,
     );
@@ -219,6 +221,24 @@ describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real
     const engines = Object.fromEntries(es.engines.map((e: any) => [e.engine, e]));
     expect(engines.elasticsearch.versions).toEqual(['2.4.6', '2.4', '5.6.9', '5.6', '6.1.2', '6.1', '6.8.23', '6.8', '7.10.2', '7.10']);
     expect(engines.opensearch.versions).toEqual(['2.19.1', '2.19']);
+    // what clients get, per version: the edge in the node's place, and Kibana's 503 with what to install
+    // (7.10.2 here is the stand-in home that claims X-Pack: see FAILING)
+    expect(engines.elasticsearch.notes).toContainEqual(
+      expect.stringMatching(
+        /^elasticsearch 2\.4\.6, 5\.6\.9, 6\.1\.2: the node has no security of its own; its http and https listeners refuse .* with 403$/,
+      ),
+    );
+    expect(engines.elasticsearch.notes).toContainEqual(
+      expect.stringMatching(
+        /^elasticsearch 2\.4\.6, 5\.6\.9, 6\.1\.2, 6\.8\.23: no Kibana runs beside the node \(hangar runs Kibana only beside Elasticsearch 7\.10\.0 or later with security .*\); kibana_http and kibana_https answer 503 saying why and what to install: nothing installed on this host gives such a node a Kibana/,
+      ),
+    );
+    expect(engines.opensearch.notes).toEqual([
+      expect.stringMatching(/^opensearch 2\.19\.1: the node has no security of its own/),
+      expect.stringMatching(
+        /^opensearch 2\.19\.1: no Kibana runs beside the node \(no opensearch-dashboards 2\.19 was found \(HANGAR_KIBANA_BIN\)\); .*what to install: install OpenSearch Dashboards 2\.19 /,
+      ),
+    ]);
     for (const version of ['5.2.2', '6.3.2', '6.4.1']) {
       expect(engines.elasticsearch.unavailable_versions).toContainEqual({ version, reason: expect.stringMatching(/hangar cannot run it/) });
       const res = await h.post('/v2/instances/', {
@@ -296,10 +316,21 @@ describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real
         for (const kibana of [rec.connection_strings.public.kibana_http, rec.connection_strings.public.kibana_https]) {
           const json = await call(kibana, { source: KIBANA });
           expect(json).toMatchObject({ status: 503, type: 'application/json', body: { error: { type: 'kibana_unavailable' } } });
-          expect(json.body.error.reason).toMatch(/no Kibana runs for this instance/);
+          expect(json.body.error.reason).toMatch(/^no Kibana runs for this instance: .*\. What to install: /);
+          expect(json.body.error.why).toMatch(
+            v.engine === 'opensearch'
+              ? /^no opensearch-dashboards 2\.19 was found/
+              : /^hangar runs Kibana only beside Elasticsearch 7\.10\.0 or later with security/,
+          );
+          expect(json.body.error.install).toMatch(
+            v.engine === 'opensearch'
+              ? /^install OpenSearch Dashboards 2\.19 /
+              : /^nothing installed on this host gives such a node a Kibana/,
+          );
           const page = await call(kibana, { source: KIBANA, accept: 'text/html' });
           expect(page).toMatchObject({ status: 503, type: expect.stringContaining('text/html') });
           expect(page.body).toContain('503: Kibana is not available here');
+          expect(page.body).toContain('<p>What to install: ');
           await expect(call(kibana, { source: PLAIN })).rejects.toThrow();
           await expect(call(kibana, { source: OUTSIDE })).rejects.toThrow();
         }
@@ -419,9 +450,25 @@ describe.runIf(runnable())('Elasticsearch and OpenSearch, each version on a real
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const t0 = Date.now();
-    const failed = await h.waitFor('stops', (r) => r?.state === 'FAILED' || r?.state === 'COMPLETED', 110_000);
-    figures[`${FAILING.engine} ${FAILING.version} stops`] = { failed: secs(Date.now() - t0) };
+    // the node's process, watched until it is gone: FAILED must follow its exit within seconds, not a timeout
+    const pidFile = join(h.dataDir, 'instances', res.body.data.id, 'node', 'process.pid');
+    let pid: number | undefined;
+    let exited: number | undefined;
+    const failed = await eventually(
+      'the build to end',
+      async () => {
+        if (pid === undefined && existsSync(pidFile)) pid = Number(readFileSync(pidFile, 'utf8')) || undefined;
+        if (pid !== undefined && exited === undefined && !existsSync(`/proc/${pid}`)) exited = Date.now();
+        const r = (await h.get('/v2/instances/stops/')).body.data;
+        return r?.state === 'FAILED' || r?.state === 'COMPLETED' ? r : undefined;
+      },
+      110_000,
+    );
+    const seen = Date.now();
+    figures[`${FAILING.engine} ${FAILING.version} stops`] = { failed: secs(seen - t0), 'after its exit': secs(seen - (exited ?? seen)) };
     expect(failed.state).toBe('FAILED');
+    expect(pid, 'the node was started').toBeDefined();
+    expect(seen - (exited ?? seen)).toBeLessThan(10_000);
     expect(failed.state_reason).toMatch(
       /^elasticsearch 7\.10\.2 exited at start: unknown setting \[xpack\.security\.\w+(\.\w+)*\] please check/,
     );

@@ -1,10 +1,17 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Ajv2020Module from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, HangarProcess, LOGIN, PASSWORD, enginesAvailable } from './helpers/hangar-process.js';
+import { objectrocketPython } from './helpers/objectrocket.js';
 import { isAlive, processesUnder } from './helpers/processes.js';
+
+// CommonJS default exports, as NodeNext sees them.
+const Ajv2020 = Ajv2020Module.default;
+const addFormats = addFormatsModule.default;
 
 // MongoDB on FerretDB, for real: `hangar serve` with the local runtime (as root in CI, engines then
 // run as the engine user), FerretDB 1.24.2 from the engine cache (`hangar engines install
@@ -27,20 +34,6 @@ function ferretdbAvailable(): boolean {
   if (process.env.CI === 'true') throw new Error(message);
   console.warn(`${message}; leaving them out`);
   return false;
-}
-
-/**
- * A Python with the objectrocket client (PyPI objectrocket 0.7.0 and test/e2e/python/requirements.txt): HANGAR_TEST_OBJECTROCKET_PYTHON, else python3 when it imports it.
- */
-function objectrocketPython(): string | undefined {
-  const python = process.env.HANGAR_TEST_OBJECTROCKET_PYTHON ?? 'python3';
-  if (spawnSync(python, ['-c', 'import objectrocket, pymongo'], { stdio: 'ignore' }).status === 0) return python;
-  const message =
-    'the objectrocket Python client is not installed (a venv with `pip install --no-deps objectrocket==0.7.0` and `pip install -r test/e2e/python/requirements.txt`, named by HANGAR_TEST_OBJECTROCKET_PYTHON; .ci/run makes one)';
-  // in CI its absence fails the run, elsewhere the test is left out saying what to install
-  if (process.env.CI === 'true') throw new Error(message);
-  console.warn(`${message}: its test is left out`);
-  return undefined;
 }
 
 const LOCAL = [{ cidr_mask: '127.0.0.1', description: 'this machine' }];
@@ -228,6 +221,51 @@ describe.runIf(ferretdbAvailable())('MongoDB on FerretDB on the local runtime', 
       expect(res.body.code).toBe(missing.body.code);
     }
     expect(await asClient(urlOf(m.connect_string, 'app', 'password-3', 'app'), count('app'))).toEqual({ ok: true, value: 3 });
+  });
+
+  it("conforms to the API's document on the live server: every answer of the record, the list and the user endpoints (2xx and errors)", async () => {
+    const doc = (await h.get('/v2/openapi.json')).body;
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
+    addFormats(ajv);
+    ajv.addSchema(doc, 'doc');
+    const pointer = (x: string) => x.replace(/~/g, '~0').replace(/\//g, '~1');
+    /** Sends the request and checks the answer against the document's schema of that operation and status. */
+    const conforms = async (method: string, template: string, path: string, body?: unknown) => {
+      const res = await h.request(method, path, body);
+      const m = method.toLowerCase();
+      expect(doc.paths[template]?.[m]?.responses?.[String(res.status)], `${method} ${template} documents ${res.status}`).toBeDefined();
+      const validate = ajv.getSchema(`doc#/paths/${pointer(template)}/${m}/responses/${res.status}/content/application~1json/schema`)!;
+      expect(validate(res.body), `${method} ${path} ${res.status}: ${JSON.stringify(validate.errors)} in ${JSON.stringify(res.body)}`).toBe(
+        true,
+      );
+      return res;
+    };
+    const list = '/v2/mongodb/{instance_id}/databases/{database_name}/users';
+    const one = `${list}/{username}`;
+    expect((await conforms('GET', '/v2/instances/{instance_name}/', '/v2/instances/m/')).status).toBe(200);
+    expect((await conforms('GET', '/v2/instances/', '/v2/instances/')).status).toBe(200);
+    const created = await conforms('POST', list, users('m', 'conformance'), { username: 'c', password: 'password-c', roles: [] });
+    expect(created.status).toBe(200);
+    // the spec's shapes: `data` a string for create and delete (naming the user and the database), `message` for an update
+    expect(typeof created.body.data).toBe('string');
+    expect((await conforms('POST', list, users('m', 'conformance'), { username: 'c', password: 'password-c', roles: [] })).status).toBe(
+      409,
+    );
+    expect((await conforms('POST', list, users('m', 'conformance'), { username: 'd', password: 'short', roles: [] })).status).toBe(400);
+    const listed = await conforms('GET', list, users('m', 'conformance'));
+    expect(listed.body.data).toEqual([{ name: 'c', roles: [] }]);
+    const updated = await conforms('PATCH', one, `${users('m', 'conformance')}/c`, {
+      password: 'password-d',
+      roles: [{ role: 'read', db: 'conformance' }],
+    });
+    expect(updated.status).toBe(200);
+    expect(typeof updated.body.message).toBe('string');
+    expect((await conforms('PATCH', one, `${users('m', 'conformance')}/nobody`, { password: 'password-d' })).status).toBe(404);
+    expect((await conforms('GET', list, users('nowhere', 'conformance'))).status).toBe(404);
+    const deleted = await conforms('DELETE', one, `${users('m', 'conformance')}/c`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.data).toMatch(/\bc\b.*\bconformance\b/);
+    expect((await conforms('DELETE', one, `${users('m', 'conformance')}/c`)).status).toBe(404);
   });
 
   it('the edge admits only the ACLs: a source outside them is refused before any login', async () => {

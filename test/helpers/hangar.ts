@@ -102,7 +102,7 @@ export class Client {
   }
 
   /** Polls an instance until `predicate` holds for its record (or fails after `ms`). */
-  async waitFor(name: string, predicate: (rec: any) => boolean, ms = 10_000): Promise<any> {
+  async waitFor(name: string, predicate: (rec: any) => boolean, ms = 25_000): Promise<any> {
     const until = Date.now() + ms;
     let last: Reply | undefined;
     while (Date.now() < until) {
@@ -121,7 +121,7 @@ export class Client {
   }
 
   /** Waits until the instance is gone (404). */
-  async waitGone(name: string, ms = 10_000): Promise<void> {
+  async waitGone(name: string, ms = 25_000): Promise<void> {
     await this.waitFor(name, (r) => r === undefined, ms);
   }
 }

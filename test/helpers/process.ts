@@ -18,11 +18,16 @@ export interface ServeProcess {
 
 /**
  * Starts `hangar serve` from the built binary on a free port (port 0: it prints the URL it
- * serves on), with the emulated runtime unless `env` says otherwise.
+ * serves on), with the emulated runtime unless `runtime` says otherwise.
  */
-export async function spawnServe(opts: { dataDir: string; databaseUrl?: string; env?: Record<string, string> }): Promise<ServeProcess> {
+export async function spawnServe(opts: {
+  dataDir: string;
+  databaseUrl?: string;
+  env?: Record<string, string>;
+  runtime?: 'emulated' | 'local';
+}): Promise<ServeProcess> {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first (npm test does)`);
-  const args = [BIN, 'serve', '--runtime', 'emulated', '--port', '0', '--data-dir', opts.dataDir];
+  const args = [BIN, 'serve', '--runtime', opts.runtime ?? 'emulated', '--port', '0', '--data-dir', opts.dataDir];
   if (opts.databaseUrl) args.push('--database-url', opts.databaseUrl);
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HANGAR_')) env[k] = v;

@@ -9,7 +9,7 @@ import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/
 
 const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
 
-async function until(what: string, condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
+async function until(what: string, condition: () => Promise<boolean>, ms = 25_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await condition())) {
     if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);

@@ -30,7 +30,7 @@ type Backup = {
 };
 
 /** Polls a backup until it is COMPLETED or FAILED. */
-async function finished(who: Client, name: string, id: string, ms = 10_000): Promise<Backup> {
+async function finished(who: Client, name: string, id: string, ms = 25_000): Promise<Backup> {
   const until = Date.now() + ms;
   for (;;) {
     const res = await who.get(`/v2/instances/${name}/backups/${id}/`);
@@ -54,7 +54,7 @@ const engineOf = (th: TestHangar, service: string) =>
 const idOf = async (who: Client, name: string): Promise<string> => (await who.get(`/v2/instances/${name}/`)).body.data.id;
 
 /** Polls until `condition` holds (10 s at most). */
-async function eventually(condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
+async function eventually(condition: () => Promise<boolean>, ms = 25_000): Promise<void> {
   const until = Date.now() + ms;
   while (!(await condition())) {
     if (Date.now() > until) throw new Error('condition not met in time');

@@ -222,6 +222,30 @@ describe('HangarClient', () => {
       expect((await failure(hangar.instanceTls('nope'))).status).toBe(404);
     });
 
+    it('TLS: the mode changed and the certificate rotated, each an operation; the record shows the TLS addresses', async () => {
+      await hangar.createInstance(redisBody('tls2', { tls: 'off' }));
+      const off = await hangar.waitUntilReady('tls2');
+      expect(off.tls).toBe('off');
+      expect(off.tls_connect_string).toBeUndefined();
+      const ops: string[] = [];
+      const t = await hangar.setTlsMode('tls2', { mode: 'required', tls_client_auth: true }, { onOperation: (id) => ops.push(id) });
+      expect(t).toMatchObject({ mode: 'required', tls_client_auth: true });
+      const rec = await hangar.getInstance('tls2');
+      expect(rec.connect_string).toBe(rec.tls_connect_string);
+      expect(rec.connect_string).toMatch(/^rediss:\/\//);
+      const rotated = await hangar.rotateTlsCertificate('tls2', { onOperation: (id) => ops.push(id) });
+      expect(rotated.serial).not.toBe(t.serial);
+      const made = await hangar.createClientCertificate('tls2', { common_name: 'w' });
+      await hangar.revokeClientCertificate('tls2', made.serial, { onOperation: (id) => ops.push(id) });
+      expect(ops).toHaveLength(3);
+      expect((await Promise.all(ops.map((id) => hangar.waitForOperation(id)))).map((o) => [o.kind, o.state])).toEqual([
+        ['tls.mode', 'SUCCEEDED'],
+        ['tls.rotate', 'SUCCEEDED'],
+        ['tls.revoke', 'SUCCEEDED'],
+      ]);
+      expect((await failure(hangar.setTlsMode('tls2', { mode: 'sometimes' }))).code).toBe('INVALID_VALUE');
+    });
+
     it('whoami: the login and the source address hangar sees', async () => {
       expect(await hangar.whoami()).toMatchObject({ login, source_ip: '127.0.0.1' });
     });

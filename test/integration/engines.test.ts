@@ -80,6 +80,29 @@ describe.each(DIALECTS)('engines and instance shells on %s', (dialect) => {
       expect(servicenet.body.data.args[3]).toBe(new URL(redis.servicenet_connect_string).port);
     });
 
+    it('200: with ca_file, over TLS where the instance offers it, verified against that file', async () => {
+      const res = await alice.get('/v2/instances/cache/shell?ca_file=hangar-ca.pem');
+      expect(res.status).toBe(200);
+      const { hostname, port } = new URL(redis.tls_connect_string);
+      expect(res.body.data.args).toEqual(['-h', hostname, '-p', port, '--tls', '--cacert', 'hangar-ca.pem']);
+      expect(res.body.data.line).toBe(`REDISCLI_AUTH=${redis.password} redis-cli -h ${hostname} -p ${port} --tls --cacert hangar-ca.pem`);
+      const servicenet = await alice.get('/v2/instances/cache/shell?servicenet=true&ca_file=/etc/ssl/hangar%20ca.pem');
+      expect(servicenet.body.data.args).toEqual([
+        '-h',
+        hostname,
+        '-p',
+        new URL(redis.servicenet_tls_connect_string).port,
+        '--tls',
+        '--cacert',
+        '/etc/ssl/hangar ca.pem',
+      ]);
+      expect(servicenet.body.data.line).toContain("--cacert '/etc/ssl/hangar ca.pem'");
+      // an instance without TLS listeners: the plain address, as without ca_file
+      await alice.ready(redisBody('plain', { tls: 'off' }));
+      const off = await alice.get('/v2/instances/plain/shell?ca_file=hangar-ca.pem');
+      expect(off.body.data.args).not.toContain('--tls');
+    });
+
     it('200: mongosh for a user of a database; null for an engine without a shell', async () => {
       const res = await alice.get('/v2/instances/docs/shell?user=app&database=shop');
       expect(res.status).toBe(200);
@@ -95,6 +118,8 @@ describe.each(DIALECTS)('engines and instance shells on %s', (dialect) => {
     it('400 for a query value of the wrong form', async () => {
       const res = await alice.get('/v2/instances/cache/shell?servicenet=perhaps');
       expect(res.status).toBe(400);
+      expect((await alice.get('/v2/instances/cache/shell?ca_file=a%0Ab')).status).toBe(400);
+      expect((await alice.get('/v2/instances/cache/shell?ca_file=')).status).toBe(400);
     });
 
     it('401 without credentials', async () => {

@@ -195,6 +195,24 @@ describe.each(DIALECTS)('instance create rules on %s', (dialect) => {
         ]);
       });
 
+      it('a TLS mode that is none, or mutual TLS with TLS off, is named beside the other problems', async () => {
+        const res = await alice.post('/v2/instances/', redisBody('x', { plan: 3, tls: 'sometimes' }));
+        expect(problems(res.body)).toEqual([
+          ['plan', 'INVALID_VALUE'],
+          ['tls', 'INVALID_VALUE'],
+        ]);
+        const off = await alice.post('/v2/instances/', redisBody('x', { plan: 3, tls: 'off', tls_client_auth: true }));
+        expect(problems(off.body)).toEqual([
+          ['plan', 'INVALID_VALUE'],
+          ['tls_client_auth', 'INVALID_VALUE'],
+        ]);
+        const mongo = await alice.post('/v2/instances/', mongoBody('x', 'mongodb_singledb', { plan: 3, tls: 'required' }));
+        expect(problems(mongo.body)).toEqual([
+          ['plan', 'INVALID_VALUE'],
+          ['tls', 'INVALID_VALUE'],
+        ]);
+      });
+
       it("the schema's problems and the service's, without naming a field twice", async () => {
         const res = await alice.post('/v2/instances/', {
           name: 5,

@@ -7,7 +7,20 @@ import { type Account, Client, type TestHangar, startWithTwoAccounts } from '../
 /** Fields of every instance record (spec 2.1), plus `state` for every service and hangar's `engine`. */
 const COMMON = ['api_key', 'caster', 'created', 'engine', 'id', 'name', 'plan', 'service', 'state', 'type', 'version', 'zone'];
 const RECORD_KEYS = {
-  redis: [...COMMON, 'clb_id', 'connect_string', 'password', 'public_connect_string', 'servicenet_connect_string'].sort(),
+  redis: [
+    ...COMMON,
+    'clb_id',
+    'connect_string',
+    'password',
+    'public_connect_string',
+    'servicenet_connect_string',
+    // hangar's TLS (preferred by default: the TLS addresses beside the plain ones)
+    'tls',
+    'tls_client_auth',
+    'tls_connect_string',
+    'public_tls_connect_string',
+    'servicenet_tls_connect_string',
+  ].sort(),
   mongodb: [...COMMON, 'connect_string'].sort(),
   mongodb_sharded: [...COMMON, 'connect_string', 'ssl_connect_string'].sort(),
   elasticsearch: [...COMMON, 'connection_strings', 'encrypted', 'settings'].sort(),

@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installEngine } from '../../src/engines/install/engine-cache.js';
 import { manifestJson } from '../../src/engines/install/engine-manifest.js';
 import { esBody, mongoBody } from '../helpers/bodies.js';
 import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
@@ -269,5 +270,78 @@ describe('mongodb on FerretDB, from the engine cache', () => {
     const res = await bob.post('/v2/instances/', mongoBody('m', 'mongodb_replica_set', { version: '1.24.2', engine: 'ferretdb' }));
     expect(res.status).toBe(422);
     expect(res.body.message).toMatch(/runs mongodb_singledb only, not mongodb_replica_set: ask for engine mongod/);
+  });
+});
+
+// `hangar engines install` while hangar serves: the cache is looked at again when the zones are
+// listed or a create is judged, so what is installed is offered at once, without a restart.
+describe('engines installed while hangar serves', () => {
+  let dir: string;
+  let cache: string;
+  let th: TestHangar;
+  let dave: Account;
+
+  /** Installs a stand-in of `product@version` as `hangar engines install` does (a directory renamed into place). */
+  const install = (product: string, version: string, force = false) =>
+    installEngine(cache, product, version, { force }, async (home) => {
+      const name = product === 'ferretdb' ? 'ferretdb' : 'elasticsearch';
+      mkdirSync(join(home, 'bin'));
+      writeFileSync(join(home, 'bin', name), `#!/bin/sh\nprintf 'version: v${version}\\n'\n`, { mode: 0o755 });
+      return {
+        program: `bin/${name}`,
+        source: { kind: 'program', file: '/stand-in', sha256: '0'.repeat(64) },
+        java: undefined,
+        env: {},
+        patches: [],
+      };
+    });
+  const service = async (name: string) =>
+    ((await dave.get('/v2/zones/')).body.data as any[]).find((z) => z.name === 'US-Dallas').services.find((s: any) => s.service === name);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hangar-live-cache-'));
+    cache = join(dir, 'cache');
+    th = await startTestHangar({
+      env: {
+        HANGAR_RUNTIME: 'local',
+        HANGAR_ENGINE_CACHE: cache,
+        HANGAR_MONGOD_BIN: join(dir, 'no-mongod'),
+        HANGAR_ELASTICSEARCH_BIN: join(dir, 'no-elasticsearch'),
+      },
+    });
+    dave = await th.signup();
+  });
+  afterAll(async () => {
+    await th?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('before: elasticsearch is unavailable, saying how to install it into the engine cache; a create is a 422 saying so', async () => {
+    const es = await service('elasticsearch');
+    expect(es.available).toBe(false);
+    const engine = es.engines.find((e: any) => e.engine === 'elasticsearch');
+    expect(engine.reason).toMatch(/nothing of it is in the engine cache: hangar engines install elasticsearch@VERSION/);
+    const res = await dave.post('/v2/instances/', esBody('e', { version: '5.6.9' }));
+    expect(res.status).toBe(422);
+    expect(res.body.message).toMatch(/hangar engines install elasticsearch@VERSION/);
+  });
+
+  it('after an install, the version is offered and a create is judged against it, with no restart', async () => {
+    await install('elasticsearch', '5.6.9');
+    expect(await service('elasticsearch')).toMatchObject({ available: true, default_engine: 'elasticsearch', versions: ['5.6.9', '5.6'] });
+    // a version not installed is refused naming the one that is: the create sees the install
+    const other = await dave.post('/v2/instances/', esBody('e', { version: '2.4.6' }));
+    expect(other).toMatchObject({ status: 422, body: { field: 'version', allowed: ['5.6.9', '5.6'] } });
+    expect(other.body.message).toMatch(/not installed here: run `hangar engines install elasticsearch@2\.4\.6`/);
+    await install('elasticsearch', '2.4.6');
+    await install('elasticsearch', '5.6.9', true);
+    expect((await service('elasticsearch')).versions).toEqual(['2.4.6', '2.4', '5.6.9', '5.6']);
+    expect((await dave.get('/v2/instances/')).body.data).toEqual([]);
+  });
+
+  it('FerretDB installed while serving becomes the default engine of mongodb where mongod is missing', async () => {
+    expect(await service('mongodb')).toMatchObject({ available: false });
+    await install('ferretdb', '1.24.2');
+    expect(await service('mongodb')).toMatchObject({ available: true, default_engine: 'ferretdb', versions: ['1.24.2', '1.24'] });
   });
 });

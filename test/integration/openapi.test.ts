@@ -649,6 +649,13 @@ describe('the OpenAPI document', () => {
       expect((await call(bob, 'GET', certs, at)).status).toBe(404);
       expect((await call(alice, 'DELETE', `${certs}/{serial}`, { ...at, serial: made.body.data.serial })).status).toBe(200);
       expect((await call(alice, 'DELETE', `${certs}/{serial}`, { ...at, serial: '0'.repeat(32) })).status).toBe(404);
+      const mode = '/v2/instances/{instance_name}/tls/';
+      expect((await call(alice, 'POST', mode, at, { mode: 'required' })).status).toBe(200);
+      expect((await call(alice, 'POST', mode, at, { mode: 'sometimes' })).status).toBe(400);
+      expect((await call(alice, 'POST', mode, at, { mode: 'preferred' })).status).toBe(200);
+      const rotate = '/v2/instances/{instance_name}/tls/rotate';
+      expect((await call(alice, 'POST', rotate, at)).status).toBe(200);
+      expect((await call(bob, 'POST', rotate, at)).status).toBe(404);
     });
 
     it('every operation was seen answering a success and an error', () => {

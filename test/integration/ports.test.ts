@@ -4,12 +4,12 @@ import { redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
-/** A range of 150 ports: more than one window of the free-port search, and not a multiple of a Redis instance's 4 ports. */
+/** A range of 152 ports: more than one window of the free-port search, and not a multiple of a Redis instance's 6 ports. */
 const FIRST = 21000;
-const LAST = 21149;
+const LAST = 21151;
 const SIZE = LAST - FIRST + 1;
-/** public, servicenet, engine.primary, engine.replica */
-const REDIS_PORTS = 4;
+/** public, servicenet, engine.primary, engine.replica, public.tls, servicenet.tls */
+const REDIS_PORTS = 6;
 
 describe.each(DIALECTS)('ports of a small range on %s', (dialect) => {
   let th: TestHangar, alice: Account;

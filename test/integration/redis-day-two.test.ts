@@ -9,7 +9,7 @@ import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/
 // HTTP API on the emulated runtime (whose engine model shows what it runs with). The same on real
 // redis-server processes behind the edge: test/e2e/access-day-two.test.ts.
 
-async function until(what: string, condition: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
+async function until(what: string, condition: () => Promise<boolean> | boolean, ms = 25_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await condition())) {
     if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);

@@ -87,6 +87,8 @@ function instanceRow(accountId: string, name: string, ports: Record<string, numb
     address: null,
     password_prior_enc: null,
     password_rotation_ends_at: null,
+    tls_mode: 'preferred',
+    tls_client_auth: 0,
     case_duplicate: 0,
     ...extra,
   };
@@ -405,8 +407,8 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
           instanceRow('acc-1', 'DUP', { public: 20003 }, { created_at: NOW + 2 }),
           instanceRow('acc-2', 'dup', { public: 20004 }, { created_at: NOW + 3 }),
         ];
-        // rows of the schema before: without the columns this migration and later ones add
-        for (const { case_duplicate: _, desired_engine: _e, desired_version: _v, ...row } of rows)
+        // rows of the schema before: without the columns of this migration and of those after it (engine switch, TLS)
+        for (const { case_duplicate: _, desired_engine: _e, desired_version: _v, tls_mode: _mode, tls_client_auth: _auth, ...row } of rows)
           await (s.db as unknown as Kysely<any>).insertInto('instances').values(row).execute();
         await migrateToLatest(s.db);
         const flags = await s.db.selectFrom('instances').select(['account_id', 'name', 'case_duplicate']).orderBy('created_at').execute();

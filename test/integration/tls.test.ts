@@ -150,6 +150,7 @@ describe.each(DIALECTS)('TLS on instance connections on %s', (dialect) => {
       const ca = new X509Certificate(caPem);
       expect(first.body.data).toEqual({
         mode: 'preferred',
+        tls_client_auth: false,
         serial: expect.stringMatching(/^[4-7][0-9A-F]{31}$/),
         fingerprint_sha256: expect.stringMatching(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/),
         not_before: expect.any(String),

@@ -29,6 +29,10 @@ export const VALKEY: RedisFamily = { engine: 'valkey', version: '8.0.1', cli: 'v
  */
 export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'core' = 'all'): void {
   const full = scope === 'all';
+  /** A test of the whole suite: defined only there (the core suite of another engine has no such test, rather than a skipped one). */
+  const itFull = (name: string, fn: () => Promise<void>, timeout?: number): void => {
+    if (full) it(name, fn, timeout);
+  };
   describe.runIf(testbedAvailable() && imageAvailable(family.engine))(`${family.engine} on Kubernetes`, () => {
     const tb = new Testbed(readTestbedEnv() ?? {});
     const run = `${family.engine === 'redis' ? 't' : 'v'}${process.pid}`;
@@ -356,7 +360,7 @@ export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'c
       expect((await hangar.get('/v2/redis/cache/connectedSlaves/')).body.data).toBe(1);
     }, 240_000);
 
-    it.runIf(full)(
+    itFull(
       'an object deleted by hand is re-created (the edge Deployment: clients are served again)',
       async () => {
         const edge = `h-${inst.id}-edge`;
@@ -425,7 +429,7 @@ export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'c
       330_000,
     );
 
-    it.runIf(full)(
+    itFull(
       'a member Service deleted by hand: made again with a new ClusterIP, which the engines, the Sentinels and the edge follow; a failover after it works',
       async () => {
         const n = `h-${inst.id}-redis`;
@@ -513,7 +517,7 @@ export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'c
       360_000,
     );
 
-    it.runIf(full)(
+    itFull(
       "a plan the node cannot fit shows the scheduler's reason in the record; a plan over the zone's capacity is refused",
       async () => {
         const over = await create('over-capacity', { plan: 10000 });
@@ -541,7 +545,7 @@ export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'c
       expect(tb.k(['-n', ns, 'get', 'pvc', '-l', `hangar.io/instance=${inst.id}`, '-o', 'name']).trim()).toBe('');
     }, 200_000);
 
-    it.runIf(full)(
+    itFull(
       'hangar killed mid-create converges after it starts again',
       async () => {
         await hangar.stop();
@@ -556,7 +560,7 @@ export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'c
       400_000,
     );
 
-    it.runIf(full)(
+    itFull(
       'the API server stopped for 30 s mid-create: no 5xx meanwhile, the instance converges after it returns',
       async () => {
         expect((await create('patient')).status).toBe(200);
@@ -592,7 +596,7 @@ export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'c
       360_000,
     );
 
-    it.runIf(full)(
+    itFull(
       "hangar's user with only the Role's verbs suffices (every test above), and a missing verb is named",
       async () => {
         // take patch on networkpolicies away: the next change of an instance says what is missing
@@ -611,7 +615,7 @@ export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'c
       480_000,
     );
 
-    it.runIf(full)(
+    itFull(
       'MongoDB and Elasticsearch instances: every object accepted by the API server and their pods created (their images cannot run here)',
       async () => {
         const mongo = await hangar.post('/v2/instances/', {
@@ -649,7 +653,7 @@ export function redisOnKubernetes(family: RedisFamily = REDIS, scope: 'all' | 'c
       480_000,
     );
 
-    it.runIf(full)(
+    itFull(
       'hangar doctor checks each Kubernetes zone: kubeconfig, API, namespace, every verb of the Role (naming the missing ones)',
       async () => {
         // run without blocking this process: the hangar of this file writes its log to it meanwhile

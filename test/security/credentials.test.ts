@@ -11,7 +11,7 @@ import { httpRequest } from './helpers/http.js';
 /** The documented minimum length of an account password (SECURITY.md, README). */
 const MIN_PASSWORD = 12;
 
-async function eventually(what: string, condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
+async function eventually(what: string, condition: () => Promise<boolean>, ms = 25_000): Promise<void> {
   const until = Date.now() + ms;
   while (!(await condition())) {
     if (Date.now() > until) throw new Error(`${what}: not within ${ms} ms`);

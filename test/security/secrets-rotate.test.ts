@@ -78,7 +78,7 @@ async function seed(th: TestHangar): Promise<Account> {
   return alice;
 }
 
-async function waitFor(condition: () => boolean, ms = 10_000): Promise<void> {
+async function waitFor(condition: () => boolean, ms = 25_000): Promise<void> {
   const until = Date.now() + ms;
   while (!condition()) {
     if (Date.now() > until) throw new Error('condition not met in time');

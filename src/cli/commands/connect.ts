@@ -5,9 +5,10 @@ import type { Instance } from '../../client/index.js';
 import { REMOTE_OPTIONS, type ClientCommand, type ClientContext, str } from '../client-command.js';
 import type { Env } from '../session.js';
 import { isService } from '../../domain/catalog.js';
-import type { Product, ShellCommand } from '../../engines/product.js';
+import type { Product, ShellCommand, ShellOptions } from '../../engines/product.js';
 import { findProduct, firstProductOf } from '../../engines/products.js';
 import { EXIT, UsageError, json } from '../io.js';
+import { saveCaFile } from './tls.js';
 import { shellLine } from '../../lib/shell-line.js';
 
 export type { ShellCommand };
@@ -19,11 +20,7 @@ export function productOfRecord(inst: Pick<Instance, 'service' | 'engine'>): Pro
 }
 
 /** The shell command for an instance; `extra` arguments go last (e.g. a redis command to run). */
-export function shellFor(
-  inst: Instance,
-  opts: { servicenet?: boolean; user?: string; db?: string },
-  extra: readonly string[] = [],
-): ShellCommand {
+export function shellFor(inst: Instance, opts: ShellOptions, extra: readonly string[] = []): ShellCommand {
   const shell = productOfRecord(inst)?.shell;
   if (!shell) {
     throw new UsageError(
@@ -51,14 +48,27 @@ export function findOnPath(command: string, env: Env): string | undefined {
 async function connect(ctx: ClientContext): Promise<void> {
   const { io, env, opts } = ctx;
   const name = ctx.args[0]!;
-  const { client } = ctx.connection();
+  const { url, client } = ctx.connection();
   const inst = await client.getInstance(name);
+  const cert = str(opts.cert);
+  const key = str(opts.key);
+  if ((cert === undefined) !== (key === undefined)) throw new UsageError('--cert and --key go together');
+  // over TLS whenever the instance offers it (verified against the deployment's CA), unless --plain asks otherwise
+  const secure = inst.tls_connect_string !== undefined && opts.plain !== true;
+  if (opts.plain === true && inst.tls === 'required') throw new UsageError(`"${name}" requires TLS: its plain addresses refuse clients`);
+  if (secure && inst.tls_client_auth && cert === undefined) {
+    io.err(
+      `hangar: "${name}" asks for a client certificate: issue one with hangar tls client-cert ${name} --cn NAME --out FILE, then give --cert FILE.crt --key FILE.key`,
+    );
+  }
+  const tls = secure ? { caFile: await saveCaFile(client, env, url), ...(cert ? { certFile: cert, keyFile: key! } : {}) } : undefined;
   const cmd = shellFor(
     inst,
     {
       servicenet: opts.servicenet === true,
       ...(str(opts.user) ? { user: str(opts.user)! } : {}),
       ...(str(opts.db) ? { db: str(opts.db)! } : {}),
+      ...(tls ? { tls } : {}),
     },
     ctx.args.slice(1),
   );
@@ -115,6 +125,9 @@ export const connectCommand: ClientCommand = {
     ...REMOTE_OPTIONS,
     print: { type: 'boolean', description: 'print the command instead of running it (with --json: command, args, env, path)' },
     servicenet: { type: 'boolean', description: 'redis: use the private-network address' },
+    plain: { type: 'boolean', description: 'redis: connect in plain even though the instance offers TLS (tls preferred)' },
+    cert: { type: 'string', value: 'FILE', description: 'redis: client certificate for mutual TLS (hangar tls client-cert)' },
+    key: { type: 'string', value: 'FILE', description: 'redis: its private key' },
     user: { type: 'string', value: 'USER', description: 'mongodb: the database user (mongosh asks for the password)' },
     db: { type: 'string', value: 'DATABASE', description: 'mongodb: the database (default admin)' },
   },
@@ -122,9 +135,10 @@ export const connectCommand: ClientCommand = {
     'hangar connect cache',
     'hangar connect cache -- INFO memory    # runs one command and exits',
     'hangar connect cache --print',
+    'hangar connect cache --cert app.crt --key app.key    # mutual TLS',
     'hangar connect docs --user app-user --db app',
   ],
   details:
-    "redis-cli gets -h and -p, and the password in REDISCLI_AUTH (not on the command line); ARGS after -- are passed to the shell. The edge admits only the addresses of the instance's ACLs: add yours first with hangar acls add NAME --my-ip. Exits with the shell's exit code.",
+    "redis-cli gets -h and -p, and the password in REDISCLI_AUTH (not on the command line); over TLS (--tls --cacert) when the instance offers it, verified against the deployment's CA, which hangar connect fetches and keeps in the config directory. ARGS after -- are passed to the shell. The edge admits only the addresses of the instance's ACLs: add yours first with hangar acls add NAME --my-ip. Exits with the shell's exit code.",
   run: connect,
 };

@@ -91,6 +91,38 @@ export interface DoctorReport {
   readonly zones?: readonly { readonly zone: string; readonly runtime: string; readonly checks: readonly ZoneCheck[] }[];
 }
 
+/** What the engine cache at `dir` holds, and what more `hangar engines install` puts there. */
+export function engineCacheReport(dir: string): EngineCacheReport {
+  const scan = scanEngineCache(dir);
+  return {
+    dir,
+    installed: scan.engines.map((e) => ({ product: e.product, version: e.version, program: e.program })),
+    broken: scan.broken.map((b) => ({ dir: b.dir, reason: b.reason })),
+    installable: INSTALL_RECIPES.flatMap((r) =>
+      r.versions.filter((v) => !scan.engines.some((e) => e.product === r.product && e.version === v)).map((v) => `${r.product}@${v}`),
+    ),
+  };
+}
+
+/** `elasticsearch 2.4.6, 5.6.9; ferretdb 1.24.2`: versions by product, in the order given. */
+function byProduct(refs: readonly { readonly product: string; readonly version: string }[]): string {
+  const out = new Map<string, string[]>();
+  for (const r of refs) out.set(r.product, [...(out.get(r.product) ?? []), r.version]);
+  return [...out].map(([product, versions]) => `${product} ${versions.join(', ')}`).join('; ');
+}
+
+/** One line for `hangar serve`'s start: what the engine cache holds and how to install more (taken while hangar serves). */
+export function engineCacheLine(c: EngineCacheReport): string {
+  const installed = c.installed.length > 0 ? byProduct(c.installed) : 'nothing';
+  const more = c.installable.map((ref) => {
+    const [product, version] = ref.split('@') as [string, string];
+    return { product, version };
+  });
+  return `engine cache ${c.dir}: ${installed} installed${
+    more.length > 0 ? `; hangar engines install PRODUCT@VERSION adds, while hangar serves: ${byProduct(more)}` : ''
+  } (hangar engines ls, hangar doctor)`;
+}
+
 /** A program's name for people: its names joined (`elasticsearch or opensearch`). */
 const programName = (p: ProgramSpec): string => p.names.join(' or ');
 
@@ -282,15 +314,7 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
   // as root: decided by the engine user's reach (root's when HANGAR_ENGINE_USER=root; one not made yet owns nothing)
   const ids = own.uid === 0 ? { uid: engineUser.uid ?? -1, gid: engineUser.gid ?? -1 } : undefined;
   const instancesDir = engineDirReport(config.dataDir, ids);
-  const scan = scanEngineCache(config.engineCache);
-  const engineCache: EngineCacheReport = {
-    dir: config.engineCache,
-    installed: scan.engines.map((e) => ({ product: e.product, version: e.version, program: e.program })),
-    broken: scan.broken.map((b) => ({ dir: b.dir, reason: b.reason })),
-    installable: INSTALL_RECIPES.flatMap((r) =>
-      r.versions.filter((v) => !scan.engines.some((e) => e.product === r.product && e.version === v)).map((v) => `${r.product}@${v}`),
-    ),
-  };
+  const engineCache = engineCacheReport(config.engineCache);
   const report: DoctorReport = {
     ...doctorReport(binaries, offerings, engineUser, instancesDir, notes),
     engineCache,

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { CreateInstanceRequest, Instance, Zone } from '../../client/index.js';
 import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES, isService } from '../../domain/catalog.js';
+import { TLS_MODES } from '../../domain/tls.js';
 import {
   REMOTE_OPTIONS,
   WAIT_OPTIONS,
@@ -27,6 +28,8 @@ export function connectionLines(inst: Instance): [string, string | undefined][] 
     ['public', inst.public_connect_string],
     ['servicenet', inst.servicenet_connect_string],
     ['tls connect string', inst.ssl_connect_string],
+    ['public tls', inst.public_tls_connect_string],
+    ['servicenet tls', inst.servicenet_tls_connect_string],
     ['http', cs?.public.http],
     ['https', cs?.public.https],
     ['kibana', cs?.public.kibana_https],
@@ -48,6 +51,7 @@ export function showInstance(inst: Instance): string {
     ['reason', inst.state_reason],
     ['created', `${inst.created} UTC`],
     ...connectionLines(inst),
+    ['tls', inst.tls === undefined ? undefined : `${inst.tls}${inst.tls_client_auth ? ', client certificates required' : ''}`],
     ['password', inst.password],
     ['encrypted', inst.encrypted],
   ]);
@@ -116,6 +120,8 @@ async function create(ctx: ClientContext): Promise<void> {
       ? { acls: cidrs.map((cidr_mask) => ({ cidr_mask, description: `hangar instances create on ${hostname()}` })) }
       : {}),
     ...(str(opts['restore-from']) ? { restore_from: str(opts['restore-from'])! } : {}),
+    ...(str(opts.tls) ? { tls: str(opts.tls)! } : {}),
+    ...(opts['tls-client-auth'] === true ? { tls_client_auth: true } : {}),
   };
   let operation: string | undefined;
   const created = await client.createInstance(body, {
@@ -307,6 +313,13 @@ export const instanceCommands: readonly ClientCommand[] = [
         value: 'BACKUP_ID',
         description: 'build it from a backup (hangar backups ls): RESTORING, then ACTIVE',
       },
+      tls: {
+        type: 'string',
+        value: 'MODE',
+        description: `redis: ${TLS_MODES.join(', ')} (default: the server's HANGAR_INSTANCE_TLS, preferred unless set)`,
+        choices: TLS_MODES,
+      },
+      'tls-client-auth': { type: 'boolean', description: 'redis: its TLS listeners ask for a client certificate (hangar tls client-cert)' },
     },
     fields: {
       name: 'NAME',
@@ -317,6 +330,8 @@ export const instanceCommands: readonly ClientCommand[] = [
       zone: '--zone',
       storage_engine: '--storage-engine',
       restore_from: '--restore-from',
+      tls: '--tls',
+      tls_client_auth: '--tls-client-auth',
       'acls[].cidr_mask': '--acl',
     },
     examples: [

@@ -3,6 +3,7 @@ import { DOCS_PATH } from '../../http/plugins/openapi.js';
 import { CONSOLE_PATH, servesConsole } from '../../http/routes/root.js';
 import { startHangar } from '../../server.js';
 import type { Io } from '../io.js';
+import { engineCacheLine, engineCacheReport } from './doctor.js';
 
 /** How long a stop may take, after its drain period, before the process exits anyway. */
 const STOP_DEADLINE_MS = 9_000;
@@ -20,6 +21,8 @@ export async function serve(config: Config, io: Io): Promise<void> {
   io.err(
     `hangar serving on ${hangar.url}/v2/ (runtime ${runtimes}, zones ${hangar.zones.list().length}, store ${hangar.store.location}); docs ${hangar.url}${DOCS_PATH}${consoleNote}`,
   );
+  // the engines of the local runtime that come from their publishers: what is here, and what more there is
+  if (hangar.zones.list().some((z) => z.runtime === 'local')) io.err(engineCacheLine(engineCacheReport(config.engineCache)));
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       hangar.log.info({ signal }, 'stopping');

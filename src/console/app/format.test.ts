@@ -203,6 +203,16 @@ describe('console operations', () => {
     expect(formatDuration(185_000)).toBe('3 min 5 s');
     expect(operationSummary(op('a'), 'MB')).toBe('redis 500 MB in US-Dallas');
     expect(operationSummary(op('a', { kind: 'resize', detail: { from_plan: 500, to_plan: 1000 } }), 'MB')).toBe('500 MB → 1,000 MB');
+    expect(operationSummary(op('a', { kind: 'tls.mode', detail: { from: 'preferred', to: 'required', tls_client_auth: false } }))).toBe(
+      'TLS preferred → required',
+    );
+    expect(operationSummary(op('a', { kind: 'tls.mode', detail: { from: 'off', to: 'preferred', tls_client_auth: true } }))).toBe(
+      'TLS off → preferred, client certificates',
+    );
+    expect(operationSummary(op('a', { kind: 'tls.rotate', detail: { previous_serial: 'AB', serial: 'CD' } }))).toBe('certificate CD');
+    expect(operationSummary(op('a', { kind: 'tls.revoke', detail: { serial: 'EF', common_name: 'app' } }))).toBe(
+      'client certificate EF (app)',
+    );
     expect(operationSummary(op('a', { kind: 'rename', detail: { from: 'cache', to: 'sessions' } }))).toBe('cache → sessions');
     expect(operationSummary(op('a', { kind: 'user.update', detail: { username: 'app', database: 'shop' } }))).toBe('app on shop');
     expect(operationSummary(op('a', { kind: 'backup', detail: { backup_id: 'b1', scheduled: false } }))).toBe('on demand');

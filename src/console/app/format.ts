@@ -276,6 +276,14 @@ export function operationSummary(op: Pick<Operation, 'kind' | 'detail'>, planUni
       return str('username') ? `${str('username')} on ${str('database')}` : '';
     case 'backup':
       return d.scheduled === true ? 'scheduled' : 'on demand';
+    case 'tls.mode':
+      return str('from') && str('to')
+        ? `TLS ${str('from')} → ${str('to')}${d.tls_client_auth === true ? ', client certificates' : ''}`
+        : '';
+    case 'tls.rotate':
+      return str('serial') ? `certificate ${str('serial')}` : '';
+    case 'tls.revoke':
+      return str('serial') ? `client certificate ${str('serial')}${str('common_name') ? ` (${str('common_name')})` : ''}` : '';
     case 'restore':
       return str('backup_id')
         ? `backup ${str('backup_id')}${d.in_place === false ? ' into a new instance' : d.in_place === true ? ' in place' : ''}`

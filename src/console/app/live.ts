@@ -252,6 +252,11 @@ export function watchInstance(name: string, watch: Watch<Instance | undefined>):
   const unfollow = follow({
     onResync: r.refresh,
     onEvent: (e) => {
+      // a change an operation records without a new state (a TLS mode) shows when the operation starts and ends
+      if (e.kind.startsWith('operation.') && e.kind !== 'operation.progress' && id !== undefined && e.instance_id === id) {
+        r.refresh();
+        return;
+      }
       if (!e.kind.startsWith('instance.')) return;
       if (e.instance_name === name || (id !== undefined && e.instance_id === id) || (e.kind === 'instance.renamed' && e.data.from === name))
         r.refresh();

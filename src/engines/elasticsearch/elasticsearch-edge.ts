@@ -61,24 +61,44 @@ export const CLIENT_REFUSALS: readonly RefusedRequests[] = [
 /** The policy of the http and https listeners of a node without security. */
 export const CLIENT_POLICY: HttpPolicy = { refuse: CLIENT_REFUSALS };
 
-/** The answer of the Kibana listeners where no Kibana runs: 503, saying why and what to install. */
-export function kibanaUnavailable(why: string): EdgeReply {
-  const reason = `no Kibana runs for this instance: ${why}. hangar runs Kibana (OpenSearch Dashboards for OpenSearch) beside the node once one of the node's release series is installed on its host`;
+const escapeHtml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * The answer of the Kibana listeners where no Kibana runs: 503, saying why and what to install,
+ * as a page for browsers and as an Elasticsearch-shaped error (with `why` and `install` apart) for
+ * programs.
+ */
+export function kibanaUnavailable(noKibana: { readonly why: string; readonly install: string }): EdgeReply {
+  const reason = `no Kibana runs for this instance: ${noKibana.why}. What to install: ${noKibana.install}`;
+  const json = JSON.stringify({
+    error: {
+      root_cause: [{ type: 'kibana_unavailable', reason }],
+      type: 'kibana_unavailable',
+      reason,
+      why: noKibana.why,
+      install: noKibana.install,
+    },
+    status: 503,
+  });
   const html = [
     '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Kibana unavailable</title></head>',
     '<body><h1>503: Kibana is not available here</h1>',
-    `<p>${reason.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')}.</p>`,
+    `<p>No Kibana runs for this instance: ${escapeHtml(noKibana.why)}.</p>`,
+    `<p>What to install: ${escapeHtml(noKibana.install)}.</p>`,
     '<p>The http and https addresses of the instance serve its node.</p></body></html>',
   ].join('');
-  return { status: 503, json: errorJson(503, 'kibana_unavailable', reason), html };
+  return { status: 503, json, html };
 }
 
 /**
  * The routes of an instance as its node is served: the product's, with the client policy on
  * the listeners of the node's HTTP port where the node has no security, and the Kibana
- * listeners answered by the edge where no Kibana runs (`kibana`: why not).
+ * listeners answered by the edge where no Kibana runs (`noKibana`: why not, and what to install).
  */
-export function servedRoutes(routes: readonly EdgeRoute[], opts: { security: boolean; noKibana?: string }): EdgeRoute[] {
+export function servedRoutes(
+  routes: readonly EdgeRoute[],
+  opts: { security: boolean; noKibana?: { readonly why: string; readonly install: string } },
+): EdgeRoute[] {
   return routes.map((r): EdgeRoute => {
     if (r.target === 'engine.http' && !opts.security) return { ...r, http: CLIENT_POLICY };
     if (r.target === 'engine.kibana' && opts.noKibana !== undefined)

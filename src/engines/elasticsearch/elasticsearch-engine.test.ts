@@ -303,6 +303,7 @@ describe('ElasticsearchEngine: each version driven as its release line needs', (
     expect(engine.dashboardsUse(spec('7.17.25'))).toEqual({
       use: false,
       reason: expect.stringMatching(/only beside Elasticsearch 7\.10\.0 or later with security/),
+      install: expect.stringMatching(/^nothing installed on this host gives such a node a Kibana/),
     });
   });
 });
@@ -315,10 +316,20 @@ describe('ElasticsearchEngine: the edge in its place where the node has no secur
     const kibana = routes.find((r) => r.target === 'engine.kibana')!;
     expect(kibana.http?.answer).toMatchObject({ status: 503, json: expect.stringContaining('"type":"kibana_unavailable"') });
     expect(kibana.http?.answer?.html).toMatch(/<h1>503: Kibana is not available here<\/h1>/);
+    // why, and what to install, apart and together; the page says both
+    const error = JSON.parse(kibana.http!.answer!.json).error;
+    expect(error.why).toMatch(/^hangar runs Kibana only beside Elasticsearch 7\.10\.0 or later with security/);
+    expect(error.install).toMatch(/^nothing installed on this host gives such a node a Kibana/);
+    expect(error.reason).toBe(`no Kibana runs for this instance: ${error.why}. What to install: ${error.install}`);
+    expect(kibana.http?.answer?.html).toContain('<p>What to install: nothing installed on this host gives such a node a Kibana');
     // the node refuses them itself: its listeners forward bytes
     const secured = engineOf([ES7_OSS, ES8]).edgeRoutes({ ...bare, version: '8.11.1' });
     expect(secured.filter((r) => r.target === 'engine.http').map((r) => r.http)).toEqual([undefined, undefined]);
-    expect(secured.find((r) => r.target === 'engine.kibana')?.http?.answer?.json).toMatch(/no kibana 8\.11 was found/);
+    const securedKibana = JSON.parse(secured.find((r) => r.target === 'engine.kibana')!.http!.answer!.json).error;
+    expect(securedKibana).toMatchObject({
+      why: 'no kibana 8.11 was found (HANGAR_KIBANA_BIN)',
+      install: expect.stringMatching(/^install Kibana 8\.11 /),
+    });
   });
 
   it('says so in its notes', () => {

@@ -72,6 +72,9 @@ export interface ElasticsearchEngineOptions {
 }
 
 /** The distribution's own jvm.options, from its home (read once per home). */
+/** What the edge's Kibana listeners say where no Kibana runs. */
+const toNoKibana = (d: DashboardsUse & { use: false }) => ({ why: d.reason, install: d.install });
+
 const jvmOptionsOfHome = new Map<string, string | undefined>();
 function distributionJvmOptions(home: string): string | undefined {
   if (!jvmOptionsOfHome.has(home)) {
@@ -120,14 +123,18 @@ export class ElasticsearchEngine implements Engine {
       );
     }
     // one note per reason, naming the versions it applies to
-    const noKibana = new Map<string, string[]>();
+    const noKibana = new Map<string, { install: string; versions: string[] }>();
     for (const n of nodes) {
       const d = this.dashboardsOf(n);
-      if (!d.use) noKibana.set(d.reason, [...(noKibana.get(d.reason) ?? []), n.version]);
+      if (!d.use) {
+        const seen = noKibana.get(d.reason);
+        if (seen) seen.versions.push(n.version);
+        else noKibana.set(d.reason, { install: d.install, versions: [n.version] });
+      }
     }
-    for (const [reason, versions] of noKibana) {
+    for (const [reason, { install, versions }] of noKibana) {
       notes.push(
-        `${product} ${versions.join(', ')}: no Kibana runs beside the node (${reason}); kibana_http and kibana_https answer 503 saying so`,
+        `${product} ${versions.join(', ')}: no Kibana runs beside the node (${reason}); kibana_http and kibana_https answer 503 saying why and what to install: ${install}`,
       );
     }
     return { versions: servedVersions(nodes), notes };
@@ -136,7 +143,16 @@ export class ElasticsearchEngine implements Engine {
   /** Whether Kibana runs next to the nodes of an instance's version, and why not. */
   dashboardsUse(spec: Pick<InstanceSpec, 'version'>): DashboardsUse {
     const node = nodeFor(this.opts.nodes, spec.version);
-    return node ? this.dashboardsOf(node) : { use: false, reason: `no ${this.opts.product} ${spec.version} is installed` };
+    return node ? this.dashboardsOf(node) : this.notInstalled(spec);
+  }
+
+  /** No node of the instance's version is here (nor its Kibana): what to install. */
+  private notInstalled(spec: Pick<InstanceSpec, 'version'>): DashboardsUse & { use: false } {
+    return {
+      use: false,
+      reason: `no ${this.opts.product} ${spec.version} is installed`,
+      install: this.opts.installHint ?? `${this.opts.product} ${spec.version}`,
+    };
   }
 
   private dashboardsOf(node: NodeInstall): DashboardsUse {
@@ -170,7 +186,7 @@ export class ElasticsearchEngine implements Engine {
     const dashboards = node ? this.dashboardsOf(node) : undefined;
     return servedRoutes(spec.routes, {
       security: node?.security ?? false,
-      ...(dashboards?.use ? {} : { noKibana: dashboards?.reason ?? `no ${this.opts.product} ${spec.version} is installed` }),
+      ...(dashboards?.use ? {} : { noKibana: toNoKibana(dashboards ?? this.notInstalled(spec)) }),
     });
   }
 

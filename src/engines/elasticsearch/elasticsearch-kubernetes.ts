@@ -96,9 +96,12 @@ export class ElasticsearchClusterDriver implements ClusterDriver {
     const transport = servers.map(({ name, address }) => ({ name, address, port: TRANSPORT_PORT }));
     return {
       fresh,
+      // the edge terminates TLS on the https listeners: behind them, the nodes' plain HTTP port
       backends: [
         { role: 'public.http', servers: http },
         { role: 'servicenet.http', servers: http },
+        { role: 'public.https', servers: http },
+        { role: 'servicenet.https', servers: http },
         { role: 'public.transport', servers: transport },
         { role: 'servicenet.transport', servers: transport },
       ],

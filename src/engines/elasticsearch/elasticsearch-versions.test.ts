@@ -196,28 +196,41 @@ describe('dashboardsUse', () => {
     expect(dashboardsUse(os, bin('opensearch-dashboards', '2.11.1'))).toMatchObject({ use: true });
   });
 
-  it('says why it does not, naming what to install', () => {
+  it('says why it does not, and what to install', () => {
+    const installIt = (what: RegExp) => expect.stringMatching(what);
     expect(dashboardsUse(es, undefined)).toEqual({
       use: false,
-      reason: expect.stringMatching(/no kibana 8\.11 was found \(HANGAR_KIBANA_BIN\); hangar cannot install it/),
+      reason: 'no kibana 8.11 was found (HANGAR_KIBANA_BIN)',
+      install: installIt(
+        /^install Kibana 8\.11 \(kibana, from Elastic's APT repository or artifacts\.elastic\.co\) on this host, name it with HANGAR_KIBANA_BIN .* and restart hangar; hangar cannot install it itself/,
+      ),
     });
-    expect(dashboardsUse(os, undefined)).toEqual({ use: false, reason: expect.stringMatching(/no opensearch-dashboards 2\.11 was found/) });
+    expect(dashboardsUse(os, undefined)).toEqual({
+      use: false,
+      reason: 'no opensearch-dashboards 2.11 was found (HANGAR_KIBANA_BIN)',
+      install: installIt(/^install OpenSearch Dashboards 2\.11 \(opensearch-dashboards, from artifacts\.opensearch\.org\)/),
+    });
     expect(dashboardsUse(es, bin('kibana', '8.10.4'))).toEqual({
       use: false,
-      reason: expect.stringMatching(/kibana 8\.10\.4 .* does not work with elasticsearch 8\.11\.1: install kibana 8\.11/),
+      reason: expect.stringMatching(/kibana 8\.10\.4 .* does not work with elasticsearch 8\.11\.1, only kibana 8\.11 does$/),
+      install: installIt(/^install Kibana 8\.11 /),
     });
-    expect(dashboardsUse(es, bin('opensearch-dashboards', '8.11.1'))).toEqual({
+    expect(dashboardsUse(es, bin('opensearch-dashboards', '8.11.1'))).toMatchObject({
       use: false,
-      reason: expect.stringMatching(/install kibana 8\.11/),
+      install: installIt(/^install Kibana 8\.11 /),
     });
-    expect(dashboardsUse(os, bin('kibana', '2.11.0'))).toEqual({
+    expect(dashboardsUse(os, bin('kibana', '2.11.0'))).toMatchObject({
       use: false,
-      reason: expect.stringMatching(/install opensearch-dashboards 2\.11/),
+      install: installIt(/^install OpenSearch Dashboards 2\.11 /),
     });
+    // below 7.10, or without security, nothing that can be installed gives the node a Kibana: it says so, and does not send anyone to install one
     for (const n of [node({ version: '7.9.3' }), node({ version: '6.1.2', family: 'es6', security: false })]) {
       expect(dashboardsUse(n, bin('kibana', n.version))).toEqual({
         use: false,
         reason: expect.stringMatching(/hangar runs Kibana only beside Elasticsearch 7\.10\.0 or later with security/),
+        install: installIt(
+          /^nothing installed on this host gives such a node a Kibana: an instance of Elasticsearch 7\.10 or later with X-Pack security/,
+        ),
       });
     }
   });

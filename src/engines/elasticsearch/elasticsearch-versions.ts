@@ -214,11 +214,26 @@ export function rootRefusal(product: SearchProduct, enginesRunAsRoot: boolean): 
   return `${product} refuses to run as root, and engines run as root here (HANGAR_ENGINE_USER=root): leave HANGAR_ENGINE_USER unset, or set it to another user, for engines to run as that user`;
 }
 
-/** Whether Kibana (or OpenSearch Dashboards) runs next to the node, and why not. */
-export type DashboardsUse = { readonly use: true; readonly binary: EngineBinary } | { readonly use: false; readonly reason: string };
+/**
+ * Whether Kibana (or OpenSearch Dashboards) runs next to the node; where not, why (`reason`, the
+ * same for every node it applies to) and what would give the node one (`install`).
+ */
+export type DashboardsUse =
+  | { readonly use: true; readonly binary: EngineBinary }
+  | { readonly use: false; readonly reason: string; readonly install: string };
 
 /** Whether a dashboards binary is OpenSearch Dashboards (else Kibana). */
 const isOpensearchDashboards = (b: EngineBinary): boolean => /opensearch/i.test(basename(b.name)) || /opensearch/i.test(basename(b.path));
+
+/** What to install for a node to get its dashboards: neither is in a registry hangar installs from, and it is looked for at start. */
+function installDashboards(node: NodeInstall): string {
+  const minor = minorVersion(node.version);
+  const what =
+    node.product === 'opensearch'
+      ? `OpenSearch Dashboards ${minor} (opensearch-dashboards, from artifacts.opensearch.org)`
+      : `Kibana ${minor} (kibana, from Elastic's APT repository or artifacts.elastic.co)`;
+  return `install ${what} on this host, name it with HANGAR_KIBANA_BIN (or put it on PATH), and restart hangar; hangar cannot install it itself (it is in no registry hangar fetches from)`;
+}
 
 /**
  * Kibana runs next to Elasticsearch, OpenSearch Dashboards next to OpenSearch, each only with a
@@ -232,15 +247,13 @@ export function dashboardsUse(node: NodeInstall, dashboards: EngineBinary | unde
     return {
       use: false,
       reason: `hangar runs Kibana only beside Elasticsearch ${KIBANA_MINIMUM} or later with security (visitors come in as the node's anonymous user)`,
+      install: `nothing installed on this host gives such a node a Kibana: an instance of Elasticsearch ${minorVersion(KIBANA_MINIMUM)} or later with X-Pack security (Elastic's own distribution; those hangar engines install fetches are older or lack X-Pack) gets one once a Kibana of its release series is installed and named by HANGAR_KIBANA_BIN`,
     };
   }
   const wanted = product === 'opensearch' ? 'opensearch-dashboards' : 'kibana';
   const release = `${wanted} ${minorVersion(node.version)}`;
   if (!dashboards) {
-    return {
-      use: false,
-      reason: `no ${release} was found (HANGAR_KIBANA_BIN); hangar cannot install it (it is in no registry hangar fetches from)`,
-    };
+    return { use: false, reason: `no ${release} was found (HANGAR_KIBANA_BIN)`, install: installDashboards(node) };
   }
   if (
     isOpensearchDashboards(dashboards) !== (product === 'opensearch') ||
@@ -248,7 +261,8 @@ export function dashboardsUse(node: NodeInstall, dashboards: EngineBinary | unde
   ) {
     return {
       use: false,
-      reason: `${dashboards.name} ${dashboards.version} (${dashboards.path}) does not work with ${product} ${node.version}: install ${release}`,
+      reason: `${dashboards.name} ${dashboards.version} (${dashboards.path}) does not work with ${product} ${node.version}, only ${release} does`,
+      install: installDashboards(node),
     };
   }
   return { use: true, binary: dashboards };

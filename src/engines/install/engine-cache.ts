@@ -96,6 +96,21 @@ export function scanEngineCache(cacheDir: string): CacheScan {
 }
 
 /**
+ * A cheap fingerprint of what the cache holds, to tell when to read it again: its product
+ * directories, each with its entries and modification time. An install renames its finished
+ * directory into place (a forced one moves the old one aside first), which changes both.
+ */
+export function engineCacheFingerprint(cacheDir: string): string {
+  const parts: string[] = [];
+  for (const product of entries(cacheDir)) {
+    const dir = join(cacheDir, product);
+    const mtime = statSync(dir, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+    parts.push(`${product}@${mtime}:${entries(dir).join(',')}`);
+  }
+  return parts.join(';');
+}
+
+/**
  * The engines installed in `cacheDir`, read from their manifests (none when the directory does
  * not exist). Directories without a readable manifest, or whose program is gone, are left out:
  * scanEngineCache says why.

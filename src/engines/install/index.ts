@@ -4,7 +4,7 @@
  * recipes live with their products (`elasticsearch/elasticsearch-install.ts`,
  * `ferretdb/ferretdb-install.ts`); `../installs.ts` lists them.
  */
-export { findInstalledEngine, installedEngines, installEngine, scanEngineCache } from './engine-cache.js';
+export { engineCacheFingerprint, findInstalledEngine, installedEngines, installEngine, scanEngineCache } from './engine-cache.js';
 export type { BrokenInstall, BuiltEngine, CacheScan, InstallOutcome } from './engine-cache.js';
 export { MANIFEST_FILE, sourceJson } from './engine-manifest.js';
 export type { EngineSource, InstalledEngine } from './engine-manifest.js';

@@ -15,11 +15,11 @@ import { parse, parseAllDocuments } from 'yaml';
 import { parseZones } from '../../zones/zones-file.js';
 import { INSTANCE_TYPES, PLANS } from '../../domain/catalog.js';
 import type { ClusterPlace, KubeObject } from '../../domain/cluster.js';
-import { findProduct, firstProductOf } from '../products.js';
-import type { InstanceSpec } from '../../domain/units.js';
+import { PRODUCTS, findProduct, firstProductOf } from '../products.js';
+import type { EdgeTls, InstanceSpec } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { RBAC_NEEDS } from '../../runtimes/kubernetes/kube-doctor.js';
-import { edgeObjects, frontendOf } from '../../runtimes/kubernetes/kube-edge.js';
+import { EDGE_TLS_FILES, edgeObjects, frontendOf, portName, renderEdgeConfig } from '../../runtimes/kubernetes/kube-edge.js';
 import { imageOf } from '../../runtimes/kubernetes/kubernetes-runtime.js';
 import { servedRoutes } from '../elasticsearch/elasticsearch-edge.js';
 import { VALKEY_FLAVOUR } from '../redis/redis-flavour.js';
@@ -82,6 +82,12 @@ const spec = (service: InstanceSpec['service'], type: InstanceSpec['type'], plan
     adminSecret: 'admin-secret-0123',
     ports,
   };
+};
+
+/** A certificate as the edge is handed it (the objects carry it as it is). */
+const TLS: EdgeTls = {
+  serial: 'AB',
+  pem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----\n',
 };
 
 const addresses = {
@@ -196,8 +202,8 @@ describe('generated Kubernetes objects', () => {
     (serviceType) => {
       const s = spec('redis', 'redis_ha_instance', 500);
       const routes = s.routes;
-      const backends = ['public', 'servicenet'].map((role) => ({
-        role,
+      const backends = routes.map((r) => ({
+        role: r.role,
         servers: [{ name: 'redis-0', address: '198.19.0.10', port: 6379 }],
         check: [{ send: 'PING' }, { expect: '+PONG' }],
       }));
@@ -210,12 +216,19 @@ describe('generated Kubernetes objects', () => {
         backends,
         access: new Map([['main', ['203.0.113.7', '10.0.0.0/8']]]),
         hangarSources: ['198.18.0.1'],
+        tls: TLS,
       });
       objects.forEach(validate);
       const svc = objects.find((o) => o.kind === 'Service') as any;
       expect(svc.spec.type).toBe(serviceType);
       if (serviceType !== 'ClusterIP') expect(svc.spec.externalTrafficPolicy).toBe('Local');
-      if (serviceType === 'NodePort') expect(svc.spec.ports.map((p: any) => p.nodePort)).toEqual([s.ports.public, s.ports.servicenet]);
+      if (serviceType === 'NodePort')
+        expect(svc.spec.ports.map((p: any) => p.nodePort)).toEqual([
+          s.ports.public,
+          s.ports.servicenet,
+          s.ports['public.tls'],
+          s.ports['servicenet.tls'],
+        ]);
       if (serviceType === 'LoadBalancer') expect(svc.spec.loadBalancerSourceRanges).toEqual(['10.0.0.0/8', '203.0.113.7/32']);
       const edgePolicy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
       expect(edgePolicy.spec.ingress[1].from).toEqual([{ ipBlock: { cidr: '10.0.0.0/8' } }, { ipBlock: { cidr: '203.0.113.7/32' } }]);
@@ -264,14 +277,149 @@ describe('generated Kubernetes objects', () => {
       backends: [],
       access: new Map([['main', []]]),
       hangarSources: ['198.18.0.1'],
+      tls: TLS,
     });
     const edgePolicy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
     expect(edgePolicy.spec.ingress).toHaveLength(1);
   });
 
-  it('an elasticsearch edge reads HTTP where the engine needs the edge to refuse requests, and answers Kibana itself; TLS passes through', () => {
+  describe('TLS at the edge', () => {
+    const s = spec('redis', 'redis_ha_instance', 500);
+    const backends = (routes: readonly { role: string }[]) =>
+      routes.map((r) => ({ role: r.role, servers: [{ name: 'redis-0', address: '198.19.0.10', port: 6379 }] }));
+    const objectsFor = (mode: 'off' | 'preferred' | 'required', tls?: EdgeTls) => {
+      const routes = firstProductOf('redis').edgeRoutes('redis_ha_instance', s.ports, mode);
+      return edgeObjects({
+        id: s.id,
+        labels: place.labels,
+        target: target(),
+        image: 'haproxy:2.6',
+        routes,
+        backends: backends(routes),
+        access: new Map([['main', ['203.0.113.7']]]),
+        hangarSources: ['198.18.0.1'],
+        ...(tls ? { tls } : {}),
+      });
+    };
+    const configOf = (objects: KubeObject[]) =>
+      (objects.find((o) => o.kind === 'Secret' && o.metadata.name === `h-${s.id}-edge`) as any).stringData['haproxy.cfg'] as string;
+    const frontend = (config: string, role: string) => {
+      const lines = config.split('\n');
+      const at = lines.indexOf(`frontend f_${role.replace(/[^a-z0-9-]/g, '-')}`);
+      const out: string[] = [];
+      for (const l of lines.slice(at + 1)) {
+        if (!l.startsWith('  ')) break;
+        out.push(l.trim());
+      }
+      return out;
+    };
+
+    it("terminates TLS on every TLS route with the instance's certificate, from a TLS Secret of its own that does not roll the pods", () => {
+      const objects = objectsFor('preferred', TLS);
+      objects.forEach(validate);
+      const config = configOf(objects);
+      expect(frontend(config, 'public.tls')).toContain(`bind :${s.ports['public.tls']} ssl crt ${EDGE_TLS_FILES.cert}`);
+      expect(frontend(config, 'servicenet.tls')).toContain(`bind :${s.ports['servicenet.tls']} ssl crt ${EDGE_TLS_FILES.cert}`);
+      expect(frontend(config, 'public')).toContain(`bind :${s.ports.public}`);
+      expect(frontend(config, 'public.tls')).toContain('tcp-request content reject unless { src -f /etc/hangar-edge/acl/main.lst }');
+      const secret = objects.find((o) => o.metadata.name === `h-${s.id}-edge-tls`) as any;
+      expect(secret).toMatchObject({ kind: 'Secret', stringData: { 'server.pem': TLS.pem } });
+      expect(config).not.toContain(TLS.pem);
+      const deployment = objects.find((o) => o.kind === 'Deployment') as any;
+      expect(deployment.spec.template.spec.volumes).toContainEqual({
+        name: 'tls',
+        secret: { secretName: `h-${s.id}-edge-tls`, defaultMode: 0o400 },
+      });
+      expect(deployment.spec.template.spec.containers[0].volumeMounts).toContainEqual({
+        name: 'tls',
+        mountPath: '/etc/hangar-edge/tls',
+        readOnly: true,
+      });
+      // a new certificate leaves the configuration, hence the pods, as they are (the runtime API gives it to each pod)
+      const renewed = objectsFor('preferred', { ...TLS, serial: 'CD', pem: 'OTHER CERTIFICATE AND KEY' });
+      const hash = (o: KubeObject[]) => (o.find((x) => x.kind === 'Deployment') as any).spec.template.metadata.annotations;
+      expect(hash(renewed)).toEqual(hash(objects));
+      // the Secret is applied before the pods that mount it
+      expect(objects.findIndex((o) => o.metadata.name === `h-${s.id}-edge-tls`)).toBeLessThan(
+        objects.findIndex((o) => o.kind === 'Deployment'),
+      );
+    });
+
+    it('refuses to render TLS listeners without a certificate; with TLS off there are none, and no TLS Secret', () => {
+      expect(() => objectsFor('preferred')).toThrow(/no certificate/);
+      const off = objectsFor('off');
+      expect(configOf(off)).not.toContain('ssl crt');
+      expect(off.some((o) => o.metadata.name.endsWith('-edge-tls'))).toBe(false);
+    });
+
+    it('with TLS required, the plain listeners admit hangar only (in the configuration and the NetworkPolicy)', () => {
+      const objects = objectsFor('required', TLS);
+      const config = configOf(objects);
+      expect(frontend(config, 'public')).toContain('tcp-request connection reject unless { src -f /etc/hangar-edge/hangar.lst }');
+      expect(frontend(config, 'public').join('\n')).not.toContain('main.lst');
+      const policy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
+      const ports = policy.spec.ingress.flatMap((r: any) => (r.ports ?? []).map((p: any) => p.port));
+      expect(ports.sort()).toEqual([s.ports['public.tls'], s.ports['servicenet.tls']].sort());
+    });
+
+    it("with mutual TLS, asks for a client certificate of the CA with the instance's OU, the CA and the CRL in the TLS Secret", () => {
+      const mutual = { ...TLS, clientAuth: { caPem: 'CA PEM', crlPem: 'CRL PEM', organizationalUnit: s.id } };
+      const objects = objectsFor('preferred', mutual);
+      objects.forEach(validate);
+      const fe = frontend(configOf(objects), 'public.tls');
+      expect(fe).toContain(
+        `bind :${s.ports['public.tls']} ssl crt ${EDGE_TLS_FILES.cert} verify required ca-file ${EDGE_TLS_FILES.ca} crl-file ${EDGE_TLS_FILES.crl}`,
+      );
+      expect(fe).toContain(`tcp-request session reject unless { ssl_c_s_dn(OU) -m str ${s.id} }`);
+      expect((objects.find((o) => o.metadata.name === `h-${s.id}-edge-tls`) as any).stringData).toEqual({
+        'server.pem': TLS.pem,
+        'ca.pem': 'CA PEM',
+        'crl.pem': 'CRL PEM',
+      });
+      expect(renderEdgeConfig(s.id, s.routes, backends(s.routes), false)).not.toContain('verify required');
+    });
+
+    it('forwards every listener of a Redis instance, plain and TLS, to the primary', () => {
+      const driver = new RedisClusterDriver(new RedisAdmin(), 'noeviction');
+      const roles = (driver as unknown as { backends(s: InstanceSpec, a: Record<string, string>): { role: string }[] })
+        .backends(s, addresses)
+        .map((b) => b.role);
+      expect(roles).toEqual(['public', 'servicenet', 'public.tls', 'servicenet.tls']);
+    });
+  });
+
+  it("names every listener of every product's instances apart: Service ports are IANA service names, unique per Service", () => {
+    for (const product of PRODUCTS) {
+      for (const type of product.types) {
+        const ports = Object.fromEntries(product.portRoles(type).map((r, i) => [r, 31500 + i]));
+        const names = product.edgeRoutes(type, ports).map((r) => portName(r.role));
+        expect(new Set(names).size, `${product.name} ${type}: ${names.join(' ')}`).toBe(names.length);
+        // at most 15 characters of a-z, 0-9 and "-", a letter among them, no "--", no "-" at either end
+        for (const n of names) expect(n).toMatch(/^(?=.*[a-z])(?!.*--)[a-z0-9](?:[a-z0-9-]{0,13}[a-z0-9])?$/);
+      }
+    }
+    expect(portName('public.tls')).toBe('public-tls');
+    expect(portName('servicenet.http')).toBe('servicenet-http');
+    expect(portName('servicenet.https')).toMatch(/^servicenet-[0-9a-f]{4}$/);
+  });
+
+  it("an elasticsearch instance: its https listeners have the http ones' nodes behind them (the edge terminates TLS)", async () => {
     const s = spec('elasticsearch', 'elasticsearch', 4);
-    const routes = servedRoutes(s.routes, { security: false, noKibana: 'none is installed' });
+    const { nodes } = elasticsearchNodes(4);
+    const running: ClusterPlace = {
+      ...place,
+      pods: async () => Array.from({ length: nodes }, (_, i) => ({ name: `es-${i}`, ready: true, phase: 'Running', restarts: 0 })),
+    };
+    const { backends } = await new ElasticsearchClusterDriver().ensure(s, running, { step: () => {} });
+    const of = (role: string) => backends.find((b) => b.role === role)?.servers;
+    expect(of('public.https')).toEqual(of('public.http'));
+    expect(of('servicenet.https')).toEqual(of('servicenet.http'));
+    expect(of('public.https')).toEqual([{ name: 'es-0', address: '198.19.0.10', port: 9200 }]);
+  });
+
+  it('an elasticsearch edge reads HTTP where the engine needs the edge to refuse requests, and answers Kibana itself, on its TLS listeners too (it terminates TLS)', () => {
+    const s = spec('elasticsearch', 'elasticsearch', 4);
+    const routes = servedRoutes(s.routes, { security: false, noKibana: { why: 'none is installed', install: 'Kibana' } });
     const server = [{ name: 'es-0', address: '198.19.0.10', port: 9200 }];
     const config = (
       edgeObjects({
@@ -282,10 +430,12 @@ describe('generated Kubernetes objects', () => {
         routes,
         backends: [
           { role: 'public.http', servers: server },
+          { role: 'public.https', servers: server },
           { role: 'public.transport', servers: [{ ...server[0]!, port: 9300 }] },
         ],
         access: new Map([['main', []]]),
         hangarSources: ['198.18.0.1'],
+        tls: TLS,
       }).find((o) => o.kind === 'Secret' && o.metadata.name.endsWith('-edge')) as any
     ).stringData['haproxy.cfg'] as string;
     const section = (role: string) => {
@@ -297,8 +447,14 @@ describe('generated Kubernetes objects', () => {
     expect(section('public.http')).toMatch(/acl refused_\d+ path,url_dec -m reg '\^\/\+_\(\?:snapshot\|slm\)/);
     expect(section('public.transport')).not.toContain('mode http');
     expect(section('public.kibana_http')).toMatch(/http-request return status 503 content-type "application\/json"/);
-    // its TLS twin is not rendered: no backend, and TLS is the pods'
-    expect(config).not.toContain(`frontend ${frontendOf('public.https')}\n`);
+    // TLS is decrypted at the edge: the https listener reads HTTP and refuses the same requests
+    expect(section('public.https')).toContain(`ssl crt ${EDGE_TLS_FILES.cert}`);
+    expect(section('public.https')).toContain('  mode http\n');
+    expect(section('public.https')).toMatch(/acl refused_\d+ path,url_dec -m reg '\^\/\+_\(\?:snapshot\|slm\)/);
+    expect(section('public.kibana_https')).toContain(`ssl crt ${EDGE_TLS_FILES.cert}`);
+    expect(section('public.kibana_https')).toMatch(/http-request return status 503 content-type "application\/json"/);
+    // a listener with nothing behind it and no answer of its own is not rendered
+    expect(config).not.toContain(`frontend ${frontendOf('servicenet.https')}\n`);
   });
 
   it('the schemas do refuse a wrong object (replicas as a string, a port out of range)', () => {

@@ -514,7 +514,7 @@ export class RedisClusterDriver implements ClusterDriver {
     }
   }
 
-  /** Both engines behind every client port; the edge forwards to the one that is primary now. */
+  /** Both engines behind every client port (plain and TLS); the edge forwards to the one that is primary now. */
   private backends(spec: InstanceSpec, a: Readonly<Record<string, string>>): EdgeBackend[] {
     const n = redisNames(spec.id);
     const servers = MEMBERS.map((i) => ({ name: `redis-${i}`, address: a[n.member(i)]!, port: REDIS_PORT }));
@@ -526,7 +526,8 @@ export class RedisClusterDriver implements ClusterDriver {
       { send: 'QUIT' },
       { expect: '+OK' },
     ];
-    return ['public', 'servicenet'].map((role) => ({ role, servers, check }));
+    // every listener of the edge (plain and TLS ones) forwards to the primary
+    return spec.routes.map((r) => ({ role: r.role, servers, check }));
   }
 
   /** `maxmemory` = the plan on every engine, live and in its configuration file. */

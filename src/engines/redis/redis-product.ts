@@ -1,4 +1,5 @@
 import { type EdgeRoute, edgeRoute } from '../../domain/endpoints.js';
+import type { Instance } from '../../domain/model.js';
 import type { ProgramSpec } from '../../lib/binaries.js';
 import type { Product, Shell } from '../product.js';
 import { REDIS_FLAVOUR, type RedisFlavour } from './redis-flavour.js';
@@ -21,10 +22,44 @@ export interface RedisFamilyMember {
   readonly shell: { readonly program: string; readonly install: string; readonly authVariables: readonly string[] };
 }
 
-/** `redis://host:port` -> [host, port] */
+/** `redis://host:port` (or `rediss://`) -> [host, port] */
 function hostPort(url: string): [string, string] {
   const u = new URL(url);
   return [u.hostname.replace(/^\[|\]$/g, ''), u.port || '6379'];
+}
+
+/** The client addresses of an instance: a plain listener each, and a TLS one beside it (`<role>.tls`). */
+const ADDRESSES = ['public', 'servicenet'] as const;
+const tlsRole = (role: string) => `${role}.tls`;
+
+/**
+ * The fields of a record of the Redis family: the spec's (`connect_string`, `public_...`,
+ * `servicenet_...`), then hangar's TLS ones. With TLS `required` the plain listeners refuse
+ * clients, so the spec's fields name the TLS addresses (`rediss://`); in `preferred` they stay
+ * the plain ones, as every client of the spec expects, and the TLS ones are beside them.
+ */
+function redisRecordFields(inst: Instance, host: string): Record<string, unknown> {
+  const plain = (role: string) => `redis://${host}:${inst.ports[role]}`;
+  const secure = (role: string) => `rediss://${host}:${inst.ports[tlsRole(role)]}`;
+  // TLS listeners serve once the instance has their ports (an instance made before them gets them at its next pass)
+  const served = inst.tlsMode !== 'off' && ADDRESSES.every((r) => inst.ports[tlsRole(r)] !== undefined);
+  const address = served && inst.tlsMode === 'required' ? secure : plain;
+  return {
+    connect_string: address('public'),
+    clb_id: null,
+    password: inst.password,
+    public_connect_string: address('public'),
+    servicenet_connect_string: address('servicenet'),
+    tls: inst.tlsMode,
+    tls_client_auth: inst.tlsClientAuth,
+    ...(served
+      ? {
+          tls_connect_string: secure('public'),
+          public_tls_connect_string: secure('public'),
+          servicenet_tls_connect_string: secure('servicenet'),
+        }
+      : {}),
+  };
 }
 
 /**
@@ -36,12 +71,28 @@ export function redisFamilyProduct(m: RedisFamilyMember): Product {
     program: m.shell.program,
     install: m.shell.install,
     command(inst, opts, extra) {
-      const address = (opts.servicenet ? inst.servicenet_connect_string : inst.public_connect_string) ?? inst.connect_string;
+      // over TLS when asked for and offered; else the spec's address (rediss:// when TLS is required)
+      const secure = opts.tls
+        ? ((opts.servicenet ? inst.servicenet_tls_connect_string : inst.public_tls_connect_string) ?? inst.tls_connect_string)
+        : undefined;
+      const address = secure ?? (opts.servicenet ? inst.servicenet_connect_string : inst.public_connect_string) ?? inst.connect_string;
       if (!address) throw new Error(`instance "${inst.name}" has no address yet`);
       const [host, port] = hostPort(address);
+      const tls =
+        address.startsWith('rediss://') && opts.tls
+          ? [
+              '--tls',
+              '--cacert',
+              opts.tls.caFile,
+              ...(opts.tls.certFile ? ['--cert', opts.tls.certFile] : []),
+              ...(opts.tls.keyFile ? ['--key', opts.tls.keyFile] : []),
+            ]
+          : address.startsWith('rediss://')
+            ? ['--tls']
+            : [];
       // the password travels in the environment rather than -a: it stays out of `ps` and shell history
       const env = inst.password ? Object.fromEntries(m.shell.authVariables.map((v) => [v, inst.password!])) : {};
-      return { command: m.shell.program, args: ['-h', host, '-p', port, ...extra], env };
+      return { command: m.shell.program, args: ['-h', host, '-p', port, ...tls, ...extra], env };
     },
   };
   return {
@@ -51,21 +102,23 @@ export function redisFamilyProduct(m: RedisFamilyMember): Product {
     types: ['redis_ha_instance'],
     planUnit: 'MB',
     doneState: 'ACTIVE',
-    features: { password: true, redisApi: true, databaseUsers: false, encryption: false, aclGroups: [] },
-    portRoles: () => ['public', 'servicenet', 'engine.primary', 'engine.replica'],
-    edgeRoutes: (_type, ports): EdgeRoute[] => [
-      edgeRoute(ports, 'public', 'engine.primary'),
-      edgeRoute(ports, 'servicenet', 'engine.primary'),
-    ],
+    features: { password: true, redisApi: true, databaseUsers: false, encryption: false, aclGroups: [], tlsModes: true },
+    portRoles: () => ['public', 'servicenet', 'engine.primary', 'engine.replica', ...ADDRESSES.map(tlsRole)],
+    edgeRoutes: (_type, ports, tls = 'preferred'): EdgeRoute[] => {
+      // with TLS required the plain listeners stay (their ports kept, hangar's probes admitted) but refuse clients
+      const plain = ADDRESSES.map((role) => ({
+        ...edgeRoute(ports, role, 'engine.primary'),
+        ...(tls === 'required' ? { closed: true } : {}),
+      }));
+      if (tls === 'off') return plain;
+      const secure = ADDRESSES.filter((role) => ports[tlsRole(role)] !== undefined).map((role) =>
+        edgeRoute(ports, tlsRole(role), 'engine.primary', true),
+      );
+      return [...plain, ...secure];
+    },
     promisedMemoryMb: (_type, plan) => 2 * plan,
     memoryRule: (_type, plan) => `2 x ${plan} MB: maxmemory of the primary and of the replica`,
-    recordFields: (inst, host) => ({
-      connect_string: `redis://${host}:${inst.ports.public}`,
-      clb_id: null,
-      password: inst.password,
-      public_connect_string: `redis://${host}:${inst.ports.public}`,
-      servicenet_connect_string: `redis://${host}:${inst.ports.servicenet}`,
-    }),
+    recordFields: redisRecordFields,
     emulatedVersions: m.emulatedVersions,
     ...(m.loadsDataOf ? { loadsDataOf: m.loadsDataOf } : {}),
     local: {

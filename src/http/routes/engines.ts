@@ -102,6 +102,7 @@ export function engineRoutes(fastify: FastifyInstance, deps: AppDeps): void {
           ...(q.user ? { user: q.user } : {}),
           ...(q.database ? { db: q.database } : {}),
           ...(q.servicenet === 'true' ? { servicenet: true } : {}),
+          ...(q.ca_file ? { tls: { caFile: q.ca_file } } : {}),
         },
         [],
       );

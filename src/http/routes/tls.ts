@@ -1,8 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ClientCertificate } from '../../domain/tls.js';
-import { type AppDeps, callerOf } from '../context.js';
+import type { Operation } from '../../domain/operations.js';
+import type { InstanceTls } from '../../service/tls.js';
+import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
+import { OPERATION_HEADERS } from '../schemas/operations.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
@@ -16,6 +19,7 @@ import {
   INSTANCE_TLS_EXAMPLE,
   InstanceTlsRecord,
   PEM_EXAMPLE,
+  TlsModeBody,
 } from '../schemas/tls.js';
 
 /** The media type of the CA certificate's answer. */
@@ -32,6 +36,23 @@ function clientCertRecord(c: ClientCertificate) {
     not_after: iso(c.notAfter),
     revoked_at: c.revokedAt === null ? null : iso(c.revokedAt),
   };
+}
+
+function instanceTlsRecord(t: InstanceTls) {
+  return {
+    mode: t.mode,
+    tls_client_auth: t.clientAuth,
+    serial: t.certificate.serial,
+    fingerprint_sha256: t.certificate.fingerprint256,
+    not_before: iso(t.certificate.notBefore),
+    not_after: iso(t.certificate.notAfter),
+    ca_fingerprint_sha256: t.caFingerprint256,
+  };
+}
+
+/** The body of an answer that may have started an operation (named in the headers when it did). */
+function maybeStarted<T>(reply: FastifyReply, out: { result: T; operation?: Operation }): T {
+  return out.operation ? answerStarted(reply, { result: out.result, operation: out.operation }) : out.result;
 }
 
 /**
@@ -85,19 +106,62 @@ export function tlsRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         },
       },
     },
-    async (req) => {
-      const t = await tls.instanceTls(callerOf(req), req.params.instance_name);
-      return {
-        data: {
-          mode: t.mode,
-          serial: t.certificate.serial,
-          fingerprint_sha256: t.certificate.fingerprint256,
-          not_before: iso(t.certificate.notBefore),
-          not_after: iso(t.certificate.notAfter),
-          ca_fingerprint_sha256: t.caFingerprint256,
+    async (req) => ({ data: instanceTlsRecord(await tls.instanceTls(callerOf(req), req.params.instance_name)) }),
+  );
+
+  app.post(
+    '/instances/:instance_name/tls/',
+    {
+      config: { audit: 'tls.mode' },
+      schema: {
+        summary: 'Change how clients reach a redis instance over TLS (mode, mutual TLS), without interrupting the listeners that stay',
+        description:
+          'An operation (X-Operation-Id) that succeeds once the edge serves the new mode; the answer comes when it did, or after 5 s. `off` -> `preferred` adds the TLS listeners beside the plain ones; `preferred` -> `required` makes the plain ones refuse clients and closes their open connections (`connect_string` then names the TLS address, rediss://). No operation when the instance is so already.',
+        tags,
+        params: NameParams,
+        headers: IdempotencyHeaders,
+        body: TlsModeBody,
+        response: {
+          200: { ...Data(InstanceTlsRecord, { ...INSTANCE_TLS_EXAMPLE, mode: 'required' }), headers: OPERATION_HEADERS },
+          ...errorResponses([
+            ...WITH_PATH,
+            ...WITH_BODY,
+            ...IDEMPOTENT,
+            'INVALID_VALUE',
+            'INSTANCE_NOT_FOUND',
+            'INSTANCE_DELETING',
+            'TLS_UNAVAILABLE',
+          ]),
         },
-      };
+      },
     },
+    async (req, reply) => {
+      const change = { mode: req.body.mode, ...(req.body.tls_client_auth === undefined ? {} : { clientAuth: req.body.tls_client_auth }) };
+      const out = await tls.setMode(callerOf(req), req.params.instance_name, change, originOf(req));
+      return { data: instanceTlsRecord(maybeStarted(reply, out)) };
+    },
+  );
+
+  app.post(
+    '/instances/:instance_name/tls/rotate',
+    {
+      config: { audit: 'tls.rotate' },
+      schema: {
+        summary: 'Give the instance a new server certificate now, without dropping a connection',
+        description:
+          'An operation (X-Operation-Id) that succeeds once the edge presents the new certificate: connections open before keep working, new ones see the new serial. The answer is the new certificate.',
+        tags,
+        params: NameParams,
+        headers: IdempotencyHeaders,
+        response: {
+          200: { ...Data(InstanceTlsRecord, INSTANCE_TLS_EXAMPLE), headers: OPERATION_HEADERS },
+          ...errorResponses([...WITH_PATH, ...IDEMPOTENT, 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING', 'TLS_UNAVAILABLE']),
+        },
+      },
+    },
+    async (req, reply) => ({
+      data: instanceTlsRecord(answerStarted(reply, await tls.rotate(callerOf(req), req.params.instance_name, originOf(req)))),
+    }),
   );
 
   const certs = '/instances/:instance_name/tls/client-certs';
@@ -158,17 +222,23 @@ export function tlsRoutes(fastify: FastifyInstance, deps: AppDeps): void {
       config: { audit: 'tls.client_cert.revoke' },
       schema: {
         summary: 'Revoke a client certificate: the CRL of the instance lists it from then on',
-        description: 'Revoking a revoked certificate answers its record again, with the first revocation time.',
+        description:
+          'An operation (X-Operation-Id) that succeeds once the edge refuses the certificate. Revoking a revoked certificate answers its record again, with the first revocation time (and no operation).',
         tags,
         params: ClientCertParams,
         response: {
-          200: Data(ClientCertRecord, { ...CLIENT_CERT_EXAMPLE, revoked_at: '2026-12-09T10:00:00.000Z' }),
-          ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'CLIENT_CERTIFICATE_NOT_FOUND']),
+          200: {
+            ...Data(ClientCertRecord, { ...CLIENT_CERT_EXAMPLE, revoked_at: '2026-12-09T10:00:00.000Z' }),
+            headers: OPERATION_HEADERS,
+          },
+          ...errorResponses([...WITH_PATH, 'INSTANCE_NOT_FOUND', 'INSTANCE_DELETING', 'CLIENT_CERTIFICATE_NOT_FOUND']),
         },
       },
     },
-    async (req) => ({
-      data: clientCertRecord(await tls.revokeClientCertificate(callerOf(req), req.params.instance_name, req.params.serial)),
+    async (req, reply) => ({
+      data: clientCertRecord(
+        maybeStarted(reply, await tls.revokeClientCertificate(callerOf(req), req.params.instance_name, req.params.serial, originOf(req))),
+      ),
     }),
   );
 }

@@ -101,4 +101,13 @@ export const ShellQuery = Type.Object({
       description: 'true: the private network address instead of the public one',
     }),
   ),
+  ca_file: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      pattern: '^[^\\u0000-\\u001f]+$',
+      description:
+        'Where the client keeps the CA certificate of GET /v2/tls/ca: with it, the command connects over TLS where the instance offers TLS (redis), verifying the instance against that file',
+    }),
+  ),
 });

@@ -25,6 +25,11 @@ export const REDIS_INSTANCE = {
   password: '5e1f0c9a8b7d6e5f4a3b2c1d0e9f8a7b',
   public_connect_string: `redis://${HOST}:20417`,
   servicenet_connect_string: `redis://${HOST}:20418`,
+  tls: 'preferred',
+  tls_client_auth: false,
+  tls_connect_string: `rediss://${HOST}:20421`,
+  public_tls_connect_string: `rediss://${HOST}:20421`,
+  servicenet_tls_connect_string: `rediss://${HOST}:20422`,
 };
 
 export const MONGODB_INSTANCE = {

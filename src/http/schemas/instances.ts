@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DateRef, ObjectIdRef } from './common.js';
 import { INSTANCE_TYPES, PLANS, SERVICES, STORAGE_ENGINES, ZONES } from '../../domain/catalog.js';
+import { TLS_MODES } from '../../domain/tls.js';
 import { AclCreateBody } from './acls.js';
 import { ENGINE_NAMES, productsOf } from '../../engines/products.js';
 import {
@@ -40,6 +41,18 @@ export const CreateInstanceBody = Type.Object(
       Type.String({
         description:
           'A completed backup of the account, of the same service: the instance is built, then restored from it (RESTORING, then ACTIVE). The plan must hold what the backed-up instance used.',
+      }),
+    ),
+    tls: Type.Optional(
+      Type.String({
+        description: `redis only (an addition to the ObjectRocket API): how clients reach it over TLS, ${TLS_MODES.join(', ')}. \`off\`: plain listeners only; \`preferred\`: plain and TLS side by side; \`required\`: TLS only. Default: the setting HANGAR_INSTANCE_TLS (preferred unless the operator chose otherwise)`,
+        examples: ['required'],
+      }),
+    ),
+    tls_client_auth: Type.Optional(
+      Type.Boolean({
+        description:
+          'redis only: the TLS listeners ask for a client certificate of this instance, signed by the CA of GET /v2/tls/ca (POST .../tls/client-certs issues them)',
       }),
     ),
   },
@@ -94,6 +107,20 @@ const detailFields = {
   password: Type.Optional(Type.String({ description: 'redis: the password clients AUTH with' })),
   public_connect_string: Type.Optional(Type.String({ description: 'redis: public address, redis://host:port' })),
   servicenet_connect_string: Type.Optional(Type.String({ description: 'redis: private-network address, redis://host:port' })),
+  tls: Type.Optional(
+    Type.Union([Type.Literal('off'), Type.Literal('preferred'), Type.Literal('required')], {
+      description:
+        'redis: how clients reach it over TLS (an addition to the ObjectRocket API): off, preferred (plain and TLS), required (TLS only: the connect strings above name the TLS addresses, rediss://)',
+    }),
+  ),
+  tls_client_auth: Type.Optional(Type.Boolean({ description: 'redis: the TLS listeners ask for a client certificate (mutual TLS)' })),
+  tls_connect_string: Type.Optional(
+    Type.String({
+      description: 'redis: the TLS address, rediss://host:port (verify it with the CA of GET /v2/tls/ca); absent with tls off',
+    }),
+  ),
+  public_tls_connect_string: Type.Optional(Type.String({ description: 'redis: public TLS address, rediss://host:port' })),
+  servicenet_tls_connect_string: Type.Optional(Type.String({ description: 'redis: private-network TLS address, rediss://host:port' })),
   encrypted: Type.Optional(Type.Boolean({ description: 'elasticsearch: encryption at rest' })),
   settings: Type.Optional(Type.Object({}, { description: 'elasticsearch: instance settings (empty)' })),
   connection_strings: Type.Optional(ConnectionStrings),

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { CLIENT_MAX_VALID_DAYS, CLIENT_VALID_DAYS } from '../../domain/tls.js';
+import { CLIENT_MAX_VALID_DAYS, CLIENT_VALID_DAYS, TLS_MODES } from '../../domain/tls.js';
 import { InstanceNameParam } from './common.js';
 
 const SERIAL = '5C1F0A9B2E7D4C38A6B0E1F2D3C4B5A6';
@@ -22,6 +22,7 @@ const time = (what: string) => Type.String({ format: 'date-time', description: `
 
 export const INSTANCE_TLS_EXAMPLE = {
   mode: 'preferred',
+  tls_client_auth: false,
   serial: SERIAL,
   fingerprint_sha256: FINGERPRINT,
   not_before: '2026-12-08T08:55:00.000Z',
@@ -32,9 +33,11 @@ export const INSTANCE_TLS_EXAMPLE = {
 /** An instance's TLS: its mode and its current server certificate. */
 export const InstanceTlsRecord = Type.Object(
   {
-    mode: Type.Literal('preferred', {
-      description: 'How clients reach the instance over TLS; `preferred` for every instance until modes can be chosen',
+    mode: Type.Union([Type.Literal('off'), Type.Literal('preferred'), Type.Literal('required')], {
+      description:
+        'How clients reach the instance over TLS: `off` (plain only), `preferred` (plain and TLS), `required` (TLS only). Redis instances choose it; mongodb_sharded and Elasticsearch, whose TLS listeners serve beside the plain ones, read `preferred`',
     }),
+    tls_client_auth: Type.Boolean({ description: 'Its TLS listeners ask for a client certificate of the instance (mutual TLS)' }),
     serial,
     fingerprint_sha256: fingerprint('the certificate'),
     not_before: time('Start of its validity'),
@@ -42,6 +45,24 @@ export const InstanceTlsRecord = Type.Object(
     ca_fingerprint_sha256: fingerprint('the CA that signed it (GET /v2/tls/ca)'),
   },
   { $id: 'InstanceTls', description: "The instance's TLS and its current server certificate", examples: [INSTANCE_TLS_EXAMPLE] },
+);
+
+export const TlsModeBody = Type.Object(
+  {
+    mode: Type.String({
+      description: `${TLS_MODES.join(', ')}: how clients reach the instance over TLS (redis instances). Listeners that stay keep their connections; the plain ones with \`required\` and the TLS ones with \`off\` refuse clients and close what is open`,
+    }),
+    tls_client_auth: Type.Optional(
+      Type.Boolean({
+        description:
+          'Ask clients for a certificate of the instance (POST .../tls/client-certs), signed by the CA of GET /v2/tls/ca; default: as it is (false with mode off)',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ mode: 'required' }, { mode: 'preferred', tls_client_auth: true }],
+  },
 );
 
 export const ClientCertCreateBody = Type.Object(

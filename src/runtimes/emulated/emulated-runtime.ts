@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type {
   AccessRule,
+  EdgeTls,
   EnsureResult,
   Health,
   InstancePlace,
@@ -11,7 +12,7 @@ import type {
   UnitDriver,
   UnitHost,
 } from '../../domain/units.js';
-import { accessGroups } from '../../domain/endpoints.js';
+import { accessGroups, openRoutes, type EdgeRoute } from '../../domain/endpoints.js';
 import { matcher } from '../../lib/cidr.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 
@@ -24,6 +25,10 @@ interface Placed {
   /** Files by path: text (configuration) or bytes (data). */
   readonly files: Map<string, string | Buffer>;
   rules: readonly AccessRule[];
+  /** The edge's listeners, as the last pass gave them. */
+  routes: readonly EdgeRoute[];
+  /** What its TLS listeners present and check, as the last pass gave it. */
+  tls: EdgeTls | undefined;
   /** Refused connections, oldest first (recorded by `refuse`). */
   denied: DeniedConnection[];
 }
@@ -46,7 +51,7 @@ export class EmulatedRuntime implements Runtime {
     const of = (u: UnitDefinition): Placed => {
       let p = this.placed.get(u.instanceId);
       if (!p) {
-        p = { units: new Set(), files: new Map(), rules: [], denied: [] };
+        p = { units: new Set(), files: new Map(), rules: [], routes: [], tls: undefined, denied: [] };
         this.placed.set(u.instanceId, p);
       }
       return p;
@@ -199,9 +204,13 @@ export class EmulatedRuntime implements Runtime {
     this.wholePasses.set(spec.id, (this.wholePasses.get(spec.id) ?? 0) + 1);
     const result = await driver.ensureUnits(spec, this.place(spec), ctx);
     const placed = this.placed.get(spec.id);
-    if (placed) placed.rules = [...rules];
+    if (placed) {
+      placed.rules = [...rules];
+      placed.routes = [...spec.routes];
+      placed.tls = spec.routes.some((r) => r.tls) ? spec.tls : undefined;
+    }
     ctx.step('ensure:access-applied');
-    return result;
+    return { ...result, ...(placed?.tls ? { servedCertificate: placed.tls.serial } : {}) };
   }
 
   async ensureAccess(spec: InstanceSpec, rules: readonly AccessRule[], ctx: StepContext): Promise<{ changed: boolean } | undefined> {
@@ -247,13 +256,21 @@ export class EmulatedRuntime implements Runtime {
     if (placed) placed.rules = [...rules];
   }
 
+  /** What the emulated edge's TLS listeners of an instance present and check (tests read it); undefined: none. */
+  tlsOf(id: string): EdgeTls | undefined {
+    return this.placed.get(id)?.tls;
+  }
+
   /**
-   * A connection attempt from `source` to an instance, as its edge would judge it: refused (and
-   * recorded) unless an ACL in force admits it. Says whether it was admitted.
+   * A connection attempt from `source` to an instance's listener (its role), as its edge would
+   * judge it: refused where the instance has no such listener or it is closed (TLS required, a
+   * plain address: refused before any ACL is read, and not recorded), else refused (and recorded)
+   * unless an ACL in force admits it. Says whether it was admitted.
    */
   connect(id: string, source: string, listener = 'public', at = Date.now()): boolean {
     const placed = this.placed.get(id);
     if (!placed) return false;
+    if (!openRoutes(placed.routes).some((r) => r.role === listener)) return false;
     const admitted = matcher(placed.rules.filter((r) => !r.kibana).map((r) => r.cidr))(source);
     if (!admitted) {
       placed.denied.push({ source, at, listener });

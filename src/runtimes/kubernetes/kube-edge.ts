@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { EdgeBackend, KubeObject } from '../../domain/cluster.js';
-import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
+import { openRoutes, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
+import type { EdgeTls } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { parseCidr } from '../../lib/cidr.js';
+import { clientAuthRule } from '../local/edge-tls.js';
 import { DENIED_LOG_FORMAT, httpPolicyLines } from '../local/haproxy-config.js';
 
 /** The edge's runtime API (HAProxy's stats socket, admin level), on TCP in the pod: hangar changes ACLs through it. */
@@ -13,10 +15,19 @@ export const EDGE_REPLICAS = 2;
 export const EDGE_MEMORY_MB = 128;
 const CONFIG_DIR = '/etc/hangar-edge';
 const ACL_DIR = '/etc/hangar-edge/acl';
+const TLS_DIR = '/etc/hangar-edge/tls';
+
+/**
+ * The TLS files of an edge pod (from the instance's TLS Secret): the certificate with its key
+ * (`crt`), and for mutual TLS the CA and its CRL. The runtime API names them by these paths
+ * (`set ssl cert /etc/hangar-edge/tls/server.pem`).
+ */
+export const EDGE_TLS_FILES = { cert: `${TLS_DIR}/server.pem`, ca: `${TLS_DIR}/ca.pem`, crl: `${TLS_DIR}/crl.pem` } as const;
 
 export const edgeNames = (id: string) => ({
   config: `h-${id}-edge`,
   acl: `h-${id}-edge-acl`,
+  tls: `h-${id}-edge-tls`,
   deployment: `h-${id}-edge`,
   service: `h-${id}-edge`,
   engines: `h-${id}-engines`,
@@ -28,8 +39,16 @@ export const aclFile = (group: AccessGroup) => `${ACL_DIR}/${group}.lst`;
 /** The file of the sources hangar probes from, admitted whatever the ACLs say. */
 export const HANGAR_SOURCES_FILE = `${CONFIG_DIR}/hangar.lst`;
 
-/** A Service port name: a DNS label (`public.0` -> `public-0`). */
-const portName = (role: string) => role.replace(/[^a-z0-9-]/g, '-').slice(0, 15);
+/**
+ * A Service port name (an IANA service name: at most 15 characters, `public.0` -> `public-0`),
+ * also the edge's frontend and backend names. A longer role is cut and given a digest of itself,
+ * so that no two share one (`servicenet.http` and `servicenet.https`).
+ */
+export function portName(role: string): string {
+  const name = role.replace(/[^a-z0-9-]/g, '-');
+  if (name.length <= 15) return name;
+  return `${name.slice(0, 10).replace(/-+$/, '')}-${createHash('sha256').update(role).digest('hex').slice(0, 4)}`;
+}
 
 /** A word of haproxy.cfg: spaces and backslashes escaped (the check lines carry them). */
 const cfgWord = (s: string) => s.replace(/\\/g, '\\\\').replace(/ /g, '\\ ');
@@ -45,13 +64,16 @@ export const DENIED_RING = 'denied';
  * ACL sources of its group (from files that the runtime API changes live), forwarding to the
  * servers of its backend, of which the check picks the one that serves (the primary). Refused
  * connections (content rules: HAProxy logs none a connection rule rejects) are logged, and
- * nothing else, to a ring in the edge's memory.
+ * nothing else, to a ring in the edge's memory. TLS listeners terminate TLS with the instance's
+ * certificate (EDGE_TLS_FILES); with `clientAuth` they ask for a client certificate of the
+ * instance. A closed listener (a plain one when TLS is required) admits hangar's probes only.
  */
 export function renderEdgeConfig(
   id: string,
   routes: readonly EdgeRoute[],
   backends: readonly EdgeBackend[],
   proxyProtocol: boolean,
+  clientAuth = false,
 ): string {
   const lines = [
     `# Edge of hangar instance ${id}. Written by hangar: ACLs change through the runtime API.`,
@@ -73,18 +95,27 @@ export function renderEdgeConfig(
   ];
   for (const route of routes) {
     const backend = backends.find((b) => b.role === route.role);
-    // This edge passes TLS through (the pods terminate it): HTTP is read on plain listeners only.
-    const http = route.tls ? undefined : route.http;
+    // TLS listeners are terminated here: HTTP is read on them as on the plain ones
+    const http = route.http;
     // a listener the edge answers itself needs nothing behind it
     if (!backend && !http?.answer) continue;
     const mode = http ? ['  mode http'] : [];
+    const mutual = route.tls && clientAuth;
+    const tls = route.tls
+      ? ` ssl crt ${EDGE_TLS_FILES.cert}${mutual ? ` verify required ca-file ${EDGE_TLS_FILES.ca} crl-file ${EDGE_TLS_FILES.crl}` : ''}`
+      : '';
     lines.push(
       `frontend ${frontendOf(route.role)}`,
-      `  bind :${route.port}${proxyProtocol ? ' accept-proxy' : ''}`,
+      `  bind :${route.port}${proxyProtocol ? ' accept-proxy' : ''}${tls}`,
       ...mode,
-      `  tcp-request content accept if { src -f ${HANGAR_SOURCES_FILE} }`,
-      `  tcp-request content reject unless { src -f ${aclFile(route.group)} }`,
-      ...(http ? httpPolicyLines(http).map((l) => `  ${l}`) : []),
+      ...(route.closed
+        ? [`  tcp-request connection reject unless { src -f ${HANGAR_SOURCES_FILE} }`]
+        : [
+            ...(mutual ? [`  ${clientAuthRule(id)}`] : []),
+            `  tcp-request content accept if { src -f ${HANGAR_SOURCES_FILE} }`,
+            `  tcp-request content reject unless { src -f ${aclFile(route.group)} }`,
+            ...(http ? httpPolicyLines(http).map((l) => `  ${l}`) : []),
+          ]),
     );
     if (!backend) continue;
     lines.push(`  default_backend b_${portName(route.role)}`, `backend b_${portName(route.role)}`, ...mode);
@@ -120,10 +151,12 @@ export interface EdgeInput {
   readonly access: ReadonlyMap<AccessGroup, readonly string[]>;
   /** Addresses hangar probes and administers from. */
   readonly hangarSources: readonly string[];
+  /** What the TLS listeners present and check; required when a route has `tls`. */
+  readonly tls?: EdgeTls;
 }
 
 /** What the access objects of an edge are made from: no backends (the engines do not matter to them). */
-export type EdgeAccessInput = Omit<EdgeInput, 'image' | 'backends'>;
+export type EdgeAccessInput = Omit<EdgeInput, 'image' | 'backends' | 'tls'>;
 
 const edgeLabelsOf = (labels: Readonly<Record<string, string>>) => ({ ...labels, 'app.kubernetes.io/component': 'edge' });
 
@@ -184,8 +217,8 @@ export function edgeAccessObjects(e: EdgeAccessInput): KubeObject[] {
         policyTypes: ['Ingress'],
         ingress: [
           { from: hangarPeers(e.hangarSources) },
-          // No rule without sources: a rule with no `from` would admit everyone.
-          ...e.routes.flatMap((r) => {
+          // No rule without sources: a rule with no `from` would admit everyone. A closed listener admits hangar only.
+          ...openRoutes(e.routes).flatMap((r) => {
             const allowed = normaliseSources(e.access.get(r.group) ?? []);
             return allowed.length === 0
               ? []
@@ -206,7 +239,10 @@ export function edgeAccessObjects(e: EdgeAccessInput): KubeObject[] {
 export function edgeObjects(e: EdgeInput): KubeObject[] {
   const n = edgeNames(e.id);
   const edgeLabels = edgeLabelsOf(e.labels);
-  const config = renderEdgeConfig(e.id, e.routes, e.backends, e.target.sourceAddress === 'proxy-protocol');
+  const secure = e.routes.some((r) => r.tls);
+  if (secure && !e.tls) throw new Error('the instance has TLS listeners but no certificate for them');
+  const clientAuth = secure && e.tls?.clientAuth !== undefined;
+  const config = renderEdgeConfig(e.id, e.routes, e.backends, e.target.sourceAddress === 'proxy-protocol', clientAuth);
   const nodeSelector = {
     ...e.target.nodeSelector,
     ...(e.target.topologyZone ? { 'topology.kubernetes.io/zone': e.target.topologyZone } : {}),
@@ -226,6 +262,23 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
       },
     },
     aclSecret,
+    // The TLS files: a Secret of their own, out of the configuration's hash, so that a new
+    // certificate or CRL does not roll the pods (the runtime API gives it to each pod live; a pod
+    // started later reads it from here).
+    ...(secure && e.tls
+      ? [
+          {
+            apiVersion: 'v1',
+            kind: 'Secret',
+            metadata: { name: n.tls, labels: { ...e.labels } },
+            type: 'Opaque',
+            stringData: {
+              'server.pem': e.tls.pem,
+              ...(e.tls.clientAuth ? { 'ca.pem': e.tls.clientAuth.caPem, 'crl.pem': e.tls.clientAuth.crlPem } : {}),
+            },
+          },
+        ]
+      : []),
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -261,12 +314,14 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
                 volumeMounts: [
                   { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
                   { name: 'acl', mountPath: ACL_DIR, readOnly: true },
+                  ...(secure ? [{ name: 'tls', mountPath: TLS_DIR, readOnly: true }] : []),
                 ],
               },
             ],
             volumes: [
               { name: 'config', secret: { secretName: n.config, defaultMode: 0o400 } },
               { name: 'acl', secret: { secretName: n.acl, defaultMode: 0o400 } },
+              ...(secure ? [{ name: 'tls', secret: { secretName: n.tls, defaultMode: 0o400 } }] : []),
             ],
           },
         },

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import type { Logger } from 'pino';
 import type { ClusterPlace, KubeObject, PodState } from '../../domain/cluster.js';
@@ -19,11 +20,21 @@ import type { KubernetesTarget } from '../../domain/zones.js';
 import { matcher, parseCidr } from '../../lib/cidr.js';
 import { parseDeniedLine } from '../local/haproxy-config.js';
 import { sleep } from '../../lib/time.js';
-import { cliWord, haproxyCommand, parseShowAcl, parseShowEvents, parseShowSess, parseShowStat } from '../local/haproxy-socket.js';
+import {
+  cliWord,
+  haproxyCommand,
+  parseCertSerial,
+  parseShowAcl,
+  parseShowEvents,
+  parseShowSess,
+  parseShowStat,
+  replaceTlsFile,
+} from '../local/haproxy-socket.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 import {
   DENIED_RING,
   EDGE_ADMIN_PORT,
+  EDGE_TLS_FILES,
   aclFile,
   edgeAccessObjects,
   edgeNames,
@@ -151,6 +162,8 @@ export class KubernetesRuntime implements Runtime {
   private readonly log: Logger;
   /** hangar's source address towards the pod network, once known. */
   private source: string | undefined;
+  /** The CRL each edge pod was given (`<instance>/<pod>` -> its digest): given again when it changes, or to a new pod. */
+  private readonly crlGiven = new Map<string, string>();
 
   constructor(private readonly opts: KubernetesRuntimeOptions) {
     this.log = opts.log.child({ component: 'kubernetes', zone: opts.zone });
@@ -367,6 +380,7 @@ export class KubernetesRuntime implements Runtime {
       backends: result.backends,
       access,
       hangarSources: [source],
+      ...(spec.tls ? { tls: spec.tls } : {}),
     })) {
       throwIfCancelled(ctx.signal, 'applying the edge');
       await this.apply(o, this.labels(spec.id));
@@ -374,6 +388,7 @@ export class KubernetesRuntime implements Runtime {
     ctx.step(`${result.fresh ? 'create' : 'ensure'}:edge-applied`);
     const edges = await this.waitEdge(spec.id, ctx);
     if (await this.accessLive(routes, edges, access, ctx.signal)) ctx.step('ensure:access-applied');
+    const served = await this.tlsLive(spec, edges, ctx.signal);
     const targets: ProbeTarget[] = edges.flatMap((p) =>
       routes.filter((r) => r.group === 'main' && !r.tls).map((r) => ({ host: p.ip!, port: r.port, localAddress: source })),
     );
@@ -385,7 +400,48 @@ export class KubernetesRuntime implements Runtime {
       if (Date.now() > until) throw new Error(problem);
       await sleep(POLL_MS, ctx.signal);
     }
-    return { fresh: result.fresh, address: await this.address(spec.id, edges) };
+    const address = await this.address(spec.id, edges);
+    return { fresh: result.fresh, ...(address !== undefined ? { address } : {}), ...(served ? { servedCertificate: served } : {}) };
+  }
+
+  /**
+   * Gives every ready edge pod the instance's certificate (and CRL) through its runtime API, as
+   * the local edge does: a pod that shows another serial (`show ssl cert`) gets the new one, in
+   * memory, without a restart; connections open keep theirs. A pod started later reads the TLS
+   * Secret. Resolves with the serial every pod presents, or undefined when the instance has no
+   * TLS listener or a pod could not be given it (a pod of the configuration before, during a
+   * rollout, has no such file: it goes, and the next pass looks again).
+   */
+  private async tlsLive(
+    spec: InstanceSpec,
+    pods: readonly { name: string; ip?: string }[],
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
+    const tls = spec.tls;
+    if (!tls || !spec.routes.some((r) => r.tls)) return undefined;
+    const crl = tls.clientAuth ? createHash('sha256').update(tls.clientAuth.crlPem).digest('base64') : undefined;
+    let everywhere = true;
+    for (const pod of pods) {
+      if (!pod.ip) continue;
+      const socket = { host: pod.ip, port: EDGE_ADMIN_PORT };
+      const say = (line: string) => haproxyCommand(socket, line, 3000, signal);
+      const key = `${spec.id}/${pod.name}`;
+      try {
+        if (parseCertSerial(await say(`show ssl cert ${cliWord(EDGE_TLS_FILES.cert)}`)) !== tls.serial) {
+          await replaceTlsFile(say, 'cert', EDGE_TLS_FILES.cert, tls.pem);
+          this.log.info({ instance: spec.id, pod: pod.name, serial: tls.serial }, 'edge pod given the certificate');
+        }
+        if (tls.clientAuth && crl !== this.crlGiven.get(key)) {
+          await replaceTlsFile(say, 'crl-file', EDGE_TLS_FILES.crl, tls.clientAuth.crlPem);
+          this.crlGiven.set(key, crl!);
+        }
+      } catch (err) {
+        if (signal?.aborted) throw err;
+        everywhere = false;
+        this.log.warn({ instance: spec.id, pod: pod.name, err }, 'edge pod not given its TLS files through the runtime API');
+      }
+    }
+    return everywhere ? tls.serial : undefined;
   }
 
   /**
@@ -518,6 +574,7 @@ export class KubernetesRuntime implements Runtime {
   }
 
   async removeInstance(id: string, ctx: StepContext): Promise<void> {
+    for (const key of [...this.crlGiven.keys()]) if (key.startsWith(`${id}/`)) this.crlGiven.delete(key);
     const selector = this.selector(this.labels(id));
     for (const [apiVersion, kind] of KINDS) {
       for (const o of await this.call(() => this.api.list(apiVersion, kind, selector)))

@@ -1,149 +1,71 @@
-import { execFile } from 'node:child_process';
-import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { TerminalError } from '../../domain/errors.js';
+import type { EdgeTls } from '../../domain/units.js';
 
-/** How long a certificate is valid, and how long before its end it is replaced. */
-const VALID_DAYS = 825;
-const RENEW_BEFORE_DAYS = 30;
-const DAY_MS = 86_400_000;
-const OPENSSL_TIMEOUT_MS = 30_000;
+/**
+ * The files of the edge's TLS listeners: hangar hands each instance's certificate (signed by
+ * the deployment's CA) in its spec, and the edge keeps it where HAProxy's configuration names it.
+ * HAProxy reads them when it loads; in between, a changed one goes through its runtime API
+ * (`set ssl cert`, `set ssl crl-file`, ...), so that no reload is needed and no connection drops.
+ */
 
-/** Directory of the edge's certificates. */
+/** Directory of the edge's certificates (0700). */
 export const edgeTlsDir = (edgeDir: string): string => join(edgeDir, 'tls');
 
-/** An instance's certificate and private key in one PEM (what HAProxy's `crt` takes); mode 0600. */
-export const edgeCertificateFile = (edgeDir: string, instanceId: string): string => join(edgeTlsDir(edgeDir), `${instanceId}.pem`);
+/** What one instance's TLS listeners read, by purpose. */
+export interface EdgeTlsFiles {
+  /** Its certificate, the CA's intermediates, and its private key, in one PEM (HAProxy's `crt`); mode 0600. */
+  readonly cert: string;
+  /** Mutual TLS: the CA a client certificate must be signed by (`ca-file`). */
+  readonly ca: string;
+  /** Mutual TLS: the CA's revoked client certificates (`crl-file`). */
+  readonly crl: string;
+}
 
-/** The certificate alone, for clients that pin it (`tlsCAFile`, `--cacert`); it holds no secret. */
-export const edgeCertificatePublicFile = (edgeDir: string, instanceId: string): string => join(edgeTlsDir(edgeDir), `${instanceId}.crt`);
+export function edgeTlsFiles(edgeDir: string, instanceId: string): EdgeTlsFiles {
+  const dir = edgeTlsDir(edgeDir);
+  return { cert: join(dir, `${instanceId}.pem`), ca: join(dir, `${instanceId}.ca.pem`), crl: join(dir, `${instanceId}.crl.pem`) };
+}
+
+/** What each file of an instance's TLS listeners must hold for `tls`; undefined: the file is not used. */
+export function edgeTlsContents(tls: EdgeTls): Record<keyof EdgeTlsFiles, string | undefined> {
+  return { cert: tls.pem, ca: tls.clientAuth?.caPem, crl: tls.clientAuth?.crlPem };
+}
 
 /** A path as HAProxy's configuration parser reads it: double quotes, `\` and `"` escaped. */
 function quote(value: string): string {
   return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
-/** What follows `bind <address>:<port>` on a listener where the edge terminates TLS with the instance's certificate. */
-export function tlsBindOptions(edgeDir: string, instanceId: string): string {
-  return `ssl crt ${quote(edgeCertificateFile(edgeDir, instanceId))}`;
-}
-
-export interface EdgeCertificateOptions {
-  readonly edgeDir: string;
-  readonly instanceId: string;
-  /** The address clients use (the advertised host): the certificate's subjectAltName. */
-  readonly host: string;
-  /** The openssl program (default: `openssl` on PATH). */
-  readonly opensslBin?: string;
-  readonly now?: () => number;
-}
-
-const altName = (host: string): string => (isIP(host) ? `IP:${host}` : `DNS:${host}`);
-/** subjectAltName as node:crypto shows it. */
-const shownAltName = (host: string): string => (isIP(host) ? `IP Address:${host}` : `DNS:${host}`);
-
-/** The certificate in `pem` when it is for `host` and comes with its key; else undefined. */
-function certificateFor(pem: string, host: string): X509Certificate | undefined {
-  try {
-    const cert = new X509Certificate(pem);
-    if (!cert.checkPrivateKey(createPrivateKey(pem))) return undefined;
-    return (cert.subjectAltName ?? '').split(', ').includes(shownAltName(host)) ? cert : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether `pem` holds a certificate for `host`, its matching key, and stays valid beyond the renewal margin. */
-function usable(pem: string, host: string, now: number): boolean {
-  const cert = certificateFor(pem, host);
-  return cert !== undefined && Date.parse(cert.validTo) - now > RENEW_BEFORE_DAYS * DAY_MS && Date.parse(cert.validFrom) <= now + DAY_MS;
-}
-
-function openssl(bin: string, args: readonly string[], cwd: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile(bin, args, { cwd, timeout: OPENSSL_TIMEOUT_MS }, (err, _stdout, stderr) => {
-      if (!err) return resolve();
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'EACCES') {
-        reject(
-          new TerminalError(
-            `the edge needs the openssl program for TLS listeners and cannot run ${bin}: install it (Debian: apt-get install openssl)`,
-            { cause: err },
-          ),
-        );
-      } else {
-        reject(new Error(`openssl failed: ${stderr.trim().split('\n').slice(-2).join(' | ') || err.message}`, { cause: err }));
-      }
-    });
-  });
+/**
+ * What follows `bind <address>:<port>` on a listener where the edge terminates TLS with the
+ * instance's certificate; with mutual TLS, a client must present a certificate of the CA that
+ * is not in its CRL (the OU check is a rule of its own, `clientAuthRule`).
+ */
+export function tlsBindOptions(edgeDir: string, instanceId: string, clientAuth = false): string {
+  const files = edgeTlsFiles(edgeDir, instanceId);
+  const verify = clientAuth ? ` verify required ca-file ${quote(files.ca)} crl-file ${quote(files.crl)}` : '';
+  return `ssl crt ${quote(files.cert)}${verify}`;
 }
 
 /**
- * Makes sure the instance has a self-signed certificate for the edge to terminate TLS with:
- * generated by the openssl program (an EC P-256 key, valid 825 days, subjectAltName the host
- * clients connect to) the first time, kept as long as it is valid for that host, replaced 30
- * days before it expires. Written atomically (PEM of certificate and key, mode 0600, and the
- * certificate alone for clients). Resolves with its path and whether it was (re)generated.
+ * The rule of a mutual-TLS listener that takes only the instance's own client certificates: one
+ * CA signs those of every instance, and each carries its instance's id as its subject's OU. A
+ * session rule (after the handshake, before any byte reaches the engine): HAProxy logs it as a
+ * connection error, not as a refusal of the ACLs.
  */
-export async function ensureEdgeCertificate(o: EdgeCertificateOptions): Promise<{ path: string; created: boolean }> {
-  const path = edgeCertificateFile(o.edgeDir, o.instanceId);
-  const now = (o.now ?? Date.now)();
-  let existing: string | undefined;
-  try {
-    existing = readFileSync(path, 'utf8');
-  } catch {
-    /* none yet */
-  }
-  if (existing !== undefined && usable(existing, o.host, now)) return { path, created: false };
-
-  const dir = edgeTlsDir(o.edgeDir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const work = mkdtempSync(join(dir, `.${o.instanceId}-`));
-  try {
-    await openssl(
-      o.opensslBin ?? 'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        'key.pem',
-        '-out',
-        'cert.pem',
-        '-days',
-        String(VALID_DAYS),
-        '-subj',
-        `/O=hangar/CN=${o.instanceId}`,
-        '-addext',
-        `subjectAltName=${altName(o.host)}`,
-      ],
-      work,
-    );
-    const cert = readFileSync(join(work, 'cert.pem'), 'utf8');
-    const key = readFileSync(join(work, 'key.pem'), 'utf8');
-    const pem = `${cert.trimEnd()}\n${key.trimEnd()}\n`;
-    if (!certificateFor(pem, o.host)) throw new Error('openssl produced a certificate hangar cannot use');
-    const tmp = join(work, 'combined.pem');
-    writeFileSync(tmp, pem, { mode: 0o600 });
-    chmodSync(tmp, 0o600);
-    const pub = join(work, 'public.crt');
-    writeFileSync(pub, cert, { mode: 0o644 });
-    renameSync(pub, edgeCertificatePublicFile(o.edgeDir, o.instanceId));
-    renameSync(tmp, path);
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
-  return { path, created: true };
+export function clientAuthRule(organizationalUnit: string): string {
+  return `tcp-request session reject unless { ssl_c_s_dn(OU) -m str ${organizationalUnit} }`;
 }
 
-/** Removes an instance's certificate files (none left is fine). */
-export function removeEdgeCertificate(edgeDir: string, instanceId: string): void {
-  rmSync(edgeCertificateFile(edgeDir, instanceId), { force: true });
-  rmSync(edgeCertificatePublicFile(edgeDir, instanceId), { force: true });
+/** Removes an instance's TLS files (none left is fine), and what an older hangar left for it there. */
+export function removeEdgeTls(edgeDir: string, instanceId: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(edgeTlsDir(edgeDir));
+  } catch {
+    return;
+  }
+  // `<id>.pem`, `<id>.ca.pem`, `<id>.crl.pem`, and `<id>.crt` of the self-signed certificates before the deployment CA
+  for (const name of names) if (name.startsWith(`${instanceId}.`)) rmSync(join(edgeTlsDir(edgeDir), name), { force: true });
 }

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { edgeRoute, type EdgeRoute, type HttpPolicy } from '../../domain/endpoints.js';
 import { findExecutable } from '../../lib/binaries.js';
-import { ensureEdgeCertificate } from './edge-tls.js';
+import { Openssl, randomSerial } from '../../lib/x509.js';
+import { edgeTlsDir, edgeTlsFiles } from './edge-tls.js';
 import { firstProductOf } from '../../engines/products.js';
 import {
   DENIED_LOG_FORMAT,
@@ -173,6 +174,60 @@ describe('renderHaproxyConfig', () => {
     expect(section(text, `frontend ${frontendName(A, 'public')}`)).toContain('bind 127.0.0.1:1');
     expect(section(text, `backend e-${A}-engine.mongos`)).toEqual(['server engine 127.0.0.1:5']);
   });
+
+  const redisTls = { ...ports(20000), 'public.tls': 20004, 'servicenet.tls': 20005 };
+  const redis = firstProductOf('redis');
+
+  it('gives a redis instance in `preferred` a TLS listener beside each plain one, obeying the same allow list', () => {
+    const text = renderHaproxyConfig(
+      input({ instances: [{ id: A, routes: redis.edgeRoutes('redis_ha_instance', redisTls, 'preferred') }] }),
+    );
+    for (const [role, port] of [
+      ['public.tls', 20004],
+      ['servicenet.tls', 20005],
+    ] as const) {
+      const fe = section(text, `frontend ${frontendName(A, role)}`);
+      expect(fe).toContain(`bind 127.0.0.1:${port} ssl crt "/data/edge/tls/${A}.pem"`);
+      expect(fe).toContain(`tcp-request content reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
+      expect(fe).toContain(`default_backend e-${A}-engine.primary`);
+      expect(fe.join('\n')).not.toContain('verify');
+    }
+    expect(section(text, `frontend ${frontendName(A, 'public')}`)).toContain(
+      `tcp-request content reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`,
+    );
+    // off: the plain listeners alone
+    const off = renderHaproxyConfig(input({ instances: [{ id: A, routes: redis.edgeRoutes('redis_ha_instance', redisTls, 'off') }] }));
+    expect(off).not.toContain('ssl crt');
+    expect(section(off, `frontend ${frontendName(A, 'public')}`)).toContain('bind 127.0.0.1:20000');
+  });
+
+  it('with TLS required, keeps the plain listeners bound but refuses every client there before a byte is read (the probe source aside)', () => {
+    const text = renderHaproxyConfig(
+      input({ instances: [{ id: A, routes: redis.edgeRoutes('redis_ha_instance', redisTls, 'required') }] }),
+    );
+    for (const role of ['public', 'servicenet']) {
+      const fe = section(text, `frontend ${frontendName(A, role)}`);
+      expect(fe).toContain('tcp-request connection reject unless { src 127.77.0.1 }');
+      expect(fe.join('\n')).not.toContain('tcp-request content');
+    }
+    expect(section(text, `frontend ${frontendName(A, 'public.tls')}`)).toContain(
+      `tcp-request content reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`,
+    );
+  });
+
+  it("with mutual TLS, asks for a client certificate of the CA, checks its CRL and the instance's OU", () => {
+    const routes = redis.edgeRoutes('redis_ha_instance', redisTls, 'preferred');
+    const text = renderHaproxyConfig(input({ instances: [{ id: A, routes, clientAuth: true }] }));
+    const fe = section(text, `frontend ${frontendName(A, 'public.tls')}`);
+    expect(fe).toContain(
+      `bind 127.0.0.1:20004 ssl crt "/data/edge/tls/${A}.pem" verify required ca-file "/data/edge/tls/${A}.ca.pem" crl-file "/data/edge/tls/${A}.crl.pem"`,
+    );
+    const ou = fe.indexOf(`tcp-request session reject unless { ssl_c_s_dn(OU) -m str ${A} }`);
+    expect(ou).toBeGreaterThanOrEqual(0);
+    expect(fe.indexOf('tcp-request content accept if { src 127.77.0.1 }')).toBeGreaterThan(ou);
+    // the plain listeners ask for nothing
+    expect(section(text, `frontend ${frontendName(A, 'public')}`).join('\n')).not.toMatch(/verify|ssl_c/);
+  });
 });
 
 describe('HTTP listeners', () => {
@@ -244,7 +299,20 @@ describe('HTTP listeners', () => {
     const edgeDir = mkdtempSync(join(tmpdir(), 'hangar-edge-cfg-'));
     try {
       // the TLS listener names the instance's certificate, the listeners allow lists: HAProxy opens them when it checks
-      await ensureEdgeCertificate({ edgeDir, instanceId: A, host: '127.0.0.1' });
+      const openssl = new Openssl();
+      const ca = await openssl.makeCa('edge test CA', 2);
+      const now = Date.now();
+      const made = await openssl.issue(ca, {
+        kind: 'server',
+        organizationalUnit: A,
+        commonName: '127.0.0.1',
+        names: ['127.0.0.1'],
+        serial: randomSerial(),
+        notBefore: now - 60_000,
+        notAfter: now + 86_400_000,
+      });
+      mkdirSync(edgeTlsDir(edgeDir));
+      writeFileSync(edgeTlsFiles(edgeDir, A).cert, `${made.certPem.trimEnd()}\n${made.keyPem.trimEnd()}\n`);
       mkdirSync(join(edgeDir, 'allow'));
       for (const g of ['main', 'transport', 'kibana']) writeFileSync(allowListFile(edgeDir, A, g as 'main'), '127.0.0.1\n');
       const file = join(edgeDir, 'haproxy.cfg');
@@ -277,6 +345,12 @@ describe('parseDeniedLine', () => {
       source: '::1',
       frontend: 'f_public',
       at: 1795677093005,
+    });
+    // a TLS listener's frontend is logged with a `~`
+    expect(parseDeniedLine(`hangar-edge 127.0.0.2 i-${A}-public.tls~ 1795677093.240 PR`)).toEqual({
+      source: '127.0.0.2',
+      frontend: `i-${A}-public.tls`,
+      at: 1795677093240,
     });
     // an admitted connection cut by the client or the server is logged too, and is not a refusal
     expect(parseDeniedLine(`hangar-edge 127.0.0.1 i-${A}-public 1795677093.240 CD`)).toBeUndefined();

@@ -1,11 +1,13 @@
 import { join } from 'node:path';
 import type { AccessGroup, EdgeReply, EdgeRoute, HttpPolicy } from '../../domain/endpoints.js';
-import { tlsBindOptions } from './edge-tls.js';
+import { clientAuthRule, tlsBindOptions } from './edge-tls.js';
 
 /** The listeners of one instance at the edge. */
 export interface EdgeInstance {
   readonly id: string;
   readonly routes: readonly EdgeRoute[];
+  /** Its TLS listeners ask for a client certificate of the deployment's CA, issued for it (mutual TLS). */
+  readonly clientAuth?: boolean;
 }
 
 export interface EdgeConfigInput {
@@ -43,7 +45,8 @@ export interface DeniedLine {
 export function parseDeniedLine(line: string): DeniedLine | undefined {
   const m = /hangar-edge (\S+) (\S+) (\d+)\.(\d{3}) (\S+)/.exec(line);
   if (m?.[5] !== 'PR') return undefined;
-  return { source: m[1]!, frontend: m[2]!, at: Number(m[3]) * 1000 + Number(m[4]) };
+  // `%ft` marks a TLS listener's frontend with a `~`
+  return { source: m[1]!, frontend: m[2]!.replace(/~$/, ''), at: Number(m[3]) * 1000 + Number(m[4]) };
 }
 
 /** Files and sockets of the edge, by name. */
@@ -172,16 +175,23 @@ export function renderHaproxyConfig(input: EdgeConfigInput): string {
     const backends = new Map<string, number>();
     for (const r of routes) {
       backends.set(r.target, r.targetPort);
+      const mutual = r.tls && inst.clientAuth === true;
       out.push(
         '',
         `frontend ${frontendName(inst.id, r.role)}`,
-        // TLS listeners (mongodb_sharded ssl, elasticsearch https) are decrypted here: the engine speaks plain TCP
-        `    bind ${input.bindAddress}:${r.port}${r.tls ? ` ${tlsBindOptions(input.edgeDir, inst.id)}` : ''}`,
+        // TLS listeners are decrypted here with the instance's certificate: the engine speaks plain TCP
+        `    bind ${input.bindAddress}:${r.port}${r.tls ? ` ${tlsBindOptions(input.edgeDir, inst.id, mutual)}` : ''}`,
         ...(r.http ? ['    mode http'] : []),
-        `    tcp-request content accept if { src ${input.probeSource} }`,
-        ...(r.peers && input.peerSource ? [`    tcp-request content accept if { src ${input.peerSource} }`] : []),
-        `    tcp-request content reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
-        ...(r.http ? httpPolicyLines(r.http).map((l) => `    ${l}`) : []),
+        // a closed listener (TLS required, this address plain) refuses every client before a byte is read, unlogged
+        ...(r.closed
+          ? [`    tcp-request connection reject unless { src ${input.probeSource} }`]
+          : [
+              ...(mutual ? [`    ${clientAuthRule(inst.id)}`] : []),
+              `    tcp-request content accept if { src ${input.probeSource} }`,
+              ...(r.peers && input.peerSource ? [`    tcp-request content accept if { src ${input.peerSource} }`] : []),
+              `    tcp-request content reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
+              ...(r.http ? httpPolicyLines(r.http).map((l) => `    ${l}`) : []),
+            ]),
         `    default_backend ${backendName(inst.id, r.target)}`,
       );
     }

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { matcher, parseCidr } from '../../lib/cidr.js';
 import { sleep } from '../../lib/time.js';
-import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
+import { openRoutes, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
 import { TerminalError } from '../../domain/errors.js';
-import { throwIfCancelled } from '../../domain/units.js';
-import { ensureEdgeCertificate, removeEdgeCertificate } from './edge-tls.js';
+import { throwIfCancelled, type EdgeTls } from '../../domain/units.js';
+import { edgeTlsContents, edgeTlsDir, edgeTlsFiles, removeEdgeTls, type EdgeTlsFiles } from './edge-tls.js';
 import { ensureDir, readText, writeFileIfChanged } from './files.js';
 import { allowListFile, edgePaths, frontendName, instanceOfFrontend, renderHaproxyConfig, type EdgeInstance } from './haproxy-config.js';
 import {
@@ -17,7 +17,9 @@ import {
   parseShowProc,
   parseShowSess,
   parseShowStat,
+  replaceTlsFile,
   type HaproxySession,
+  type TlsFileWord,
 } from './haproxy-socket.js';
 import { portIsFree } from './ports.js';
 import { logTail, type ProcessSupervisor, type SupervisedUnit } from './process-supervisor.js';
@@ -36,8 +38,6 @@ export interface HaproxyEdgeOptions {
   readonly probeSource: string;
   /** The host's own address, admitted on `peers` listeners (replica-set members reaching each other through the edge). */
   readonly peerSource?: string;
-  /** The host clients connect to (the advertised host): the subjectAltName of TLS listeners' certificates. */
-  readonly certificateHost: string;
   readonly maxconn: number;
   readonly supervisor: ProcessSupervisor;
   readonly log: Logger;
@@ -47,6 +47,19 @@ interface Counts {
   admitted: number;
   refused: number;
 }
+
+/** What `ensureRoutes` did: whether the listeners went live, and the certificate the TLS ones present. */
+export interface RoutesResult {
+  readonly wentLive: boolean;
+  /** Serial of the certificate the instance's TLS listeners present now; absent: it has none. */
+  readonly servedCertificate?: string;
+}
+
+/** The runtime API's words for each TLS file of a listener (`set ssl <word> <file>`, `commit ssl <word> <file>`). */
+const TLS_FILE_WORDS: Readonly<Record<keyof EdgeTlsFiles, TlsFileWord>> = { cert: 'cert', ca: 'ca-file', crl: 'crl-file' };
+
+/** A string as the configuration names it (the way `render` quotes paths), to tell whether the loaded one reads a file. */
+const quoted = (value: string) => `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
 /** Counters of one instance's listeners. */
 export interface EdgeCounters {
@@ -68,6 +81,10 @@ export class HaproxyEdge {
   readonly unit: SupervisedUnit;
   private readonly paths: ReturnType<typeof edgePaths>;
   private readonly routes = new Map<string, readonly EdgeRoute[]>();
+  /** Instances whose TLS listeners ask for client certificates. */
+  private readonly clientAuth = new Set<string>();
+  /** Instances that lost a listener clients could use (closed or removed): its sessions are cut once the edge has reloaded. */
+  private readonly closing = new Set<string>();
   /** The configuration the running HAProxy is known to have loaded. */
   private loaded: string | undefined;
   /** Instances whose listeners the running HAProxy has. */
@@ -76,7 +93,7 @@ export class HaproxyEdge {
   private readonly blocked = new Map<string, string>();
   /** Instances whose established sessions were checked against their ACLs since start. */
   private readonly swept = new Set<string>();
-  /** A certificate file changed since the running HAProxy loaded its configuration. */
+  /** A TLS file changed that the running HAProxy could not be given through its runtime API: the next sync reloads it. */
   private certificatesChanged = false;
   /** A process of the edge is being started and does not answer yet. */
   private starting = false;
@@ -157,9 +174,13 @@ export class HaproxyEdge {
    */
   async adopt(): Promise<void> {
     this.routes.clear();
+    this.clientAuth.clear();
     for (const id of this.instanceIds()) {
       const text = readText(join(this.paths.routesDir, `${id}.json`));
-      if (text !== undefined) this.routes.set(id, (JSON.parse(text) as { routes: EdgeRoute[] }).routes);
+      if (text === undefined) continue;
+      const file = JSON.parse(text) as { routes: EdgeRoute[]; client_auth?: boolean };
+      this.routes.set(id, file.routes);
+      if (file.client_auth === true) this.clientAuth.add(id);
     }
     this.loaded = undefined;
     this.live = new Set();
@@ -194,35 +215,95 @@ export class HaproxyEdge {
 
   /**
    * Makes the instance's listeners live (writing its routes, then starting or reloading the edge
-   * when its configuration differs). Concurrent calls share one reload. Resolves with whether
-   * the listeners went live in this call.
+   * when its configuration differs), with `tls` on its TLS listeners. Concurrent calls share one
+   * reload. A certificate (or CRL) that changes while the listeners serve is handed to the running
+   * HAProxy through its runtime API, without a reload: connections open stay, new ones get it.
+   * A listener clients could use that becomes closed or goes has its open connections cut.
    */
-  async ensureRoutes(id: string, routes: readonly EdgeRoute[], signal?: AbortSignal): Promise<{ wentLive: boolean }> {
-    // A TLS listener's certificate exists before any configuration names it: HAProxy refuses a
-    // configuration whose certificate file is missing, for every instance at once.
-    const newCertificate = await this.ensureCertificate(id, routes);
+  async ensureRoutes(id: string, routes: readonly EdgeRoute[], tls?: EdgeTls, signal?: AbortSignal): Promise<RoutesResult> {
+    const secure = routes.some((r) => r.tls);
+    if (secure && !tls) throw new Error('the instance has TLS listeners but no certificate for them');
+    const clientAuth = secure && tls?.clientAuth !== undefined;
+    const served = secure && tls ? { servedCertificate: tls.serial } : {};
     const wasLive = this.live.has(id) && this.loaded !== undefined;
     ensureDir(this.paths.routesDir);
     // Written before taking the lock, so that a reload in progress or queued includes it.
-    const changed = writeFileIfChanged(join(this.paths.routesDir, `${id}.json`), `${JSON.stringify({ routes }, null, 2)}\n`);
+    const file = `${JSON.stringify({ routes, ...(clientAuth ? { client_auth: true } : {}) }, null, 2)}\n`;
+    const changed = writeFileIfChanged(join(this.paths.routesDir, `${id}.json`), file);
     const known = this.routes.get(id);
+    const knownAuth = this.clientAuth.has(id);
+    if (known && lostOpenListener(known, routes)) this.closing.add(id);
     this.routes.set(id, routes);
+    if (clientAuth) this.clientAuth.add(id);
+    else this.clientAuth.delete(id);
     // Nothing to do for listeners the running edge has as they are: no lock to wait for, and
     // no rendering of the whole configuration (which grows with the number of instances).
-    const same = known !== undefined && JSON.stringify(known) === JSON.stringify(routes);
-    if (!changed && same && !newCertificate && wasLive && !this.blocked.has(id) && this.opts.supervisor.isRunning(this.unit))
-      return { wentLive: false };
-    await this.exclusive(() => this.sync(signal));
+    const same = known !== undefined && knownAuth === clientAuth && JSON.stringify(known) === JSON.stringify(routes);
+    const tlsCurrent = !secure || !tls || this.tlsFilesCurrent(id, tls);
+    if (!changed && same && tlsCurrent && wasLive && !this.blocked.has(id) && this.opts.supervisor.isRunning(this.unit))
+      return { wentLive: false, ...served };
+    await this.exclusive(async () => {
+      // the files first: HAProxy refuses a configuration whose certificate file is missing, for every instance at once
+      if (secure && tls) await this.applyTls(id, tls, signal);
+      await this.sync(signal);
+      if (this.closing.has(id) && this.live.has(id)) {
+        await this.cutSessions(id, this.closedListenerSession(id), signal);
+        this.closing.delete(id);
+      }
+    });
     const reason = this.blocked.get(id);
     if (reason) throw new Error(reason);
     if (!this.live.has(id)) throw new Error('the edge has no listeners for this instance yet');
-    return { wentLive: !wasLive };
+    return { wentLive: !wasLive, ...served };
+  }
+
+  /** Whether the instance's TLS files hold what `tls` asks for. */
+  private tlsFilesCurrent(id: string, tls: EdgeTls): boolean {
+    const files = edgeTlsFiles(this.opts.edgeDir, id);
+    const want = edgeTlsContents(tls);
+    return (Object.keys(files) as (keyof EdgeTlsFiles)[]).every((k) => want[k] === undefined || readText(files[k]) === want[k]);
+  }
+
+  /**
+   * Brings the instance's TLS files to `tls`. A file the running HAProxy has loaded is first
+   * handed to it through its runtime API (`set ssl ...` then `commit ssl ...`: in memory, for
+   * new handshakes; connections open keep theirs), then written, which its next reload reads.
+   * When the runtime API refuses, the file is written and the edge reloads instead (seamless).
+   */
+  private async applyTls(id: string, tls: EdgeTls, signal?: AbortSignal): Promise<void> {
+    ensureDir(edgeTlsDir(this.opts.edgeDir));
+    const files = edgeTlsFiles(this.opts.edgeDir, id);
+    const want = edgeTlsContents(tls);
+    const running = this.loaded !== undefined && this.opts.supervisor.isRunning(this.unit);
+    for (const kind of Object.keys(files) as (keyof EdgeTlsFiles)[]) {
+      const content = want[kind];
+      if (content === undefined || readText(files[kind]) === content) continue;
+      if (running && this.loaded!.includes(quoted(files[kind]))) {
+        try {
+          await replaceTlsFile((line) => this.admin(line, signal), TLS_FILE_WORDS[kind], files[kind], content);
+          this.opts.log.info(
+            { instance: id, file: kind, ...(kind === 'cert' ? { serial: tls.serial } : {}) },
+            'edge TLS file replaced live',
+          );
+        } catch (err) {
+          if (signal?.aborted) throw err;
+          this.opts.log.warn(
+            { instance: id, file: kind, err },
+            'the edge refused a TLS file through its runtime API; reloading it instead',
+          );
+          this.certificatesChanged = true;
+        }
+      }
+      writeFileIfChanged(files[kind], content);
+    }
   }
 
   /** Removes the instance's listeners (reloading the edge) and its allow lists. */
   async removeInstance(id: string): Promise<void> {
     rmSync(join(this.paths.routesDir, `${id}.json`), { force: true });
     this.routes.delete(id);
+    this.clientAuth.delete(id);
+    this.closing.delete(id);
     this.blocked.delete(id);
     await this.exclusive(async () => {
       // the last instance gone, the edge stops rather than reload to serve nothing
@@ -230,7 +311,7 @@ export class HaproxyEdge {
       else if (this.live.has(id) || this.loaded === undefined) await this.sync();
       // the certificate before the allow lists: while a list is left, the instance is still
       // listed here, so a removal cut short is repeated and takes the certificate too
-      removeEdgeCertificate(this.opts.edgeDir, id);
+      removeEdgeTls(this.opts.edgeDir, id);
       for (const group of ['main', 'transport', 'kibana'] as const) rmSync(allowListFile(this.opts.edgeDir, id, group), { force: true });
       this.swept.delete(id);
       this.countedBefore.delete(id);
@@ -267,19 +348,6 @@ export class HaproxyEdge {
       this.forgetLoaded();
       return running;
     });
-  }
-
-  /**
-   * Makes the certificate of the instance's TLS listeners (none without any). HAProxy reads
-   * certificate files at (re)load only: one replaced while the edge runs (renewed near its end,
-   * or the advertised host changed) asks for a reload, so that the listeners present it. Says
-   * whether it was replaced.
-   */
-  private async ensureCertificate(id: string, routes: readonly EdgeRoute[]): Promise<boolean> {
-    if (!routes.some((r) => r.tls)) return false;
-    const { created } = await ensureEdgeCertificate({ edgeDir: this.opts.edgeDir, instanceId: id, host: this.opts.certificateHost });
-    if (created && this.loaded !== undefined) this.certificatesChanged = true;
-    return created;
   }
 
   /**
@@ -330,25 +398,39 @@ export class HaproxyEdge {
         }
       }
       if (removed || !this.swept.has(id)) {
-        if (await this.cutSessions(id, desired, signal)) changed = true;
+        if (await this.cutSessions(id, this.unadmittedSession(id, desired), signal)) changed = true;
         this.swept.add(id);
       }
       return { changed, live: true };
     });
   }
 
-  /** Shuts down the instance's sessions whose source its access groups no longer admit. */
-  private async cutSessions(id: string, desired: ReadonlyMap<AccessGroup, readonly string[]>, signal?: AbortSignal): Promise<boolean> {
+  /** Sessions of the instance whose source its access groups no longer admit. */
+  private unadmittedSession(id: string, desired: ReadonlyMap<AccessGroup, readonly string[]>): (s: HaproxySession) => boolean {
     const routes = this.routes.get(id) ?? [];
     const groupOf = new Map(routes.map((r) => [frontendName(id, r.role), r.group]));
     const peers = new Set(routes.filter((r) => r.peers).map((r) => frontendName(id, r.role)));
     const admits = new Map([...desired].map(([g, list]) => [g, matcher([...list, this.opts.probeSource])]));
-    const denied = (s: HaproxySession): boolean => {
+    return (s) => {
       const group = groupOf.get(s.frontend);
       if (group === undefined) return false;
       if (peers.has(s.frontend) && s.source === this.opts.peerSource) return false;
       return !(admits.get(group)?.(s.source) ?? false);
     };
+  }
+
+  /**
+   * Sessions of the instance on a listener clients may no longer use: closed (its plain ones when
+   * TLS is required) or gone (its TLS ones when TLS is off). The old workers of a reload still
+   * hold them; hangar's probes aside.
+   */
+  private closedListenerSession(id: string): (s: HaproxySession) => boolean {
+    const open = new Set(openRoutes(this.routes.get(id) ?? []).map((r) => frontendName(id, r.role)));
+    return (s) => instanceOfFrontend(s.frontend) === id && !open.has(s.frontend) && s.source !== this.opts.probeSource;
+  }
+
+  /** Shuts down the instance's sessions that `denied` picks, in the running worker and in the old ones. */
+  private async cutSessions(id: string, denied: (s: HaproxySession) => boolean, signal?: AbortSignal): Promise<boolean> {
     let cut = false;
     const current = parseShowSess(await this.admin('show sess', signal)).filter(denied);
     if (current.length > 0) {
@@ -362,7 +444,7 @@ export class HaproxyEdge {
       await haproxyCommand(this.paths.masterSocket, sessions.map((s) => `@!${old.pid} shutdown session ${s.id}`).join(';'));
       cut = true;
     }
-    if (cut) this.opts.log.info({ instance: id }, 'closed connections whose source is no longer admitted');
+    if (cut) this.opts.log.info({ instance: id }, 'closed connections the instance no longer admits');
     return cut;
   }
 
@@ -441,7 +523,11 @@ export class HaproxyEdge {
   }
 
   private render(ids: readonly string[]): string {
-    const instances: EdgeInstance[] = ids.map((id) => ({ id, routes: this.routes.get(id) ?? [] }));
+    const instances: EdgeInstance[] = ids.map((id) => ({
+      id,
+      routes: this.routes.get(id) ?? [],
+      ...(this.clientAuth.has(id) ? { clientAuth: true } : {}),
+    }));
     return renderHaproxyConfig({
       edgeDir: this.opts.edgeDir,
       bindAddress: this.opts.bindAddress,
@@ -576,4 +662,10 @@ export class HaproxyEdge {
       .filter((l) => l.includes('[ALERT]'));
     return tail.slice(-3).join(' | ') || 'see the edge log';
   }
+}
+
+/** Whether `after` leaves out a listener clients could use in `before` (it is closed now, or gone). */
+function lostOpenListener(before: readonly EdgeRoute[], after: readonly EdgeRoute[]): boolean {
+  const open = new Set(openRoutes(after).map((r) => r.role));
+  return openRoutes(before).some((r) => !open.has(r.role));
 }

@@ -137,3 +137,38 @@ export function parseShowStat(text: string): { frontend: string; admitted: numbe
 export function parseShowEvents(text: string): string[] {
   return text.split('\n').filter((l) => l.includes('hangar-edge '));
 }
+
+/** The runtime API's word for a kind of TLS file (`set ssl <word> <file>`). */
+export type TlsFileWord = 'cert' | 'ca-file' | 'crl-file';
+
+/**
+ * Hands a TLS file's new content to a running HAProxy through its runtime API (`send` one
+ * command line, get the answer): one transaction, `set ssl <word>` then `commit ssl <word>`,
+ * aborted when the commit fails. HAProxy uses it for new handshakes at once; connections open
+ * keep theirs. The file itself is not written: HAProxy reads it again when it reloads.
+ */
+export async function replaceTlsFile(
+  send: (line: string) => Promise<string>,
+  word: TlsFileWord,
+  path: string,
+  content: string,
+): Promise<void> {
+  const file = cliWord(path);
+  // a payload ends at its first empty line: PEM has none inside, and none is sent
+  const payload = content
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .join('\n');
+  const set = await send(`set ssl ${word} ${file} <<\n${payload}\n`);
+  if (!/transaction (created|updated)/i.test(set)) throw new Error(`set ssl ${word}: ${set.trim()}`);
+  const commit = await send(`commit ssl ${word} ${file}`);
+  if (!/success/i.test(commit)) {
+    await send(`abort ssl ${word} ${file}`).catch(() => {});
+    throw new Error(`commit ssl ${word}: ${commit.trim()}`);
+  }
+}
+
+/** The serial of the certificate `show ssl cert <file>` shows (hex, upper case), or undefined. */
+export function parseCertSerial(text: string): string | undefined {
+  return /^Serial:\s*([0-9A-Fa-f]+)\s*$/m.exec(text)?.[1]?.toUpperCase();
+}

@@ -127,6 +127,8 @@ function realpath(path: string): string | undefined {
 export class LocalRuntime implements Runtime {
   readonly kind = 'local' as const;
   private readonly supervisor: ProcessSupervisor;
+  /** Real paths of the programs units run: those found at the start, and those of units started since (an engine installed meanwhile). */
+  private readonly programs: Set<string>;
   private readonly edge: HaproxyEdge;
   private readonly denied: DeniedLog;
   private readonly instancesDir: string;
@@ -146,6 +148,7 @@ export class LocalRuntime implements Runtime {
     this.log = log.child({ component: 'runtime' });
     const found = Object.values(binaries).flatMap((b) => foundVersions(b).map((f) => f.path));
     const programs = new Set(found.map(realpath).filter((p): p is string => p !== undefined));
+    this.programs = programs;
     this.instancesDir = opts.instancesDir;
     this.owner = opts.engineUser ? { uid: opts.engineUser.uid, gid: opts.engineUser.gid } : undefined;
     this.supervisor = new ProcessSupervisor({
@@ -162,7 +165,6 @@ export class LocalRuntime implements Runtime {
       bindAddress: config.edgeBind,
       probeSource: PROBE_SOURCE,
       peerSource: config.advertiseHost,
-      certificateHost: config.advertiseHost,
       maxconn: edgeMaxconn(),
       supervisor: this.supervisor,
       log: log.child({ component: 'edge' }),
@@ -185,7 +187,11 @@ export class LocalRuntime implements Runtime {
     const toolEnv = { PATH: this.opts.searchPath };
     const as = (u: UnitDefinition) => ({ cwd: u.dir, ...(owner ? { uid: owner.uid, gid: owner.gid } : {}) });
     return {
-      ensureUnit: (u) => this.supervisor.ensureRunning(supervised(u)),
+      ensureUnit: (u) => {
+        const program = realpath(u.bin);
+        if (program !== undefined) this.programs.add(program);
+        return this.supervisor.ensureRunning(supervised(u));
+      },
       stopUnit: (u) => this.supervisor.stop(supervised(u)),
       isRunning: (u) => this.supervisor.isRunning(supervised(u)),
       logTail: (u) => logTail(u.dir),
@@ -354,7 +360,7 @@ export class LocalRuntime implements Runtime {
     // The edge gets the listeners while the engines start: a reload takes about as long as
     // starting a primary and its replica, and neither needs the other (the listeners forward to
     // the engine ports, and nothing counts the instance usable before the probes below pass).
-    const edge = this.edge.ensureRoutes(spec.id, routes, ctx.signal);
+    const edge = this.edge.ensureRoutes(spec.id, routes, spec.tls, ctx.signal);
     // Awaited below; a failure that comes while the engines start is not an unhandled rejection.
     edge.catch(() => {});
     let result: EnsureResult;
@@ -365,7 +371,7 @@ export class LocalRuntime implements Runtime {
       await edge.catch(() => {});
       throw err;
     }
-    const { wentLive } = await edge;
+    const { wentLive, servedCertificate } = await edge;
     if (wentLive) ctx.step('create:edge-listening');
     // Usable as a client sees it; the edge is ensured again between attempts, so an edge that
     // dies meanwhile is started again by this pass rather than waited for.
@@ -374,10 +380,10 @@ export class LocalRuntime implements Runtime {
     for (;;) {
       throwIfCancelled(ctx.signal, 'waiting for the instance to be ready');
       const problem = await driver.readiness(spec, place, targets);
-      if (problem === undefined) return result;
+      if (problem === undefined) return { ...result, ...(servedCertificate !== undefined ? { servedCertificate } : {}) };
       if (Date.now() > until) throw new Error(problem);
       await sleep(5, ctx.signal);
-      await this.edge.ensureRoutes(spec.id, routes, ctx.signal);
+      await this.edge.ensureRoutes(spec.id, routes, spec.tls, ctx.signal);
     }
   }
 

@@ -12,6 +12,7 @@ import * as instanceEngine from './2026-12-07T1000-instance-engine.js';
 import * as tlsCertificates from './2026-12-07T1100-tls-certificates.js';
 import * as instanceNamesAnyCase from './2026-12-07T1200-instance-names-any-case.js';
 import * as engineSwitch from './2026-12-08T0900-engine-switch.js';
+import * as instanceTlsMode from './2026-12-08T1000-instance-tls-mode.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-12-07T1100-tls-certificates': tlsCertificates,
   '2026-12-07T1200-instance-names-any-case': instanceNamesAnyCase,
   '2026-12-08T0900-engine-switch': engineSwitch,
+  '2026-12-08T1000-instance-tls-mode': instanceTlsMode,
 };
 
 /** The names of every migration, in order. */

@@ -440,6 +440,12 @@ export interface RedisRecord {
   connect_string: string;
   public_connect_string: string;
   servicenet_connect_string: string;
+  /** TLS (redis): the mode, mutual TLS, and the TLS addresses (absent with TLS off). */
+  tls?: 'off' | 'preferred' | 'required';
+  tls_client_auth?: boolean;
+  tls_connect_string?: string;
+  public_tls_connect_string?: string;
+  servicenet_tls_connect_string?: string;
 }
 
 /** The port of a `redis://host:port` connection string. */

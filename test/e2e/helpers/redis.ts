@@ -6,13 +6,41 @@ import { createClient } from 'redis';
 export type RedisClient = ReturnType<typeof createClient>;
 
 /**
- * A real Redis client, connected to 127.0.0.1:`port` (through the edge, unless `port` is an
- * engine port) from `localAddress`, authenticated with `password`. Rejects when the connection
- * is refused or closed.
+ * How a client speaks TLS: the CA it verifies the server against (the name it connects to, or
+ * `servername`, checked against the certificate), and a client certificate for mutual TLS.
  */
-export async function connectRedis(port: number, password: string, localAddress?: string): Promise<RedisClient> {
+export interface ClientTls {
+  /** Absent: the system's CAs. */
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
+  /** The name to check the certificate for instead of the address connected to. */
+  readonly servername?: string;
+}
+
+/**
+ * A real Redis client, connected to 127.0.0.1:`port` (through the edge, unless `port` is an
+ * engine port) from `localAddress`, authenticated with `password`, over TLS when `tls` is given.
+ * Rejects when the connection is refused or closed, or the server is not the one `tls` trusts.
+ */
+export async function connectRedis(port: number, password: string, localAddress?: string, tls?: ClientTls): Promise<RedisClient> {
+  const socket = {
+    host: '127.0.0.1',
+    port,
+    connectTimeout: 2000,
+    reconnectStrategy: false as const,
+    ...(localAddress ? { localAddress } : {}),
+  };
   const client = createClient({
-    socket: { host: '127.0.0.1', port, connectTimeout: 2000, reconnectStrategy: false, ...(localAddress ? { localAddress } : {}) },
+    socket: tls
+      ? {
+          ...socket,
+          tls: true as const,
+          ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
+          ...(tls.cert ? { cert: tls.cert, key: tls.key } : {}),
+          ...(tls.servername ? { servername: tls.servername } : {}),
+        }
+      : socket,
     password,
     disableClientInfo: true,
   });
@@ -52,15 +80,21 @@ export async function connectRedisAs(port: number, username: string, password: s
   return client;
 }
 
-/** What a client gets: PONG, refused (connection refused, reset or closed), or the error it got. */
-export async function pingOutcome(port: number, password: string, localAddress?: string): Promise<string> {
+/**
+ * What a client gets: PONG, refused (connection refused, reset or closed; over TLS, a handshake
+ * the server broke off), or the error it got (over TLS, the client's own refusal of the server
+ * names its code: ERR_TLS_CERT_ALTNAME_INVALID, SELF_SIGNED_CERT_IN_CHAIN).
+ */
+export async function pingOutcome(port: number, password: string, localAddress?: string, tls?: ClientTls): Promise<string> {
   let client: RedisClient | undefined;
   try {
-    client = await connectRedis(port, password, localAddress);
+    client = await connectRedis(port, password, localAddress, tls);
     return await client.ping();
   } catch (err) {
-    const text = `${(err as Error).name} ${(err as Error).message} ${(err as NodeJS.ErrnoException).code ?? ''}`;
-    return /closed|ECONNRESET|ECONNREFUSED|EPIPE|Socket/i.test(text) ? 'refused' : (err as Error).message;
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    const text = `${(err as Error).name} ${(err as Error).message} ${code}`;
+    if (/closed|ECONNRESET|ECONNREFUSED|EPIPE|Socket|ERR_SSL_|alert/i.test(text)) return 'refused';
+    return code ? `${code}: ${(err as Error).message}` : (err as Error).message;
   } finally {
     try {
       client?.destroy();

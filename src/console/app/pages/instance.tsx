@@ -14,13 +14,18 @@ import { BackupsSummary } from './backups.js';
 import { MongoUsersTab } from './mongo-users.js';
 import { RedisConfigTab, RedisUsersTab } from './redis.js';
 import { SettingsTab } from './settings.js';
+import { CA_FILE, CaDownload, TlsTab } from './tls.js';
 
-/** The tabs, each shown where the instance's product offers what it is about (`features` of GET /v2/engines/). */
-const TABS: readonly { id: string; label: string; shown?: (e: EngineProduct) => boolean }[] = [
+/**
+ * The tabs, each shown where the instance's product offers what it is about (`features` of GET
+ * /v2/engines/), or its record does (a TLS mode to choose: `tls`).
+ */
+const TABS: readonly { id: string; label: string; shown?: (e: EngineProduct, i: Instance) => boolean }[] = [
   { id: 'overview', label: 'Overview' },
   { id: 'acls', label: 'ACLs' },
   { id: 'users', label: 'Users', shown: (e) => e.features.database_users || e.features.redis_api },
   { id: 'config', label: 'Configuration', shown: (e) => e.features.redis_api },
+  { id: 'tls', label: 'TLS', shown: (_e, i) => i.tls !== undefined },
   { id: 'settings', label: 'Settings' },
 ];
 
@@ -82,7 +87,7 @@ export function InstancePage({ name, tab, operation }: { name: string; tab: stri
   }
 
   const product = engines!.of(instance);
-  const tabs = TABS.filter((t) => !t.shown || (product !== undefined && t.shown(product)));
+  const tabs = TABS.filter((t) => !t.shown || (product !== undefined && t.shown(product, instance)));
   const active = tabs.some((t) => t.id === tab) ? tab : 'overview';
   const busy = BUSY_STATES[instance.state];
   return (
@@ -132,6 +137,7 @@ export function InstancePage({ name, tab, operation }: { name: string; tab: stri
       {active === 'users' && product?.features.database_users ? <MongoUsersTab instance={instance} /> : null}
       {active === 'users' && product?.features.redis_api ? <RedisUsersTab instance={instance} /> : null}
       {active === 'config' ? <RedisConfigTab instance={instance} /> : null}
+      {active === 'tls' ? <TlsTab instance={instance} onOperation={pin} /> : null}
       {active === 'settings' ? <SettingsTab instance={instance} onDeleting={() => (deleting.current = true)} onOperation={pin} /> : null}
     </section>
   );
@@ -215,13 +221,16 @@ function Connect({ instance: i, product }: { instance: Instance; product: Engine
   const [shellError, setShellError] = useState<unknown>();
   const users = product?.features.database_users === true;
   const hasShell = product?.shell != null;
-  // the command carries the password: read again when it changes (a rotation)
+  const secure = i.tls_connect_string !== undefined;
+  // the command carries the password: read again when it changes (a rotation), and when TLS comes or goes
   useEffect(() => {
     setShell(undefined);
     setShellError(undefined);
     if (!hasShell) return;
-    void api((c) => c.instanceShell(i.name, users ? { user: 'USER', database: 'DATABASE' } : {})).then(setShell, setShellError);
-  }, [i.name, i.password, hasShell, users]);
+    // over TLS where the instance offers it, verified against the CA file of the download below
+    const opts = { ...(users ? { user: 'USER', database: 'DATABASE' } : {}), ...(secure ? { caFile: CA_FILE } : {}) };
+    void api((c) => c.instanceShell(i.name, opts)).then(setShell, setShellError);
+  }, [i.name, i.password, hasShell, users, secure, i.tls]);
 
   const p = i.connection_strings?.public;
   const addresses: [string, string][] = [
@@ -229,6 +238,13 @@ function Connect({ instance: i, product }: { instance: Instance; product: Engine
       ? [['Connect string', i.public_connect_string ?? i.connect_string!] as [string, string]]
       : []),
     ...(i.servicenet_connect_string ? [['Private network', i.servicenet_connect_string] as [string, string]] : []),
+    // the TLS addresses, unless the ones above are they already (TLS required)
+    ...(i.public_tls_connect_string && i.public_tls_connect_string !== (i.public_connect_string ?? i.connect_string)
+      ? [['TLS connect string', i.public_tls_connect_string] as [string, string]]
+      : []),
+    ...(i.servicenet_tls_connect_string && i.servicenet_tls_connect_string !== i.servicenet_connect_string
+      ? [['Private network, TLS', i.servicenet_tls_connect_string] as [string, string]]
+      : []),
     ...(i.ssl_connect_string ? [['TLS connect string', i.ssl_connect_string] as [string, string]] : []),
     ...(p
       ? ([
@@ -249,7 +265,21 @@ function Connect({ instance: i, product }: { instance: Instance; product: Engine
         {product?.features.password && i.password ? <CopyValue label="Password" value={i.password} secret /> : null}
         {shell ? <CopyValue label={`${shell.program} command`} value={shell.line} secret={Object.keys(shell.env).length > 0} /> : null}
         {!hasShell && p ? <CopyValue label="curl command" value={`curl ${p.http.split(',')[0]}/`} /> : null}
+        {secure || i.ssl_connect_string || p?.https ? (
+          <div class="copy-value">
+            <dt>CA certificate</dt>
+            <dd>
+              <CaDownload />
+            </dd>
+          </div>
+        ) : null}
       </dl>
+      {i.tls === 'required' ? (
+        <p class="hint">
+          TLS is required: clients connect with rediss:// and verify the instance against the CA certificate (see the{' '}
+          <a href={href('instances', i.name, 'tls')}>TLS</a> tab).
+        </p>
+      ) : null}
       <ErrorBox error={shellError} title="The shell command could not be read" />
       {shell && users ? (
         <p class="hint">
