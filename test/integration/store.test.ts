@@ -451,9 +451,11 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
         const {
           desired_engine: _e,
           desired_version: _v,
+          tls_mode: _mode,
+          tls_client_auth: _auth,
           ...row
         } = instanceRow('acc-1', 'vk', { public: 20001 }, { engine: 'valkey', version: '8.0.1' });
-        // a row of the schema before: without the columns the migration adds
+        // a row of the schema before: without the columns of this migration and of those after it (TLS)
         const before = s.db as unknown as Kysely<any>;
         await before.insertInto('instances').values(row).execute();
         const backup = (id: string, instanceId: string) => ({
