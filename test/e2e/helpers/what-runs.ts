@@ -161,10 +161,18 @@ export async function expectApiMatchesWhatRuns(h: HangarProcess): Promise<void> 
       expect(engines!.get(role), `pid file of ${r.name}/${role}`).toEqual([pid]);
       expect(isAlive(pid)).toBe(true);
     }
+    // a TLS listener beside each plain one where the record gives TLS addresses
+    const tls = r.public_tls_connect_string !== undefined;
     expect([...(runs.frontends.get(r.id) ?? [])].sort(), `listeners of ${r.name}\n${context()}`).toEqual([
       `i-${r.id}-public`,
+      ...(tls ? [`i-${r.id}-public.tls`] : []),
       `i-${r.id}-servicenet`,
+      ...(tls ? [`i-${r.id}-servicenet.tls`] : []),
     ]);
+    if (tls) {
+      expect(bound.get(`i-${r.id}-public.tls`)).toBe(Number(new URL(r.public_tls_connect_string).port));
+      expect(bound.get(`i-${r.id}-servicenet.tls`)).toBe(Number(new URL(r.servicenet_tls_connect_string).port));
+    }
     const pub = Number(new URL(r.public_connect_string).port);
     const svc = Number(new URL(r.servicenet_connect_string).port);
     expect(bound.get(`i-${r.id}-public`)).toBe(pub);
