@@ -5,7 +5,9 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     pool: 'forks',
-    testTimeout: 30_000,
+    // a test's own waits (a pass, an engine start, a page's badge) go up to 30 s on a busy machine:
+    // the test as a whole may take twice that before it counts as hung
+    testTimeout: 60_000,
     hookTimeout: 60_000,
     // Tests start real servers and engines on free ports; two cores are shared between files.
     maxWorkers: 2,
