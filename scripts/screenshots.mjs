@@ -191,12 +191,7 @@ try {
   // a resize, so that the operations show more than creations
   await api('POST', '/v2/redis/cache/resize/', { new_plan: 1000 });
   await page.evaluate(() => (window.location.hash = '/operations'));
-  await page.locator('.op-list [data-operation][data-state="SUCCEEDED"]', { hasText: 'resize of cache' }).waitFor({ timeout: 30_000 });
-  await page
-    .locator('.op-list [data-operation]')
-    .first()
-    .getByText(/^Steps/)
-    .click();
+  await page.locator('main [data-operation][data-state="SUCCEEDED"]', { hasText: 'resize of cache' }).waitFor({ timeout: 30_000 });
   await shoot(page, 'operations');
   await page.evaluate(() => (window.location.hash = '/webhooks'));
   await page.getByLabel('URL').fill('http://127.0.0.1:9/audit');

@@ -31,10 +31,13 @@ import { operationRoutes } from './http/routes/operations.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { passwordRoutes } from './http/routes/passwords.js';
 import { redisRoutes } from './http/routes/redis.js';
+import { rootRoutes } from './http/routes/root.js';
+import { elasticsearchRoutes } from './http/routes/elasticsearch.js';
 import { redisUserRoutes } from './http/routes/redis-users.js';
 import { tlsRoutes } from './http/routes/tls.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { whoamiRoutes } from './http/routes/whoami.js';
+import { engineRoutes } from './http/routes/engines.js';
 import { zoneRoutes } from './http/routes/zones.js';
 
 /** The logger of the one line per request: the same destination, level and bindings, no redaction paths. */
@@ -176,7 +179,9 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
     },
     // Malformed HTTP, oversized headers, timeouts: a JSON error, then the connection is closed.
     clientErrorHandler,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    // allErrors: a refused body is answered with every problem the schema finds, not the first only;
+    // verbose: each problem carries the value and its schema, so that a message can show them.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true, verbose: true } },
     schemaController: { compilersFactory: { buildValidator: lazyValidators() as never, buildSerializer: lazySerializers() as never } },
   }) as unknown as FastifyInstance;
 
@@ -242,11 +247,13 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       registerAudit(v2, deps);
       registerIdempotency(v2, deps);
       registerInstanceOwner(v2, deps);
+      rootRoutes(v2);
       tokenRoutes(v2, deps);
       instanceRoutes(v2, deps);
       aclRoutes(v2, deps);
       aclCheckRoutes(v2, deps);
       redisRoutes(v2, deps);
+      elasticsearchRoutes(v2, deps);
       redisUserRoutes(v2, deps);
       passwordRoutes(v2, deps);
       mongodbUserRoutes(v2, deps);
@@ -255,6 +262,7 @@ export async function buildApp(deps: AppDeps, logger?: Logger, options: AppOptio
       operationRoutes(v2, deps);
       webhookRoutes(v2, deps);
       zoneRoutes(v2, deps);
+      engineRoutes(v2, deps);
       keyRoutes(v2, deps);
       tlsRoutes(v2, deps);
       whoamiRoutes(v2, deps);

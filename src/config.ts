@@ -14,7 +14,7 @@ export interface Config {
   readonly port: number;
   /** Address the API listens on. */
   readonly host: string;
-  /** Directory for the SQLite file, the secret key file and engine data. */
+  /** Directory for the SQLite file, the secret key file and engine data (as root, engine data may be outside it: `resolveEngineDir`). */
   readonly dataDir: string;
   /** `postgres://...` selects PostgreSQL; empty means SQLite in the data dir. */
   readonly databaseUrl: string | undefined;
@@ -58,7 +58,10 @@ export interface Config {
   readonly mongodBin: string | undefined;
   readonly mongosBin: string | undefined;
   readonly elasticsearchBin: string | undefined;
+  readonly opensearchBin: string | undefined;
   readonly kibanaBin: string | undefined;
+  /** ferretdb binary; unset: the versions in the engine cache, else `ferretdb` on PATH. */
+  readonly ferretdbBin: string | undefined;
   /**
    * The user the local runtime's engines run as when hangar runs as root (made at start when
    * missing); `root` keeps them root. Not used when hangar runs as another user: engines run as it.
@@ -179,7 +182,8 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'HANGAR_DATA_DIR',
     kind: 'path',
     default: './.hangar',
-    description: 'SQLite file, secret key file, engine data and edge configuration',
+    description:
+      'SQLite file, secret key file, engine data and edge configuration; when hangar runs as root and the engine user cannot pass through the directories above it, engine data goes to /var/lib/hangar-engines/<16 hex digits of the SHA-256 of its real path>/ instead',
   },
   {
     key: 'databaseUrl',
@@ -391,7 +395,17 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'HANGAR_ELASTICSEARCH_BIN',
     kind: 'string',
     default: undefined,
-    description: 'elasticsearch or opensearch binary (default: either on PATH)',
+    description:
+      "elasticsearch binary, for a version the engine cache does not hold (default: `elasticsearch` on PATH; the cache's installs need none)",
+  },
+  {
+    key: 'opensearchBin',
+    flag: 'opensearch-bin',
+    env: 'HANGAR_OPENSEARCH_BIN',
+    kind: 'string',
+    default: undefined,
+    description:
+      "opensearch binary, for a version the engine cache does not hold (default: `opensearch` on PATH; the cache's installs need none)",
   },
   {
     key: 'kibanaBin',
@@ -399,7 +413,17 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'HANGAR_KIBANA_BIN',
     kind: 'string',
     default: undefined,
-    description: 'kibana or opensearch-dashboards binary (default: either on PATH)',
+    description:
+      'kibana or opensearch-dashboards binary, run beside nodes of its release series (default: either on PATH; without one, the Kibana listeners answer 503 saying why)',
+  },
+  {
+    key: 'ferretdbBin',
+    flag: 'ferretdb-bin',
+    env: 'HANGAR_FERRETDB_BIN',
+    kind: 'string',
+    default: undefined,
+    description:
+      'ferretdb binary, the one version offered (default: every version in the engine cache, `hangar engines install ferretdb@1.24.2`; else `ferretdb` on PATH)',
   },
   {
     key: 'engineUser',

@@ -30,6 +30,7 @@ import { LoginGuard, RateLimiter } from './service/limits.js';
 import { MongoUserService } from './service/mongodb-users.js';
 import { PasswordService } from './service/passwords.js';
 import { RedisService } from './service/redis.js';
+import { ElasticsearchService } from './service/elasticsearch.js';
 import { RedisUserService } from './service/redis-users.js';
 import { openStore, type Store } from './store/database.js';
 import { countInstancesByServiceAndState } from './store/instance-repository.js';
@@ -135,6 +136,8 @@ export interface StartOptions {
   readonly listen?: boolean;
   /** The clock backup schedules are read with (tests move it); Date.now by default. */
   readonly backupClock?: () => number;
+  /** When a pass first writes to its operations, in ms (tests); a quarter second by default. */
+  readonly operationFirstFlushMs?: number;
 }
 
 /** The composition root: store, keyring, runtime, reconciler, services, HTTP. */
@@ -164,6 +167,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       config,
       operations,
       prune: [(at) => pruneDeliveries(db, at - config.operationRetentionSeconds * 1000, 2000)],
+      ...(options.operationFirstFlushMs !== undefined ? { firstFlushMs: options.operationFirstFlushMs } : {}),
     });
     const storage = await openBackupStorage(config);
     // Each backup and restore is followed by an operation of the same id.
@@ -280,6 +284,7 @@ export async function startHangar(config: Config, logger?: Logger, options: Star
       instances,
       acls: new AclService(deps, instances),
       redis: new RedisService(deps, instances, zoneService),
+      elasticsearch: new ElasticsearchService(deps, instances, zoneService),
       redisUsers: new RedisUserService(deps, instances),
       passwords: new PasswordService(deps, instances),
       zones: zoneService,

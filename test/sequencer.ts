@@ -12,10 +12,15 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   // its suites (Redis and access: 619 s; Valkey's core: 85 s): one file, so that they never run beside each other
   'test/kubernetes/cluster.test.ts': 704,
   'test/e2e/kill-at-every-step.test.ts': 140,
+  // five Elasticsearch and OpenSearch nodes one after another (a JVM each), and a failing one
+  'test/e2e/elasticsearch-versions.test.ts': 130,
   'test/console/pages.test.ts': 126,
   // a real go build of FerretDB: 7-30 s with Go's build cache warm, 80 s or more cold
   'src/engines/ferretdb/ferretdb-install.test.ts': 90,
+  'test/console/features.test.ts': 60,
   'test/cli/cli.test.ts': 49,
+  // live FerretDB instances: create, users, restarts, backups and restores
+  'test/e2e/ferretdb.test.ts': 30,
   'test/integration/webhooks.test.ts': 48,
   'test/integration/operations.test.ts': 43,
   'test/reliability/store-outage.test.ts': 42,
@@ -28,7 +33,9 @@ export const SLOW_FILES: Readonly<Record<string, number>> = {
   'test/console/operations.test.ts': 25,
   'test/e2e/replicas.test.ts': 24,
   'test/e2e/engine-user.test.ts': 24,
-  'test/e2e/access-day-two.test.ts': 22,
+  // its engine cases run on Redis and on Valkey
+  'test/e2e/access-day-two.test.ts': 40,
+  'test/e2e/backups.test.ts': 36,
   'test/integration/backups.test.ts': 21,
   'test/integration/acl-day-two.test.ts': 21,
   'test/e2e/kill-at-user-steps.test.ts': 21,

@@ -1,4 +1,4 @@
-import type { Instance } from './types.js';
+import type { ApiProblem, Instance } from './types.js';
 
 /**
  * Every failure of the client: an error answer of the API (`status` is its HTTP status and
@@ -11,6 +11,8 @@ export class HangarApiError extends Error {
   readonly field: string | undefined;
   /** The values that field accepts (400). */
   readonly allowed: readonly (string | number)[] | undefined;
+  /** Every problem of the request (400), the first being this error's own message, code and field: fix them all at once. */
+  readonly errors: readonly ApiProblem[] | undefined;
   /** X-Request-Id of the answer: quote it when reporting a problem. */
   readonly requestId: string | undefined;
   /** Seconds to wait before trying again (429). */
@@ -25,6 +27,7 @@ export class HangarApiError extends Error {
     extra: {
       field?: string;
       allowed?: readonly (string | number)[];
+      errors?: readonly ApiProblem[];
       requestId?: string;
       retryAfterSeconds?: number;
       instance?: Instance;
@@ -34,6 +37,7 @@ export class HangarApiError extends Error {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.field = extra.field;
     this.allowed = extra.allowed;
+    this.errors = extra.errors;
     this.requestId = extra.requestId;
     this.retryAfterSeconds = extra.retryAfterSeconds;
     this.instance = extra.instance;

@@ -7,6 +7,7 @@ import {
   type Acl,
   type AclCheck,
   type AclDetail,
+  type ApiProblem,
   type ApiKey,
   type AuditEvent,
   type Backup,
@@ -18,6 +19,8 @@ import {
   type CreatedApiKey,
   type Whoami,
   type Zone,
+  type EngineProduct,
+  type InstanceShell,
   type CreateAclRequest,
   type CreateInstanceRequest,
   type CreateMongoUserRequest,
@@ -62,6 +65,11 @@ export interface HangarClientOptions {
   readonly timeoutMs?: number;
   /** The fetch to use (default: the global one). */
   readonly fetch?: typeof fetch;
+  /**
+   * Called with each warning of a successful answer (its `Warning` headers), e.g. `10.1.2.3/8 was
+   * stored as 10.0.0.0/8`: what hangar did otherwise than asked, or what the change risks.
+   */
+  readonly onWarning?: (warning: string, request: { readonly method: string; readonly path: string }) => void;
 }
 
 export interface WaitOptions {
@@ -79,6 +87,8 @@ export interface WaitOptions {
 export interface CallOptions {
   /** Called with the id of the operation the request started (its X-Operation-Id), before the call resolves. */
   readonly onOperation?: (operationId: string) => void;
+  /** Called with each warning of the answer, before the call resolves (as the client's own onWarning is). */
+  readonly onWarning?: (warning: string) => void;
 }
 
 export interface EventsOptions {
@@ -121,6 +131,8 @@ interface RequestOptions {
   readonly envelope?: 'data' | 'message' | 'body';
   /** Called with the X-Operation-Id of the answer. */
   readonly onOperation?: (operationId: string) => void;
+  /** Called with each warning of the answer. */
+  readonly onWarning?: (warning: string) => void;
   /** Extra request headers (If-Match). */
   readonly headers?: Readonly<Record<string, string>>;
 }
@@ -611,6 +623,21 @@ export class HangarClient {
     return this.call('GET', '/v2/zones/');
   }
 
+  /** The engine products of this hangar: service, plan unit, done state, features, and the memory each plan promises. */
+  listEngines(): Promise<EngineProduct[]> {
+    return this.call('GET', '/v2/engines/');
+  }
+
+  /** The command that opens a shell on an instance (as `hangar connect` runs it); null for an engine without one. */
+  instanceShell(instance: string, opts: { user?: string; database?: string; servicenet?: boolean } = {}): Promise<InstanceShell> {
+    const q = new URLSearchParams();
+    if (opts.user !== undefined) q.set('user', opts.user);
+    if (opts.database !== undefined) q.set('database', opts.database);
+    if (opts.servicenet) q.set('servicenet', 'true');
+    const qs = q.toString();
+    return this.call('GET', `/v2/instances/${enc(instance)}/shell${qs ? `?${qs}` : ''}`);
+  }
+
   /** The account's audit log, newest first. */
   listEvents(opts: { limit?: number; before?: number } = {}): Promise<AuditEvent[]> {
     const q = new URLSearchParams();
@@ -918,6 +945,10 @@ export class HangarClient {
     if (!res.ok) throw errorOf(res, parsed, text);
     const operation = res.headers.get('x-operation-id');
     if (operation) opts.onOperation?.(operation);
+    for (const warning of warningsOf(res.headers.get('warning'))) {
+      this.opts.onWarning?.(warning, { method, path });
+      opts.onWarning?.(warning);
+    }
     if (opts.envelope === 'body') return { data: parsed as T, headers: res.headers };
     const envelope = opts.envelope ?? 'data';
     if (typeof parsed !== 'object' || parsed === null || !(envelope in parsed)) {
@@ -978,6 +1009,15 @@ export class HangarClient {
   }
 }
 
+/**
+ * The texts of an answer's Warning headers (`299 hangar "text"`; several arrive joined by
+ * commas), unquoted.
+ */
+export function warningsOf(header: string | null): string[] {
+  if (!header) return [];
+  return [...header.matchAll(/\d{3} \S+ "((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1'));
+}
+
 /** How often a read whose connection failed before any answer is sent again. */
 const READ_RETRIES = 3;
 
@@ -987,6 +1027,7 @@ function errorOf(res: Response, body: unknown, text: string): HangarApiError {
     code?: unknown;
     field?: unknown;
     allowed?: unknown;
+    errors?: unknown;
   };
   const retry = Number(res.headers.get('retry-after'));
   return new HangarApiError(
@@ -996,6 +1037,7 @@ function errorOf(res: Response, body: unknown, text: string): HangarApiError {
     {
       ...(typeof b.field === 'string' ? { field: b.field } : {}),
       ...(Array.isArray(b.allowed) ? { allowed: b.allowed as (string | number)[] } : {}),
+      ...(Array.isArray(b.errors) ? { errors: b.errors as ApiProblem[] } : {}),
       ...(res.headers.get('x-request-id') ? { requestId: res.headers.get('x-request-id')! } : {}),
       ...(Number.isFinite(retry) && retry > 0 ? { retryAfterSeconds: retry } : {}),
     },

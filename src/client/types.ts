@@ -8,7 +8,7 @@ import type {
   EffectiveAccessRecord,
 } from '../http/schemas/acls.js';
 import type { BackupRecord, PolicyBody, PolicyRecord, RestoreRecord } from '../http/schemas/backups.js';
-import type { ErrorBody } from '../http/schemas/common.js';
+import type { ErrorBody, ProblemBody } from '../http/schemas/common.js';
 import type { AuditEventRecord } from '../http/schemas/events.js';
 import type { CreateInstanceBody as CreateInstanceBodySchema, CreationRecord, InstanceRecord } from '../http/schemas/instances.js';
 import type { Role, UserCreateBody, UserPatchBody, UserRecord } from '../http/schemas/mongodb-users.js';
@@ -30,6 +30,7 @@ import type {
 import type { ApiKeyRecord, CreatedApiKey as CreatedApiKeySchema, WhoamiRecord } from '../http/schemas/keys.js';
 import type { AccountInfo as AccountInfoSchema } from '../http/schemas/tokens.js';
 import type { ZoneRecord } from '../http/schemas/zones.js';
+import type { EngineRecord, ShellRecord } from '../http/schemas/engines.js';
 import type { ClientCertCreateBody, ClientCertCreated, ClientCertRecord, InstanceTlsRecord } from '../http/schemas/tls.js';
 import type { EventRecord, OperationRecord } from '../http/schemas/operations.js';
 import type { CreatedWebhook as CreatedWebhookSchema, DeliveryRecord, WebhookCreateBody, WebhookRecord } from '../http/schemas/webhooks.js';
@@ -72,6 +73,8 @@ export type UpdateMongoUserRequest = Static<typeof UserPatchBody>;
 export type AccountInfo = Static<typeof AccountInfoSchema>;
 /** The body of every error answer. */
 export type ApiErrorBody = Static<typeof ErrorBody>;
+/** One problem of a refused request, as a 400's `errors` lists it. */
+export type ApiProblem = Static<typeof ProblemBody>;
 
 /** An API key pair as listed (no secret). */
 export type ApiKey = Static<typeof ApiKeyRecord>;
@@ -82,6 +85,10 @@ export type Whoami = Static<typeof WhoamiRecord>;
 
 /** A zone: where instances can be placed, what it offers, how full it is. */
 export type Zone = Static<typeof ZoneRecord>;
+/** An engine product: its service, plan unit, done state, features and the memory its plans promise. */
+export type EngineProduct = Static<typeof EngineRecord>;
+/** The command that opens a shell on an instance; null for an engine without one. */
+export type InstanceShell = Static<typeof ShellRecord>;
 
 /** One entry of the account's audit log. */
 export type AuditEvent = Static<typeof AuditEventRecord>;

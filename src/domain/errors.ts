@@ -22,6 +22,12 @@ export class TerminalError extends Error {
 
 const list = (values: readonly (string | number)[]): string => values.join(', ');
 
+/** `a redis`, `an elasticsearch`: the article a word takes (by its first letter, which serves hangar's words). */
+export const withArticle = (word: string): string => `${/^[aeiou]/i.test(word) ? 'an' : 'a'} ${word}`;
+
+/** A time as hangar's messages tell it: `2026-12-01 18:00:00 UTC`. */
+const utc = (ms: number): string => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
 /**
  * The catalogue: every error a client can see, by the function that builds it. The HTTP layer's
  * own refusals (a body too large, a media type, a timeout) are entries too, so that one list
@@ -45,6 +51,11 @@ export const errors = {
       `too many failed logins${what ? ` ${what}` : ''}; try again in ${retryAfterSeconds} s${resetAt === undefined ? '' : ` (at ${new Date(resetAt).toISOString().slice(11, 19)} UTC)`}`,
       { retryAfterSeconds },
     ),
+  tokenExpired: (expiredAt: number) =>
+    new HangarError(401, 'UNAUTHORIZED', `the token expired at ${utc(expiredAt)}: log in again at GET /v2/tokens/`),
+  tokenRevoked: (revokedAt: number) =>
+    new HangarError(401, 'UNAUTHORIZED', `the token was revoked at ${utc(revokedAt)}: log in again at GET /v2/tokens/`),
+  tokenUnknown: () => new HangarError(401, 'UNAUTHORIZED', 'the token is unknown, expired or revoked: log in again at GET /v2/tokens/'),
   rateLimited: (retryAfterSeconds: number) =>
     new HangarError(429, 'RATE_LIMITED', `request limit of this account reached; try again in ${retryAfterSeconds} s`, {
       retryAfterSeconds,
@@ -52,9 +63,14 @@ export const errors = {
   instanceNotFound: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" not found`),
   notARedisInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `redis instance "${name}" not found`),
   notAMongodbInstance: (id: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `mongodb instance "${id}" not found`),
+  notAnElasticsearchInstance: (name: string) => new HangarError(404, 'INSTANCE_NOT_FOUND', `elasticsearch instance "${name}" not found`),
   /** The caller's own instance, asked for where only another service's instances fit (a resize of MongoDB, users of Redis). */
   wrongService: (name: string, service: string, wanted: string) =>
-    new HangarError(404, 'INSTANCE_NOT_FOUND', `instance "${name}" is a ${service} instance, not a ${wanted} instance`),
+    new HangarError(
+      404,
+      'INSTANCE_NOT_FOUND',
+      `instance "${name}" is ${withArticle(service)} instance, not ${withArticle(wanted)} instance`,
+    ),
   aclNotFound: (id: string, instance: string) => new HangarError(404, 'ACL_NOT_FOUND', `ACL "${id}" not found on instance "${instance}"`),
   userNotFound: (user: string, db: string) => new HangarError(404, 'USER_NOT_FOUND', `user "${user}" not found in database "${db}"`),
   operationNotFound: (id: string) => new HangarError(404, 'OPERATION_NOT_FOUND', `operation "${id}" not found`),
@@ -64,7 +80,15 @@ export const errors = {
   clientCertificateNotFound: (serial: string, instance: string) =>
     new HangarError(404, 'CLIENT_CERTIFICATE_NOT_FOUND', `client certificate "${serial}" not found on instance "${instance}"`),
   routeNotFound: (method: string, url: string) => new HangarError(404, 'ROUTE_NOT_FOUND', `no such endpoint: ${method} ${url}`),
-  nameTaken: (name: string) => new HangarError(409, 'NAME_TAKEN', `an instance named "${name}" already exists in this account`),
+  /** `holder`: the name of the instance that has it, as stored (names are unique regardless of case). */
+  nameTaken: (name: string, holder: string = name) =>
+    new HangarError(
+      409,
+      'NAME_TAKEN',
+      holder === name
+        ? `an instance named "${name}" already exists in this account`
+        : `an instance named "${holder}" already exists in this account, and names are unique regardless of case: "${name}" cannot be used`,
+    ),
   userExists: (user: string, db: string) => new HangarError(409, 'USER_EXISTS', `user "${user}" already exists in database "${db}"`),
   redisUserExists: (user: string, instance: string) =>
     new HangarError(409, 'USER_EXISTS', `user "${user}" already exists on instance "${instance}"`),
@@ -124,6 +148,14 @@ export const errors = {
   backupStorageUnavailable: (detail: string) =>
     new HangarError(503, 'BACKUP_STORAGE_UNAVAILABLE', `the backup storage does not answer: ${detail}`),
   serviceUnavailableHere: (service: string, message: string) => new HangarError(422, 'SERVICE_UNAVAILABLE_HERE', message, { service }),
+  /** A version the engine knows of but cannot serve here: why, and the versions it serves. */
+  versionUnavailableHere: (service: string, engine: string, version: string, reason: string, served: readonly string[]) =>
+    new HangarError(
+      422,
+      'SERVICE_UNAVAILABLE_HERE',
+      `${engine} ${version} cannot be served here: ${reason}; ${served.length > 0 ? `versions served here: ${list(served)}` : `no version of ${engine} is served here`}`,
+      { service, field: 'version', allowed: [...served] },
+    ),
   engineUnreachable: (name: string, detail: string) =>
     new HangarError(503, 'ENGINE_UNREACHABLE', `the engine of instance "${name}" does not answer: ${detail}`),
   tlsUnavailable: (detail: string) => new HangarError(503, 'TLS_UNAVAILABLE', `hangar cannot make TLS certificates now: ${detail}`),
@@ -140,8 +172,12 @@ export const errors = {
   apiKeyNotFound: (login: string, userKey: string) => new HangarError(404, 'API_KEY_NOT_FOUND', `account "${login}" has no key ${userKey}`),
   // Refusals of the HTTP layer itself.
   bodyTooLarge: () => new HangarError(413, 'BODY_TOO_LARGE', 'the request body is larger than 64 KiB'),
-  unsupportedMediaType: () =>
-    new HangarError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON (Content-Type: application/json, or none)'),
+  unsupportedMediaType: (received: string) =>
+    new HangarError(
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      `the body was sent as ${JSON.stringify(received)}; send it as JSON (Content-Type: application/json, or none)`,
+    ),
   uriTooLong: () => new HangarError(414, 'URI_TOO_LONG', 'a path segment is longer than 512 characters'),
   invalidPath: () => new HangarError(400, 'INVALID_PATH', 'the path is not valid percent-encoding (or does not decode to UTF-8)'),
   requestTimeout: () => new HangarError(408, 'REQUEST_TIMEOUT', 'the request did not arrive in time; the connection is closed'),
@@ -153,6 +189,9 @@ export const errors = {
   forbiddenPath: () => new HangarError(403, 'FORBIDDEN', 'that path is not served'),
   notFound: () => new HangarError(404, 'ROUTE_NOT_FOUND', 'not found'),
   methodNotAllowed: () => new HangarError(405, 'METHOD_NOT_ALLOWED', 'that method is not allowed here'),
+  /** A path that exists, asked with a method it does not take; `allowed` goes in the Allow header too. */
+  wrongMethod: (method: string, url: string, allowed: readonly string[]) =>
+    new HangarError(405, 'METHOD_NOT_ALLOWED', `${url} does not take ${method}; it takes ${list(allowed)}`, { allow: allowed }),
   notAcceptable: () => new HangarError(406, 'NOT_ACCEPTABLE', 'no answer of an acceptable type'),
   lengthRequired: () => new HangarError(411, 'LENGTH_REQUIRED', 'send a Content-Length'),
   rangeNotSatisfiable: () => new HangarError(416, 'RANGE_NOT_SATISFIABLE', 'the range asked for is outside the file'),
@@ -163,3 +202,21 @@ export const errors = {
 type Catalogue = typeof errors;
 /** Every code a client can see: derived from the catalogue, never kept by hand. */
 export type ErrorCode = ReturnType<Catalogue[keyof Catalogue]>['code'];
+
+/**
+ * Several problems of one request, found by checks that do not depend on each other, answered
+ * at once: as the first of them (its status, code, message and field), with every one listed
+ * (the body's `errors`). One problem is answered as itself.
+ */
+export function allProblems(problems: readonly HangarError[]): HangarError {
+  const first = problems[0];
+  if (!first) throw new Error('allProblems: no problem given');
+  if (problems.length === 1) return first;
+  return new HangarError(first.status, first.code, first.message, { ...first.extra, problems }, { cause: first.cause });
+}
+
+/** The problems an error stands for: those it lists, or itself. */
+export function problemsOf(e: HangarError): readonly HangarError[] {
+  const listed = e.extra.problems;
+  return Array.isArray(listed) && listed.every((p) => p instanceof HangarError) ? (listed as HangarError[]) : [e];
+}

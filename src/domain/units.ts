@@ -108,6 +108,16 @@ export interface Offering {
   readonly programs?: readonly FoundProgram[];
   /** `storage_engine` values accepted in a create body (mongodb); absent: any the API allows. */
   readonly storageEngines?: readonly string[];
+  /** Versions it knows of but cannot serve here, each with why (not published, fails to start, not installed). */
+  readonly unavailableVersions?: readonly UnavailableVersion[];
+  /** What else to know of it here, in words for people (a listener answered by the edge: Kibana not installed). */
+  readonly notes?: readonly string[];
+}
+
+/** A version an engine knows of and will not serve here, and why. */
+export interface UnavailableVersion {
+  readonly version: string;
+  readonly reason: string;
 }
 
 /** What a zone can host, one offering per engine, in the order of the product registry. */
@@ -177,6 +187,11 @@ export interface UnitDefinition {
   /** The program it runs. */
   readonly bin: string;
   readonly args: readonly string[];
+  /**
+   * Variables added to its environment: secrets a program takes from there rather than from its
+   * command line, which every user of the machine can read (its environment only its own user and root).
+   */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** What an engine needs from the runtime that runs its units. */
@@ -192,6 +207,10 @@ export interface UnitHost {
   isRunning(unit: UnitDefinition): boolean;
   /** The last lines of the unit's log, to explain why it stopped. */
   logTail(unit: UnitDefinition): string;
+  /** Where the unit's log ends now (bytes): what a start about to be made writes comes after it. */
+  logEnd(unit: UnitDefinition): number;
+  /** The unit's log from byte `offset` on (at most 64 KiB of it), to explain why a start failed. */
+  logFrom(unit: UnitDefinition, offset: number): string;
   /** Writes a file in the unit's directory (mode 0600) unless it holds `content`; says whether it wrote. */
   writeFile(unit: UnitDefinition, name: string, content: string): boolean;
   /** A file of the unit's directory, or undefined. */
@@ -219,6 +238,15 @@ export interface UnitHost {
   remove(unit: UnitDefinition, name: string): void;
   /** Size in bytes of a file of the unit's directory, or undefined when there is none. */
   size(unit: UnitDefinition, name: string): number | undefined;
+  /**
+   * Runs a short-lived program (an archiver, a database tool) in the unit's directory as the
+   * unit's own user: the files it reads and writes there are the unit's, and hangar's privileges
+   * never act on paths the unit's user controls. `input` is fed to its stdin. Resolves with its
+   * stdout once it exits 0; rejects with the end of its stderr otherwise.
+   */
+  runTool(unit: UnitDefinition, bin: string, args: readonly string[], input?: Readable | string): Promise<string>;
+  /** The same, its stdout as a stream (what it dumps), which fails at its end unless the program exits 0. */
+  toolOutput(unit: UnitDefinition, bin: string, args: readonly string[]): Readable;
 }
 
 /**
@@ -228,6 +256,11 @@ export interface UnitHost {
 export interface InstancePlace {
   readonly dir: string;
   readonly host: UnitHost;
+  /**
+   * The address clients reach the instance's edge listeners at (the host of its connect
+   * strings), where the runtime knows it: what replica-set members announce.
+   */
+  readonly edgeHost?: string;
   readonly cluster?: ClusterPlace;
 }
 
@@ -256,6 +289,12 @@ export interface UnitDriver {
   readiness(spec: InstanceSpec, place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined>;
   /** Whether the engines serve right now (no waiting). */
   check(spec: InstanceSpec, place: InstancePlace): Promise<Health>;
+  /**
+   * The edge listeners of the instance as this engine serves it here, where they differ from
+   * `spec.routes` (the product's): an HTTP policy on a listener whose engine cannot refuse what
+   * clients may not do, or an answer on one with nothing behind it. Same roles, ports and groups.
+   */
+  edgeRoutes?(spec: InstanceSpec): readonly EdgeRoute[];
   /** The engine's cluster form (Kubernetes), where it has one. */
   readonly cluster?: ClusterDriver;
 }

@@ -72,6 +72,10 @@ export interface EngineSupport {
   readonly unavailableReason?: string;
   /** The `storage_engine` values it can honour (MongoDB); absent means the field does not apply. */
   readonly storageEngines?: readonly string[];
+  /** The versions it serves (`X.Y.Z` and `X.Y`), where they are not its first program's (installs of the engine cache). */
+  readonly versions?: readonly string[];
+  /** What else to know of it here, in words for people (the Offering's notes). */
+  readonly notes?: readonly string[];
 }
 
 /**

@@ -1,12 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config.js';
 import type { InstanceSpec } from '../domain/units.js';
 import type { EngineBinaries } from '../lib/binaries.js';
 import { localEngines } from './index.js';
 import { chooseEngine, serviceOffering } from './registry.js';
 
-// Which engines run on this machine and what they offer, from the binaries found (no engine is
-// started: MongoDB and Elasticsearch cannot be installed on this machine).
+// Which engines run on this machine and what they offer, from the binaries found and the engine
+// cache's installs (no engine is started here).
 
 const found = (name: string, version: string) => ({ found: { name, path: `/nonexistent/bin/${name}`, version } });
 const problem = (text: string) => ({ problem: text });
@@ -16,12 +19,20 @@ const base: EngineBinaries = {
   haproxy: found('haproxy', '2.6.12'),
   mongod: problem('`mongod` was not found on PATH; install it or set HANGAR_MONGOD_BIN to its path'),
   mongos: problem('`mongos` was not found on PATH; install it or set HANGAR_MONGOS_BIN to its path'),
-  elasticsearch: problem('`elasticsearch` or `opensearch` was not found on PATH; install it or set HANGAR_ELASTICSEARCH_BIN to its path'),
+  elasticsearch: problem('`elasticsearch` was not found on PATH; install it or set HANGAR_ELASTICSEARCH_BIN to its path'),
+  opensearch: problem('`opensearch` was not found on PATH; install it or set HANGAR_OPENSEARCH_BIN to its path'),
   kibana: problem('`kibana` or `opensearch-dashboards` was not found on PATH; install it or set HANGAR_KIBANA_BIN to its path'),
 };
 
+// an engine cache of its own (empty unless a test fills it), not this machine's
+const cache = mkdtempSync(join(tmpdir(), 'hangar-offerings-cache-'));
+afterAll(() => rmSync(cache, { recursive: true, force: true }));
+
 const engines = (binaries: EngineBinaries, env: Record<string, string> = {}) => {
-  const registry = localEngines(loadConfig({}, { HANGAR_DATA_DIR: '/nonexistent/hangar', ...env }), binaries);
+  const registry = localEngines(
+    loadConfig({}, { HANGAR_DATA_DIR: '/nonexistent/hangar', HANGAR_ENGINE_CACHE: join(cache, 'none'), ...env }),
+    binaries,
+  );
   /** The offering of one engine, by name. */
   const of = (engine: string) => registry.offerings().find((o) => o.engine === engine)!;
   return Object.assign(registry, { of });
@@ -89,6 +100,83 @@ describe('local engines: offerings', () => {
       expect(o.elasticsearch).toMatchObject({ available: true });
     }
     expect(o.elasticsearch.programs?.map((e) => e.name)).toEqual(['elasticsearch', 'haproxy', 'kibana']);
+  });
+});
+
+/** An install in the engine cache, as `hangar engines install` leaves it: its home and manifest. */
+function cached(product: string, version: string, xpack = false): void {
+  const home = join(cache, 'filled', product, version);
+  mkdirSync(join(home, 'bin'), { recursive: true });
+  const program = join(home, 'bin', product === 'opensearch' ? 'opensearch' : 'elasticsearch');
+  writeFileSync(program, '#!/bin/sh\n');
+  chmodSync(program, 0o755);
+  if (xpack) mkdirSync(join(home, 'modules', 'x-pack-security'), { recursive: true });
+  writeFileSync(
+    join(home, 'hangar-engine.json'),
+    JSON.stringify({
+      manifest: 1,
+      product,
+      version,
+      program,
+      source: { kind: 'program', file: program, sha256: '0'.repeat(64) },
+      java_home: '/usr/lib/jvm/java-17-openjdk-amd64',
+      java_version: '17.0.15',
+      env: { JAVA_HOME: '/usr/lib/jvm/java-17-openjdk-amd64' },
+      patches: [],
+      installed_at: '2026-12-07T21:21:33.598Z',
+    }),
+  );
+}
+
+describe('local engines: Elasticsearch and OpenSearch from the engine cache', () => {
+  cached('elasticsearch', '2.4.6');
+  cached('elasticsearch', '5.6.9');
+  cached('elasticsearch', '6.8.23', true);
+  cached('elasticsearch-oss', '6.8.23');
+  cached('opensearch', '2.19.1');
+  const filled = () => engines(base, { HANGAR_ENGINE_CACHE: join(cache, 'filled') });
+
+  it('offer exactly the versions installed (X.Y.Z and X.Y), with no binary on PATH', () => {
+    const r = filled();
+    expect(r.of('elasticsearch')).toMatchObject({ available: true, versions: ['2.4.6', '2.4', '5.6.9', '5.6', '6.8.23', '6.8'] });
+    expect(r.of('opensearch')).toMatchObject({ available: true, service: 'elasticsearch', versions: ['2.19.1', '2.19'] });
+    expect(r.of('elasticsearch').programs?.map((p) => `${p.name} ${p.version}`)).toEqual([
+      'elasticsearch 2.4.6',
+      'elasticsearch 5.6.9',
+      'elasticsearch 6.8.23',
+      'elasticsearch-oss 6.8.23',
+      'haproxy 2.6.12',
+    ]);
+    // a create without engine gets Elasticsearch; OpenSearch is named
+    expect(chooseEngine(r.offerings(), 'elasticsearch', undefined).engine).toBe('elasticsearch');
+    expect(chooseEngine(r.offerings(), 'elasticsearch', 'opensearch').engine).toBe('opensearch');
+  });
+
+  it("list the API's versions they do not serve, with why: refused by the installer, or not installed", () => {
+    const unavailable = Object.fromEntries((filled().of('elasticsearch').unavailableVersions ?? []).map((v) => [v.version, v.reason]));
+    expect(unavailable).toMatchObject({
+      '5.2.2': expect.stringMatching(/fails at bootstrap/),
+      '6.3.2': expect.stringMatching(/not published on Maven Central/),
+      '6.4.1': expect.stringMatching(/not published on Maven Central/),
+      '5.4.3': 'not installed here: run `hangar engines install elasticsearch@5.4.3`',
+      '7.17.25': 'not installed here: run `hangar engines install elasticsearch@7.17.25`',
+    });
+    expect(unavailable).not.toHaveProperty('2.4.6');
+  });
+
+  it('say which versions the edge guards and that the Kibana listeners answer 503', () => {
+    const notes = filled().of('elasticsearch').notes ?? [];
+    expect(notes).toEqual([
+      expect.stringMatching(/^elasticsearch 2\.4\.6, 5\.6\.9: the node has no security of its own/),
+      expect.stringMatching(
+        /^elasticsearch 2\.4\.6, 5\.6\.9, 6\.8\.23: no Kibana runs beside the node \(hangar runs Kibana only beside Elasticsearch 7\.10\.0 or later with security .*kibana_http and kibana_https answer 503/,
+      ),
+    ]);
+  });
+
+  it('add the version of a binary on PATH to those of the cache', () => {
+    const r = engines({ ...base, elasticsearch: found('elasticsearch', '8.11.1') }, { HANGAR_ENGINE_CACHE: join(cache, 'filled') });
+    expect(r.of('elasticsearch').versions).toEqual(['2.4.6', '2.4', '5.6.9', '5.6', '6.8.23', '6.8', '8.11.1', '8.11']);
   });
 });
 

@@ -2,7 +2,8 @@ import type { Config } from '../config.js';
 import type { InstanceType, Service } from '../domain/catalog.js';
 import type { AccessGroup, EdgeRoute } from '../domain/endpoints.js';
 import type { Instance, PortMap } from '../domain/model.js';
-import type { FoundProgram } from '../domain/units.js';
+import type { FoundProgram, UnavailableVersion } from '../domain/units.js';
+import type { InstalledEngine } from './install/engine-manifest.js';
 import type { ProgramSpec } from '../lib/binaries.js';
 import type { Engine } from './engine.js';
 
@@ -36,20 +37,35 @@ export interface ProductFeatures {
 
 /** How the local runtime gets a product's engine: the programs it runs, and the engine over them. */
 export interface LocalForm {
-  /** Programs it needs, the first being the engine whose version instances are created with. */
+  /**
+   * Programs it needs, the first being the engine whose version instances are created with.
+   * Where the product runs installs of the engine cache (`cached`), they are needed only when
+   * none is installed: the engine then runs the cache's versions and the program's.
+   */
   readonly programs: readonly ProgramSpec[];
   /** Programs it uses when found (Kibana beside Elasticsearch). */
   readonly optional?: readonly ProgramSpec[];
+  /** Products of the engine cache (`hangar engines install <product>@<version>`) whose installs it runs, in order of preference. */
+  readonly cached?: readonly string[];
   /** What to install when a program is missing, in words for operators. */
   readonly install: string;
-  /** The engine over the programs found (`found[key]` for each needed one, optional ones when found). */
+  /**
+   * Versions it knows of (the API's list, what hangar installs) that are not among `served`, each
+   * with why; absent: it says nothing of versions it does not serve.
+   */
+  unavailableVersions?(served: readonly string[]): UnavailableVersion[];
+  /** The engine over the programs found (`found[key]` for each needed one, optional ones when found) and the installs. */
   engine(found: Readonly<Record<string, FoundProgram>>, ctx: LocalEngineContext): Engine;
 }
 
 export interface LocalEngineContext {
   readonly config: Config;
+  /** Every version found of each program, newest first (the engine cache may hold several; `found` has the newest). */
+  readonly installed?: Readonly<Record<string, readonly FoundProgram[]>>;
   /** PATH for the tools engines run (tar for backups). */
   readonly searchPath?: string;
+  /** The engine cache's installs of the product's `cached` products (none when it names none). */
+  readonly installs: readonly InstalledEngine[];
 }
 
 /** How a Kubernetes zone gets a product's engine: its images and the engine's cluster form. */
@@ -58,6 +74,8 @@ export interface ClusterForm {
   officialImage(version: string): string;
   /** Versions offered with the official images, where the zone names no image of the product. */
   readonly defaultVersions: readonly string[];
+  /** Why the product does not run on Kubernetes zones at all; absent: it does. */
+  readonly unavailableReason?: string;
   engine(config: Config): Engine;
 }
 

@@ -1,6 +1,8 @@
 import type { Service } from '../domain/catalog.js';
 import { elasticsearchProduct } from './elasticsearch/elasticsearch-product.js';
+import { ferretdbProduct } from './ferretdb/ferretdb-product.js';
 import { mongodProduct } from './mongodb/mongodb-product.js';
+import { opensearchProduct } from './opensearch/opensearch-product.js';
 import type { Product } from './product.js';
 import { redisProduct } from './redis/redis-product.js';
 import { valkeyProduct } from './valkey/valkey-product.js';
@@ -8,9 +10,16 @@ import { valkeyProduct } from './valkey/valkey-product.js';
 /**
  * The products hangar runs, one line each. Their order is the order of preference: a create that
  * names no engine gets the first product of its service that its zone can run (Redis before
- * Valkey, mongod before FerretDB), and lists show them in this order.
+ * Valkey, mongod before FerretDB, Elasticsearch before OpenSearch), and lists show them in this order.
  */
-export const PRODUCTS: readonly Product[] = [redisProduct, valkeyProduct, mongodProduct, elasticsearchProduct];
+export const PRODUCTS: readonly Product[] = [
+  redisProduct,
+  valkeyProduct,
+  mongodProduct,
+  ferretdbProduct,
+  elasticsearchProduct,
+  opensearchProduct,
+];
 
 const BY_NAME: ReadonlyMap<string, Product> = new Map(PRODUCTS.map((p) => [p.name, p]));
 

@@ -16,6 +16,7 @@ import type { LoginGuard, RateLimiter } from '../service/limits.js';
 import type { MongoUserService } from '../service/mongodb-users.js';
 import type { PasswordService } from '../service/passwords.js';
 import type { RedisService } from '../service/redis.js';
+import type { ElasticsearchService } from '../service/elasticsearch.js';
 import type { RedisUserService } from '../service/redis-users.js';
 import type { ZoneService } from '../service/zones.js';
 import { errors } from '../domain/errors.js';
@@ -26,6 +27,7 @@ export interface Services {
   readonly instances: InstanceService;
   readonly acls: AclService;
   readonly redis: RedisService;
+  readonly elasticsearch: ElasticsearchService;
   readonly redisUsers: RedisUserService;
   readonly passwords: PasswordService;
   readonly mongodbUsers: MongoUserService;
@@ -77,10 +79,21 @@ export function originOf(req: FastifyRequest): Origin {
 }
 
 /**
- * The answer of a request that started an operation: `X-Operation-Id` and `Location` name it;
- * the body is the request's own, unchanged.
+ * The answer of a request that started an operation: `X-Operation-Id` and `Location` name it,
+ * a `Warning` header says each thing the caller is told besides; the body is the request's own,
+ * unchanged.
  */
 export function answerStarted<T>(reply: FastifyReply, started: Started<T>): T {
   void reply.header('x-operation-id', started.operation.id).header('location', `/v2/operations/${started.operation.id}/`);
+  if (started.warnings && started.warnings.length > 0) void reply.header('warning', started.warnings.map(warningValue));
   return started.result;
+}
+
+/**
+ * One Warning header value as Kubernetes sends them (RFC 7234, code 299 "miscellaneous
+ * persistent warning"): `299 hangar "10.1.2.3/8 was stored as 10.0.0.0/8"`. Quotes and
+ * backslashes are escaped; anything outside printable ASCII becomes `?`.
+ */
+export function warningValue(text: string): string {
+  return `299 hangar "${text.replace(/[^\x20-\x7e]/g, '?').replace(/["\\]/g, (c) => `\\${c}`)}"`;
 }

@@ -6,6 +6,7 @@ import { compareVersions } from './versions.js';
 import { ELASTICSEARCH_PROGRAM } from '../engines/elasticsearch/elasticsearch-product.js';
 import { MONGOD_PROGRAM, MONGOS_PROGRAM } from '../engines/mongodb/mongodb-product.js';
 import { REDIS_SERVER_PROGRAM } from '../engines/redis/redis-product.js';
+import { OPENSEARCH_PROGRAM } from '../engines/opensearch/opensearch-product.js';
 import { VALKEY_SERVER_PROGRAM } from '../engines/valkey/valkey-product.js';
 import { HAPROXY_PROGRAM, lookupProgram, parseVersion, type ProgramSpec } from './binaries.js';
 
@@ -16,6 +17,7 @@ const SPECS: Readonly<Record<string, ProgramSpec>> = {
   mongod: MONGOD_PROGRAM,
   mongos: MONGOS_PROGRAM,
   elasticsearch: ELASTICSEARCH_PROGRAM,
+  opensearch: OPENSEARCH_PROGRAM,
 };
 const lookupBinary = (key: string, configured: string | undefined, searchPath: string) =>
   lookupProgram(SPECS[key]!, configured, searchPath);
@@ -76,10 +78,21 @@ describe('lookupBinary', () => {
     });
   });
 
-  it('tries opensearch when elasticsearch is not there', async () => {
-    fakeProgram('opensearch', 'Version: 2.11.0, Build: tar/4dcad6dd/2023-10-13, JVM: 17.0.8');
-    const found = await lookupBinary('elasticsearch', undefined, dir);
-    expect(found).toMatchObject({ found: { name: 'opensearch', version: '2.11.0' } });
+  it('finds opensearch as its own program (the engine opensearch), not as elasticsearch', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'hangar-os-'));
+    try {
+      writeFileSync(
+        join(empty, 'opensearch'),
+        "#!/bin/sh\nprintf '%s\\n' 'Version: 2.11.0, Build: tar/4dcad6dd/2023-10-13, JVM: 17.0.8'\n",
+      );
+      chmodSync(join(empty, 'opensearch'), 0o755);
+      expect(await lookupBinary('opensearch', undefined, empty)).toMatchObject({ found: { name: 'opensearch', version: '2.11.0' } });
+      expect(await lookupBinary('elasticsearch', undefined, empty)).toEqual({
+        problem: expect.stringMatching(/`elasticsearch` was not found.*HANGAR_ELASTICSEARCH_BIN/),
+      });
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
   });
 
   it('names the missing binary and the variable that points to it', async () => {

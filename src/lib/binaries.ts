@@ -3,13 +3,23 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
 import type { FoundProgram } from '../domain/units.js';
+import { installedEngines } from '../engines/install/engine-cache.js';
 import { compareVersions } from './versions.js';
 
 /** An engine binary found on this machine. */
 export type FoundBinary = FoundProgram;
 
-/** The result of looking for one binary: found, or why not (naming the variable that points to it). */
-export type BinaryLookup = { readonly found: FoundBinary } | { readonly problem: string };
+/**
+ * The result of looking for one binary: found, or why not (naming the variable that points to it).
+ * A program of the engine cache may be there in several versions: `found` is the newest, `more`
+ * the others, newest first.
+ */
+export type BinaryLookup = { readonly found: FoundBinary; readonly more?: readonly FoundBinary[] } | { readonly problem: string };
+
+/** Every version a lookup found, newest first (none for a problem). */
+export function foundVersions(b: BinaryLookup | undefined): FoundBinary[] {
+  return b && 'found' in b ? [b.found, ...(b.more ?? [])] : [];
+}
 
 /** The programs looked for, by key (`redisServer`, `haproxy`, ...). */
 export type EngineBinaries = Readonly<Record<string, BinaryLookup>>;
@@ -33,6 +43,12 @@ export interface ProgramSpec {
   readonly versionPattern: RegExp;
   /** Oldest version hangar works with, and why. */
   readonly minimum?: { readonly version: string; readonly because: string };
+  /**
+   * The product of the engine cache (`hangar engines install`) whose installs provide this
+   * program. When no path is configured, every version installed there is found (the manifests
+   * say each one's program and version); only when none is, the names are looked for on PATH.
+   */
+  readonly cached?: string;
   /** For operators (`hangar doctor`): what it is for, where it comes from, a page about it. */
   readonly about: { readonly purpose: string; readonly install: string; readonly page: string };
 }
@@ -121,11 +137,48 @@ export async function lookupProgram(spec: ProgramSpec, configured: string | unde
   return { problem: `${names} was not found on PATH; install it or set ${spec.variable} to its path` };
 }
 
+/**
+ * The versions of a program installed in the engine cache, newest first, or undefined when none
+ * is. Each install's manifest names its program and version, checked when it was installed.
+ */
+export function cachedProgram(spec: ProgramSpec, cacheDir: string): BinaryLookup | undefined {
+  if (spec.cached === undefined) return undefined;
+  const name = spec.names[0]!;
+  const installs = installedEngines(cacheDir)
+    .filter((e) => e.product === spec.cached)
+    .map((e): FoundBinary => ({ name, path: e.program, version: e.version }))
+    .reverse();
+  const [newest, ...more] = installs;
+  if (!newest) return undefined;
+  return more.length > 0 ? { found: newest, more } : { found: newest };
+}
+
+/** Looks for a program as the configuration names it: the configured path, else the engine cache (when it has the program), else PATH. */
+async function lookup(spec: ProgramSpec, config: Config, searchPath: string): Promise<BinaryLookup> {
+  const configured = config[spec.setting];
+  if (spec.cached !== undefined && (configured === undefined || configured === '')) {
+    const cached = cachedProgram(spec, config.engineCache);
+    if (cached) return cached;
+    const onPath = await lookupProgram(spec, configured, searchPath);
+    if ('found' in onPath) return onPath;
+    return {
+      problem: `no ${spec.cached} is installed in the engine cache (${config.engineCache}) and \`${spec.names.join('` or `')}\` is not on PATH; install one with \`hangar engines install ${spec.cached}@VERSION\`, or set ${spec.variable} to its path`,
+    };
+  }
+  return lookupProgram(spec, configured, searchPath);
+}
+
 /** Looks for every program of `specs` (once each, concurrently), as the configuration names them. */
 export async function detectPrograms(specs: readonly ProgramSpec[], config: Config, searchPath: string): Promise<EngineBinaries> {
   const unique = [...new Map(specs.map((s) => [s.key, s])).values()];
-  const found = await Promise.all(unique.map((s) => lookupProgram(s, config[s.setting], searchPath)));
+  const found = await Promise.all(unique.map((s) => lookup(s, config, searchPath)));
   return Object.fromEntries(unique.map((s, i) => [s.key, found[i]!]));
+}
+
+/** `X.Y.Z` and `X.Y` of each version, newest first (`X.Y` names the newest of its series), without repeats. */
+export function versionsOfAll(versions: readonly string[]): string[] {
+  const sorted = [...versions].sort((a, b) => compareVersions(b, a));
+  return [...new Set(sorted.flatMap(versionsOf))];
 }
 
 /** `X.Y.Z` and `X.Y`: the versions a create body may name for an engine found here. */

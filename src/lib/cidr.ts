@@ -36,6 +36,34 @@ export function parseCidr(input: string): Cidr | undefined {
   return { text: prefix === bits ? network : `${network}/${prefix}`, family, network, prefix };
 }
 
+/**
+ * What a person should be told of a range as it will be stored: that its host bits were
+ * cleared (`10.1.2.3/8 was stored as 10.0.0.0/8`), and that it admits every address of the
+ * internet (`/0`). Nothing for a range written as it is stored, however its letters are spelled.
+ */
+export function rangeNotes(input: string, cidr: Cidr, stored: string): string[] {
+  const notes: string[] = [];
+  const slash = input.indexOf('/');
+  const address = parseCidr(slash < 0 ? input : input.slice(0, slash));
+  if (address && address.network !== cidr.network) notes.push(`${input} was stored as ${stored}`);
+  if (cidr.prefix === 0) notes.push(`${stored} admits every IPv${cidr.family} address: anyone on the internet can reach the instance`);
+  return notes;
+}
+
+/**
+ * Why a text that parseCidr refused is not an address or range: its prefix length, when the
+ * address before the `/` is one (`10.0.0.0/33`: 0 to 32 for IPv4, 0 to 128 for IPv6); undefined
+ * when the address itself is not one.
+ */
+export function prefixProblem(input: string): string | undefined {
+  const slash = input.indexOf('/');
+  if (slash < 0) return undefined;
+  const address = parseCidr(input.slice(0, slash));
+  if (!address) return undefined;
+  const [bits, other] = address.family === 4 ? ([32, 'IPv6: 0 to 128'] as const) : ([128, 'IPv4: 0 to 32'] as const);
+  return `the prefix length after "/" must be a whole number from 0 to ${bits} for an IPv${address.family} address (${other})`;
+}
+
 function v4Bytes(addr: string): number[] | undefined {
   const parts = addr.split('.').map(Number);
   return parts.length === 4 && parts.every((p) => p >= 0 && p <= 255) ? parts : undefined;

@@ -42,6 +42,8 @@ export interface OperationSupervisorDeps {
   readonly operations: OperationLog;
   /** More housekeeping run with the pruning (webhook delivery records); each returns how many rows went. */
   readonly prune?: readonly ((now: number) => Promise<number>)[];
+  /** When a pass first writes to its operations, in ms (default a quarter second); tests make every pass "short". */
+  readonly firstFlushMs?: number;
 }
 
 type Change = (op: Operation, now: number) => Operation | undefined;
@@ -155,7 +157,7 @@ export class OperationSupervisor {
       }, ms);
       timer.unref();
     };
-    schedule(FIRST_FLUSH_MS);
+    schedule(this.deps.firstFlushMs ?? FIRST_FLUSH_MS);
     return {
       wrap: (ctx) => ({
         ...ctx,

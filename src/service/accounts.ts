@@ -8,6 +8,7 @@ import {
   findAccountByLogin,
   findApiKey,
   findLiveToken,
+  findTokenState,
   insertAccount,
   insertApiKey,
   insertToken,
@@ -236,6 +237,19 @@ export class AccountService {
     };
     this.cache.set(cacheKey, { caller, until: Math.min(now + CACHE_MS, row.expires_at) });
     return caller;
+  }
+
+  /**
+   * The 401 of a token verifyToken refused, saying why: when it expired, or was revoked, or that
+   * it is unknown. A dead token is kept a day (purgeDeadTokens), so for a day it is told apart;
+   * only its holder can ask, and a token is 256 random bits, so that tells no one anything new.
+   */
+  async tokenRefusal(token: string): Promise<HangarError> {
+    if (token.length === 0 || token.length > 512) return errors.tokenUnknown();
+    const row = await findTokenState(this.db, hashToken(token));
+    if (row?.revoked_at != null) return errors.tokenRevoked(row.revoked_at);
+    if (row && row.expires_at <= this.opts.now()) return errors.tokenExpired(row.expires_at);
+    return errors.tokenUnknown();
   }
 
   /**

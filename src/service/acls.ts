@@ -15,14 +15,14 @@ import {
 import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import type { Db } from '../store/database.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
-import { errors } from '../domain/errors.js';
+import { type HangarError, allProblems, errors } from '../domain/errors.js';
 import { accessGroups, type AccessGroup } from '../domain/endpoints.js';
 import { productNamed } from '../engines/products.js';
 import { toSpec } from '../engines/spec.js';
 import type { AccessEnforcer, DeniedConnection } from '../domain/units.js';
 import type { InstanceService, Started } from './instances.js';
 import type { Acl, Instance } from '../domain/model.js';
-import { assertAcl, type AclInput, type ValidAcl } from './validate.js';
+import { aclFields, aclProblems, assertAcl, type AclInput, type ValidAcl } from './validate.js';
 
 /** How long an ACL change waits for the edge before answering (it is durable either way). */
 const SETTLE_MS = 2000;
@@ -107,12 +107,20 @@ export class AclService {
     return { instance, acl };
   }
 
+  /**
+   * The problems of an ACL body that each of its values has on its own, whatever the instance
+   * (the flags are judged against its service by create): for an answer that names them all.
+   */
+  bodyProblems(body: unknown): readonly HangarError[] {
+    return aclProblems(aclFields(body), undefined, this.deps.now()).problems;
+  }
+
   /** Records the ACL (and its operation), has the edge admit it, and returns its id. */
   async create(caller: Caller, name: string, input: AclInput, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
     const instance = await this.instances.get(caller, name);
     const { db, config } = this.deps;
     const now = this.deps.now();
-    const acl = assertAcl(input, instance.service, productNamed(instance.engine).features.aclGroups, now);
+    const acl = assertAcl(input, { service: instance.service, groups: productNamed(instance.engine).features.aclGroups }, now);
     if (instance.deleting) throw errors.instanceDeleting(name);
     const id = newObjectId(now);
     const { operations } = this.deps;
@@ -149,7 +157,7 @@ export class AclService {
     });
     this.step('acl-add:recorded');
     await this.apply(instance.id);
-    return { result: id, operation };
+    return { result: id, operation, warnings: acl.warnings };
   }
 
   async delete(caller: Caller, name: string, aclId: string, origin: Origin = NO_ORIGIN): Promise<Started<void>> {
@@ -189,7 +197,12 @@ export class AclService {
     const instance = await this.instances.get(caller, name);
     const { db, config, operations } = this.deps;
     const now = this.deps.now();
-    const wanted = inputs.map((a, i) => assertAcl(a, instance.service, productNamed(instance.engine).features.aclGroups, now, `[${i}].`));
+    // Every item is judged, so that one answer names the problems of all of them.
+    const on = { service: instance.service, groups: productNamed(instance.engine).features.aclGroups };
+    const judged = inputs.map((a, i) => aclProblems(a, on, now, `[${i}].`));
+    const problems = judged.flatMap((j) => j.problems);
+    if (problems.length > 0) throw allProblems(problems);
+    const wanted = judged.map((j) => j.acl!);
     const seen = new Set<string>();
     for (const a of wanted) {
       if (seen.has(ruleKey(a))) throw errors.invalidValue('cidr_mask', `the list holds ${a.cidrMask} twice`);
@@ -219,7 +232,7 @@ export class AclService {
     });
     // applied even when nothing changed: the operation completes with the pass that carries its version out
     await this.apply(instance.id);
-    return { result: await this.list(caller, name), operation };
+    return { result: await this.list(caller, name), operation, warnings: wanted.flatMap((w) => w.warnings) };
   }
 
   /** Writes the difference between `current` and `wanted`; says whether anything changed. */

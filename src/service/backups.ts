@@ -268,16 +268,23 @@ export class BackupService {
   /**
    * The caller's completed backup of `service` that a new or existing instance on `plan` can be
    * restored from: 404 when it is not the caller's, 400 for another service or a plan smaller
-   * than what the instance used, 409 when it is not completed, 422 when it no longer matches its
-   * SHA-256.
+   * than what the instance used or a snapshot of another engine's `format` (when given), 409 when
+   * it is not completed, 422 when it no longer matches its SHA-256.
    */
-  async restorable(caller: Caller, backupId: string, service: string, plan: number, field: string): Promise<Backup> {
+  async restorable(caller: Caller, backupId: string, service: string, plan: number, field: string, format?: string): Promise<Backup> {
     const backup = await findBackup(this.db, this.deps.keyring, backupId);
     if (!backup || backup.accountId !== caller.accountId) throw errors.backupNotFound(backupId);
     if (backup.service !== service) {
       throw errors.invalidValue(
         field,
         `"${field}": backup "${backupId}" is a ${backup.service} backup; it cannot be restored into a ${service} instance`,
+      );
+    }
+    // engines of one service may keep their data differently (mongod's archives, FerretDB's SQLite files)
+    if (format !== undefined && backup.format !== format) {
+      throw errors.invalidValue(
+        field,
+        `"${field}": backup "${backupId}" is a ${backup.format} snapshot; the engine of this instance restores ${format} snapshots only`,
       );
     }
     if (backup.state !== 'COMPLETED') throw errors.backupNotCompleted(backupId, backup.state);
@@ -304,7 +311,7 @@ export class BackupService {
     if (!READY_STATES.includes(inst.state)) throw errors.operationInProgress(name, inst.state);
     const running = await findActiveBackup(this.db, inst.id);
     if (running) throw errors.backupInProgress(name, running.id, running.state);
-    const backup = await this.restorable(caller, backupId, inst.service, inst.plan, 'backup_id');
+    const backup = await this.restorable(caller, backupId, inst.service, inst.plan, 'backup_id', this.driverFor(inst).format);
     const now = this.deps.now();
     const restore: Restore = {
       id: newObjectId(now),

@@ -11,7 +11,7 @@ import {
   findOwnedInstance,
   getInstanceListVersion,
   getSpecVersion,
-  instanceNameTaken,
+  findNameHolder,
   listInstances,
   renameInstance,
 } from '../store/instance-repository.js';
@@ -21,17 +21,20 @@ import { INSTANCE_TYPES, PLANS, SERVICES, isService, type InstanceType, type Ser
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps, type ZoneView } from './deps.js';
 import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
-import { PRODUCTS, productNamed } from '../engines/products.js';
-import { chooseEngine } from '../engines/registry.js';
-import { errors, type HangarError } from '../domain/errors.js';
+import { PRODUCTS, firstProductOf, productNamed, productsOf } from '../engines/products.js';
+import { chooseEngine, serviceOffering } from '../engines/registry.js';
+import type { Product } from '../engines/product.js';
+import { type HangarError, allProblems, errors } from '../domain/errors.js';
+import type { Offerings } from '../domain/units.js';
 import type { Instance, PortMap } from '../domain/model.js';
 import { pickFreePorts } from '../store/ports.js';
-import { assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
+import { Problems, aclFields, aclProblems, assertAcl, assertInstanceName, assertOneOf, type AclInput } from './validate.js';
 
 /** The 404 of the spec's service routes (`/v2/redis/<name>/...`, `/v2/mongodb/<id>/...`): their own words. */
 const NOT_FOUND_IN: Partial<Record<Service, (given: string) => HangarError>> = {
   redis: errors.notARedisInstance,
   mongodb: errors.notAMongodbInstance,
+  elasticsearch: errors.notAnElasticsearchInstance,
 };
 
 /**
@@ -64,7 +67,14 @@ export interface CreateInstanceInput {
 /** What a create with `restore_from` needs of the backups. */
 export interface RestoreSources {
   /** The caller's backup that an instance of `service` on `plan` can be restored from, or the 4xx saying why not. */
-  restorable(caller: Caller, backupId: string, service: string, plan: number, field: string): Promise<{ readonly id: string }>;
+  restorable(
+    caller: Caller,
+    backupId: string,
+    service: string,
+    plan: number,
+    field: string,
+    format?: string,
+  ): Promise<{ readonly id: string }>;
   /** Gives a new instance the default backup policy. */
   applyDefaultPolicy(inst: { readonly id: string; readonly accountId: string }): Promise<void>;
 }
@@ -73,6 +83,8 @@ export interface RestoreSources {
 export interface Started<T> {
   readonly result: T;
   readonly operation: Operation;
+  /** What the caller is told besides (an HTTP Warning each): what was done otherwise than asked, or what it risks. */
+  readonly warnings?: readonly string[];
 }
 
 /** Thrown in a rename's transaction when another request renamed or deleted the instance first. */
@@ -133,58 +145,129 @@ export class InstanceService {
     return findInstanceByName(this.deps.db, this.deps.keyring, caller.accountId, idOrName);
   }
 
+  /**
+   * Every problem of a create body that can be judged on its own, in this order: the service,
+   * the name, and, once the service is known, its type, plan, zone, version (once the zone is known),
+   * encryption, storage engine, and each ACL; not only the first, so that a client can fix them
+   * all in one round trip. A field that is missing or of the wrong JSON type is the schema's to
+   * name, and is left out here. Reads nothing stored.
+   */
+  createProblems(body: unknown): readonly HangarError[] {
+    const b = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
+    const text = (k: string) => (typeof b[k] === 'string' ? (b[k] as string) : undefined);
+    const p = new Problems();
+    const given = text('service');
+    if (given !== undefined && !isService(given)) {
+      p.add(errors.invalidValue('service', `"service" ${JSON.stringify(given)} is not a service`, SERVICES));
+    }
+    const service = given !== undefined && isService(given) ? given : undefined;
+    let product: Product | undefined;
+    const name = text('name');
+    if (name !== undefined) p.check(() => assertInstanceName(name));
+    if (service !== undefined) {
+      const type = text('type');
+      if (type !== undefined)
+        p.check(() => assertOneOf('type', type, INSTANCE_TYPES[service] as readonly string[], `"type" of a ${service} instance`));
+      const plan = b.plan;
+      if (Number.isInteger(plan)) p.check(() => assertOneOf('plan', plan as number, PLANS[service], `"plan" of a ${service} instance`));
+      const zoneName = text('zone');
+      const zone = zoneName === undefined ? undefined : p.check(() => this.zones.zoneFor(service, zoneName));
+      // The engine the create gets: the one named, else the zone's default (one that cannot run
+      // here is a 422 of its own, in create); its product says what the body may carry.
+      const named = text('engine');
+      const names = productsOf(service).map((x) => x.name);
+      if (named !== undefined && !names.includes(named)) {
+        p.add(errors.invalidValue('engine', `"engine" of a ${service} instance ${JSON.stringify(named)} is not allowed`, names));
+      }
+      const choice = zone ? serviceOffering(zone.engines.offerings(), service) : undefined;
+      const offering = named === undefined ? choice?.default : choice?.engines.find((e) => e.engine === named && e.available);
+      product = offering
+        ? productNamed(offering.engine)
+        : named !== undefined && names.includes(named)
+          ? productNamed(named)
+          : firstProductOf(service);
+      if (b.encryption === true && !product.features.encryption) {
+        const encryptable = [...new Set(PRODUCTS.filter((x) => x.features.encryption).map((x) => x.service))].sort();
+        p.add(errors.invalidValue('encryption', `"encryption" applies to ${encryptable.join(' and ')} instances only`));
+      }
+      const storageEngine = text('storage_engine');
+      const storageEngines = product.features.storageEngines;
+      if (storageEngine !== undefined) {
+        if (!storageEngines) {
+          const services = [...new Set(PRODUCTS.filter((x) => x.features.storageEngines).map((x) => x.service))];
+          p.add(errors.invalidValue('storage_engine', `"storage_engine" applies to ${services.join(' and ')} instances only`));
+        } else p.check(() => assertOneOf('storage_engine', storageEngine, storageEngines));
+      }
+      const version = text('version');
+      // a version known but not served here is create's to refuse (422, saying why)
+      const unservable = offering?.unavailableVersions?.some((v) => v.version === version) && !offering?.versions.includes(version ?? '');
+      if (offering && version !== undefined && !unservable) {
+        // the engine is named in the message when the body named it: a body without one reads as it always did
+        const onEngine = named !== undefined ? ` on ${offering.engine}` : '';
+        p.check(() => assertOneOf('version', version, offering.versions, `"version" of a ${service} instance${onEngine}`));
+      }
+      if (
+        offering &&
+        storageEngine !== undefined &&
+        storageEngines?.includes(storageEngine) &&
+        offering.storageEngines &&
+        !offering.storageEngines.includes(storageEngine)
+      ) {
+        // mmapv1 exists up to MongoDB 4.0; the engines a host runs may be newer
+        const message = `"storage_engine" ${JSON.stringify(storageEngine)} is not available with the ${offering.engine} installed on this host`;
+        p.add(errors.invalidValue('storage_engine', message, offering.storageEngines));
+      }
+    }
+    if (Array.isArray(b.acls)) {
+      const now = this.deps.now();
+      const on = service && product ? { service, groups: product.features.aclGroups } : undefined;
+      const acls = b.acls.map((a: unknown, i) => aclProblems(aclFields(a), on, now, `acls[${i}].`));
+      for (const a of acls) p.add(...a.problems);
+      // The same rule twice, however written, among the valid ACLs.
+      const seen = new Set<string>();
+      for (const a of acls) {
+        if (!a.acl) continue;
+        const key = `${parseCidr(a.acl.cidrMask)?.text ?? a.acl.cidrMask}|${a.acl.transport}|${a.acl.kibana}`;
+        if (seen.has(key)) {
+          p.add(errors.invalidValue('acls', `"acls" lists ${a.acl.cidrMask} twice`));
+          break;
+        }
+        seen.add(key);
+      }
+    }
+    return p.list;
+  }
+
   async create(caller: Caller, input: CreateInstanceInput, origin: Origin = NO_ORIGIN): Promise<Started<Instance>> {
     const { config, keyring, db } = this.deps;
-    const service = input.service;
-    if (!isService(service)) throw errors.invalidValue('service', `"service" ${JSON.stringify(service)} is not a service`, SERVICES);
-    assertInstanceName(input.name);
-    assertOneOf('type', input.type, INSTANCE_TYPES[service] as readonly string[], `"type" of a ${service} instance`);
-    assertOneOf('plan', input.plan, PLANS[service], `"plan" of a ${service} instance`);
+    const problems = this.createProblems(input);
+    if (problems.length > 0) throw allProblems(problems);
+    const service = input.service as Service;
     const zone = this.zones.zoneFor(service, input.zone);
+    // what createProblems judged without a zone's engines is judged here (422s: the engine cannot run here)
     const offering = chooseEngine(zone.engines.offerings(), service, input.engine);
     const product = productNamed(offering.engine);
     if (!product.types.includes(input.type as InstanceType)) {
-      const served = PRODUCTS.filter((p) => p.service === service && p.types.includes(input.type as InstanceType)).map((p) => p.name);
-      throw errors.serviceUnavailableHere(
-        service,
-        `${product.label} (engine ${product.name}) cannot run a ${input.type}${served.length > 0 ? `: ask for engine ${served.join(' or ')}` : ''}`,
-      );
+      throw errors.serviceUnavailableHere(service, typeRefusal(product, input.type as InstanceType, zone.engines.offerings()));
     }
-    if (input.encryption === true && !product.features.encryption) {
-      const encryptable = [...new Set(PRODUCTS.filter((p) => p.features.encryption).map((p) => p.service))].sort();
-      throw errors.invalidValue('encryption', `"encryption" applies to ${encryptable.join(' and ')} instances only`);
+    // a version the engine knows of but cannot serve here: 422 saying why (not a 400: the body is right)
+    const unavailable = offering.unavailableVersions?.find((v) => v.version === input.version);
+    if (unavailable && !offering.versions.includes(input.version)) {
+      throw errors.versionUnavailableHere(service, product.name, input.version, unavailable.reason, offering.versions);
     }
-    if (input.storage_engine !== undefined) {
-      if (!product.features.storageEngines) {
-        const services = [...new Set(PRODUCTS.filter((p) => p.features.storageEngines).map((p) => p.service))];
-        throw errors.invalidValue('storage_engine', `"storage_engine" applies to ${services.join(' and ')} instances only`);
-      }
-      assertOneOf('storage_engine', input.storage_engine, product.features.storageEngines);
-    }
-    // the engine is named in the message when the body named it: a body without one reads as it always did
-    const onEngine = input.engine !== undefined ? ` on ${product.name}` : '';
-    assertOneOf('version', input.version, offering.versions, `"version" of a ${service} instance${onEngine}`);
-    if (input.storage_engine !== undefined && offering.storageEngines && !offering.storageEngines.includes(input.storage_engine)) {
-      // mmapv1 exists up to MongoDB 4.0; the engines a host runs may be newer
-      const message = `"storage_engine" ${JSON.stringify(input.storage_engine)} is not available with the ${product.name} installed on this host`;
-      throw errors.invalidValue('storage_engine', message, offering.storageEngines);
-    }
-    const acls = (input.acls ?? []).map((a, i) => assertAcl(a, service, product.features.aclGroups, this.deps.now(), `acls[${i}].`));
-    const seen = new Set<string>();
-    for (const a of acls) {
-      const key = `${parseCidr(a.cidrMask)?.text ?? a.cidrMask}|${a.transport}|${a.kibana}`;
-      if (seen.has(key)) throw errors.invalidValue('acls', `"acls" lists ${a.cidrMask} twice`);
-      seen.add(key);
-    }
+    const on = { service, groups: product.features.aclGroups };
+    const acls = (input.acls ?? []).map((a, i) => assertAcl(a, on, this.deps.now(), `acls[${i}].`));
     if (acls.length > config.maxAclsPerInstance) throw errors.quotaExceeded('ACLs per instance', config.maxAclsPerInstance);
     if ((await countInstances(db, caller.accountId)) >= config.maxInstancesPerAccount) {
       throw errors.quotaExceeded('instances per account', config.maxInstancesPerAccount);
     }
-    if (await instanceNameTaken(db, caller.accountId, input.name)) throw errors.nameTaken(input.name);
+    const holder = await findNameHolder(db, caller.accountId, input.name);
+    if (holder !== undefined) throw errors.nameTaken(input.name, holder);
     let restoreFrom: string | undefined;
     if (input.restore_from !== undefined) {
       if (!this.backups) throw errors.invalidValue('restore_from', '"restore_from": backups are not available on this hangar');
-      restoreFrom = (await this.backups.restorable(caller, input.restore_from, service, input.plan, 'restore_from')).id;
+      const format = zone.engines.require(offering.engine).backups?.format;
+      restoreFrom = (await this.backups.restorable(caller, input.restore_from, service, input.plan, 'restore_from', format)).id;
     }
 
     const now = this.deps.now();
@@ -299,7 +382,7 @@ export class InstanceService {
     // The answer is the instance as recorded (REQUESTED), not as read back: the worker may
     // already have moved it on by then (it polls the store for new work).
     this.deps.work.enqueue(id);
-    return { result: created, operation: operation! };
+    return { result: created, operation: operation!, warnings: acls.flatMap((a) => a.warnings) };
   }
 
   /** Free ports for each role, from the configured range, starting at a random place. */
@@ -321,7 +404,7 @@ export class InstanceService {
           { kind: 'rename', instance: { id: inst.id, name }, account: caller.accountId, ...origin, detail: { from: name, to: newName } },
           trx,
         );
-        if (!(await renameInstance(trx, inst.id, name, newName, this.deps.now()))) throw NOT_RENAMED;
+        if (!(await renameInstance(trx, caller.accountId, inst.id, name, newName, this.deps.now()))) throw NOT_RENAMED;
         await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
         return op;
       })
@@ -353,4 +436,21 @@ export class InstanceService {
     this.deps.work.enqueue(inst.id);
     return { result: `Instance "${name}" is being deleted`, operation };
   }
+}
+
+/**
+ * Why an engine cannot take a type, and where the type can go: the engines of the service that
+ * run it and can run in the zone, or why those that run it cannot.
+ */
+function typeRefusal(product: Product, type: InstanceType, offerings: Offerings): string {
+  const head = `${product.label} (engine ${product.name}) runs ${product.types.join(', ')} only, not ${type}`;
+  const others = PRODUCTS.filter((p) => p.service === product.service && p.types.includes(type));
+  const here = others.filter((p) => offerings.some((o) => o.engine === p.name && o.available)).map((p) => p.name);
+  if (here.length > 0) return `${head}: ask for engine ${here.join(' or ')}`;
+  const why = others.map((p) => {
+    const o = offerings.find((x) => x.engine === p.name);
+    const reason = (o?.unavailableReason ?? `${p.name} cannot run here`).replace(new RegExp(`^${p.name} cannot run here: `), '');
+    return `${p.name}, which runs it, cannot run here: ${reason}`;
+  });
+  return why.length > 0 ? `${head}; ${why.join('; ')}` : head;
 }

@@ -2,12 +2,13 @@ import { newObjectId, randomHex } from '../lib/ids.js';
 import type { Db } from '../store/database.js';
 import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
 import { findRedisUser, insertRedisUser, listRedisUsers, markRedisUserDeleting, updateRedisUser } from '../store/redis-user-repository.js';
-import { patternProblem, ruleProblem, usernameProblem } from '../engines/redis/redis-users.js';
+import { patternProblem, ruleProblem, takePattern, usernameProblem } from '../engines/redis/redis-users.js';
 
 /** Command categories a user may be granted (engine knowledge, for the API's documentation). */
 export { GRANTABLE_CATEGORIES } from '../engines/redis/redis-users.js';
 import { productNamed } from '../engines/products.js';
 import { errors } from '../domain/errors.js';
+import { Problems } from './validate.js';
 import type { Instance, RedisUser } from '../domain/model.js';
 import type { OperationKind } from '../domain/operations.js';
 import { NO_ORIGIN, type Caller, type Origin, type ServiceDeps } from './deps.js';
@@ -106,13 +107,18 @@ export class RedisUserService {
     input: RedisUserInput,
     origin: Origin = NO_ORIGIN,
   ): Promise<Started<{ user: RedisUser; password: string }>> {
+    // every field judged, so that one answer names each problem
+    const p = new Problems();
     const problem = usernameProblem(input.username);
-    if (problem) throw errors.invalidValue('username', `"username" ${problem}`);
+    if (problem) p.add(errors.invalidValue('username', `"username" ${problem}`));
     const password = input.password ?? randomHex(16);
-    assertUserPassword(password);
-    const keys = assertPatterns('keys', input.keys ?? []);
-    const channels = assertPatterns('channels', input.channels ?? []);
-    const commands = assertCommands(input.commands ?? []);
+    p.check(() => assertUserPassword(password));
+    const keys = p.check(() => assertPatterns('keys', input.keys ?? []));
+    const channels = p.check(() => assertPatterns('channels', input.channels ?? []));
+    const commands = p.check(() => assertCommands(input.commands ?? []));
+    // past this, every check passed: each gave its value
+    p.throwIfAny();
+    const warnings = [...keys!.notes, ...channels!.notes];
     const inst = await redisInstanceOf(this.instances, caller, name);
     if (inst.deleting) throw errors.instanceDeleting(name);
     const now = this.deps.now();
@@ -126,15 +132,15 @@ export class RedisUserService {
           instanceId: inst.id,
           username: input.username,
           password,
-          keys,
-          channels,
-          commands,
+          keys: keys!.patterns,
+          channels: channels!.patterns,
+          commands: commands!,
           now,
         });
         if (!inserted) throw errors.redisUserExists(input.username, name);
       },
     );
-    return { result: { user: await this.get(caller, name, input.username), password }, operation };
+    return { result: { user: await this.get(caller, name, input.username), password }, operation, warnings };
   }
 
   async update(
@@ -147,13 +153,19 @@ export class RedisUserService {
     if (change.password === undefined && change.keys === undefined && change.channels === undefined && change.commands === undefined) {
       throw errors.invalidBody('send at least one of "password", "keys", "channels", "commands"');
     }
-    if (change.password !== undefined) assertUserPassword(change.password);
+    const p = new Problems();
+    if (change.password !== undefined) p.check(() => assertUserPassword(change.password!));
+    const keys = change.keys === undefined ? undefined : p.check(() => assertPatterns('keys', change.keys!));
+    const channels = change.channels === undefined ? undefined : p.check(() => assertPatterns('channels', change.channels!));
+    const commands = change.commands === undefined ? undefined : p.check(() => assertCommands(change.commands!));
+    p.throwIfAny();
     const patch = {
       ...(change.password !== undefined ? { password: change.password } : {}),
-      ...(change.keys !== undefined ? { keys: assertPatterns('keys', change.keys) } : {}),
-      ...(change.channels !== undefined ? { channels: assertPatterns('channels', change.channels) } : {}),
-      ...(change.commands !== undefined ? { commands: assertCommands(change.commands) } : {}),
+      ...(keys !== undefined ? { keys: keys.patterns } : {}),
+      ...(channels !== undefined ? { channels: channels.patterns } : {}),
+      ...(commands !== undefined ? { commands } : {}),
     };
+    const warnings = [...(keys?.notes ?? []), ...(channels?.notes ?? [])];
     const inst = await redisInstanceOf(this.instances, caller, name);
     if (inst.deleting) throw errors.instanceDeleting(name);
     const now = this.deps.now();
@@ -162,7 +174,7 @@ export class RedisUserService {
       const user = await findRedisUser(trx, this.deps.keyring, inst.id, username);
       if (!user || !(await updateRedisUser(trx, this.deps.keyring, user.id, patch, now))) throw errors.redisUserNotFound(username, name);
     });
-    return { result: await this.get(caller, name, username), operation };
+    return { result: await this.get(caller, name, username), operation, warnings };
   }
 
   /** Deletes the user: the engines drop it, which closes its connections. */
@@ -181,18 +193,36 @@ export function assertUserPassword(password: string): void {
   if (/[\x00-\x1f\x7f]/.test(password)) throw errors.invalidValue('password', '"password" must not hold control characters');
 }
 
-function assertPatterns(field: 'keys' | 'channels', patterns: readonly string[]): string[] {
-  patterns.forEach((p, i) => {
-    const problem = patternProblem(p);
-    if (problem) throw errors.invalidValue(`${field}[${i}]`, `"${field}[${i}]" ${JSON.stringify(p)} ${problem}`);
+/**
+ * The patterns to store, each checked (every problem thrown at once) and taken without the mark
+ * Redis writes before it (`~app:*` is `app:*`), and a note for each pattern taken so.
+ */
+function assertPatterns(field: 'keys' | 'channels', given: readonly string[]): { patterns: string[]; notes: string[] } {
+  const problems = new Problems();
+  const patterns: string[] = [];
+  const notes: string[] = [];
+  given.forEach((p, i) => {
+    const taken = takePattern(field, p);
+    const problem = 'problem' in taken ? taken.problem : patternProblem(taken.pattern);
+    if (problem) {
+      problems.add(errors.invalidValue(`${field}[${i}]`, `"${field}[${i}]" ${JSON.stringify(p)} ${problem}`));
+      return;
+    }
+    if ('pattern' in taken) {
+      patterns.push(taken.pattern);
+      if (taken.note) notes.push(`${field}[${i}] ${taken.note}`);
+    }
   });
-  return [...new Set(patterns)];
+  problems.throwIfAny();
+  return { patterns: [...new Set(patterns)], notes };
 }
 
 function assertCommands(rules: readonly string[]): string[] {
+  const problems = new Problems();
   rules.forEach((r, i) => {
     const refused = ruleProblem(r);
-    if (refused) throw errors.invalidValue(`commands[${i}]`, `"commands[${i}]" ${refused.problem}`, refused.allowed);
+    if (refused) problems.add(errors.invalidValue(`commands[${i}]`, `"commands[${i}]" ${refused.problem}`, refused.allowed));
   });
+  problems.throwIfAny();
   return rules.map((r) => r.toLowerCase());
 }

@@ -1,21 +1,20 @@
-import { bumpInstance, getSpecVersion } from '../store/instance-repository.js';
-import { PLANS } from '../domain/catalog.js';
 import { NO_ORIGIN, requestStep, type Caller, type Origin, type ServiceDeps } from './deps.js';
 import { errors } from '../domain/errors.js';
 import { type InstanceService, type Started, assertInstanceFits } from './instances.js';
-import type { Operation } from '../domain/operations.js';
 import type { ZoneService } from './zones.js';
-import { READY_STATES, SERVING_STATES, type Instance } from '../domain/model.js';
+import { SERVING_STATES, type Instance } from '../domain/model.js';
 import { toSpec } from '../engines/spec.js';
 import type { RedisInspector, SlowlogEntry } from '../engines/engine.js';
 
 export type { SlowlogEntry };
 import { REDIS_SETTING_NAMES, checkRedisSetting } from '../engines/redis/redis-settings.js';
+import { serverVersion } from '../engines/redis/redis-admin.js';
 
 /** The settings tenants may change, with their values (engine knowledge, for the API's documentation). */
 export { REDIS_SETTINGS } from '../engines/redis/redis-settings.js';
 import { listRedisSettings, putRedisSettings } from '../store/redis-user-repository.js';
 import { recordAndApply } from './redis-users.js';
+import { recordResize } from './resize.js';
 
 /** An engine that takes longer than this to answer an inspection is reported unreachable. */
 const ENGINE_TIMEOUT_MS = 3000;
@@ -231,75 +230,17 @@ export class RedisService {
         replicationOffset: offset,
         replicas,
         uptimeSeconds: num(server.uptime_in_seconds),
-        version: server.redis_version ?? '',
+        version: serverVersion(server) ?? '',
       };
     });
   }
 
   /** Records the larger plan (and its operation); the reconciler applies it to the engines. */
   async resize(caller: Caller, name: string, newPlan: number, origin: Origin = NO_ORIGIN): Promise<Started<string>> {
-    const inst = await this.redisInstance(caller, name);
-    const plans = PLANS.redis;
-    if (!plans.includes(newPlan)) throw errors.invalidValue('new_plan', `"new_plan" ${newPlan} is not a redis plan`, plans);
-    if (newPlan <= inst.plan) {
-      const larger = plans.filter((p) => p > inst.plan);
-      if (larger.length === 0)
-        throw errors.invalidValue('new_plan', `"new_plan": instance "${name}" is on the largest plan (${inst.plan}) already`);
-      throw errors.invalidValue('new_plan', `"new_plan" must be larger than the current plan ${inst.plan}`, larger);
-    }
-    if (inst.deleting) throw errors.instanceDeleting(name);
-    if (!READY_STATES.includes(inst.state)) throw errors.operationInProgress(name, inst.state);
-    const now = this.deps.now();
-    const zone = this.deps.zones.get(inst.zone);
-    const { operations } = this.deps;
-    // The larger plan must fit the zone before it is recorded (a zone no longer configured has no limits to check).
-    const operation = await this.deps.db
-      .transaction()
-      .execute(async (trx): Promise<Operation | undefined> => {
-        const op = await operations.start(
-          {
-            kind: 'resize',
-            instance: { id: inst.id, name },
-            account: caller.accountId,
-            ...origin,
-            detail: { from_plan: inst.plan, to_plan: newPlan },
-          },
-          trx,
-        );
-        if (zone) await this.zones.assertFits(trx, zone, { engine: inst.engine, type: inst.type, plan: newPlan }, inst.id);
-        const changed = await bumpInstance(
-          trx,
-          inst.id,
-          { desiredPlan: newPlan, state: 'RESIZING', stateReason: null, transitionAt: now },
-          now,
-          {
-            states: READY_STATES,
-            notDeleting: true,
-          },
-        );
-        if (!changed) throw NOT_CHANGED;
-        await operations.setTarget(trx, op.id, await getSpecVersion(trx, inst.id));
-        return op;
-      })
-      .catch((err: unknown) => {
-        if (err === NOT_CHANGED) return undefined;
-        throw err;
-      });
-    if (!operation) {
-      // Another request got there first.
-      const current = await this.instances.find(caller, name);
-      if (!current) throw errors.notARedisInstance(name);
-      if (current.deleting) throw errors.instanceDeleting(name);
-      throw errors.operationInProgress(name, current.state);
-    }
-    this.step('resize:recorded');
-    this.deps.work.enqueue(inst.id);
-    return { result: `Resizing of instance "${name}" from ${inst.plan} MB to ${newPlan} MB has started`, operation };
+    return recordResize(this.deps, this.instances, this.zones, caller, 'redis', name, newPlan, origin, this.step);
   }
 }
 
-/** Thrown in a resize's transaction when another request changed the instance first (its operation is undone with it). */
-const NOT_CHANGED = new Error('not changed');
 /** A number of INFO, or 0 when Redis does not give it. */
 function num(v: string | undefined): number {
   const n = Number(v);

@@ -6,6 +6,7 @@ import { serviceOffering } from '../engines/registry.js';
 import type { Db } from '../store/database.js';
 import { countPlacements, lockPlacements, type PlacementGroup } from '../store/instance-repository.js';
 import type { CapacityLimit, ZoneView, Zones } from './deps.js';
+import type { UnavailableVersion } from '../domain/units.js';
 
 /** What a zone offers and how full it is, for `GET /v2/zones/`. */
 export interface ZoneSummary {
@@ -37,8 +38,14 @@ export interface ZoneSummary {
 export interface EngineSummary {
   readonly engine: string;
   readonly available: boolean;
+  /** The instance types it runs (FerretDB: mongodb_singledb only). */
+  readonly types: readonly string[];
   readonly versions: readonly string[];
   readonly reason: string | null;
+  /** Versions it knows of and will not serve here, with why. */
+  readonly unavailableVersions: readonly UnavailableVersion[];
+  /** What else to know of it here. */
+  readonly notes: readonly string[];
 }
 
 /** What a placement asks of a zone. */
@@ -121,10 +128,12 @@ export class ZoneService {
         runtime: zone.runtime,
         services: SERVICES.filter((s) => zone.services.includes(s)).map((service) => {
           const o = serviceOffering(offerings, service);
+          // the types a create can get here: those its available engines run (all of the service's when none runs)
+          const runnable = new Set(o.engines.filter((e) => e.available).flatMap((e) => productNamed(e.engine).types));
           return {
             service,
             available: o.default !== undefined,
-            types: INSTANCE_TYPES[service],
+            types: runnable.size > 0 ? INSTANCE_TYPES[service].filter((t) => runnable.has(t)) : INSTANCE_TYPES[service],
             plans: PLANS[service],
             planUnit: firstProductOf(service).planUnit,
             versions: o.default?.versions ?? [],
@@ -133,8 +142,11 @@ export class ZoneService {
             engines: o.engines.map((e) => ({
               engine: e.engine,
               available: e.available,
+              types: productNamed(e.engine).types,
               versions: e.available ? e.versions : [],
               reason: e.available ? null : (e.unavailableReason ?? `${e.engine} cannot run here`),
+              unavailableVersions: e.unavailableVersions ?? [],
+              notes: e.notes ?? [],
             })),
           };
         }),

@@ -116,6 +116,11 @@ export function findLiveToken(db: Db, tokenHash: string, now: number) {
     .executeTakeFirst();
 }
 
+/** A token by its hash whatever its state (dead ones are kept a day): to tell why it is refused. */
+export function findTokenState(db: Db, tokenHash: string) {
+  return db.selectFrom('tokens').select(['expires_at', 'revoked_at']).where('token_hash', '=', tokenHash).executeTakeFirst();
+}
+
 export async function revokeToken(db: Db, tokenHash: string, now: number): Promise<void> {
   await db.updateTable('tokens').set({ revoked_at: now }).where('token_hash', '=', tokenHash).where('revoked_at', 'is', null).execute();
 }

@@ -87,6 +87,11 @@ export interface InstanceTable {
   /** The password a rotation replaced, accepted until `password_rotation_ends_at`. */
   password_prior_enc: Generated<string | null>;
   password_rotation_ends_at: Generated<number | null>;
+  /**
+   * 1: shares its name but for case with an older instance of the account, as created before
+   * names were unique regardless of case; left out of that rule until it is renamed.
+   */
+  case_duplicate: Generated<number>;
 }
 
 export interface PortTable {

@@ -78,6 +78,7 @@ function newInstanceRow(inst: NewInstance, keyring: Keyring): NewInstanceRow & I
     address: null,
     password_prior_enc: null,
     password_rotation_ends_at: null,
+    case_duplicate: 0,
   };
 }
 
@@ -169,8 +170,8 @@ export async function insertInstanceRow(
     });
   } catch (err) {
     if (isUniqueViolation(err)) {
-      const taken = await findInstanceRowByName(db, row.account_id, row.name);
-      if (taken) throw errors.nameTaken(row.name);
+      const holder = await findNameHolder(db, row.account_id, row.name);
+      if (holder !== undefined) throw errors.nameTaken(row.name, holder);
       throw new PortRaceError();
     }
     throw err;
@@ -237,11 +238,21 @@ export async function listInstances(db: Db, keyring: Keyring, accountId: string)
 }
 
 /** Whether the account has an instance called `name`. */
-export async function instanceNameTaken(db: Db, accountId: string, name: string): Promise<boolean> {
-  return (
-    (await db.selectFrom('instances').select('id').where('account_id', '=', accountId).where('name', '=', name).executeTakeFirst()) !==
-    undefined
-  );
+/**
+ * The name, as stored, of an instance of the account that holds `name` in any case (`MyCache`
+ * holds `mycache`), other than `exceptId`; undefined when the name is free. Names are unique in
+ * an account regardless of case (the store's index says so too).
+ */
+export async function findNameHolder(db: Db, accountId: string, name: string, exceptId?: string): Promise<string | undefined> {
+  let q = db
+    .selectFrom('instances')
+    .select('name')
+    .where('account_id', '=', accountId)
+    .where(sql<string>`lower(name)`, '=', sql<string>`lower(${name})`);
+  if (exceptId !== undefined) q = q.where('id', '!=', exceptId);
+  // the oldest first: of names shared before the rule (case_duplicate), the one that holds it
+  const row = await q.orderBy('case_duplicate').orderBy('created_at').executeTakeFirst();
+  return row?.name;
 }
 
 /** Where an instance's pending work stands (no secret is read); undefined when there is none. */
@@ -435,19 +446,25 @@ export async function endInstanceRotation(db: Db, id: string, now: number, opts:
 /**
  * Renames, if the instance is still called `from` and not being deleted (so that of two
  * renames at once, one wins and the other finds no instance of that name); a name taken in the
- * account is a 409.
+ * account, in any case, by another instance is a 409. A change of case alone is a rename too.
  */
-export async function renameInstance(db: Db, id: string, from: string, to: string, now: number): Promise<boolean> {
+export async function renameInstance(db: Db, accountId: string, id: string, from: string, to: string, now: number): Promise<boolean> {
+  // Read first, so that the 409 names the instance holding the name as it is stored: after a
+  // unique violation PostgreSQL reads nothing more in this transaction.
+  const holder = await findNameHolder(db, accountId, to, id);
+  if (holder !== undefined) throw errors.nameTaken(to, holder);
   try {
     const r = await db
       .updateTable('instances')
-      .set((eb) => ({ name: to, name_prior: from, spec_version: eb('spec_version', '+', 1), updated_at: now }))
+      // A name shared but for case before names were unique regardless of case is under the rule once renamed.
+      .set((eb) => ({ name: to, name_prior: from, spec_version: eb('spec_version', '+', 1), updated_at: now, case_duplicate: 0 }))
       .where('id', '=', id)
       .where('name', '=', from)
       .where('deleting', '=', 0)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   } catch (err) {
+    // another request took the name since it was read
     if (isUniqueViolation(err)) throw errors.nameTaken(to);
     throw err;
   }

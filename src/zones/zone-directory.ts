@@ -8,7 +8,8 @@ import { emulatedEngines, kubernetesEngines, localEngines, localPrograms } from 
 import { detectPrograms } from '../lib/binaries.js';
 import { findProduct } from '../engines/products.js';
 import { EmulatedRuntime } from '../runtimes/emulated/emulated-runtime.js';
-import { engineUserName, ensureEngineDirs, ensureEngineUser } from '../runtimes/local/engine-user.js';
+import { engineDirUser, ensureEngineDirs, resolveEngineDir } from '../runtimes/local/engine-dir.js';
+import { engineUserName, ensureEngineUser } from '../runtimes/local/engine-user.js';
 import { LocalRuntime } from '../runtimes/local/local-runtime.js';
 import type { Runtime } from '../runtimes/runtime.js';
 import type { PortPool } from '../store/ports.js';
@@ -131,10 +132,23 @@ async function createTarget(zone: Zone, config: Config, log: Logger): Promise<Ta
       // As root, engines run as the engine user (made now if missing), in directories of theirs.
       const name = engineUserName(config);
       const engineUser = name === undefined ? undefined : await ensureEngineUser(name, searchPath, log);
-      if (engineUser) ensureEngineDirs(config.dataDir, engineUser, log);
+      // ... where it can reach them: in the data dir, or outside it when it cannot pass through to there
+      const engineDir = engineUser
+        ? ensureEngineDirs(config.dataDir, engineUser, log)
+        : resolveEngineDir(config.dataDir, engineDirUser(undefined));
       if (engineUser) log.info({ user: engineUser.name, uid: engineUser.uid, gid: engineUser.gid }, 'engines run as the engine user');
       else log.info({ uid: process.getuid?.() ?? null }, "engines run as hangar's own user");
-      const runtime = new LocalRuntime({ config, log, binaries, searchPath, ...(engineUser ? { engineUser } : {}) });
+      // as root with HANGAR_ENGINE_USER=root, instances an earlier start put outside the data dir stay there
+      if (!engineUser && engineDir.outside)
+        log.info({ dir: engineDir.path, reason: engineDir.reason }, "the instances' directories are outside the data dir");
+      const runtime = new LocalRuntime({
+        config,
+        log,
+        binaries,
+        searchPath,
+        instancesDir: engineDir.path,
+        ...(engineUser ? { engineUser } : {}),
+      });
       return { runtime, engines: localEngines(config, binaries, searchPath), ports: hostPorts(runtime) };
     }
     case 'kubernetes': {

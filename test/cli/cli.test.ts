@@ -469,6 +469,23 @@ describe('the hangar CLI, run as a user runs it, against a real hangar', { timeo
       expect((await run(['acls', 'add', 'r1'])).code).toBe(2);
     });
 
+    it('acls add prints the range as stored, and what hangar says of it on stderr', async () => {
+      const add = await run(['acls', 'add', 'r1', '10.1.2.3/8', '--description', 'office']);
+      expect(add.code, add.stderr).toBe(0);
+      expect(add.stdout).toMatch(/^ACL [0-9a-f]{24} admits 10\.0\.0\.0\/8 to r1\.$/m);
+      expect(add.stderr.trim()).toBe('hangar: warning: 10.1.2.3/8 was stored as 10.0.0.0/8');
+      const json = await run(['acls', 'add', 'r1', '0.0.0.0/0', '--description', 'all', '--json']);
+      expect(JSON.parse(json.stdout)).toMatchObject({ cidr_mask: '0.0.0.0/0', instance: 'r1' });
+      expect(json.stderr).toContain('hangar: warning: 0.0.0.0/0 admits every IPv4 address');
+      const quiet = await run(['acls', 'add', 'r1', '203.0.113.77']);
+      expect(quiet.stderr).toBe('');
+      // the next tests want r1 as it was
+      for (const out of [add.stdout, JSON.stringify(JSON.parse(json.stdout).id), quiet.stdout]) {
+        const id = /[0-9a-f]{24}/.exec(out)![0];
+        expect((await alice.delete(`/v2/instances/r1/acls/${id}/`)).status).toBe(200);
+      }
+    });
+
     it('acls add --expires, check (exit 0 admitted, 1 not), effective, denied', async () => {
       const add = await run(['acls', 'add', 'r1', '198.51.100.0/24', '--description', 'office', '--expires', '8h', '--json']);
       expect(add.code, add.stderr).toBe(0);

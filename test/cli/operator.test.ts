@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, freshPostgres } from '../helpers/database.js';
 import { PASSWORD } from '../helpers/hangar.js';
+import { spawnServe } from '../helpers/process.js';
 import { BIN, assertBuilt, runCli } from './run-cli.js';
 
 describe('the operator commands keep their flags and environment', () => {
@@ -191,5 +192,29 @@ describe('the package', () => {
       },
     );
     expect(out.trim()).toBe('function function');
+  });
+});
+
+describe('hangar serve', () => {
+  it('its start line names where the API, the docs page and the console are, each of which answers', async () => {
+    assertBuilt();
+    const dataDir = mkdtempSync(join(tmpdir(), 'hangar-serve-'));
+    const served = await spawnServe({ dataDir });
+    try {
+      const line = served
+        .output()
+        .split('\n')
+        .find((l) => l.startsWith('hangar serving on '));
+      const url = served.url;
+      expect(line).toContain(`hangar serving on ${url}/v2/ (`);
+      expect(line).toContain(`; docs ${url}/docs, console ${url}/`);
+      const root = await fetch(`${url}/v2/`);
+      expect(root.status).toBe(200);
+      expect((await root.json()).data.links).toEqual({ docs: '/docs', openapi: '/v2/openapi.json', console: '/' });
+      for (const path of ['/docs', '/']) expect((await fetch(`${url}${path}`)).status, path).toBe(200);
+    } finally {
+      await served.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -112,11 +112,13 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
         ['/instances/new', 'form.create select[name="plan"] option'],
         ['/instances/cache', '[data-metric="maxClients"]'],
         ['/instances/cache/acls', 'tr[data-acl]'],
+        ['/instances/cache/users', 'form.add-redis-user'],
+        ['/instances/cache/config', 'form.redis-config input[name="maxmemory-policy"]'],
         ['/instances/cache/settings', 'select[name="new_plan"] option'],
         ['/instances/docs/users', 'text=Add a user to admin'],
         ['/keys', 'text=No API key yet.'],
         ['/events', 'tbody tr'],
-        ['/operations', '.op-list [data-operation]'],
+        ['/operations', 'main [data-operation]'],
         [`/operations/${operationId}`, '.op-steps li'],
         ['/webhooks', `tr[data-webhook="${axeWebhook}"]`],
         [`/webhooks/${axeWebhook}`, 'tr[data-delivery]'],
@@ -260,7 +262,8 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     await page.getByRole('button', { name: 'Add ACL' }).click();
     const error = page.locator('.field.invalid .field-error');
     await error.waitFor();
-    expect(await error.textContent()).toMatch(/cidr_mask/);
+    // in the form's words: the label, not the API's field name
+    expect(await error.textContent()).toMatch(/^Address or range must be/);
     await context.close();
   });
 
@@ -268,9 +271,9 @@ describe.runIf(chromiumAvailable())('the web console pages', () => {
     for (let i = 1; i <= 22; i++)
       expect((await hangar.post('/v2/instances/cache/acls/', { cidr_mask: `10.1.0.${i}`, description: `paging ${i}` })).status).toBe(200);
     const { page, context } = await open('/operations?kind=acl.add');
-    const cards = page.locator('.op-list [data-operation]');
+    const cards = page.locator('main [data-operation]');
     await expect.poll(() => cards.count()).toBe(20);
-    const names = () => cards.evaluateAll((els) => els.map((e) => e.querySelector('h3')!.textContent!));
+    const names = () => cards.evaluateAll((els) => els.map((e) => e.querySelector('.op-what')!.textContent!));
     expect((await names())[0]).toBe('acl.add of cache: 10.1.0.22');
     await page.getByRole('button', { name: 'Older operations' }).click();
     await expect.poll(() => cards.count()).toBe(22);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HangarProcess, LOGIN, PASSWORD, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
+import { ENGINES, HangarProcess, LOGIN, PASSWORD, enginesAvailable, portOf, type RedisRecord } from './helpers/hangar-process.js';
 import {
   connectRedis,
   connectRedisAs,
@@ -16,7 +16,8 @@ import { edgeCommand } from './helpers/what-runs.js';
 
 // Access and Redis day two on real redis-server processes behind the real HAProxy edge, driven
 // through hangar's HTTP API: expiring ACLs, "would this address get in?", what the edge enforces,
-// refused connections, the bulk replace, Redis users, password rotation and settings.
+// refused connections, the bulk replace (on Redis: the edge's work), Redis users, password rotation
+// and settings (the engine's: on Redis and on Valkey).
 
 const _inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -229,247 +230,254 @@ describe.runIf(enginesAvailable())('access and Redis day two on the local runtim
     });
   });
 
-  describe('Redis users', () => {
-    let inst: RedisRecord;
-    beforeAll(async () => {
-      inst = await hangar.createRedis('u', { acls: [{ cidr_mask: '127.0.0.1', description: 'this machine' }] });
-    });
+  // Redis users, the instance password and settings are the engine's own: on each engine.
+  for (const engine of ENGINES) {
+    // instance names of the engine's cases
+    const [u, rot, cfg] = ['u', 'rot', 'cfg'].map((n) => (engine === 'redis' ? n : `${n}-${engine}`)) as [string, string, string];
+    describe.runIf(enginesAvailable(engine))(`on ${engine}`, () => {
+      describe('Redis users', () => {
+        let inst: RedisRecord;
+        beforeAll(async () => {
+          inst = await hangar.createRedis(u, { engine, acls: [{ cidr_mask: '127.0.0.1', description: 'this machine' }] });
+        });
 
-    it('a user limited to app:* cannot read other:*, nor run what it was not given', async () => {
-      const port = portOf(inst.public_connect_string);
-      const admin = await connectRedis(port, inst.password);
-      await admin.set('other:1', 'secret');
-      admin.destroy();
-      const res = await hangar.post('/v2/redis/u/users/', {
-        username: 'app',
-        password: 'app-password-1',
-        keys: ['app:*'],
-        commands: ['+@read', '+@write', '-@dangerous', '+@connection'],
-      });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      const app = await connectRedisAs(port, 'app', 'app-password-1');
-      try {
-        expect(await app.set('app:1', 'mine')).toBe('OK');
-        expect(await app.get('app:1')).toBe('mine');
-        expect(await outcome(app.get('other:1'))).toMatch(/^error: NOPERM/);
-        expect(await outcome(app.set('other:1', 'x'))).toMatch(/^error: NOPERM/);
-        expect(await outcome(app.configGet('maxmemory'))).toMatch(/^error: NOPERM/);
-        expect(await outcome(app.flushAll())).toMatch(/^error: NOPERM/);
-      } finally {
-        app.destroy();
-      }
-      const refused = await hangar.post('/v2/redis/u/users/', { username: 'ops', commands: ['+config'] });
-      expect(refused.status).toBe(400);
-      expect(refused.body.message).toContain('CONFIG');
-    });
-
-    it('users are on the primary and the replica, in both configuration files (no password in clear), and survive an engine restart', async () => {
-      const replica = await connectRedisAs(enginePort(hangar.dataDir, inst.id, 'replica'), 'app', 'app-password-1');
-      try {
-        await eventually('the write reached the replica', async () => (await replica.get('app:1')) === 'mine');
-        expect(await outcome(replica.get('other:1'))).toMatch(/^error: NOPERM/);
-      } finally {
-        replica.destroy();
-      }
-      for (const role of ['primary', 'replica'] as const) {
-        const conf = readFileSync(join(hangar.dataDir, 'instances', inst.id, role, 'redis.conf'), 'utf8');
-        expect(conf).toMatch(/^user app "reset" "on" "#[0-9a-f]{64}" "~app:\*"/m);
-        expect(conf).not.toContain('app-password-1');
-      }
-      const pid = enginePid(hangar.dataDir, inst.id, 'primary');
-      process.kill(pid, 'SIGKILL');
-      await eventually(
-        'the primary runs again',
-        () => {
+        it('a user limited to app:* cannot read other:*, nor run what it was not given', async () => {
+          const port = portOf(inst.public_connect_string);
+          const admin = await connectRedis(port, inst.password);
+          await admin.set('other:1', 'secret');
+          admin.destroy();
+          const res = await hangar.post(`/v2/redis/${u}/users/`, {
+            username: 'app',
+            password: 'app-password-1',
+            keys: ['app:*'],
+            commands: ['+@read', '+@write', '-@dangerous', '+@connection'],
+          });
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+          const app = await connectRedisAs(port, 'app', 'app-password-1');
           try {
-            return enginePid(hangar.dataDir, inst.id, 'primary') !== pid;
-          } catch {
-            return false;
+            expect(await app.set('app:1', 'mine')).toBe('OK');
+            expect(await app.get('app:1')).toBe('mine');
+            expect(await outcome(app.get('other:1'))).toMatch(/^error: NOPERM/);
+            expect(await outcome(app.set('other:1', 'x'))).toMatch(/^error: NOPERM/);
+            expect(await outcome(app.configGet('maxmemory'))).toMatch(/^error: NOPERM/);
+            expect(await outcome(app.flushAll())).toMatch(/^error: NOPERM/);
+          } finally {
+            app.destroy();
           }
-        },
-        15_000,
-      );
-      await hangar.waitFor('u', (r) => r?.state === 'ACTIVE');
-      const app = await connectRedisAs(portOf(inst.public_connect_string), 'app', 'app-password-1');
-      try {
-        expect(await app.get('app:1')).toBe('mine');
-        expect(await outcome(app.get('other:1'))).toMatch(/^error: NOPERM/);
-      } finally {
-        app.destroy();
-      }
-    });
+          const refused = await hangar.post(`/v2/redis/${u}/users/`, { username: 'ops', commands: ['+config'] });
+          expect(refused.status).toBe(400);
+          expect(refused.body.message).toContain('CONFIG');
+        });
 
-    it('a user rotation keeps clients on either password connecting; finish retires the old one', async () => {
-      const port = portOf(inst.public_connect_string);
-      const onOld = await connectRedisAs(port, 'app', 'app-password-1');
-      try {
-        const { password } = (await hangar.post('/v2/redis/u/users/app/rotate-password')).body.data;
-        const onNew = await connectRedisAs(port, 'app', password);
-        const laterOld = await connectRedisAs(port, 'app', 'app-password-1');
-        try {
-          for (const c of [onOld, onNew, laterOld]) expect(await c.get('app:1')).toBe('mine');
-          expect((await hangar.post('/v2/redis/u/users/app/rotate-password/finish')).body.data.retired).toBe(true);
-          expect(await outcome(connectRedisAs(port, 'app', 'app-password-1').then((c) => c.destroy()))).toMatch(/WRONGPASS|invalid/i);
-          for (const c of [onOld, onNew, laterOld]) expect(await c.ping()).toBe('PONG');
-        } finally {
-          closeAll(onNew, laterOld);
-        }
-      } finally {
-        closeAll(onOld);
-      }
-    });
-
-    it('deleting a user closes its connections and refuses it', async () => {
-      await hangar.post('/v2/redis/u/users/', {
-        username: 'temp',
-        password: 'temp-password-1',
-        keys: ['*'],
-        commands: ['+@read', '+@connection'],
-      });
-      const port = portOf(inst.public_connect_string);
-      const temp = await connectRedisAs(port, 'temp', 'temp-password-1');
-      expect((await hangar.delete('/v2/redis/u/users/temp/')).status).toBe(200);
-      await eventually('its connection closed', () => !temp.isOpen, 5000);
-      expect(await outcome(connectRedisAs(port, 'temp', 'temp-password-1').then((c) => c.destroy()))).toMatch(/WRONGPASS|invalid/i);
-    });
-  });
-
-  describe('password rotation of the instance', () => {
-    it('two clients, one on each password, stay connected; new ones may use either until finish; the record shows the new one', async () => {
-      const inst = await hangar.createRedis('rot', { acls: [{ cidr_mask: '127.0.0.1', description: 'this machine' }] });
-      const port = portOf(inst.public_connect_string);
-      const onOld = await connectRedis(port, inst.password);
-      let onNew: RedisClient | undefined;
-      try {
-        await onOld.set('k', 'v');
-        const res = await hangar.post('/v2/instances/rot/rotate-password');
-        expect(res.status).toBe(200);
-        const { password } = res.body.data;
-        expect((await hangar.get('/v2/instances/rot/')).body.data.password).toBe(password);
-        onNew = await connectRedis(port, password);
-        expect(await onNew.get('k')).toBe('v');
-        expect(await onOld.get('k')).toBe('v');
-        expect(await pingOutcome(port, inst.password)).toBe('PONG');
-        expect(await pingOutcome(port, password)).toBe('PONG');
-        // the replica follows the primary with the new password too
-        expect(engineSetting(hangar.dataDir, inst.id, 'replica', 'masterauth')).toBe(`"${password}"`);
-        expect((await hangar.post('/v2/instances/rot/rotate-password/finish')).body.data.retired).toBe(true);
-        expect(await pingOutcome(port, inst.password)).toMatch(/WRONGPASS|invalid/i);
-        expect(await pingOutcome(port, password)).toBe('PONG');
-        expect(await onOld.ping()).toBe('PONG');
-        expect(await onNew.ping()).toBe('PONG');
-        await hangar.waitFor('rot', (r) => r?.state === 'ACTIVE');
-        expect((await hangar.get('/v2/redis/rot/connectedSlaves/')).body.data).toBe(1);
-      } finally {
-        closeAll(onOld, onNew);
-      }
-    });
-  });
-
-  describe('settings', () => {
-    let inst: RedisRecord;
-    beforeAll(async () => {
-      inst = await hangar.createRedis('cfg', { acls: [{ cidr_mask: '127.0.0.1', description: 'this machine' }] });
-    });
-
-    const replicaSetting = async (name: string): Promise<string> => {
-      const c = await connectRedis(
-        enginePort(hangar.dataDir, inst.id, 'replica'),
-        (await hangar.get('/v2/instances/cfg/')).body.data.password,
-      );
-      try {
-        return (await c.configGet(name))[name]!;
-      } finally {
-        c.destroy();
-      }
-    };
-
-    it("a change shows through the spec's endpoints, runs on the replica too, and survives an engine restart and a hangar restart", async () => {
-      const res = await hangar.patch('/v2/redis/cfg/config/', {
-        'maxmemory-policy': 'allkeys-lru',
-        maxclients: 5000,
-        'notify-keyspace-events': 'Ex',
-      });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      const spec = async () => [
-        (await hangar.get('/v2/redis/cfg/maxMemoryPolicy/')).body.data,
-        (await hangar.get('/v2/redis/cfg/maxClients/')).body.data,
-      ];
-      expect(await spec()).toEqual(['allkeys-lru', '5000']);
-      expect((await hangar.get('/v2/redis/cfg/config/')).body.data).toMatchObject({
-        'maxmemory-policy': 'allkeys-lru',
-        maxclients: '5000',
-        'notify-keyspace-events': 'xE',
-      });
-      // on the replica, which a failover would make the primary
-      expect(await replicaSetting('maxmemory-policy')).toBe('allkeys-lru');
-      expect(await replicaSetting('maxclients')).toBe('5000');
-      for (const role of ['primary', 'replica'] as const) {
-        expect(engineSetting(hangar.dataDir, inst.id, role, 'maxmemory-policy')).toBe('allkeys-lru');
-        expect(engineSetting(hangar.dataDir, inst.id, role, 'maxclients')).toBe('"5000"');
-      }
-      const pid = enginePid(hangar.dataDir, inst.id, 'primary');
-      process.kill(pid, 'SIGKILL');
-      await eventually(
-        'the primary runs again',
-        () => {
+        it('users are on the primary and the replica, in both configuration files (no password in clear), and survive an engine restart', async () => {
+          const replica = await connectRedisAs(enginePort(hangar.dataDir, inst.id, 'replica'), 'app', 'app-password-1');
           try {
-            return enginePid(hangar.dataDir, inst.id, 'primary') !== pid;
-          } catch {
-            return false;
+            await eventually('the write reached the replica', async () => (await replica.get('app:1')) === 'mine');
+            expect(await outcome(replica.get('other:1'))).toMatch(/^error: NOPERM/);
+          } finally {
+            replica.destroy();
           }
-        },
-        15_000,
-      );
-      await hangar.waitFor('cfg', (r) => r?.state === 'ACTIVE');
-      expect(await spec()).toEqual(['allkeys-lru', '5000']);
-      await hangar.stop();
-      await hangar.serve();
-      await hangar.waitSupervising();
-      expect(await spec()).toEqual(['allkeys-lru', '5000']);
-      expect(await replicaSetting('maxmemory-policy')).toBe('allkeys-lru');
-    });
+          for (const role of ['primary', 'replica'] as const) {
+            const conf = readFileSync(join(hangar.dataDir, 'instances', inst.id, role, 'redis.conf'), 'utf8');
+            expect(conf).toMatch(/^user app "reset" "on" "#[0-9a-f]{64}" "~app:\*"/m);
+            expect(conf).not.toContain('app-password-1');
+          }
+          const pid = enginePid(hangar.dataDir, inst.id, 'primary');
+          process.kill(pid, 'SIGKILL');
+          await eventually(
+            'the primary runs again',
+            () => {
+              try {
+                return enginePid(hangar.dataDir, inst.id, 'primary') !== pid;
+              } catch {
+                return false;
+              }
+            },
+            15_000,
+          );
+          await hangar.waitFor(u, (r) => r?.state === 'ACTIVE');
+          const app = await connectRedisAs(portOf(inst.public_connect_string), 'app', 'app-password-1');
+          try {
+            expect(await app.get('app:1')).toBe('mine');
+            expect(await outcome(app.get('other:1'))).toMatch(/^error: NOPERM/);
+          } finally {
+            app.destroy();
+          }
+        });
 
-    it('400 names the setting and its allowed values; nothing changes', async () => {
-      const res = await hangar.patch('/v2/redis/cfg/config/', { 'maxmemory-policy': 'lru-please' });
-      expect(res.status).toBe(400);
-      expect(res.body).toMatchObject({ field: 'maxmemory-policy', allowed: expect.arrayContaining(['allkeys-lru', 'volatile-ttl']) });
-      expect((await hangar.get('/v2/redis/cfg/maxMemoryPolicy/')).body.data).toBe('allkeys-lru');
-    });
+        it('a user rotation keeps clients on either password connecting; finish retires the old one', async () => {
+          const port = portOf(inst.public_connect_string);
+          const onOld = await connectRedisAs(port, 'app', 'app-password-1');
+          try {
+            const { password } = (await hangar.post(`/v2/redis/${u}/users/app/rotate-password`)).body.data;
+            const onNew = await connectRedisAs(port, 'app', password);
+            const laterOld = await connectRedisAs(port, 'app', 'app-password-1');
+            try {
+              for (const c of [onOld, onNew, laterOld]) expect(await c.get('app:1')).toBe('mine');
+              expect((await hangar.post(`/v2/redis/${u}/users/app/rotate-password/finish`)).body.data.retired).toBe(true);
+              expect(await outcome(connectRedisAs(port, 'app', 'app-password-1').then((c) => c.destroy()))).toMatch(/WRONGPASS|invalid/i);
+              for (const c of [onOld, onNew, laterOld]) expect(await c.ping()).toBe('PONG');
+            } finally {
+              closeAll(onNew, laterOld);
+            }
+          } finally {
+            closeAll(onOld);
+          }
+        });
 
-    it('the slow log and the stats are read live', async () => {
-      expect((await hangar.patch('/v2/redis/cfg/config/', { 'slowlog-log-slower-than': 0 })).status).toBe(200);
-      const password = (await hangar.get('/v2/instances/cfg/')).body.data.password;
-      const c = await connectRedis(portOf(inst.public_connect_string), password);
-      try {
-        await c.set('hit', '1');
-        await c.get('hit');
-        await c.get('hit');
-        await c.get('miss');
-        await c.sendCommand(['ECHO', 'slow-log-marker']);
-      } finally {
-        c.destroy();
-      }
-      const slowlog = (await hangar.get('/v2/redis/cfg/slowlog/?limit=50')).body.data;
-      expect(slowlog.some((e: any) => e.command[0] === 'ECHO' && e.command[1] === 'slow-log-marker')).toBe(true);
-      expect(slowlog[0]).toEqual({
-        id: expect.any(Number),
-        time: expect.any(String),
-        duration_us: expect.any(Number),
-        command: expect.any(Array),
-        client: expect.any(String),
-        client_name: expect.any(String),
+        it('deleting a user closes its connections and refuses it', async () => {
+          await hangar.post(`/v2/redis/${u}/users/`, {
+            username: 'temp',
+            password: 'temp-password-1',
+            keys: ['*'],
+            commands: ['+@read', '+@connection'],
+          });
+          const port = portOf(inst.public_connect_string);
+          const temp = await connectRedisAs(port, 'temp', 'temp-password-1');
+          expect((await hangar.delete(`/v2/redis/${u}/users/temp/`)).status).toBe(200);
+          await eventually('its connection closed', () => !temp.isOpen, 5000);
+          expect(await outcome(connectRedisAs(port, 'temp', 'temp-password-1').then((c) => c.destroy()))).toMatch(/WRONGPASS|invalid/i);
+        });
       });
-      const stats = (await hangar.get('/v2/redis/cfg/stats/')).body.data;
-      expect(stats).toMatchObject({ role: 'master', maxclients: 5000, maxmemory: 500 * 1024 * 1024, replicas: [{ state: 'online' }] });
-      expect(stats.keyspace_hits).toBeGreaterThanOrEqual(2);
-      expect(stats.keyspace_misses).toBeGreaterThanOrEqual(1);
-      expect(stats.hit_ratio).toBeGreaterThan(0);
-      expect(stats.hit_ratio).toBeLessThan(1);
-      expect(stats.keys).toBeGreaterThanOrEqual(1);
-      expect(stats.fragmentation_ratio).toBeGreaterThan(0);
+
+      describe('password rotation of the instance', () => {
+        it('two clients, one on each password, stay connected; new ones may use either until finish; the record shows the new one', async () => {
+          const inst = await hangar.createRedis(rot, { engine, acls: [{ cidr_mask: '127.0.0.1', description: 'this machine' }] });
+          const port = portOf(inst.public_connect_string);
+          const onOld = await connectRedis(port, inst.password);
+          let onNew: RedisClient | undefined;
+          try {
+            await onOld.set('k', 'v');
+            const res = await hangar.post(`/v2/instances/${rot}/rotate-password`);
+            expect(res.status).toBe(200);
+            const { password } = res.body.data;
+            expect((await hangar.get(`/v2/instances/${rot}/`)).body.data.password).toBe(password);
+            onNew = await connectRedis(port, password);
+            expect(await onNew.get('k')).toBe('v');
+            expect(await onOld.get('k')).toBe('v');
+            expect(await pingOutcome(port, inst.password)).toBe('PONG');
+            expect(await pingOutcome(port, password)).toBe('PONG');
+            // the replica follows the primary with the new password too
+            expect(engineSetting(hangar.dataDir, inst.id, 'replica', 'masterauth')).toBe(`"${password}"`);
+            expect((await hangar.post(`/v2/instances/${rot}/rotate-password/finish`)).body.data.retired).toBe(true);
+            expect(await pingOutcome(port, inst.password)).toMatch(/WRONGPASS|invalid/i);
+            expect(await pingOutcome(port, password)).toBe('PONG');
+            expect(await onOld.ping()).toBe('PONG');
+            expect(await onNew.ping()).toBe('PONG');
+            await hangar.waitFor(rot, (r) => r?.state === 'ACTIVE');
+            expect((await hangar.get(`/v2/redis/${rot}/connectedSlaves/`)).body.data).toBe(1);
+          } finally {
+            closeAll(onOld, onNew);
+          }
+        });
+      });
+
+      describe('settings', () => {
+        let inst: RedisRecord;
+        beforeAll(async () => {
+          inst = await hangar.createRedis(cfg, { engine, acls: [{ cidr_mask: '127.0.0.1', description: 'this machine' }] });
+        });
+
+        const replicaSetting = async (name: string): Promise<string> => {
+          const c = await connectRedis(
+            enginePort(hangar.dataDir, inst.id, 'replica'),
+            (await hangar.get(`/v2/instances/${cfg}/`)).body.data.password,
+          );
+          try {
+            return (await c.configGet(name))[name]!;
+          } finally {
+            c.destroy();
+          }
+        };
+
+        it("a change shows through the spec's endpoints, runs on the replica too, and survives an engine restart and a hangar restart", async () => {
+          const res = await hangar.patch(`/v2/redis/${cfg}/config/`, {
+            'maxmemory-policy': 'allkeys-lru',
+            maxclients: 5000,
+            'notify-keyspace-events': 'Ex',
+          });
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+          const spec = async () => [
+            (await hangar.get(`/v2/redis/${cfg}/maxMemoryPolicy/`)).body.data,
+            (await hangar.get(`/v2/redis/${cfg}/maxClients/`)).body.data,
+          ];
+          expect(await spec()).toEqual(['allkeys-lru', '5000']);
+          expect((await hangar.get(`/v2/redis/${cfg}/config/`)).body.data).toMatchObject({
+            'maxmemory-policy': 'allkeys-lru',
+            maxclients: '5000',
+            'notify-keyspace-events': 'xE',
+          });
+          // on the replica, which a failover would make the primary
+          expect(await replicaSetting('maxmemory-policy')).toBe('allkeys-lru');
+          expect(await replicaSetting('maxclients')).toBe('5000');
+          for (const role of ['primary', 'replica'] as const) {
+            expect(engineSetting(hangar.dataDir, inst.id, role, 'maxmemory-policy')).toBe('allkeys-lru');
+            expect(engineSetting(hangar.dataDir, inst.id, role, 'maxclients')).toBe('"5000"');
+          }
+          const pid = enginePid(hangar.dataDir, inst.id, 'primary');
+          process.kill(pid, 'SIGKILL');
+          await eventually(
+            'the primary runs again',
+            () => {
+              try {
+                return enginePid(hangar.dataDir, inst.id, 'primary') !== pid;
+              } catch {
+                return false;
+              }
+            },
+            15_000,
+          );
+          await hangar.waitFor(cfg, (r) => r?.state === 'ACTIVE');
+          expect(await spec()).toEqual(['allkeys-lru', '5000']);
+          await hangar.stop();
+          await hangar.serve();
+          await hangar.waitSupervising();
+          expect(await spec()).toEqual(['allkeys-lru', '5000']);
+          expect(await replicaSetting('maxmemory-policy')).toBe('allkeys-lru');
+        });
+
+        it('400 names the setting and its allowed values; nothing changes', async () => {
+          const res = await hangar.patch(`/v2/redis/${cfg}/config/`, { 'maxmemory-policy': 'lru-please' });
+          expect(res.status).toBe(400);
+          expect(res.body).toMatchObject({ field: 'maxmemory-policy', allowed: expect.arrayContaining(['allkeys-lru', 'volatile-ttl']) });
+          expect((await hangar.get(`/v2/redis/${cfg}/maxMemoryPolicy/`)).body.data).toBe('allkeys-lru');
+        });
+
+        it('the slow log and the stats are read live', async () => {
+          expect((await hangar.patch(`/v2/redis/${cfg}/config/`, { 'slowlog-log-slower-than': 0 })).status).toBe(200);
+          const password = (await hangar.get(`/v2/instances/${cfg}/`)).body.data.password;
+          const c = await connectRedis(portOf(inst.public_connect_string), password);
+          try {
+            await c.set('hit', '1');
+            await c.get('hit');
+            await c.get('hit');
+            await c.get('miss');
+            await c.sendCommand(['ECHO', 'slow-log-marker']);
+          } finally {
+            c.destroy();
+          }
+          const slowlog = (await hangar.get(`/v2/redis/${cfg}/slowlog/?limit=50`)).body.data;
+          expect(slowlog.some((e: any) => e.command[0] === 'ECHO' && e.command[1] === 'slow-log-marker')).toBe(true);
+          expect(slowlog[0]).toEqual({
+            id: expect.any(Number),
+            time: expect.any(String),
+            duration_us: expect.any(Number),
+            command: expect.any(Array),
+            client: expect.any(String),
+            client_name: expect.any(String),
+          });
+          const stats = (await hangar.get(`/v2/redis/${cfg}/stats/`)).body.data;
+          expect(stats).toMatchObject({ role: 'master', maxclients: 5000, maxmemory: 500 * 1024 * 1024, replicas: [{ state: 'online' }] });
+          expect(stats.keyspace_hits).toBeGreaterThanOrEqual(2);
+          expect(stats.keyspace_misses).toBeGreaterThanOrEqual(1);
+          expect(stats.hit_ratio).toBeGreaterThan(0);
+          expect(stats.hit_ratio).toBeLessThan(1);
+          expect(stats.keys).toBeGreaterThanOrEqual(1);
+          expect(stats.fragmentation_ratio).toBeGreaterThan(0);
+        });
+      });
     });
-  });
+  }
 });
 
 /** The token of the hangar's account (a fresh login). */

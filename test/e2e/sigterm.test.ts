@@ -178,7 +178,7 @@ describe('SIGTERM under load with keep-alive clients (emulated runtime)', () => 
     expect(seen.filter((x) => x.status >= 500)).toEqual([]);
     for (const x of seen.filter((y) => y.status >= 400)) {
       expect(x.body).toMatchObject({ message: expect.any(String), code: expect.any(String) });
-      expect(Object.keys(x.body as object).every((k) => ['message', 'code', 'field', 'allowed'].includes(k))).toBe(true);
+      expect(Object.keys(x.body as object).every((k) => ['message', 'code', 'field', 'allowed', 'errors'].includes(k))).toBe(true);
     }
     // requests sent once /readyz said so were still served during the drain, each closing its connection
     const draining = seen.filter((x) => x.afterNotReady);

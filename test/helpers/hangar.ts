@@ -168,6 +168,8 @@ export interface TestHangarOptions {
   readonly dataDir?: string;
   /** A PostgreSQL database to use (and keep) instead of a fresh one. */
   readonly databaseUrl?: string;
+  /** When a pass first writes to its operations, in ms (default a quarter second). */
+  readonly operationFirstFlushMs?: number;
 }
 
 /** Starts a real hangar with a temp data dir and the emulated runtime; listening on a free port when asked. */
@@ -197,7 +199,11 @@ export async function startTestHangar(opts: TestHangarOptions = {}): Promise<Tes
     );
   const listen = opts.listen === true;
   let config = makeConfig();
-  const startOptions = { listen, ...(opts.backupClock ? { backupClock: opts.backupClock } : {}) };
+  const startOptions = {
+    listen,
+    ...(opts.backupClock ? { backupClock: opts.backupClock } : {}),
+    ...(opts.operationFirstFlushMs !== undefined ? { operationFirstFlushMs: opts.operationFirstFlushMs } : {}),
+  };
   let hangar = await startHangar(config, createLogger(config, errorLog), startOptions);
   let stopped = false;
   const target: Target = listen ? hangar.url : { app: () => hangar.app };

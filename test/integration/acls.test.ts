@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { esBody, keysOf, mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
+import { warningsOf } from '../../src/client/hangar-client.js';
 import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
 
 const ACL_KEYS = ['_cls', '_id', 'cidr_mask', 'date_created', 'description', 'instance', 'login', 'metadata', 'port'];
@@ -119,6 +120,45 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
       expect(th.runtime.rulesOf(redis.id)).toContainEqual({ cidr: stored, transport: false, kibana: false });
     });
 
+    describe('Warning headers', () => {
+      // instances of their own: the ranges of these tests are taken on `r` by the tests above
+      beforeAll(async () => {
+        await alice.ready(redisBody('w'));
+        await alice.ready(redisBody('w2'));
+      });
+
+      const ALL_V4 = 'admits every IPv4 address: anyone on the internet can reach the instance';
+      it.each<[string, string[]]>([
+        ['10.1.2.7/8', ['10.1.2.7/8 was stored as 10.0.0.0/8']],
+        ['2001:db8:1:2::9/64', ['2001:db8:1:2::9/64 was stored as 2001:db8:1:2::/64']],
+        ['0.0.0.0/0', [`0.0.0.0/0 ${ALL_V4}`]],
+        ['10.9.9.9/0', ['10.9.9.9/0 was stored as 0.0.0.0/0', `0.0.0.0/0 ${ALL_V4}`]],
+        ['::/0', ['::/0 admits every IPv6 address: anyone on the internet can reach the instance']],
+        // written otherwise, but the same address or range: nothing to say
+        ['2001:DB8:0:0:0:0:0:77', []],
+        ['10.0.0.77/32', []],
+        ['172.16.0.0/12', []],
+      ])('200: %s is answered with a Warning header for each thing to know of it as stored', async (input, expected) => {
+        const res = await create(alice, 'w', { cidr_mask: input, description: 'w' });
+        expect(res.status).toBe(200);
+        expect(warningsOf(res.headers.get('warning'))).toEqual(expected);
+        if (expected.length > 0) expect(res.headers.get('warning')).toMatch(/^299 hangar "/);
+        expect((await alice.delete(`/v2/instances/w/acls/${res.body.data}/`)).status).toBe(200);
+      });
+
+      it('200: the warnings of a whole list put at once', async () => {
+        const res = await alice.request('PUT', '/v2/instances/w2/acls/', {
+          body: [
+            { cidr_mask: '192.0.2.1', description: 'a' },
+            { cidr_mask: '198.51.100.7/24', description: 'b' },
+          ],
+        });
+        expect(res.status).toBe(200);
+        expect(warningsOf(res.headers.get('warning'))).toEqual(['198.51.100.7/24 was stored as 198.51.100.0/24']);
+        expect((await alice.request('PUT', '/v2/instances/w2/acls/', { body: [] })).status).toBe(200);
+      });
+    });
+
     it('200: elasticsearch takes transport or kibana', async () => {
       const t = (await create(alice, 'e', { cidr_mask: '192.0.2.20', description: 't', transport: true })).body.data;
       const k = (await create(alice, 'e', { cidr_mask: '192.0.2.21', description: 'k', kibana: true })).body.data;
@@ -174,6 +214,26 @@ describe.each(DIALECTS)('ACLs on %s', (dialect) => {
         const res = await create(alice, 'r', body);
         expect(res.status).toBe(400);
         expect(res.body.field).toBe(field);
+      });
+
+      it('every problem at once: an unknown field, the range and the description', async () => {
+        const res = await create(alice, 'r', { cidr_mask: '10.0.0.1/40', description: 'x'.repeat(257), port: 80 });
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ code: 'INVALID_BODY', field: 'port', message: 'unknown field "port"' });
+        expect(res.body.errors.map((e: any) => e.field)).toEqual(['port', 'cidr_mask', 'description']);
+      });
+
+      it('every problem of every item of a replaced list', async () => {
+        const res = await alice.request('PUT', '/v2/instances/r/acls/', {
+          body: [
+            { cidr_mask: '192.0.2.1', description: 'ok' },
+            { cidr_mask: 'bad', description: 'x' },
+            { cidr_mask: '192.0.2.2', description: 'x', transport: true },
+          ],
+        });
+        expect(res.status).toBe(400);
+        expect(res.body.field).toBe('[1].cidr_mask');
+        expect(res.body.errors.map((e: any) => e.field)).toEqual(['[1].cidr_mask', '[2].transport']);
       });
 
       it('nothing is recorded by a refused request', async () => {

@@ -166,7 +166,11 @@ describe.each(DIALECTS)('authentication on %s', (dialect) => {
       const res = await token(t1).delete('/v2/tokens/', { headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ data: {} });
-      expect((await token(t1).get('/v2/instances/')).status).toBe(401);
+      const revoked = await token(t1).get('/v2/instances/');
+      expect(revoked.status).toBe(401);
+      expect(revoked.body.message).toMatch(
+        /^the token was revoked at \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC: log in again at GET \/v2\/tokens\/$/,
+      );
       expect((await th.anonymous().post('/v2/tokens/verify/', { token: t1 })).status).toBe(401);
       expect((await token(t2).get('/v2/instances/')).status).toBe(200);
     });
@@ -217,7 +221,16 @@ describe.each(DIALECTS)('token lifetime on %s', (dialect) => {
     const res = await alice.get('/v2/instances/');
     expect(res.status).toBe(401);
     expect(res.body).toEqual(UNAUTHORIZED);
-    expect((await th.anonymous().post('/v2/tokens/verify/', { token: t })).status).toBe(401);
+    // it says when the token expired
+    const when = `${verified.body.data.token_expires} UTC`;
+    expect(res.body.message).toBe(`the token expired at ${when}: log in again at GET /v2/tokens/`);
+    const verify = await th.anonymous().post('/v2/tokens/verify/', { token: t });
+    expect(verify.status).toBe(401);
+    expect(verify.body.message).toContain(`expired at ${when}`);
+    // a token never issued is unknown
+    expect((await new Client(th.target, { token: 'f'.repeat(64) }).get('/v2/instances/')).body.message).toBe(
+      'the token is unknown, expired or revoked: log in again at GET /v2/tokens/',
+    );
     const again = await new Client(th.target, { basic: [alice.login, alice.password] }).get('/v2/tokens/');
     expect((await new Client(th.target, { token: again.body.data.token }).get('/v2/instances/')).status).toBe(200);
   });

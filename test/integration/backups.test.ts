@@ -233,6 +233,21 @@ describe.each(DIALECTS)('backups on %s (emulated runtime, directory storage)', (
       expect((await alice.get('/v2/instances/wrong/')).status).toBe(404);
     });
 
+    it("refuses a snapshot of another engine's format, in place and with restore_from; nothing recorded", async () => {
+      // engines of one service keep their data differently: mongod's archives, FerretDB's SQLite files
+      const b = await backUp(alice, 'docs');
+      await th.hangar.store.db.updateTable('backups').set({ format: 'ferretdb-sqlite' }).where('id', '=', b.id).execute();
+      const res = await alice.post('/v2/instances/docs/restore/', { backup_id: b.id });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'backup_id' });
+      expect(res.body.message).toMatch(/is a ferretdb-sqlite snapshot; the engine of this instance restores emulated snapshots only/);
+      const created = await alice.post('/v2/instances/', mongoBody('other-format', 'mongodb_singledb', { restore_from: b.id }));
+      expect(created.status).toBe(400);
+      expect(created.body).toMatchObject({ code: 'INVALID_VALUE', field: 'restore_from' });
+      expect((await alice.get('/v2/instances/other-format/')).status).toBe(404);
+      expect((await alice.get('/v2/instances/docs/')).body.data.state).toBe('ACTIVE');
+    });
+
     it('refuses restore_from into a plan smaller than what the instance used, naming the plans that fit', async () => {
       const b = await backUp(alice, 'cache');
       await th.hangar.store.db

@@ -236,6 +236,29 @@ describe('HangarClient', () => {
       expect(bad.allowed).toContain(500);
     });
 
+    it("warnings of an answer reach the client's onWarning and the call's", async () => {
+      const seen: string[] = [];
+      const client = new HangarClient({
+        url: th.url,
+        login,
+        password: PASSWORD,
+        onWarning: (w, r) => seen.push(`${r.method} ${r.path}: ${w}`),
+      });
+      const own: string[] = [];
+      const id = await client.createAcl('kv', { cidr_mask: '10.1.2.3/8', description: 'w' }, { onWarning: (w) => own.push(w) });
+      expect(own).toEqual(['10.1.2.3/8 was stored as 10.0.0.0/8']);
+      expect(seen).toEqual(['POST /v2/instances/kv/acls/: 10.1.2.3/8 was stored as 10.0.0.0/8']);
+      await client.deleteAcl('kv', id);
+      expect(seen).toHaveLength(1);
+    });
+
+    it('a 400 lists every problem of the request in errors', async () => {
+      const bad = await failure(hangar.createInstance(redisBody('a b', { plan: 750, zone: 'Mars' })));
+      expect(bad).toMatchObject({ status: 400, code: 'INVALID_VALUE', field: 'name' });
+      expect(bad.errors?.map((e) => e.field)).toEqual(['name', 'plan', 'zone']);
+      expect(bad.errors?.[1]?.allowed).toContain(500);
+    });
+
     it('no hangar at the address: status 0, NETWORK_ERROR', async () => {
       const err = await failure(
         new HangarClient({ url: `http://127.0.0.1:${await closedPort()}`, login, password: PASSWORD }).listInstances(),

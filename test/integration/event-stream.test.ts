@@ -74,36 +74,37 @@ describe.each(DIALECTS)('GET /v2/events/stream (%s)', (dialect) => {
     }
   });
 
-  it('a pass shorter than a quarter second takes its operation from PENDING to SUCCEEDED in one write, its started step included', async () => {
-    await alice.ready(redisBody('one-write'));
-    const s = await open(th, alice, '?instance=one-write&kinds=operation');
+  it('a pass shorter than its first write takes its operation from PENDING to SUCCEEDED in one write, its started step included', async () => {
+    // The first write of a pass comes a quarter second in; on a busy machine no pass may be that
+    // short. A hangar whose passes first write after a minute makes every pass of this test one
+    // that ends before it: the rule is checked whatever the machine's load.
+    const quiet = await startTestHangar({ dialect, listen: true, operationFirstFlushMs: 60_000 });
     try {
-      // ACL changes on the emulated runtime: passes of a few milliseconds, unless the machine is very busy
-      const ops: string[] = [];
-      for (let i = 0; i < 5; i++) {
-        const add = await alice.post('/v2/instances/one-write/acls/', { cidr_mask: `198.51.100.${10 + i}`, description: 'one write' });
-        ops.push(add.headers.get('x-operation-id')!);
-      }
-      const done = (ms: Message[]) => ops.every((id) => ms.some((m) => m.event === 'operation.succeeded' && m.data.operation_id === id));
-      await s.until('the ACL adds to succeed', done);
-      let short = 0;
-      for (const id of ops) {
-        const mine = s.events.filter((m) => m.data.operation_id === id);
-        const op = mine.at(-1)!.data.data;
-        const steps = op.steps.map((st: any) => st.name);
-        expect(steps.slice(0, 2)).toEqual(['recorded', 'started']);
-        expect(steps.at(-1)).toBe('succeeded');
-        const startedAt = op.steps[1].at.$date;
-        expect(op).toMatchObject({ state: 'SUCCEEDED', date_started: { $date: startedAt } });
-        if (op.steps.at(-1).at.$date - startedAt < 250) {
-          short++;
+      const carol = await quiet.signup();
+      await carol.ready(redisBody('one-write'));
+      const s = await open(quiet, carol, '?instance=one-write&kinds=operation');
+      try {
+        const ops: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const add = await carol.post('/v2/instances/one-write/acls/', { cidr_mask: `198.51.100.${10 + i}`, description: 'one write' });
+          ops.push(add.headers.get('x-operation-id')!);
+        }
+        const done = (ms: Message[]) => ops.every((id) => ms.some((m) => m.event === 'operation.succeeded' && m.data.operation_id === id));
+        await s.until('the ACL adds to succeed', done);
+        for (const id of ops) {
+          const mine = s.events.filter((m) => m.data.operation_id === id);
+          const op = mine.at(-1)!.data.data;
+          expect(op.steps.map((st: any) => st.name).slice(0, 2)).toEqual(['recorded', 'started']);
+          expect(op.steps.at(-1).name).toBe('succeeded');
+          expect(op).toMatchObject({ state: 'SUCCEEDED', date_started: { $date: op.steps[1].at.$date } });
+          // PENDING straight to SUCCEEDED: no RUNNING write between
           expect(mine.map((m) => m.event)).toEqual(['operation.created', 'operation.succeeded']);
         }
+      } finally {
+        s.close();
       }
-      // at least one pass was that short, so the one-write rule above was checked
-      expect(short).toBeGreaterThan(0);
     } finally {
-      s.close();
+      await quiet.close();
     }
   });
 

@@ -4,7 +4,7 @@ import { DIALECTS } from '../helpers/database.js';
 import { type Account, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 import { rawRequest } from '../helpers/raw-http.js';
 
-const ERROR_KEYS = ['allowed', 'code', 'field', 'message'];
+const ERROR_KEYS = ['allowed', 'code', 'errors', 'field', 'message'];
 
 /** An error as clients must always see it: JSON, `message` and `code`, nothing else of the server. */
 function expectErrorBody(res: { headers: Record<string, unknown>; text: string; json: any }, status: number, code: string): void {
@@ -145,13 +145,22 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     });
 
     it.each([
-      [`{"__proto__": {"admin": true}, ${JSON.stringify(redisBody('proto')).slice(1)}`],
-      [`{"constructor": {"prototype": {"admin": true}}, ${JSON.stringify(redisBody('proto')).slice(1)}`],
-      ['{"acls": [{"__proto__": {}, "cidr_mask": "1.2.3.4", "description": "x"}], "name": "proto"}'],
-    ])('400: a forbidden key, and nothing is created: %s', async (body) => {
+      [`{"__proto__": {"admin": true}, ${JSON.stringify(redisBody('proto')).slice(1)}`, '__proto__', '__proto__'],
+      [
+        `{"constructor": {"prototype": {"admin": true}}, ${JSON.stringify(redisBody('proto')).slice(1)}`,
+        'constructor.prototype',
+        'constructor.prototype',
+      ],
+      ['{"acls": [{"__proto__": {}, "cidr_mask": "1.2.3.4", "description": "x"}], "name": "proto"}', '__proto__', 'acls[0].__proto__'],
+    ])('400: a refused key, named with where it is and why, and nothing is created: %s', async (body, key, path) => {
       const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': 'application/json' }, body });
       expect(res.status).toBe(400);
       expectErrorBody(res, 400, 'INVALID_BODY');
+      // valid JSON: the answer does not say otherwise, and names the key
+      expect(res.json.message).not.toContain('not valid JSON');
+      expect(res.json.message).toContain(`the body is valid JSON, but its key "${key}" (at ${path}) is refused`);
+      expect(res.json.message).toContain('prototype pollution');
+      expect(res.json.field).toBe(path);
       expect((await alice.get('/v2/instances/proto/')).status).toBe(404);
     });
 
@@ -165,6 +174,7 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
       const res = await raw('POST', '/v2/instances/', { headers: { 'content-type': type }, body: JSON.stringify(redisBody('typed')) });
       expect(res.status).toBe(415);
       expectErrorBody(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+      expect(res.json.message).toBe(`the body was sent as "${type}"; send it as JSON (Content-Type: application/json, or none)`);
       expect((await alice.get('/v2/instances/typed/')).status).toBe(404);
     });
 
@@ -228,15 +238,36 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
       ['GET', '/v2/nope'],
       ['GET', '/v2/instances/r/nope/'],
       ['GET', '/nope'],
-      ['PUT', '/v2/instances/'],
-      ['PATCH', '/v2/instances/r/'],
-      ['POST', '/v2/redis/r/maxClients/'],
+      ['POST', '/v2/nope/'],
       ['GET', '/v2/redis/r/flushall/'],
       ['GET', '/v1/instance/'],
     ])('404 JSON: %s %s', async (method, path) => {
       const res = await raw(method, path);
       expect(res.status).toBe(404);
       expectErrorBody(res, 404, 'ROUTE_NOT_FOUND');
+      expect(res.headers.allow).toBeUndefined();
+    });
+
+    it.each([
+      ['POST', '/v2/tokens/', 'GET, HEAD, DELETE'],
+      ['PUT', '/v2/instances/', 'GET, HEAD, POST'],
+      ['PUT', '/v2/instances', 'GET, HEAD, POST'],
+      ['PATCH', '/v2/instances/r/', 'GET, HEAD, DELETE'],
+      ['POST', '/v2/redis/r/maxClients/', 'GET, HEAD'],
+      ['DELETE', '/v2/instances/r/acls/', 'GET, HEAD, POST, PUT'],
+      ['OPTIONS', '/v2/whoami/', 'GET, HEAD'],
+    ])('405 with Allow: %s %s, a path that takes other methods', async (method, path, allow) => {
+      const res = await raw(method, path);
+      expect(res.status).toBe(405);
+      expectErrorBody(res, 405, 'METHOD_NOT_ALLOWED');
+      expect(res.headers.allow).toBe(allow);
+      expect(res.json.message).toBe(`${path} does not take ${method}; it takes ${allow}`);
+    });
+
+    it('405, not 401, without credentials: which methods a path takes is no secret (the OpenAPI document lists them)', async () => {
+      const res = await rawRequest(th.url, 'POST', '/v2/tokens/');
+      expect(res.status).toBe(405);
+      expect(res.headers.allow).toBe('GET, HEAD, DELETE');
     });
 
     it('404, not 401, without credentials', async () => {

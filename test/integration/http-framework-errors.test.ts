@@ -5,7 +5,8 @@ import { sendRaw } from '../security/helpers/raw-socket.js';
 
 /**
  * Failures found before any route runs (by the router, by node's HTTP parser, by the static
- * files of the docs page) are rendered like every other error: JSON {"message", "code"}, with
+ * files of the docs page) are rendered like every other error: JSON {"message", "code"} (and
+ * `errors` on a 400), with
  * X-Request-Id and nosniff, never the framework's own body.
  */
 describe('errors outside the routes', () => {
@@ -24,7 +25,9 @@ describe('errors outside the routes', () => {
     status: number,
     code: string,
   ) => {
-    expect({ status: res.status, body: res.json }).toEqual({ status, body: { message: expect.any(String), code } });
+    // a 400 lists its problem in `errors` too, as every 400 does
+    const listed = status === 400 ? { errors: [{ message: res.json?.message, code }] } : {};
+    expect({ status: res.status, body: res.json }).toEqual({ status, body: { message: expect.any(String), code, ...listed } });
     expect(res.json.message.length).toBeGreaterThan(10);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.headers['x-content-type-options']).toBe('nosniff');
@@ -105,7 +108,11 @@ describe('errors outside the routes', () => {
       body,
     });
     expect(res.status).toBe(400);
-    expect(res.json).toEqual({ message: 'the body is not valid UTF-8', code: 'INVALID_BODY' });
+    expect(res.json).toEqual({
+      message: 'the body is not valid UTF-8',
+      code: 'INVALID_BODY',
+      errors: [{ message: 'the body is not valid UTF-8', code: 'INVALID_BODY' }],
+    });
     expect((await alice.get('/v2/instances/')).body.data).toEqual([]);
   });
 

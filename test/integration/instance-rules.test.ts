@@ -147,6 +147,79 @@ describe.each(DIALECTS)('instance create rules on %s', (dialect) => {
       expect(body.message).toContain('10.0.0.1');
     });
 
+    describe('every problem at once: the first as message, code and field; all of them in errors', () => {
+      const problems = (body: any) => body.errors.map((e: any) => [e.field, e.code]);
+
+      it('an empty body names every missing field', async () => {
+        const res = await alice.post('/v2/instances/', {});
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ code: 'INVALID_BODY', field: 'name', message: '"name" is required' });
+        expect(problems(res.body)).toEqual(['name', 'plan', 'service', 'type', 'version', 'zone'].map((f) => [f, 'INVALID_BODY']));
+      });
+
+      it('no body at all names every missing field too', async () => {
+        const res = await alice.request('POST', '/v2/instances/');
+        expect(res.status).toBe(400);
+        expect(res.body.message).toBe('the request body must be a JSON object');
+        expect(res.body.errors.map((e: any) => e.field)).toEqual([undefined, 'name', 'plan', 'service', 'type', 'version', 'zone']);
+      });
+
+      it("the service's own checks: name, type, plan, zone and version, each with its allowed values", async () => {
+        const res = await alice.post('/v2/instances/', {
+          name: 'a b',
+          plan: 3,
+          service: 'redis',
+          type: 'mongodb_sharded',
+          version: '1.0',
+          zone: 'US-Dallas',
+        });
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'name' });
+        expect(problems(res.body)).toEqual([
+          ['name', 'INVALID_VALUE'],
+          ['type', 'INVALID_VALUE'],
+          ['plan', 'INVALID_VALUE'],
+          ['version', 'INVALID_VALUE'],
+        ]);
+        expect(res.body.errors[2].allowed).toEqual(allowed.redis.plan);
+        expect(res.body.errors[3].allowed).toEqual(allowed.redis.version);
+        // the first problem is told exactly as before
+        expect(res.body.errors[0].message).toBe(res.body.message);
+      });
+
+      it('a version is judged against the zone, so a wrong zone leaves it out', async () => {
+        const res = await alice.post('/v2/instances/', redisBody('x', { zone: 'Mars', version: '1.0', plan: 3 }));
+        expect(problems(res.body)).toEqual([
+          ['plan', 'INVALID_VALUE'],
+          ['zone', 'INVALID_VALUE'],
+        ]);
+      });
+
+      it("the schema's problems and the service's, without naming a field twice", async () => {
+        const res = await alice.post('/v2/instances/', {
+          name: 5,
+          plan: 'x',
+          service: 'redis',
+          type: 'redis_ha_instance',
+          zone: 'Mars',
+          acls: [{ cidr_mask: 'nowhere' }, { cidr_mask: '10.0.0.1', description: 'x'.repeat(300) }],
+          size: 1,
+        });
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ code: 'INVALID_BODY', field: 'version', message: '"version" is required' });
+        expect(problems(res.body)).toEqual([
+          ['version', 'INVALID_BODY'],
+          ['size', 'INVALID_BODY'],
+          ['name', 'INVALID_VALUE'],
+          ['plan', 'INVALID_VALUE'],
+          ['acls[0].description', 'INVALID_BODY'],
+          ['zone', 'INVALID_VALUE'],
+          ['acls[0].cidr_mask', 'INVALID_VALUE'],
+          ['acls[1].description', 'INVALID_VALUE'],
+        ]);
+      });
+    });
+
     it('nothing is created by a refused request', async () => {
       await alice.post('/v2/instances/', redisBody('refused', { plan: 501 }));
       expect((await alice.get('/v2/instances/refused/')).status).toBe(404);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { warningsOf } from '../../src/client/hangar-client.js';
 import { esBody, keysOf, mongoBody, redisBody, type MongoType } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, Client, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
@@ -199,17 +200,35 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
       ]);
     });
 
+    it('200: ACLs of the create body stored otherwise than written are named in Warning headers', async () => {
+      const res = await alice.post(
+        '/v2/instances/',
+        redisBody('warned', {
+          acls: [
+            { cidr_mask: '10.1.2.3/8', description: 'office' },
+            { cidr_mask: '::/0', description: 'everyone' },
+            { cidr_mask: '192.0.2.7', description: 'ci' },
+          ],
+        }),
+      );
+      expect(res.status).toBe(200);
+      expect(warningsOf(res.headers.get('warning'))).toEqual([
+        '10.1.2.3/8 was stored as 10.0.0.0/8',
+        '::/0 admits every IPv6 address: anyone on the internet can reach the instance',
+      ]);
+      expect((await alice.post('/v2/instances/', redisBody('not-warned'))).headers.get('warning')).toBeNull();
+    });
+
     it.each([['a'], ['A-b_9'], ['x'.repeat(64)], ['123'], ['-_-']])('200: the name %j follows the rules', async (name) => {
       const res = await alice.post('/v2/instances/', redisBody(name));
       expect(res.status).toBe(200);
       expect(res.body.data.name).toBe(name);
     });
 
-    it('200: names are case-sensitive: "Case" and "case" are two instances', async () => {
-      expect((await alice.post('/v2/instances/', redisBody('Case'))).status).toBe(200);
-      expect((await alice.post('/v2/instances/', redisBody('case'))).status).toBe(200);
+    it('200: a name keeps the case it was sent in; lookups by name are exact', async () => {
+      expect((await alice.post('/v2/instances/', redisBody('Case'))).body.data.name).toBe('Case');
       expect((await alice.get('/v2/instances/Case/')).body.data.name).toBe('Case');
-      expect((await alice.get('/v2/instances/case/')).body.data.name).toBe('case');
+      expect((await alice.get('/v2/instances/case/')).status).toBe(404);
       expect((await alice.get('/v2/instances/CASE/')).status).toBe(404);
     });
 
@@ -221,6 +240,39 @@ describe.each(DIALECTS)('instances on %s', (dialect) => {
         expect(again.body).toEqual({ code: 'NAME_TAKEN', message: 'an instance named "dup" already exists in this account' });
         expect((await alice.get('/v2/instances/dup/')).body.data.service).toBe('redis');
         expect((await bob.post('/v2/instances/', redisBody('dup'))).status).toBe(200);
+      });
+
+      it('a name that differs only in case from one in the account, naming the other as stored; another account may use it', async () => {
+        expect((await alice.post('/v2/instances/', redisBody('MyCache'))).status).toBe(200);
+        for (const name of ['mycache', 'MYCACHE', 'myCache']) {
+          const res = await alice.post('/v2/instances/', redisBody(name));
+          expect(res.status).toBe(409);
+          expect(res.body).toEqual({
+            code: 'NAME_TAKEN',
+            message: `an instance named "MyCache" already exists in this account, and names are unique regardless of case: "${name}" cannot be used`,
+          });
+        }
+        expect((await alice.get('/v2/instances/')).body.data.filter((r: any) => r.name.toLowerCase() === 'mycache')).toHaveLength(1);
+        expect((await bob.post('/v2/instances/', redisBody('mycache'))).status).toBe(200);
+      });
+
+      it('a rename to a name that differs only in case from another instance; a change of case alone is a rename', async () => {
+        await alice.ready(redisBody('Orders'));
+        await alice.ready(redisBody('to-rename'));
+        const res = await alice.post('/v2/instances/to-rename/rename/', { name: 'ORDERS' });
+        expect(res.status).toBe(409);
+        expect(res.body.message).toContain('an instance named "Orders" already exists');
+        expect((await alice.get('/v2/instances/to-rename/')).status).toBe(200);
+        expect((await alice.post('/v2/instances/Orders/rename/', { name: 'orders' })).status).toBe(200);
+        expect((await alice.get('/v2/instances/orders/')).body.data.name).toBe('orders');
+      });
+
+      it('two creates of one name at once, in two cases: one wins, the other is a 409', async () => {
+        const [a, b] = await Promise.all([
+          alice.post('/v2/instances/', redisBody('Race2')),
+          alice.post('/v2/instances/', redisBody('race2')),
+        ]);
+        expect([a.status, b.status].sort()).toEqual([200, 409]);
       });
 
       it('two creates of one name at once: one wins, the other is a 409', async () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { RouteOptions } from 'fastify';
@@ -449,6 +450,15 @@ describe('the OpenAPI document', () => {
       }
     });
 
+    it('elasticsearch: resize', async () => {
+      const resize = '/v2/elasticsearch/{instance_name}/resize/';
+      expect((await call(alice, 'POST', resize, { instance_name: 'e' }, { new_plan: 5 })).status).toBe(400);
+      expect((await call(alice, 'POST', resize, { instance_name: 'r' }, { new_plan: 8 })).status).toBe(404);
+      expect((await call(bob, 'POST', resize, { instance_name: 'e' }, { new_plan: 8 })).status).toBe(404);
+      expect((await call(alice, 'POST', resize, { instance_name: 'e' }, { new_plan: 8 })).status).toBe(200);
+      await alice.waitFor('e', (rec) => rec?.state === 'COMPLETED' && rec.plan === 8);
+    });
+
     it('redis: settings, slow log, stats', async () => {
       const config = '/v2/redis/{instance_name}/config/';
       expect((await call(alice, 'GET', config, { instance_name: 'r' })).status).toBe(200);
@@ -513,6 +523,34 @@ describe('the OpenAPI document', () => {
     it('zones', async () => {
       expect((await call(alice, 'GET', '/v2/zones/')).status).toBe(200);
       expect((await call(anon(), 'GET', '/v2/zones/')).status).toBe(401);
+    });
+
+    it("the API's front door: GET /v2/ without credentials, hangar's version and where the rest is", async () => {
+      const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+      const res = await call(anon(), 'GET', '/v2/');
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual({
+        name: 'hangar',
+        version: pkg.version,
+        api: 'ObjectRocket API v2',
+        links: { docs: '/docs', openapi: '/v2/openapi.json', console: expect.anything() },
+      });
+      expect((await anon().get('/v2')).body).toEqual(res.body);
+      expect((await alice.get('/v2/')).body).toEqual(res.body);
+      // every link answers
+      const { docs, openapi, console: page } = res.body.data.links;
+      for (const path of [docs, openapi, ...(page === null ? [] : [page])])
+        expect((await fetch(`${th.url}${path}`)).status, path).toBe(200);
+    });
+
+    it('engines and instance shells', async () => {
+      expect((await call(alice, 'GET', '/v2/engines/')).status).toBe(200);
+      expect((await call(anon(), 'GET', '/v2/engines/')).status).toBe(401);
+      const shell = '/v2/instances/{instance_name}/shell';
+      expect((await call(alice, 'GET', shell, { instance_name: 'r' })).status).toBe(200);
+      expect((await call(alice, 'GET', shell, { instance_name: 'e' })).status).toBe(200);
+      expect((await c.check('GET', shell, await alice.get('/v2/instances/r/shell?servicenet=perhaps'))).status).toBe(400);
+      expect((await call(bob, 'GET', shell, { instance_name: 'r' })).status).toBe(404);
     });
 
     it('events and the document itself', async () => {
@@ -615,8 +653,8 @@ describe('the OpenAPI document', () => {
             statuses.some((s) => s < 300),
             `${method} ${path} success seen (${statuses})`,
           ).toBe(true);
-          // The document and the CA certificate take no input and no credentials: they have no error to provoke.
-          if (path !== '/v2/openapi.json' && path !== '/v2/tls/ca')
+          // The document, the CA certificate and the front door take no input and no credentials: they have no error to provoke.
+          if (path !== '/v2/openapi.json' && path !== '/v2/tls/ca' && path !== '/v2/')
             expect(
               statuses.some((s) => s >= 400),
               `${method} ${path} error seen (${statuses})`,

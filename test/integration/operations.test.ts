@@ -98,7 +98,7 @@ describe.each(DIALECTS)('operations (%s)', (dialect) => {
       expect(await finished(alice, operationOf(resize))).toMatchObject({
         kind: 'resize',
         state: 'SUCCEEDED',
-        detail: { from_plan: 500, to_plan: 1000 },
+        detail: { from_plan: 500, to_plan: 1000, engine: 'redis' },
       });
       expect((await alice.get('/v2/instances/ops-r/')).body.data.plan).toBe(1000);
 

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { warningsOf } from '../../src/client/hangar-client.js';
+import { userRules } from '../../src/engines/redis/redis-users.js';
 import { mongoBody, redisBody } from '../helpers/bodies.js';
 import { DIALECTS } from '../helpers/database.js';
 import { type Account, type TestHangar, startWithTwoAccounts } from '../helpers/hangar.js';
@@ -108,6 +110,45 @@ describe.each(DIALECTS)('Redis, day two, on %s', (dialect) => {
       expect((await alice.post(users, { username: 'x', grants: [] })).status).toBe(400);
       expect((await alice.patch(`${users}app/`, {})).status).toBe(400);
       expect((await alice.patch(`${users}app/`, { commands: ['+config|get'] })).body.message).toContain('CONFIG');
+    });
+
+    it('200: patterns written as Redis writes them (~app:*, &news.*) are stored without their mark, each with a Warning', async () => {
+      const created = await alice.post(users, {
+        username: 'marked',
+        keys: ['~app:*', 'jobs:*'],
+        channels: ['&news.*'],
+        commands: ['+@read'],
+      });
+      expect(created.status).toBe(200);
+      expect(created.body.data.user).toMatchObject({ keys: ['app:*', 'jobs:*'], channels: ['news.*'] });
+      expect(warningsOf(created.headers.get('warning'))).toEqual([
+        'keys[0] "~app:*" was stored as "app:*": hangar writes the "~" of Redis\'s key patterns itself',
+        'channels[0] "&news.*" was stored as "news.*": hangar writes the "&" of Redis\'s channel patterns itself',
+      ]);
+      // the engine is given the patterns once marked: ~app:*, never ~~app:*
+      const user = engine()
+        .redisAccessOf(r.id)
+        .users.find((u: any) => u.name === 'marked');
+      expect(user).toMatchObject({ keys: ['app:*', 'jobs:*'], channels: ['news.*'] });
+      expect(userRules(user)).toEqual(expect.arrayContaining(['~app:*', '~jobs:*', '&news.*']));
+      const patched = await alice.patch(`${users}marked/`, { keys: ['~reports:*'] });
+      expect(patched.body.data.keys).toEqual(['reports:*']);
+      expect(warningsOf(patched.headers.get('warning'))).toEqual([
+        'keys[0] "~reports:*" was stored as "reports:*": hangar writes the "~" of Redis\'s key patterns itself',
+      ]);
+      expect((await alice.patch(`${users}marked/`, { keys: ['plain:*'] })).headers.get('warning')).toBeNull();
+      expect((await alice.delete(`${users}marked/`)).status).toBe(200);
+    });
+
+    it('400: a key permission (%R~app:*) or a mark alone, which would match nothing, every one named', async () => {
+      const res = await alice.post(users, { username: 'perm', keys: ['%R~app:*', '~'], channels: ['&'] });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'INVALID_VALUE', field: 'keys[0]' });
+      expect(res.body.message).toContain(
+        'is a key permission (%R~, %W~, %RW~), which hangar does not take: give the pattern alone ("app:*")',
+      );
+      expect(res.body.errors.map((e: any) => e.field)).toEqual(['keys[0]', 'keys[1]', 'channels[0]']);
+      expect((await alice.get(`${users}perm/`)).status).toBe(404);
     });
 
     it('404: unknown user, another account, not a redis instance; 409: a name taken', async () => {

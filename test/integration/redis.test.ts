@@ -80,14 +80,14 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
       });
 
       it.each([
-        ['m', 'mongodb'],
-        ['e', 'elasticsearch'],
+        ['m', 'a mongodb'],
+        ['e', 'an elasticsearch'],
       ])('of %s, an instance of the account of another service: it says which', async (name, service) => {
         const res = await alice.get(`/v2/redis/${name}/${metric}/`);
         expect(res.status).toBe(404);
         expect(res.body).toEqual({
           code: 'INSTANCE_NOT_FOUND',
-          message: `instance "${name}" is a ${service} instance, not a redis instance`,
+          message: `instance "${name}" is ${service} instance, not a redis instance`,
         });
       });
     });
@@ -216,14 +216,14 @@ describe.each(DIALECTS)('redis endpoints on %s', (dialect) => {
 
     describe('404', () => {
       it.each([
-        ['m', 'mongodb'],
-        ['e', 'elasticsearch'],
+        ['m', 'a mongodb'],
+        ['e', 'an elasticsearch'],
       ])('resize of %s: only redis resizes', async (name, service) => {
         const res = await alice.post(`/v2/redis/${name}/resize/`, { new_plan: 1000 });
         expect(res.status).toBe(404);
         expect(res.body).toEqual({
           code: 'INSTANCE_NOT_FOUND',
-          message: `instance "${name}" is a ${service} instance, not a redis instance`,
+          message: `instance "${name}" is ${service} instance, not a redis instance`,
         });
         expect((await alice.get(`/v2/instances/${name}/`)).body.data.plan).toBe(name === 'm' ? 1 : 4);
       });

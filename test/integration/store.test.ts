@@ -31,7 +31,7 @@ import { acquireLease, findLease } from '../../src/store/lease-repository.js';
 import { appendEvent } from '../../src/store/event-repository.js';
 import { fanOutEvents, insertWebhook, listDeliveries } from '../../src/store/webhook-repository.js';
 import { deleteMongoUserRow, findMongoUserId, insertMongoUser, markMongoUserDeleting } from '../../src/store/mongodb-user-repository.js';
-import { MIGRATION_NAMES, migrateToLatest } from '../../src/store/migrations/index.js';
+import { MIGRATION_NAMES, migrateTo, migrateToLatest } from '../../src/store/migrations/index.js';
 import { DIALECTS, freshPostgres } from '../helpers/database.js';
 
 const HOST = 'host-a';
@@ -85,6 +85,7 @@ function instanceRow(accountId: string, name: string, ports: Record<string, numb
     address: null,
     password_prior_enc: null,
     password_rotation_ends_at: null,
+    case_duplicate: 0,
     ...extra,
   };
 }
@@ -223,11 +224,10 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       expect(await listAcls(store.db, dup.id, true)).toEqual([]);
     });
 
-    it('the same name in another account, or differing in case, is another instance', async () => {
+    it('the same name in another account is another instance', async () => {
       await insertInstanceRow(store.db, instanceRow('acc-1', 'same', { public: 20001 }), HOST, []);
       await insertInstanceRow(store.db, instanceRow('acc-2', 'same', { public: 20002 }), HOST, []);
-      await insertInstanceRow(store.db, instanceRow('acc-1', 'SAME', { public: 20003 }), HOST, []);
-      expect((await listUsedPorts(store.db, HOST)).size).toBe(3);
+      expect((await listUsedPorts(store.db, HOST)).size).toBe(2);
     });
 
     it('a port used on the host is a PortRaceError (the caller picks again); on another host it is free', async () => {
@@ -242,9 +242,12 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       const a = instanceRow('acc-1', 'a', { public: 20001 });
       await insertInstanceRow(store.db, a, HOST, []);
       await insertInstanceRow(store.db, instanceRow('acc-1', 'b', { public: 20002 }), HOST, []);
-      await expect(renameInstance(store.db, a.id, 'a', 'b', NOW + 1)).rejects.toMatchObject({ status: 409, code: 'NAME_TAKEN' });
+      await expect(renameInstance(store.db, a.account_id, a.id, 'a', 'b', NOW + 1)).rejects.toMatchObject({
+        status: 409,
+        code: 'NAME_TAKEN',
+      });
       expect(await findInstanceRowById(store.db, a.id)).toMatchObject({ name: 'a', name_prior: null, spec_version: 1 });
-      expect(await renameInstance(store.db, a.id, 'a', 'c', NOW + 1)).toBe(true);
+      expect(await renameInstance(store.db, a.account_id, a.id, 'a', 'c', NOW + 1)).toBe(true);
       expect(await findInstanceRowById(store.db, a.id)).toMatchObject({ name: 'c', name_prior: 'a', spec_version: 2 });
     });
 
@@ -309,7 +312,7 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       await moved();
       await updateInstance(store.db, row.id, { state: 'BUILDING', updatedAt: NOW + 1 });
       await moved();
-      await renameInstance(store.db, row.id, 'shown', 'renamed', NOW + 2);
+      await renameInstance(store.db, row.account_id, row.id, 'shown', 'renamed', NOW + 2);
       await moved();
       await replacePort(store.db, HOST, row.id, 'public', 20002);
       await moved();
@@ -345,6 +348,86 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       expect(await getInstanceListVersion(store.db, 'acc-1')).toBe(committed);
       await updateInstance(store.db, row.id, { state: 'BUILDING', updatedAt: NOW + 1 });
       expect(await getInstanceListVersion(store.db, 'acc-1')).toBeGreaterThan(committed);
+    });
+  });
+
+  describe('instance names, unique in an account regardless of case', () => {
+    it('a second name that differs only in case is a 409 naming the first as stored; another account may use it', async () => {
+      await insertInstanceRow(store.db, instanceRow('acc-1', 'MyCache', { public: 20001 }), HOST, []);
+      await expect(insertInstanceRow(store.db, instanceRow('acc-1', 'mycache', { public: 20002 }), HOST, [])).rejects.toMatchObject({
+        status: 409,
+        code: 'NAME_TAKEN',
+        message:
+          'an instance named "MyCache" already exists in this account, and names are unique regardless of case: "mycache" cannot be used',
+      });
+      await insertInstanceRow(store.db, instanceRow('acc-2', 'mycache', { public: 20003 }), HOST, []);
+    });
+
+    it('a rename to a name taken in another case is a 409; a change of case alone is a rename', async () => {
+      const a = instanceRow('acc-1', 'a', { public: 20001 });
+      await insertInstanceRow(store.db, a, HOST, []);
+      await insertInstanceRow(store.db, instanceRow('acc-1', 'Sessions', { public: 20002 }), HOST, []);
+      await expect(renameInstance(store.db, a.account_id, a.id, 'a', 'SESSIONS', NOW + 1)).rejects.toMatchObject({
+        status: 409,
+        message: expect.stringContaining('"Sessions"'),
+      });
+      expect(await renameInstance(store.db, a.account_id, a.id, 'a', 'A', NOW + 1)).toBe(true);
+      expect(await findInstanceRowById(store.db, a.id)).toMatchObject({ name: 'A', name_prior: 'a' });
+    });
+
+    it("the index is the store's own: a row written past the repository is refused too", async () => {
+      await insertInstanceRow(store.db, instanceRow('acc-1', 'Raw', { public: 20001 }), HOST, []);
+      await expect(
+        store.db
+          .insertInto('instances')
+          .values(instanceRow('acc-1', 'RAW', { public: 20002 }))
+          .execute(),
+      ).rejects.toThrow();
+    });
+
+    it('the migration keeps names shared but for case from before: the oldest holds the name, the others join the rule when renamed', async () => {
+      const other = await location(dialect);
+      const s = await openStore(other);
+      try {
+        // the schema just before the migration under test
+        await migrateTo(s.db, MIGRATION_NAMES[MIGRATION_NAMES.indexOf('2026-12-07T1200-instance-names-any-case') - 1]!);
+        for (const id of ['acc-1', 'acc-2']) {
+          await s.db
+            .insertInto('accounts')
+            .values({ id, login: `${id}@example.com`, password_hash: 'x', created_at: NOW })
+            .execute();
+        }
+        const rows = [
+          instanceRow('acc-1', 'Dup', { public: 20001 }, { created_at: NOW }),
+          instanceRow('acc-1', 'dup', { public: 20002 }, { created_at: NOW + 1 }),
+          instanceRow('acc-1', 'DUP', { public: 20003 }, { created_at: NOW + 2 }),
+          instanceRow('acc-2', 'dup', { public: 20004 }, { created_at: NOW + 3 }),
+        ];
+        for (const { case_duplicate: _, ...row } of rows) await s.db.insertInto('instances').values(row).execute();
+        await migrateToLatest(s.db);
+        const flags = await s.db.selectFrom('instances').select(['account_id', 'name', 'case_duplicate']).orderBy('created_at').execute();
+        expect(flags.map((r) => [r.account_id, r.name, r.case_duplicate])).toEqual([
+          ['acc-1', 'Dup', 0],
+          ['acc-1', 'dup', 1],
+          ['acc-1', 'DUP', 1],
+          ['acc-2', 'dup', 0],
+        ]);
+        // the name stays held, by the oldest
+        await expect(insertInstanceRow(s.db, instanceRow('acc-1', 'dUp', { public: 20005 }), HOST, [])).rejects.toMatchObject({
+          status: 409,
+          message: expect.stringContaining('an instance named "Dup" already exists'),
+        });
+        // renamed, a marked instance is under the rule
+        expect(await renameInstance(s.db, 'acc-1', rows[1]!.id, 'dup', 'dup-2', NOW + 10)).toBe(true);
+        expect(await findInstanceRowById(s.db, rows[1]!.id)).toMatchObject({ name: 'dup-2', case_duplicate: 0 });
+        await expect(renameInstance(s.db, 'acc-1', rows[2]!.id, 'DUP', 'DUP-2', NOW + 11)).rejects.toMatchObject({
+          status: 409,
+          message: expect.stringContaining('"dup-2"'),
+        });
+      } finally {
+        await s.close();
+        await other.drop();
+      }
     });
   });
 

@@ -2,8 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { esBody, mongoBody, redisBody } from '../helpers/bodies.js';
 import { type Account, PASSWORD, type Reply, type TestHangar, startTestHangar } from '../helpers/hangar.js';
 
-/** Field names whose value is a credential. */
-const SECRETS = ['password', 'api_key', 'token', 'pass_key', 'secret', 'private_key'];
+/** Field names whose value is a credential (`env`: a shell command's environment, where a password travels). */
+const SECRETS = ['password', 'api_key', 'token', 'pass_key', 'secret', 'private_key', 'env'];
+
+/** A field of this name and schema holds a credential: a boolean flag named `password` does not. */
+const secretField = (name: string, schema: any) => SECRETS.includes(name) && schema?.type !== 'boolean';
 
 /** Whether a JSON schema of the document (references followed) has a secret field at any depth. */
 function schemaHasSecret(schema: any, doc: any, seen = new Set<string>()): boolean {
@@ -17,7 +20,7 @@ function schemaHasSecret(schema: any, doc: any, seen = new Set<string>()): boole
       .reduce((o: any, k: string) => o?.[k], doc);
     return schemaHasSecret(target, doc, seen);
   }
-  if (schema.properties && Object.entries(schema.properties).some(([k, v]) => SECRETS.includes(k) || schemaHasSecret(v, doc, seen)))
+  if (schema.properties && Object.entries(schema.properties).some(([k, v]) => secretField(k, v) || schemaHasSecret(v, doc, seen)))
     return true;
   if (schemaHasSecret(schema.items, doc, seen)) return true;
   return ['anyOf', 'oneOf', 'allOf'].some((k) => Array.isArray(schema[k]) && schema[k].some((s: any) => schemaHasSecret(s, doc, seen)));
@@ -27,7 +30,8 @@ function schemaHasSecret(schema: any, doc: any, seen = new Set<string>()): boole
 function bodyHasSecret(v: unknown): boolean {
   if (Array.isArray(v)) return v.some(bodyHasSecret);
   if (v === null || typeof v !== 'object') return false;
-  return Object.entries(v).some(([k, x]) => (SECRETS.includes(k) && typeof x === 'string' && x !== '') || bodyHasSecret(x));
+  const filled = (x: unknown) => (typeof x === 'string' && x !== '') || (x !== null && typeof x === 'object' && Object.keys(x).length > 0);
+  return Object.entries(v).some(([k, x]) => (SECRETS.includes(k) && filled(x)) || bodyHasSecret(x));
 }
 
 /**
@@ -54,6 +58,7 @@ describe('Cache-Control: no-store on every answer carrying a secret', () => {
     calls.set('GET /v2/instances/', () => alice.get('/v2/instances/'));
     calls.set('POST /v2/instances/', () => alice.post('/v2/instances/', redisBody(`n${calls.size}-${Date.now()}`)));
     calls.set('GET /v2/instances/{instance_name}/', () => alice.get('/v2/instances/r/'));
+    calls.set('GET /v2/instances/{instance_name}/shell', () => alice.get('/v2/instances/r/shell'));
     calls.set('GET /v2/tokens/', () =>
       th
         .anonymous()
@@ -89,10 +94,11 @@ describe('Cache-Control: no-store on every answer carrying a secret', () => {
     return out.sort();
   }
 
-  it('finds them in the document: instance records and their lists, creations, tokens, new key pairs, rotated passwords, webhook secrets, client certificate keys', () => {
+  it('finds them in the document: instance records and their lists, creations, tokens, new key pairs, rotated passwords, webhook secrets, client certificate keys, shell commands', () => {
     expect(secretOperations()).toEqual([
       'GET /v2/instances/',
       'GET /v2/instances/{instance_name}/',
+      'GET /v2/instances/{instance_name}/shell',
       'GET /v2/tokens/',
       'POST /v2/instances/',
       'POST /v2/instances/{instance_name}/rotate-password',

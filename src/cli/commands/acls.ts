@@ -37,15 +37,22 @@ async function add(ctx: ClientContext): Promise<void> {
   const description =
     str(opts.description) ?? (given === undefined ? `hangar acls add --my-ip on ${hostname()}` : `hangar acls add on ${hostname()}`);
   const expires = str(opts.expires);
-  const id = await client.createAcl(name, {
-    cidr_mask: cidr,
-    description,
-    ...(opts.transport === true ? { transport: true } : {}),
-    ...(opts.kibana === true ? { kibana: true } : {}),
-    ...(expires !== undefined ? { expires_at: expiresAt(expires) } : {}),
-  });
+  const id = await client.createAcl(
+    name,
+    {
+      cidr_mask: cidr,
+      description,
+      ...(opts.transport === true ? { transport: true } : {}),
+      ...(opts.kibana === true ? { kibana: true } : {}),
+      ...(expires !== undefined ? { expires_at: expiresAt(expires) } : {}),
+    },
+    // what hangar says of the range (stored otherwise than typed, the whole internet admitted)
+    { onWarning: (w) => io.err(`hangar: warning: ${w}`) },
+  );
+  // the range as hangar stored it, which may not be as it was typed (10.1.2.3/8 is 10.0.0.0/8)
+  const stored = (await client.getAcl(name, id)).cidr_mask;
   const until = expires !== undefined ? ` until ${expiresAt(expires)}` : '';
-  io.out(opts.json === true ? json({ id, cidr_mask: cidr, instance: name }) : `ACL ${id} admits ${cidr} to ${name}${until}.`);
+  io.out(opts.json === true ? json({ id, cidr_mask: stored, instance: name }) : `ACL ${id} admits ${stored} to ${name}${until}.`);
 }
 
 /** `--expires`: an RFC 3339 time, or a duration from now (`30m`, `8h`, `7d`). */

@@ -8,8 +8,10 @@ import { isService } from '../../domain/catalog.js';
 import type { Product, ShellCommand } from '../../engines/product.js';
 import { findProduct, firstProductOf } from '../../engines/products.js';
 import { EXIT, UsageError, json } from '../io.js';
+import { shellLine } from '../../lib/shell-line.js';
 
 export type { ShellCommand };
+export { shellLine };
 
 /** The product of an instance record: its engine, or (a server that names none) its service's first. */
 export function productOfRecord(inst: Pick<Instance, 'service' | 'engine'>): Product | undefined {
@@ -44,13 +46,6 @@ export function findOnPath(command: string, env: Env): string | undefined {
     }
   }
   return undefined;
-}
-
-const quote = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-
-/** The command as one line to paste into a POSIX shell. */
-export function shellLine(cmd: ShellCommand): string {
-  return [...Object.entries(cmd.env).map(([k, v]) => `${k}=${quote(v)}`), cmd.command, ...cmd.args.map(quote)].join(' ');
 }
 
 async function connect(ctx: ClientContext): Promise<void> {

@@ -1,14 +1,16 @@
 import { execFile } from 'node:child_process';
 import { userInfo } from 'node:os';
 import type { Config } from '../../config.js';
-import { dashboardsUse } from '../../engines/elasticsearch/elasticsearch-versions.js';
 import { detectPrograms, findExecutable, HAPROXY_PROGRAM, type EngineBinaries, type ProgramSpec } from '../../lib/binaries.js';
 import { localEngines, localPrograms } from '../../engines/index.js';
+import { scanEngineCache } from '../../engines/install/engine-cache.js';
+import { INSTALL_RECIPES } from '../../engines/installs.js';
 import { productNamed } from '../../engines/products.js';
 import { serviceOffering } from '../../engines/registry.js';
 import type { Offering, Offerings } from '../../domain/units.js';
 import { SERVICES, type Service } from '../../domain/catalog.js';
 import type { ZoneCheck } from '../../runtimes/kubernetes/kube-doctor.js';
+import { engineDirReport, type EngineDirReport } from '../../runtimes/local/engine-dir.js';
 import { engineUserReport, type EngineUserReport } from '../../runtimes/local/engine-user.js';
 import { loadZonesFile } from '../../zones/zones-file.js';
 import { json, type Io } from '../io.js';
@@ -42,6 +44,20 @@ export interface EngineReport {
   readonly reason?: string;
   /** What to install (or set) to run it: one line per missing program. */
   readonly install?: readonly string[];
+  /** Versions it knows of and does not serve here, with why (and what installs them). */
+  readonly unavailable_versions?: readonly { readonly version: string; readonly reason: string }[];
+  /** What else to know of it here. */
+  readonly notes?: readonly string[];
+}
+
+/** The engine cache: what `hangar engines install` put there, and what more it installs. */
+export interface EngineCacheReport {
+  readonly dir: string;
+  readonly installed: readonly { readonly product: string; readonly version: string; readonly program: string }[];
+  /** Installs left out, with why (a broken manifest, a program gone). */
+  readonly broken: readonly { readonly dir: string; readonly reason: string }[];
+  /** `product@version` hangar installs that the cache does not hold yet. */
+  readonly installable: readonly string[];
 }
 
 export interface ServiceReport {
@@ -62,6 +78,13 @@ export interface DoctorReport {
   readonly services: Readonly<Record<Service, ServiceReport>>;
   /** The user the local runtime's engines run as (HANGAR_ENGINE_USER when hangar runs as root). */
   readonly engineUser: EngineUserReport;
+  /**
+   * Where the local runtime keeps the instances' directories: `<data dir>/instances`, or outside
+   * the data dir (with the reason) when the engine user cannot reach that.
+   */
+  readonly instancesDir: EngineDirReport;
+  /** The engine cache (`hangar engines install`, `hangar engines ls`). */
+  readonly engineCache?: EngineCacheReport;
   /** Things worth knowing that make no service unavailable (Kibana, TLS listeners, the runtime configured). */
   readonly notes: readonly string[];
   /** The zones of the zones file, each checked as hangar will use it (Kubernetes: kubeconfig, API, namespace, RBAC). */
@@ -79,6 +102,7 @@ export function doctorReport(
   binaries: EngineBinaries,
   offerings: Offerings,
   engineUser: EngineUserReport,
+  instancesDir: EngineDirReport,
   notes: readonly string[],
 ): DoctorReport {
   const programs = localPrograms().map((p): ProgramReport => {
@@ -115,6 +139,10 @@ export function doctorReport(
       programs: (o.programs ?? []).map((e) => ({ name: e.name, version: e.version, path: e.path })),
       ...(o.available ? {} : { reason: o.unavailableReason ?? `${o.engine} cannot run here` }),
       ...(!o.available && missing.length > 0 ? { install: missing.map(installLine) } : {}),
+      ...(o.unavailableVersions && o.unavailableVersions.length > 0
+        ? { unavailable_versions: o.unavailableVersions.map((v) => ({ version: v.version, reason: v.reason })) }
+        : {}),
+      ...(o.notes && o.notes.length > 0 ? { notes: [...o.notes] } : {}),
     };
   };
   const services = Object.fromEntries(
@@ -130,7 +158,7 @@ export function doctorReport(
       return [service, report];
     }),
   ) as Record<Service, ServiceReport>;
-  return { ok: services.redis.available, programs, services, engineUser, notes };
+  return { ok: services.redis.available, programs, services, engineUser, instancesDir, notes };
 }
 
 /** The report for people. */
@@ -156,8 +184,31 @@ export function renderDoctor(r: DoctorReport): string {
       );
     }
   }
+  for (const service of SERVICES) {
+    for (const e of r.services[service].engines) {
+      const unavailable = e.unavailable_versions ?? [];
+      if (unavailable.length === 0 && !e.notes) continue;
+      lines.push('', `${service}/${e.engine}:`);
+      for (const v of unavailable) lines.push(`  ${v.version.padEnd(10)}${v.reason}`);
+      for (const n of e.notes ?? []) lines.push(`  note: ${n}`);
+    }
+  }
+  if (r.engineCache) {
+    const c = r.engineCache;
+    lines.push('', `Engine cache ${c.dir} (hangar engines ls)`);
+    if (c.installed.length === 0) lines.push('  nothing installed');
+    for (const i of c.installed) lines.push(`  ${i.product.padEnd(20)}${i.version.padEnd(10)}${i.program}`);
+    for (const b of c.broken) lines.push(`  left out: ${b.dir}: ${b.reason}`);
+    if (c.installable.length > 0) lines.push(`  to install more: hangar engines install ${c.installable.join(' | ')}`);
+  }
   lines.push('', 'Engines run as', `  ${r.engineUser.detail}`);
   if (r.engineUser.problem) lines.push(`  PROBLEM: ${r.engineUser.problem}`);
+  lines.push(
+    '',
+    "Instances' directories",
+    `  ${r.instancesDir.path}${r.instancesDir.outside ? `, outside the data dir: ${r.instancesDir.reason}` : ''}`,
+  );
+  if (r.instancesDir.problem) lines.push(`  PROBLEM: ${r.instancesDir.problem}`);
   for (const service of SERVICES) {
     for (const e of r.services[service].engines) {
       if (!e.install) continue;
@@ -197,9 +248,9 @@ function ownUser(): { uid: number; gid: number; name: string } {
 
 /**
  * `hangar doctor [--json]`: which services this machine can host with the local runtime, the
- * version of each engine found, what to install for the others, and the user engines run as.
- * Exits 1 when redis (the default service) cannot run, or when engines could not run as their
- * user (it cannot be made, or cannot reach the data dir).
+ * version of each engine found, what to install for the others, the user engines run as and where
+ * their directories are. Exits 1 when redis (the default service) cannot run, or when engines
+ * could not run as their user (it cannot be made, or cannot reach their directories).
  */
 export async function doctor(config: Config, opts: Readonly<Record<string, string | boolean | undefined>>, io: Io): Promise<void> {
   // PATH is not a hangar setting: it locates the engine binaries like a shell would (as the runtime does).
@@ -218,17 +269,6 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
       ? `openssl ${openssl.version} (${openssl.path}) makes the certificates of TLS listeners (mongodb_sharded ssl, elasticsearch https)`
       : 'openssl is missing: TLS listeners (mongodb_sharded ssl, elasticsearch https) cannot start; install the Debian/Ubuntu package openssl',
   );
-  const node = binaries.elasticsearch;
-  if (node && 'found' in node) {
-    const kibana = binaries.kibana;
-    const use = dashboardsUse(node.found, kibana && 'found' in kibana ? kibana.found : undefined);
-    notes.push(
-      use.use
-        ? `${use.binary.name} ${use.binary.version} serves the Kibana listeners of elasticsearch instances`
-        : `no Kibana for elasticsearch instances: ${use.reason}`,
-    );
-  }
-
   const zones = config.zonesFile ? loadZonesFile(config.zonesFile) : [];
   const zoneReports = await Promise.all(
     zones.map(async (z) => ({
@@ -237,9 +277,23 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
       checks: z.kubernetes ? await (await import('../../runtimes/kubernetes/kube-doctor.js')).checkKubernetesZone(z.kubernetes) : [],
     })),
   );
-  const engineUser = await engineUserReport(config, searchPath, ownUser());
+  const own = ownUser();
+  const engineUser = await engineUserReport(config, searchPath, own);
+  // as root: decided by the engine user's reach (root's when HANGAR_ENGINE_USER=root; one not made yet owns nothing)
+  const ids = own.uid === 0 ? { uid: engineUser.uid ?? -1, gid: engineUser.gid ?? -1 } : undefined;
+  const instancesDir = engineDirReport(config.dataDir, ids);
+  const scan = scanEngineCache(config.engineCache);
+  const engineCache: EngineCacheReport = {
+    dir: config.engineCache,
+    installed: scan.engines.map((e) => ({ product: e.product, version: e.version, program: e.program })),
+    broken: scan.broken.map((b) => ({ dir: b.dir, reason: b.reason })),
+    installable: INSTALL_RECIPES.flatMap((r) =>
+      r.versions.filter((v) => !scan.engines.some((e) => e.product === r.product && e.version === v)).map((v) => `${r.product}@${v}`),
+    ),
+  };
   const report: DoctorReport = {
-    ...doctorReport(binaries, offerings, engineUser, notes),
+    ...doctorReport(binaries, offerings, engineUser, instancesDir, notes),
+    engineCache,
     ...(zones.length > 0 ? { zones: zoneReports } : {}),
   };
   io.out(opts.json === true ? json(report) : renderDoctor(report));
@@ -249,4 +303,5 @@ export async function doctor(config: Config, opts: Readonly<Record<string, strin
   const local = zones.length === 0 || zones.some((z) => z.runtime === 'local');
   if (local && !report.ok) throw new Error(`redis, the default service, cannot run on this machine: ${report.services.redis.reason}`);
   if (local && engineUser.problem) throw new Error(`engines cannot run as ${engineUser.name}: ${engineUser.problem}`);
+  if (local && instancesDir.problem) throw new Error(`engines cannot run in ${instancesDir.path}: ${instancesDir.problem}`);
 }

@@ -3,6 +3,8 @@ import type { Config } from '../../config.js';
 import { DataDirInUseError, lockDataDir } from '../../lib/data-dir-lock.js';
 import { localPrograms } from '../../engines/index.js';
 import { detectPrograms } from '../../lib/binaries.js';
+import { engineDirUser, NO_USER_YET, resolveEngineDir } from '../../runtimes/local/engine-dir.js';
+import { engineUserName, findUser } from '../../runtimes/local/engine-user.js';
 import { LocalRuntime } from '../../runtimes/local/local-runtime.js';
 import { assertStoreExists } from '../../store/database.js';
 import { findInstanceNames } from '../../store/instance-repository.js';
@@ -14,7 +16,8 @@ import { withOperatorContext } from '../operator.js';
 const GRACE_MS = 10_000;
 
 /**
- * `hangar down`: stops every engine and the edge of the data dir, which otherwise keep serving
+ * `hangar down`: stops every engine and the edge of the data dir (its engines' directories where
+ * `hangar serve` keeps them, in the data dir or outside it), which otherwise keep serving
  * while hangar is stopped. Nothing is forgotten: the instances stay in the store with their data,
  * configuration and ACLs, and the next `hangar serve` starts them again. Refused while a hangar
  * serves the data dir (it would start them again at once): on SQLite the data dir's lock tells,
@@ -45,7 +48,11 @@ export async function down(config: Config, _opts: Record<string, string | boolea
   try {
     const searchPath = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
     const binaries = await detectPrograms(localPrograms(), config, searchPath);
-    const runtime = new LocalRuntime({ config, log: pino({ level: 'silent' }), binaries, searchPath });
+    // the instances' directories where hangar serve keeps them (outside the data dir when the engine user cannot reach it)
+    const name = engineUserName(config);
+    const user = name === undefined ? undefined : ((await findUser(name, searchPath)) ?? NO_USER_YET);
+    const instancesDir = resolveEngineDir(config.dataDir, engineDirUser(user)).path;
+    const runtime = new LocalRuntime({ config, log: pino({ level: 'silent' }), binaries, searchPath, instancesDir });
     const units = await runtime.stopAll(GRACE_MS);
     // the runtime knows its units by instance id (`<id>/primary`); people know their instances by name
     const ids = [...new Set(units.filter((u) => u.includes('/')).map((u) => u.split('/')[0]!))];
@@ -56,7 +63,7 @@ export async function down(config: Config, _opts: Record<string, string | boolea
       return known ? `${known.name}/${unit}` : u;
     });
     const instances = ids.map((id) => ({ name: names.get(id)?.name ?? null, login: names.get(id)?.login ?? null, id }));
-    io.out(json({ data_dir: config.dataDir, stopped, instances }));
+    io.out(json({ data_dir: config.dataDir, instances_dir: instancesDir, stopped, instances }));
   } finally {
     unlock();
   }

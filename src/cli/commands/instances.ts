@@ -118,7 +118,10 @@ async function create(ctx: ClientContext): Promise<void> {
     ...(str(opts['restore-from']) ? { restore_from: str(opts['restore-from'])! } : {}),
   };
   let operation: string | undefined;
-  const created = await client.createInstance(body, { onOperation: (id) => (operation = id) });
+  const created = await client.createInstance(body, {
+    onOperation: (id) => (operation = id),
+    onWarning: (w) => io.err(`hangar: warning: ${w}`),
+  });
   // A new instance admits nobody until it has an ACL; said here, not first at hangar connect.
   const noAcl = () =>
     cidrs.length === 0 &&

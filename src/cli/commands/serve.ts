@@ -1,4 +1,6 @@
 import type { Config } from '../../config.js';
+import { DOCS_PATH } from '../../http/plugins/openapi.js';
+import { CONSOLE_PATH, servesConsole } from '../../http/routes/root.js';
 import { startHangar } from '../../server.js';
 import type { Io } from '../io.js';
 
@@ -13,7 +15,11 @@ const STOP_DEADLINE_MS = 9_000;
 export async function serve(config: Config, io: Io): Promise<void> {
   const hangar = await startHangar(config);
   const runtimes = [...new Set(hangar.zones.targets().map((t) => t.runtime.kind))].join('+');
-  io.err(`hangar serving on ${hangar.url}/v2/ (runtime ${runtimes}, zones ${hangar.zones.list().length}, store ${hangar.store.location})`);
+  // One line that says where everything is: the API, the docs page, the console.
+  const consoleNote = servesConsole(hangar.app) ? `, console ${hangar.url}${CONSOLE_PATH}` : ', no console (not built)';
+  io.err(
+    `hangar serving on ${hangar.url}/v2/ (runtime ${runtimes}, zones ${hangar.zones.list().length}, store ${hangar.store.location}); docs ${hangar.url}${DOCS_PATH}${consoleNote}`,
+  );
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       hangar.log.info({ signal }, 'stopping');

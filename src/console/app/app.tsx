@@ -9,7 +9,7 @@ import { LoginPage } from './pages/login.js';
 import { OperationPage, OperationsPage } from './pages/operations.js';
 import { WebhookPage, WebhooksPage } from './pages/webhooks.js';
 import { follow, liveText, useLiveMode } from './live.js';
-import { type Route, currentRoute, href, loginHref, navigate, useRoute } from './router.js';
+import { type Route, currentRoute, href, loginHref, navigate, placeOf, useRoute } from './router.js';
 import { logOut, onSessionChange, session, type Session } from './session.js';
 
 const NAV = [
@@ -32,6 +32,11 @@ function titleOf(route: Route): string {
   if (first === 'backups' && second) return `Backups of ${second}`;
   return NAV.find((n) => n.id === first)?.label ?? 'Instances';
 }
+
+/** Whether the user has pressed a key or a pointer since the page loaded. */
+let interacted = false;
+for (const kind of ['keydown', 'pointerdown'] as const)
+  window.addEventListener(kind, () => (interacted = true), { capture: true, once: true });
 
 /** The page for a route (the user is logged in). */
 function Page({ route }: { route: Route }) {
@@ -80,7 +85,7 @@ export function App() {
         setUser(s);
         if (!s) {
           const here = currentRoute();
-          navigate(loginHref(here.parts[0] === 'login' ? '' : here.raw, why === 'expired'), { replace: true });
+          navigate(loginHref(here.parts[0] === 'login' ? '' : placeOf(here), why === 'expired'), { replace: true });
         }
       }),
     [],
@@ -88,15 +93,17 @@ export function App() {
 
   const onLogin = route.parts[0] === 'login';
   useEffect(() => {
-    if (!user && !onLogin) navigate(loginHref(route.raw), { replace: true });
+    if (!user && !onLogin) navigate(loginHref(placeOf(route)), { replace: true });
   }, [user, onLogin, route.raw]);
 
-  // Each new page: its title, and the keyboard focus on its heading (screen readers read it).
+  // Each new page the user goes to: its title, and the keyboard focus on its heading (screen
+  // readers read it). Not on load, nor on the redirects that follow it: the browser starts at the
+  // top of the page anyway, and a heading focused before any key or click shows a focus ring.
   const path = route.parts.join('/');
   useEffect(() => {
     document.title = `${titleOf(route)} · hangar`;
     const h = document.getElementById('page-title');
-    if (h && document.activeElement?.tagName !== 'INPUT') h.focus({ preventScroll: false });
+    if (h && interacted && document.activeElement?.tagName !== 'INPUT') h.focus({ preventScroll: false });
   }, [path]);
 
   return (

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { HangarApiError, type Instance, type Operation } from '../../client/index.js';
+import { type EngineProduct, HangarApiError, type Instance, type Operation } from '../../client/index.js';
 import {
   describeError,
+  fieldMessage,
   describePolicy,
   filterInstances,
   formatBytes,
   formatDuration,
+  formatPlan,
   formatUtc,
-  hostPort,
-  mongoshCommand,
   newerOperation,
   offersCancel,
   operationFilterOf,
@@ -16,12 +16,13 @@ import {
   operationMatches,
   operationSummary,
   parseHumanBytes,
+  planRefusal,
   plansHolding,
   policyBody,
-  redisCliCommand,
   shortSha,
   sortInstances,
   stepLabel,
+  tickLabels,
   upsertOperation,
 } from './format.js';
 
@@ -63,13 +64,41 @@ describe('console formatting', () => {
     expect(sortInstances(list, 'name', 'asc').map((i) => i.name)).toEqual(['a9', 'a10', 'b']);
   });
 
-  it('builds ready-to-paste commands; the redis password goes in the environment, quoted', () => {
-    expect(hostPort('redis://127.0.0.1:20926')).toEqual({ host: '127.0.0.1', port: '20926' });
-    expect(redisCliCommand('redis://127.0.0.1:20926', "it's")).toBe(`REDISCLI_AUTH='it'\\''s' redis-cli -h 127.0.0.1 -p 20926`);
-    expect(mongoshCommand('127.0.0.1:1,127.0.0.1:2', 'app', 'shop')).toBe(
-      'mongosh "mongodb://app@127.0.0.1:1/shop?authSource=shop&directConnection=true"',
+  it('says plans in the unit their product gives, one number style', () => {
+    expect(formatPlan('MB', 100000)).toBe('100,000 MB');
+    expect(formatPlan('GB', 5)).toBe('5 GB');
+    expect(formatPlan(undefined, 500)).toBe('500');
+  });
+
+  it("says a refused field in the form's words", () => {
+    const labels = { cidr_mask: 'Address or range', name: 'Name' };
+    expect(fieldMessage('"cidr_mask" must be an IP address (a.b.c.d); got "10.x"', labels)).toBe(
+      'Address or range must be an IP address (a.b.c.d); got "10.x"',
     );
-    expect(mongoshCommand('127.0.0.1:1', 'app', 'shop')).toBe('mongosh "mongodb://app@127.0.0.1:1/shop?authSource=shop"');
+    expect(fieldMessage('"acls[0].cidr_mask" must be an IP address', labels)).toBe('Address or range must be an IP address');
+    expect(fieldMessage('an instance named "cache" already exists', labels)).toBe('An instance named "cache" already exists');
+  });
+
+  it("refuses the plans a zone has no room for, by the memory each plan promises (the server's rule)", () => {
+    const redis = {
+      plans: [
+        { type: 'redis_ha_instance', plan: 500, promised_mb: 1000, memory_rule: '' },
+        { type: 'redis_ha_instance', plan: 1000, promised_mb: 2000, memory_rule: '' },
+        { type: 'redis_ha_instance', plan: 2500, promised_mb: 5000, memory_rule: '' },
+      ],
+    } as unknown as EngineProduct;
+    expect(planRefusal(redis, 'redis_ha_instance', 500, 1000)).toBeUndefined();
+    expect(planRefusal(redis, 'redis_ha_instance', 1000, 1000)).toBe('needs 2,000 MB, the zone has 1,000 MB free');
+    expect(planRefusal(redis, 'redis_ha_instance', 2500, null)).toBeUndefined();
+    // a resize needs only what it adds
+    expect(planRefusal(redis, 'redis_ha_instance', 1000, 1000, 500)).toBeUndefined();
+    expect(planRefusal(redis, 'redis_ha_instance', 2500, 1000, 500)).toBe('needs 4,000 MB more, the zone has 1,000 MB free');
+  });
+
+  it("says a chart's times on a 24-hour clock, in UTC", () => {
+    const t = Date.UTC(2026, 11, 7, 22, 5, 0) / 1000;
+    expect(tickLabels([t, t + 60])).toEqual(['22:05', '22:06']);
+    expect(tickLabels([t + 10, t + 40])).toEqual(['22:05:10', '22:05:40']);
   });
 
   it('says what happened and what to do for each kind of failure', () => {
@@ -172,8 +201,8 @@ describe('console operations', () => {
     expect(formatDuration(340)).toBe('340 ms');
     expect(formatDuration(4200)).toBe('4.2 s');
     expect(formatDuration(185_000)).toBe('3 min 5 s');
-    expect(operationSummary(op('a'))).toBe('redis 500 MB in US-Dallas');
-    expect(operationSummary(op('a', { kind: 'resize', detail: { from_plan: 500, to_plan: 1000 } }))).toBe('500 MB → 1,000 MB');
+    expect(operationSummary(op('a'), 'MB')).toBe('redis 500 MB in US-Dallas');
+    expect(operationSummary(op('a', { kind: 'resize', detail: { from_plan: 500, to_plan: 1000 } }), 'MB')).toBe('500 MB → 1,000 MB');
     expect(operationSummary(op('a', { kind: 'rename', detail: { from: 'cache', to: 'sessions' } }))).toBe('cache → sessions');
     expect(operationSummary(op('a', { kind: 'user.update', detail: { username: 'app', database: 'shop' } }))).toBe('app on shop');
     expect(operationSummary(op('a', { kind: 'backup', detail: { backup_id: 'b1', scheduled: false } }))).toBe('on demand');
@@ -193,9 +222,9 @@ describe('console operations', () => {
     expect(shortSha('2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae')).toBe('2c26b46b68ff');
     expect(shortSha(null)).toBe('—');
     // 600 MB used: the 500 MB plan cannot hold it
-    expect(plansHolding('redis', [500, 1000, 2500], 600 * 1024 ** 2)).toEqual([1000, 2500]);
-    expect(plansHolding('redis', [500, 1000], null)).toEqual([500, 1000]);
-    expect(plansHolding('mongodb', [5, 10], 6 * 1024 ** 3)).toEqual([10]);
+    expect(plansHolding('MB', [500, 1000, 2500], 600 * 1024 ** 2)).toEqual([1000, 2500]);
+    expect(plansHolding('MB', [500, 1000], null)).toEqual([500, 1000]);
+    expect(plansHolding('GB', [5, 10], 6 * 1024 ** 3)).toEqual([10]);
   });
 
   it('describes a backup policy and builds its body from the form, what was typed left for the API to judge', () => {

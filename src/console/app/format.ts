@@ -1,4 +1,4 @@
-import type { Instance, Operation } from '../../client/index.js';
+import type { EngineProduct, Instance, Operation } from '../../client/index.js';
 import { HangarApiError } from '../../client/index.js';
 
 /** Pure helpers of the console: no DOM, tested under node (format.test.ts). */
@@ -15,9 +15,42 @@ export const BUSY_STATES: Readonly<Record<string, string>> = {
 
 export const READY = ['ACTIVE', 'COMPLETED'];
 
-/** Plans are MB for redis, GB for the other services. */
-export function formatPlan(service: string, plan: number): string {
-  return service === 'redis' ? `${plan.toLocaleString('en-US')} MB` : `${plan} GB`;
+/** A plan in its unit (the product's `plan_unit`: MB of memory, or GB); the bare number while the unit is not known. */
+export function formatPlan(unit: string | undefined, plan: number): string {
+  return `${plan.toLocaleString('en-US')}${unit ? ` ${unit}` : ''}`;
+}
+
+/** The memory a plan of a type of `product` promises, in MB, as GET /v2/engines/ gives it. */
+export function promisedMb(product: EngineProduct, type: string, plan: number): number | undefined {
+  return product.plans.find((p) => p.type === type && p.plan === plan)?.promised_mb;
+}
+
+/**
+ * Why the server would refuse `plan` in a zone with `freeMb` free (null: unlimited), by its own
+ * rule: what the plan promises (GET /v2/engines/) must fit in what the zone has free; a resize
+ * from `fromPlan` needs only the difference. Undefined: it fits.
+ */
+export function planRefusal(
+  product: EngineProduct | undefined,
+  type: string,
+  plan: number,
+  freeMb: number | null,
+  fromPlan?: number,
+): string | undefined {
+  if (!product || freeMb === null) return undefined;
+  const need = promisedMb(product, type, plan);
+  if (need === undefined) return undefined;
+  const more = fromPlan === undefined ? need : need - (promisedMb(product, type, fromPlan) ?? 0);
+  if (more <= freeMb) return undefined;
+  const mb = (n: number) => `${n.toLocaleString('en-US')} MB`;
+  return fromPlan === undefined
+    ? `needs ${mb(need)}, the zone has ${mb(freeMb)} free`
+    : `needs ${mb(more)} more, the zone has ${mb(freeMb)} free`;
+}
+
+/** Bytes of a unit of plans. */
+export function planUnitBytes(unit: string | undefined): number {
+  return unit === 'GB' ? 1024 ** 3 : unit === 'MB' ? 1024 ** 2 : 1;
 }
 
 /** Redis's "used_memory_human" ("1.04M", "512.00K", "3.2G", "900B") in bytes. */
@@ -50,26 +83,6 @@ export function sortInstances(list: readonly Instance[], key: SortKey, dir: 'asc
   });
 }
 
-/** `redis://host:port` -> { host, port } */
-export function hostPort(connect: string): { host: string; port: string } | undefined {
-  const m = /^(?:\w+:\/\/)?\[?([^\]\s/]+?)\]?:(\d+)\/?$/.exec(connect.trim());
-  return m ? { host: m[1]!, port: m[2]! } : undefined;
-}
-
-/** A redis-cli command line; the password goes in REDISCLI_AUTH, not in argv (and not in `ps`). */
-export function redisCliCommand(connect: string, password: string): string {
-  const hp = hostPort(connect);
-  if (!hp) return '';
-  return `REDISCLI_AUTH='${password.replace(/'/g, "'\\''")}' redis-cli -h ${hp.host} -p ${hp.port}`;
-}
-
-/** A mongosh command line for a database user (mongosh asks for the password). */
-export function mongoshCommand(connect: string, user: string, db: string): string {
-  const first = connect.split(',')[0]?.trim() ?? '';
-  const direct = connect.includes(',') ? '&directConnection=true' : '';
-  return `mongosh "mongodb://${encodeURIComponent(user)}@${first}/${encodeURIComponent(db)}?authSource=${encodeURIComponent(db)}${direct}"`;
-}
-
 export interface Problem {
   /** What happened. */
   readonly what: string;
@@ -77,6 +90,15 @@ export interface Problem {
   readonly remedy: string;
   readonly requestId?: string;
   readonly field?: string;
+}
+
+/**
+ * An API message in the words of the form: each quoted field name it has (`"cidr_mask"`,
+ * `"acls[0].cidr_mask"`) becomes the label of the field on the page ("Address or range").
+ */
+export function fieldMessage(message: string, labels: Readonly<Record<string, string>>): string {
+  const out = message.replace(/"(?:[\w[\]]+\.)*([\w]+)"/g, (quoted, field: string) => labels[field] ?? quoted);
+  return out.charAt(0).toUpperCase() + out.slice(1);
 }
 
 /** Every failure as the page says it: what happened and what to do. */
@@ -98,6 +120,7 @@ export function describeError(err: unknown): Problem {
         remedy: 'Try again; the change may have been made, so check the list first.',
       };
     case 'ROUTE_NOT_FOUND':
+    case 'METHOD_NOT_ALLOWED':
       return { ...base, remedy: 'This hangar is older than the console expects: ask your operator to update it.' };
     default:
   }
@@ -211,6 +234,12 @@ export function formatUtc(ms: number): string {
     .replace(/\.\d+Z$/, '');
 }
 
+/** Times of a chart's axis (epoch seconds) as the console says times: 24-hour, UTC ("14:05:30"; "14:05" when all are whole minutes). */
+export function tickLabels(splits: readonly number[]): string[] {
+  const times = splits.map((s) => formatUtc(s * 1000).slice(11));
+  return times.every((t) => t.endsWith(':00')) ? times.map((t) => t.slice(0, 5)) : times;
+}
+
 /** A duration as "340 ms", "4.2 s", "3 min 5 s". */
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
@@ -219,18 +248,21 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(s / 60)} min ${s % 60} s`;
 }
 
-/** What an operation changes, from its kind's `detail`: "redis 500 MB in US-Dallas", "500 MB → 1,000 MB", "cache → sessions". */
-export function operationSummary(op: Pick<Operation, 'kind' | 'detail'>): string {
+/**
+ * What an operation changes, from its kind's `detail`: "redis 500 MB in US-Dallas", "500 MB → 1,000 MB", "cache → sessions".
+ * `planUnit`: the unit of the plans it names (its product's).
+ */
+export function operationSummary(op: Pick<Operation, 'kind' | 'detail'>, planUnit?: string): string {
   const d = op.detail;
   const str = (k: string): string => (typeof d[k] === 'string' || typeof d[k] === 'number' ? String(d[k]) : '');
   switch (op.kind) {
     case 'create':
-      return [str('service'), typeof d.plan === 'number' ? formatPlan(str('service'), d.plan) : '', str('zone') ? `in ${str('zone')}` : '']
+      return [str('service'), typeof d.plan === 'number' ? formatPlan(planUnit, d.plan) : '', str('zone') ? `in ${str('zone')}` : '']
         .filter(Boolean)
         .join(' ');
     case 'resize':
       return typeof d.from_plan === 'number' && typeof d.to_plan === 'number'
-        ? `${formatPlan('redis', d.from_plan)} → ${formatPlan('redis', d.to_plan)}`
+        ? `${formatPlan(planUnit, d.from_plan)} → ${formatPlan(planUnit, d.to_plan)}`
         : '';
     case 'rename':
       return str('from') && str('to') ? `${str('from')} → ${str('to')}` : '';
@@ -273,10 +305,10 @@ export function shortSha(sha: string | null): string {
   return sha ? sha.slice(0, 12) : '—';
 }
 
-/** The plans (MB for redis, GB otherwise) that hold what a backed-up instance used; every plan when it is not known. */
-export function plansHolding(service: string, plans: readonly number[], usedBytes: number | null): number[] {
-  const unit = service === 'redis' ? 1024 ** 2 : 1024 ** 3;
-  return plans.filter((p) => usedBytes === null || p * unit >= usedBytes);
+/** The plans (in `unit`, MB or GB) that hold what a backed-up instance used; every plan when it is not known. */
+export function plansHolding(unit: string | undefined, plans: readonly number[], usedBytes: number | null): number[] {
+  const bytes = planUnitBytes(unit);
+  return plans.filter((p) => usedBytes === null || p * bytes >= usedBytes);
 }
 
 /** A backup policy as a sentence: "Daily at 03:00 UTC, keeping the last 7 and those of the last 30 days". */

@@ -47,6 +47,17 @@ export function navigate(to: string, opts: { replace?: boolean } = {}): void {
   }
 }
 
+/** Query keys that carry a one-time notice ("deleted", "renamed"): said once, never kept as a place. */
+const NOTICES = ['deleted', 'renamed'];
+
+/** Where a route is, without its one-time notices: what a login comes back to. */
+export function placeOf(route: Route): string {
+  const q = new URLSearchParams(route.query);
+  for (const k of NOTICES) q.delete(k);
+  const qs = q.toString();
+  return `/${route.parts.map(encodeURIComponent).join('/')}${qs ? `?${qs}` : ''}`;
+}
+
 /** The login page, remembering where the user was. */
 export function loginHref(next: string, expired = false): string {
   const q = new URLSearchParams();

@@ -90,10 +90,22 @@ export class ElasticsearchBackupDriver implements BackupDriver {
     await this.api(spec)('PUT', `/_snapshot/${REPOSITORY}`, { type: 'fs', settings: { location: `${node.dir}/${SNAPSHOT_DIR}` } });
   }
 
+  /**
+   * Forgets the repository and empties its directory. The node keeps what it read of a
+   * repository (its snapshots) while the repository is registered: files replaced under it
+   * would be taken for the old ones ("snapshot with the same name already exists").
+   */
+  private async clearRepository(spec: InstanceSpec, node: UnitDefinition, place: InstancePlace): Promise<void> {
+    await this.api(spec)('DELETE', `/_snapshot/${REPOSITORY}`).catch((err: unknown) => {
+      if (!/HTTP 404/.test((err as Error).message)) throw err;
+    });
+    place.host.remove(node, SNAPSHOT_DIR);
+  }
+
   async snapshot(spec: InstanceSpec, place: InstancePlace): Promise<Snapshot> {
     const node = this.node(spec, place);
     const api = this.api(spec);
-    place.host.remove(node, SNAPSHOT_DIR);
+    await this.clearRepository(spec, node, place);
     await this.registerRepository(spec, node);
     await api('PUT', `/_snapshot/${REPOSITORY}/${SNAPSHOT}?wait_for_completion=true`, { indices: '*', include_global_state: false });
     const info = (await api('GET', '/')) as { version?: { number?: string } };
@@ -110,7 +122,7 @@ export class ElasticsearchBackupDriver implements BackupDriver {
     await place.host.writeStream(node, STAGED_TAR, source);
     ctx.step('elasticsearch-restore:staged');
     try {
-      place.host.remove(node, SNAPSHOT_DIR);
+      await this.clearRepository(spec, node, place);
       await runWithInput(this.tar!, ['-C', node.dir, '-x'], { PATH: this.opts.searchPath }, place.host.readStream(node, STAGED_TAR));
       // tar ran as hangar's user: the node, which may run as the engine user, must read it
       place.host.handOver(node, SNAPSHOT_DIR);
@@ -120,7 +132,8 @@ export class ElasticsearchBackupDriver implements BackupDriver {
     await this.registerRepository(spec, node);
     await api('DELETE', '/*,-.*?expand_wildcards=open,closed');
     await api('POST', `/_snapshot/${REPOSITORY}/${SNAPSHOT}/_restore?wait_for_completion=true`, {
-      indices: '*',
+      // the node's own security index (6.x: .security-6), if one was taken, stays the node's
+      indices: '*,-.security*',
       include_global_state: false,
     });
   }

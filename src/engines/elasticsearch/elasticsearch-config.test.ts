@@ -11,8 +11,9 @@ import {
   pbkdf2Hash,
   renderDashboardsConfig,
   renderFileRealm,
+  jvmEnvironment,
   renderJvmOptions,
-  renderLog4j2,
+  renderLogging,
   renderNodeConfig,
   renderRoles,
   type NodeConfigInput,
@@ -21,11 +22,13 @@ import {
 const ID = '65a1b2c3d4e5f60718293a4b';
 const base: NodeConfigInput = {
   product: 'elasticsearch',
+  family: 'es7',
   version: '8.11.1',
   instanceId: ID,
   dir: '/data/instances/x/node',
   httpPort: 21000,
   transportPort: 21001,
+  security: true,
   securityPlugin: false,
 };
 
@@ -80,8 +83,45 @@ describe('renderNodeConfig', () => {
     expect(parse(renderNodeConfig({ ...base, version: '7.17.9' }))).not.toHaveProperty('xpack.security.enrollment.enabled');
   });
 
+  it('turns no security on where the node has none (an xpack setting would stop it)', () => {
+    const y = parse(renderNodeConfig({ ...base, version: '7.17.25', security: false }));
+    expect(Object.keys(y).filter((k) => k.startsWith('xpack.') || k.startsWith('ingest.'))).toEqual([]);
+  });
+
+  it('6.8 with X-Pack: security on, machine learning (a native process of its own) off, transport.port', () => {
+    const y = parse(renderNodeConfig({ ...base, family: 'es6', version: '6.8.23' }));
+    expect(y).toMatchObject({
+      'xpack.security.enabled': true,
+      'xpack.ml.enabled': false,
+      'transport.port': 21001,
+      'discovery.type': 'single-node',
+    });
+    expect(y).not.toHaveProperty('ingest.geoip.downloader.enabled');
+  });
+
+  it('up to 6.6, transport.tcp.port; 5.x single node too', () => {
+    for (const [family, version] of [
+      ['es6', '6.1.2'],
+      ['es5', '5.6.9'],
+    ] as const) {
+      const y = parse(renderNodeConfig({ ...base, family, version, security: false }));
+      expect(y).toMatchObject({ 'transport.tcp.port': 21001, 'discovery.type': 'single-node', 'http.port': 21000 });
+      expect(y).not.toHaveProperty('transport.port');
+    }
+  });
+
+  it('2.x: no single-node discovery; the node pings only its own transport port and elects itself', () => {
+    const y = parse(renderNodeConfig({ ...base, family: 'es2', version: '2.4.6', security: false }));
+    expect(y).toMatchObject({
+      'transport.tcp.port': 21001,
+      'discovery.zen.ping.unicast.hosts': ['127.0.0.1:21001'],
+      'discovery.zen.minimum_master_nodes': 1,
+    });
+    expect(y).not.toHaveProperty('discovery.type');
+  });
+
   it('runs OpenSearch without xpack settings, turning its security plugin off only when it is installed', () => {
-    const os = { ...base, product: 'opensearch' as const, version: '2.11.0' };
+    const os = { ...base, product: 'opensearch' as const, family: 'opensearch' as const, version: '2.11.0', security: false };
     const plain = parse(renderNodeConfig(os));
     expect(plain).toMatchObject({
       'cluster.name': `hangar-${ID}`,
@@ -104,20 +144,54 @@ describe('heap and JVM options', () => {
     expect([4, 8, 16, 32, 64, 128, 256, 512].map(heapMb)).toEqual([512, 1024, 2048, 4096, 8192, 16384, 31744, 31744]);
   });
 
-  it('sets the heap and keeps dumps in the unit directory', () => {
-    const lines = renderJvmOptions('elasticsearch', 2048, '/d/node').split('\n');
-    expect(lines).toContain('-Xms2048m');
-    expect(lines).toContain('-Xmx2048m');
-    expect(lines).toContain('-XX:HeapDumpPath=/d/node');
-    expect(lines).toContain('-Djava.io.tmpdir=${ES_TMPDIR}');
-    expect(renderJvmOptions('opensearch', 512, '/d').split('\n')).toContain('-Djava.io.tmpdir=${OPENSEARCH_TMPDIR}');
+  const DISTRIBUTION = [
+    '## JVM configuration',
+    '-Xms1g',
+    '-Xmx1g',
+    '8-13:-XX:+UseConcMarkSweepGC',
+    '14-:-XX:+UseG1GC',
+    '-Djava.io.tmpdir=${ES_TMPDIR}',
+    '-XX:+HeapDumpOnOutOfMemoryError',
+    '-XX:HeapDumpPath=data',
+    '-XX:ErrorFile=logs/hs_err_pid%p.log',
+    '9-:-Djava.locale.providers=COMPAT',
+  ].join('\n');
+
+  it("keeps the distribution's options (JDK-bound ones for its own parser) but sets the heap, dumps and temporary files", () => {
+    const lines = renderJvmOptions('es6', DISTRIBUTION, 2048, '/d/node').split('\n');
+    expect(lines).toEqual(
+      expect.arrayContaining(['8-13:-XX:+UseConcMarkSweepGC', '14-:-XX:+UseG1GC', '9-:-Djava.locale.providers=COMPAT']),
+    );
+    expect(lines).toEqual(
+      expect.arrayContaining(['-Xms2048m', '-Xmx2048m', '-XX:HeapDumpPath=/d/node', '-XX:ErrorFile=/d/node/hs_err_pid%p.log']),
+    );
+    expect(lines.filter((l) => /^-Xm[sx]|HeapDumpPath|ErrorFile|java\.io\.tmpdir/.test(l))).toEqual([
+      '-Xms2048m',
+      '-Xmx2048m',
+      '-Djava.io.tmpdir=${ES_TMPDIR}',
+      '-XX:HeapDumpPath=/d/node',
+      '-XX:ErrorFile=/d/node/hs_err_pid%p.log',
+    ]);
+    expect(renderJvmOptions('opensearch', DISTRIBUTION, 512, '/d').split('\n')).toContain('-Djava.io.tmpdir=${OPENSEARCH_TMPDIR}');
+    // 5.x has no ES_TMPDIR: the directory itself
+    expect(renderJvmOptions('es5', DISTRIBUTION, 512, '/d').split('\n')).toContain('-Djava.io.tmpdir=/d/tmp');
+    expect(renderJvmOptions('es7', undefined, 512, '/d').split('\n')).toEqual(expect.arrayContaining(['-XX:+UseG1GC', '-Xmx512m']));
   });
 
-  it('logs to the console only', () => {
-    const text = renderLog4j2();
+  it('2.x: heap and options in the environment its script reads', () => {
+    expect(jvmEnvironment(1024, '/d/node')).toEqual({
+      ES_HEAP_SIZE: '1024m',
+      ES_JAVA_OPTS: '-Djava.io.tmpdir=/d/node/tmp -XX:HeapDumpPath=/d/node -XX:ErrorFile=/d/node/hs_err_pid%p.log',
+    });
+  });
+
+  it('logs to the console only: log4j2 from 5.x, logging.yml on 2.x', () => {
+    const text = renderLogging('es7');
     expect(text).toContain('appender.console.type = Console');
     expect(text).toContain('rootLogger.appenderRef.console.ref = console');
     expect(text).not.toMatch(/RollingFile|fileName/);
+    const two = parse(renderLogging('es2'));
+    expect(two).toMatchObject({ rootLogger: '${es.logger.level}, console', appender: { console: { type: 'console' } } });
   });
 });
 

@@ -1,6 +1,7 @@
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { compareVersions } from '../../lib/versions.js';
-import type { SearchProduct } from './elasticsearch-versions.js';
+import { join } from 'node:path';
+import type { NodeFamily, SearchProduct } from './elasticsearch-versions.js';
 
 /** The user hangar administers an Elasticsearch node as (`superuser`); clients never get it. */
 export const ES_ADMIN_USER = 'hangar';
@@ -15,12 +16,14 @@ const MAX_HEAP_MB = 31 * 1024;
 /** Iterations of Elasticsearch's `{PBKDF2}` hashes at their default cost. */
 const PBKDF2_ITERATIONS = 10_000;
 
-/** Files of a node's configuration directory (ES_PATH_CONF / OPENSEARCH_PATH_CONF: the unit's directory). */
+/** Files of a node's configuration directory (the unit's directory). */
 export const nodeConfigFile = (product: SearchProduct): string => (product === 'opensearch' ? 'opensearch.yml' : 'elasticsearch.yml');
 export const dashboardsConfigFile = (product: SearchProduct): string =>
   product === 'opensearch' ? 'opensearch_dashboards.yml' : 'kibana.yml';
-/** The variable the start script reads the configuration directory from. */
-export const confDirVariable = (product: SearchProduct): string => (product === 'opensearch' ? 'OPENSEARCH_PATH_CONF' : 'ES_PATH_CONF');
+/** Its logging configuration: logging.yml up to 2.x, log4j2.properties from 5.0. */
+export const loggingFile = (family: NodeFamily): string => (family === 'es2' ? 'logging.yml' : 'log4j2.properties');
+/** Where its temporary files go (a directory of the unit: none is left in /tmp when the instance goes). */
+export const NODE_TMP_DIR = 'tmp';
 
 /**
  * JVM heap of a node, in MB, from the plan. The plan is the instance's size in GB; the heap is an
@@ -36,6 +39,7 @@ const yaml = (value: string): string => JSON.stringify(value);
 
 export interface NodeConfigInput {
   readonly product: SearchProduct;
+  readonly family: NodeFamily;
   /** `X.Y.Z` of the node binary: some settings only exist from a version on. */
   readonly version: string;
   readonly instanceId: string;
@@ -43,23 +47,31 @@ export interface NodeConfigInput {
   readonly dir: string;
   readonly httpPort: number;
   readonly transportPort: number;
+  /** Elasticsearch: whether hangar turns X-Pack security on (the node has it in its free license). */
+  readonly security: boolean;
   /** OpenSearch: whether its security plugin is installed (it must then be told it is off). */
   readonly securityPlugin: boolean;
+}
+
+/** The name of the transport port setting: `transport.tcp.port` up to 6.6, `transport.port` from 6.7. */
+function transportPortSetting(c: NodeConfigInput): string {
+  const old = c.family === 'es2' || c.family === 'es5' || (c.family === 'es6' && compareVersions(c.version, '6.7.0') < 0);
+  return old ? 'transport.tcp.port' : 'transport.port';
 }
 
 /**
  * elasticsearch.yml / opensearch.yml of a node. Pure: the same input gives the same text.
  *
- * Elasticsearch: security is on (file realm for hangar's and Kibana's users, anonymous access
- * with the `hangar_client` role for clients, who get no credentials from the API). TLS is not
- * configured on the node: the edge terminates it. OpenSearch: its security plugin needs transport
- * certificates and a bcrypt user database, which hangar does not provision; it runs without
- * authentication, behind the edge's ACLs.
+ * One node that elects itself: `discovery.type: single-node` (5.4 on), or on 2.x zen discovery
+ * pinging only its own transport port. Where the node has security (`security`), hangar and
+ * Kibana have users of the file realm and clients are anonymous with the `hangar_client` role;
+ * TLS is not configured on the node (the edge terminates it). Without security (2.x to 6.1, the
+ * oss and integration-test distributions, OpenSearch, whose plugin hangar does not provision),
+ * the edge refuses what clients may not do.
  */
 export function renderNodeConfig(c: NodeConfigInput): string {
-  const es = c.product === 'elasticsearch';
   const lines = [
-    `# ${c.product} node of hangar instance ${c.instanceId}.`,
+    `# ${c.product} ${c.version} node of hangar instance ${c.instanceId}.`,
     '# Written by hangar from the instance record; hangar rewrites it, so edits here are lost.',
     '# path.data is on the command line: it names the unit directory, which is how hangar recognises the process.',
     `cluster.name: ${yaml(`hangar-${c.instanceId}`)}`,
@@ -69,10 +81,19 @@ export function renderNodeConfig(c: NodeConfigInput): string {
     '# Loopback only: clients come through the edge (HAProxy), which enforces the ACLs.',
     'network.host: "127.0.0.1"',
     `http.port: ${c.httpPort}`,
-    `transport.port: ${c.transportPort}`,
-    'discovery.type: "single-node"',
+    `${transportPortSetting(c)}: ${c.transportPort}`,
   ];
-  if (es) {
+  if (c.family === 'es2') {
+    lines.push(
+      '# 2.x has no single-node discovery: the node pings only itself, and a master of one elects itself.',
+      `discovery.zen.ping.unicast.hosts: [${yaml(`127.0.0.1:${c.transportPort}`)}]`,
+      'discovery.zen.minimum_master_nodes: 1',
+      'discovery.zen.ping_timeout: "1s"',
+    );
+  } else {
+    lines.push('discovery.type: "single-node"');
+  }
+  if (c.security) {
     lines.push(
       '',
       '# Authentication: hangar and Kibana have users of the file realm; clients are anonymous with a role',
@@ -82,6 +103,8 @@ export function renderNodeConfig(c: NodeConfigInput): string {
       'xpack.security.transport.ssl.enabled: false',
       `xpack.security.authc.anonymous.roles: ${yaml(ES_CLIENT_ROLE)}`,
       'xpack.security.authc.anonymous.authz_exception: true',
+      '# Machine learning runs a native process of its own beside the node, which hangar does not supervise.',
+      'xpack.ml.enabled: false',
     );
     // 8.x would otherwise generate certificates and enrollment tokens on first start
     if (compareVersions(c.version, '8.0.0') >= 0) lines.push('xpack.security.enrollment.enabled: false');
@@ -97,24 +120,63 @@ export function renderNodeConfig(c: NodeConfigInput): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** jvm.options of a node: the heap from the plan, dumps and crash files in the unit directory. */
-export function renderJvmOptions(product: SearchProduct, heap: number, dir: string): string {
-  const tmp = product === 'opensearch' ? '${OPENSEARCH_TMPDIR}' : '${ES_TMPDIR}';
+/** A line of jvm.options that hangar sets itself: heap size, dump and crash file paths, temporary directory. */
+const OWN_JVM_OPTION = /^(?:\d+-?\d*:)?-(?:Xm[sx]|XX:HeapDumpPath=|XX:ErrorFile=|Djava\.io\.tmpdir=)/;
+
+/**
+ * jvm.options of a node (5.x and later; 2.x takes its JVM options from the environment, see
+ * `jvmEnvironment`): the distribution's own (`base`, from its home; its JDK-specific lines kept
+ * for its own parser), with what hangar sets instead: the heap from the plan, heap dumps and
+ * crash files in the unit's directory, temporary files in its `tmp/`.
+ */
+export function renderJvmOptions(family: NodeFamily, base: string | undefined, heap: number, dir: string): string {
+  const kept = (base ?? '-XX:+UseG1GC\n-XX:+HeapDumpOnOutOfMemoryError\n')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#') && !OWN_JVM_OPTION.test(l));
+  // 6.x and later read ES_TMPDIR (OPENSEARCH_TMPDIR), which hangar sets to the unit's tmp/; 5.x has none
+  const tmp = family === 'opensearch' ? '${OPENSEARCH_TMPDIR}' : family === 'es5' ? join(dir, NODE_TMP_DIR) : '${ES_TMPDIR}';
   return [
-    '# Written by hangar: the heap comes from the plan.',
+    "# Written by hangar: the distribution's options, with the heap from the plan and files in the unit's directory.",
+    ...kept,
     `-Xms${heap}m`,
     `-Xmx${heap}m`,
-    '-XX:+UseG1GC',
     `-Djava.io.tmpdir=${tmp}`,
-    '-XX:+HeapDumpOnOutOfMemoryError',
     `-XX:HeapDumpPath=${dir}`,
-    `-XX:ErrorFile=${dir}/hs_err_pid%p.log`,
+    `-XX:ErrorFile=${join(dir, 'hs_err_pid%p.log')}`,
     '',
   ].join('\n');
 }
 
-/** log4j2.properties: everything to the console, which the runtime writes to the unit's log. */
-export function renderLog4j2(): string {
+/** 2.x: its JVM options through the environment its start script reads (it has no jvm.options). */
+export function jvmEnvironment(heap: number, dir: string): Record<string, string> {
+  return {
+    ES_HEAP_SIZE: `${heap}m`,
+    // appended after the script's own options: the last of a flag wins
+    ES_JAVA_OPTS: [
+      `-Djava.io.tmpdir=${join(dir, NODE_TMP_DIR)}`,
+      `-XX:HeapDumpPath=${dir}`,
+      `-XX:ErrorFile=${join(dir, 'hs_err_pid%p.log')}`,
+    ].join(' '),
+  };
+}
+
+/** The logging configuration: everything to the console, which the runtime writes to the unit's log. */
+export function renderLogging(family: NodeFamily): string {
+  if (family === 'es2') {
+    return [
+      "# Written by hangar: everything to the console, which hangar writes to the unit's log.",
+      'es.logger.level: INFO',
+      'rootLogger: ${es.logger.level}, console',
+      'appender:',
+      '  console:',
+      '    type: console',
+      '    layout:',
+      '      type: consolePattern',
+      '      conversionPattern: "[%d{ISO8601}][%-5p][%-25c] %m%n"',
+      '',
+    ].join('\n');
+  }
   return [
     'status = error',
     'appender.console.type = Console',

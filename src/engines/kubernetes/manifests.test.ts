@@ -19,8 +19,9 @@ import { findProduct, firstProductOf } from '../products.js';
 import type { InstanceSpec } from '../../domain/units.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { RBAC_NEEDS } from '../../runtimes/kubernetes/kube-doctor.js';
-import { edgeObjects } from '../../runtimes/kubernetes/kube-edge.js';
+import { edgeObjects, frontendOf } from '../../runtimes/kubernetes/kube-edge.js';
 import { imageOf } from '../../runtimes/kubernetes/kubernetes-runtime.js';
+import { servedRoutes } from '../elasticsearch/elasticsearch-edge.js';
 import { VALKEY_FLAVOUR } from '../redis/redis-flavour.js';
 import { ElasticsearchClusterDriver, elasticsearchNodes } from '../elasticsearch/elasticsearch-kubernetes.js';
 import { MongodbClusterDriver } from '../mongodb/mongodb-kubernetes.js';
@@ -266,6 +267,38 @@ describe('generated Kubernetes objects', () => {
     });
     const edgePolicy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-edge')) as any;
     expect(edgePolicy.spec.ingress).toHaveLength(1);
+  });
+
+  it('an elasticsearch edge reads HTTP where the engine needs the edge to refuse requests, and answers Kibana itself; TLS passes through', () => {
+    const s = spec('elasticsearch', 'elasticsearch', 4);
+    const routes = servedRoutes(s.routes, { security: false, noKibana: 'none is installed' });
+    const server = [{ name: 'es-0', address: '198.19.0.10', port: 9200 }];
+    const config = (
+      edgeObjects({
+        id: s.id,
+        labels: place.labels,
+        target: target(),
+        image: 'haproxy:2.6',
+        routes,
+        backends: [
+          { role: 'public.http', servers: server },
+          { role: 'public.transport', servers: [{ ...server[0]!, port: 9300 }] },
+        ],
+        access: new Map([['main', []]]),
+        hangarSources: ['198.18.0.1'],
+      }).find((o) => o.kind === 'Secret' && o.metadata.name.endsWith('-edge')) as any
+    ).stringData['haproxy.cfg'] as string;
+    const section = (role: string) => {
+      const at = config.indexOf(`frontend ${frontendOf(role)}\n`);
+      expect(at, role).toBeGreaterThanOrEqual(0);
+      return config.slice(at).split(/\n(?=frontend )/)[0]!;
+    };
+    expect(section('public.http')).toContain('  mode http\n');
+    expect(section('public.http')).toMatch(/acl refused_\d+ path,url_dec -m reg '\^\/\+_\(\?:snapshot\|slm\)/);
+    expect(section('public.transport')).not.toContain('mode http');
+    expect(section('public.kibana_http')).toMatch(/http-request return status 503 content-type "application\/json"/);
+    // its TLS twin is not rendered: no backend, and TLS is the pods'
+    expect(config).not.toContain(`frontend ${frontendOf('public.https')}\n`);
   });
 
   it('the schemas do refuse a wrong object (replicas as a string, a port out of range)', () => {

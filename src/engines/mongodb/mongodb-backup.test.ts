@@ -42,6 +42,8 @@ const host: UnitHost = {
   stopUnit: async () => {},
   isRunning: () => true,
   logTail: () => '',
+  logEnd: () => 0,
+  logFrom: () => '',
   writeFile: (u, name, content) => {
     mkdirSync(u.dir, { recursive: true });
     writeFileSync(join(u.dir, name), content, { mode: 0o600 });
@@ -58,6 +60,10 @@ const host: UnitHost = {
     return Buffer.concat(chunks).length;
   },
   rename: () => {},
+  runTool: async () => '',
+  toolOutput: () => {
+    throw new Error('not used by these tests');
+  },
   handOver: () => {},
   remove: (u, name) => rmSync(join(u.dir, name), { force: true }),
   size: () => undefined,

@@ -51,6 +51,8 @@ interface FakeSet {
  */
 class FakeClusterCommands implements MongoConnector {
   readonly processes = new Map<number, FakeProcess>();
+  /** The edge: an address members may be configured with (a listener) and the engine port it forwards to. */
+  readonly edge = new Map<string, number>();
   readonly sent: { port: number; as: string; command: string }[] = [];
 
   constructor(
@@ -71,8 +73,18 @@ class FakeClusterCommands implements MongoConnector {
     return { run: (database, command) => this.answer(port, as, database, command) };
   }
 
+  /** The engine port an address leads to: through the edge, or straight to a loopback engine port. */
+  private portOf(host: string): number {
+    return this.edge.get(host) ?? Number(host.split(':')[1]);
+  }
+
+  /** How the set names the process on `port` (what it announces). */
+  private nameOf(set: FakeSet | undefined, port: number): string {
+    return set?.hosts.find((h) => this.portOf(h) === port) ?? `127.0.0.1:${port}`;
+  }
+
   private membersOf(set: FakeSet): FakeProcess[] {
-    return set.hosts.map((h) => this.processes.get(Number(h.split(':')[1]))!).filter(Boolean);
+    return set.hosts.map((h) => this.processes.get(this.portOf(h))!).filter(Boolean);
   }
 
   private async answer(port: number, as: 'admin' | 'anonymous', _db: string, command: MongoDocument): Promise<MongoDocument> {
@@ -86,7 +98,7 @@ class FakeClusterCommands implements MongoConnector {
     if (name === 'isMaster') {
       const set = p.set;
       if (set && set.primary === undefined && --set.electionIn <= 0) set.primary = set.hosts[0];
-      const me = `127.0.0.1:${port}`;
+      const me = this.nameOf(set, port);
       // a member started with --replSet is neither primary nor secondary until its set is initiated
       return {
         ok: 1,
@@ -130,7 +142,7 @@ class FakeClusterCommands implements MongoConnector {
         return { ok: 1, members: set.hosts.map((h) => ({ name: h, stateStr: h === set.primary ? 'PRIMARY' : 'SECONDARY' })) };
       }
       case 'createUser': {
-        if (p.set && p.set.primary !== `127.0.0.1:${port}`) throw new FakeServerError(10107, 'not primary');
+        if (p.set && p.set.primary !== this.nameOf(p.set, port)) throw new FakeServerError(10107, 'not primary');
         if (p.adminUsers.has(String(command.createUser))) throw new FakeServerError(MONGO_ERROR.UserAlreadyExists, 'already exists');
         const targets = p.set ? this.membersOf(p.set) : [p];
         for (const t of targets) t.adminUsers.set(String(command.createUser), String(command.pwd));
@@ -147,7 +159,18 @@ class FakeClusterCommands implements MongoConnector {
   }
 }
 
-const RS: ReplicaSetSpec = { name: 'rs-x', configsvr: false, ports: [20001, 20002, 20003] };
+const RS: ReplicaSetSpec = {
+  name: 'rs-x',
+  configsvr: false,
+  ports: [20001, 20002, 20003],
+  hosts: ['127.0.0.1:20001', '127.0.0.1:20002', '127.0.0.1:20003'],
+};
+/** The same set as hangar configures it now: members named by the edge's listeners (10.0.0.5:3000i, to engine port 2000i). */
+const EDGE_RS: ReplicaSetSpec = { ...RS, hosts: ['10.0.0.5:30001', '10.0.0.5:30002', '10.0.0.5:30003'] };
+const behindEdge = (fake: FakeClusterCommands) => {
+  for (const [i, h] of EDGE_RS.hosts.entries()) fake.edge.set(h, EDGE_RS.ports[i]!);
+  return fake;
+};
 const SECRET = 'admin-secret';
 
 async function elect(fake: FakeClusterCommands, rs: ReplicaSetSpec): Promise<number> {
@@ -197,12 +220,35 @@ describe('replica sets', () => {
     await expect(failure).rejects.toThrow(/does not accept hangar's credentials/);
   });
 
+  it('are configured with, and announce, the edge listeners: a driver given connect_string never leaves the edge', async () => {
+    const fake = behindEdge(new FakeClusterCommands(EDGE_RS.ports, SECRET));
+    expect(await ensureInitiated(fake, EDGE_RS)).toBe(true);
+    expect(fake.processes.get(20002)?.set?.hosts).toEqual(['10.0.0.5:30001', '10.0.0.5:30002', '10.0.0.5:30003']);
+    // hangar still administers them on their loopback engine ports, finding the primary by the address it announces
+    expect(await elect(fake, EDGE_RS)).toBe(20001);
+    const hello = await fake.direct(20003, 'anonymous').run('admin', { isMaster: 1 });
+    expect(hello).toMatchObject({ primary: '10.0.0.5:30001', secondary: true });
+    expect(await ensureAdminUser(fake, 20001, SECRET)).toBe(true);
+    expect(await ensureMembers(fake, EDGE_RS)).toBe(false);
+    expect(await replicaSetProblem(fake.direct(20001, 'admin'), EDGE_RS)).toBeUndefined();
+  });
+
+  it('initiated on loopback addresses (by an older hangar) are reconfigured to the edge listeners', async () => {
+    const fake = behindEdge(new FakeClusterCommands(RS.ports, SECRET));
+    await ensureInitiated(fake, RS);
+    await ensureAdminUser(fake, await elect(fake, RS), SECRET);
+    expect(await primaryPort(fake, EDGE_RS)).toBe(20001);
+    expect(await ensureMembers(fake, EDGE_RS)).toBe(true);
+    expect(fake.processes.get(20001)?.set).toMatchObject({ version: 2, hosts: EDGE_RS.hosts });
+    expect(await ensureMembers(fake, EDGE_RS)).toBe(false);
+  });
+
   it('follow members moved to other ports', async () => {
     const fake = new FakeClusterCommands(RS.ports, SECRET);
     await ensureInitiated(fake, RS);
     await ensureAdminUser(fake, await elect(fake, RS), SECRET);
     expect(await ensureMembers(fake, RS)).toBe(false);
-    const moved = { ...RS, ports: [20001, 20002, 20009] };
+    const moved = { ...RS, ports: [20001, 20002, 20009], hosts: ['127.0.0.1:20001', '127.0.0.1:20002', '127.0.0.1:20009'] };
     const p = fake.processes.get(20003)!;
     fake.processes.set(20009, { ...p, port: 20009 });
     fake.processes.delete(20003);

@@ -1,5 +1,5 @@
 import { TerminalError } from '../../domain/errors.js';
-import { createAdminUserCommand, memberHost, replicaSetConfig, shardAddress } from './mongodb-config.js';
+import { createAdminUserCommand, replicaSetConfig, shardAddress } from './mongodb-config.js';
 import { MONGO_ERROR, mongoErrorCode, type MongoCommands, type MongoDocument } from './mongodb-commands.js';
 
 /** Connections to the processes of an instance, by engine port (always on loopback). */
@@ -53,8 +53,10 @@ export async function session(connector: MongoConnector, port: number): Promise<
 export interface ReplicaSetSpec {
   readonly name: string;
   readonly configsvr: boolean;
-  /** Engine ports of the members, in member order. */
+  /** Engine ports of the members, in member order: where hangar administers them, on loopback. */
   readonly ports: readonly number[];
+  /** The addresses the members are configured with and announce, in member order (`memberHosts`). */
+  readonly hosts: readonly string[];
 }
 
 /**
@@ -64,7 +66,7 @@ export interface ReplicaSetSpec {
 export async function ensureInitiated(connector: MongoConnector, rs: ReplicaSetSpec): Promise<boolean> {
   const { commands } = await session(connector, rs.ports[0]!);
   try {
-    await commands.run('admin', { replSetInitiate: replicaSetConfig(rs.name, rs.ports, rs.configsvr) });
+    await commands.run('admin', { replSetInitiate: replicaSetConfig(rs.name, rs.hosts, rs.configsvr) });
     return true;
   } catch (err) {
     if (mongoErrorCode(err) === MONGO_ERROR.AlreadyInitialized) return false;
@@ -83,10 +85,10 @@ export async function ensureMembers(connector: MongoConnector, rs: ReplicaSetSpe
   if (!admin) return false;
   const reply = await commands.run('admin', { replSetGetConfig: 1 });
   const config = reply.config as MongoDocument & { version: number; members: (MongoDocument & { _id: number; host: string })[] };
-  const want = rs.ports.map(memberHost);
+  const want = rs.hosts;
   const have = config.members.map((m) => m.host);
   if (want.length === have.length && want.every((h, i) => h === have[i])) return false;
-  const members = rs.ports.map((p, i) => ({ ...(config.members[i] ?? {}), _id: config.members[i]?._id ?? i, host: memberHost(p) }));
+  const members = want.map((host, i) => ({ ...(config.members[i] ?? {}), _id: config.members[i]?._id ?? i, host }));
   await commands.run('admin', { replSetReconfig: { ...config, version: config.version + 1, members }, force: true });
   return true;
 }
@@ -101,8 +103,13 @@ export async function primaryPort(connector: MongoConnector, rs: ReplicaSetSpec)
       continue;
     }
     if (state.writablePrimary) return port;
-    const named = state.primary === undefined ? undefined : Number(state.primary.split(':').pop());
-    if (named !== undefined && rs.ports.includes(named)) return named;
+    // the primary as the members name it: one of the configured addresses, or (a set not yet
+    // reconfigured to them) a loopback engine port
+    if (state.primary === undefined) continue;
+    const i = rs.hosts.indexOf(state.primary);
+    if (i >= 0) return rs.ports[i];
+    const named = Number(state.primary.split(':').pop());
+    if (rs.ports.includes(named)) return named;
   }
   return undefined;
 }

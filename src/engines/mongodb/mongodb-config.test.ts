@@ -7,6 +7,7 @@ import {
   mongoLayout,
   mongodArgs,
   mongosArgs,
+  memberHosts,
   replicaSetConfig,
   replicaSets,
   shardAddress,
@@ -146,20 +147,31 @@ describe('keyFileContent', () => {
 });
 
 describe('commands', () => {
-  it('initiates a replica set with the members on their loopback engine ports', () => {
-    expect(replicaSetConfig('rs-x', [20001, 20002, 20003], false)).toEqual({
+  it('initiates a replica set with the members named as they are to announce themselves', () => {
+    expect(replicaSetConfig('rs-x', ['10.0.0.5:30001', '10.0.0.5:30002', '10.0.0.5:30003'], false)).toEqual({
       _id: 'rs-x',
       members: [
-        { _id: 0, host: '127.0.0.1:20001' },
-        { _id: 1, host: '127.0.0.1:20002' },
-        { _id: 2, host: '127.0.0.1:20003' },
+        { _id: 0, host: '10.0.0.5:30001' },
+        { _id: 1, host: '10.0.0.5:30002' },
+        { _id: 2, host: '10.0.0.5:30003' },
       ],
     });
-    expect(replicaSetConfig('cfg-x', [20004], true)).toEqual({
+    expect(replicaSetConfig('cfg-x', ['127.0.0.1:20004'], true)).toEqual({
       _id: 'cfg-x',
       configsvr: true,
       members: [{ _id: 0, host: '127.0.0.1:20004' }],
     });
+  });
+
+  it('names the members of the replica-set types by the edge listeners, those of a sharded cluster by loopback', () => {
+    const engine = [20001, 20002, 20003];
+    const listeners = [30001, 30002, 30003];
+    const edge = ['10.0.0.5:30001', '10.0.0.5:30002', '10.0.0.5:30003'];
+    expect(memberHosts('mongodb_replica_set', engine, listeners, '10.0.0.5')).toEqual(edge);
+    expect(memberHosts('mongodb_jumbo_replica_set', engine, listeners, '10.0.0.5')).toEqual(edge);
+    expect(memberHosts('mongodb_sharded', [20004], [undefined], '10.0.0.5')).toEqual(['127.0.0.1:20004']);
+    // a runtime that does not say where its edge is: loopback, as before
+    expect(memberHosts('mongodb_replica_set', engine, listeners)).toEqual(['127.0.0.1:20001', '127.0.0.1:20002', '127.0.0.1:20003']);
   });
 
   it("creates hangar's user as root on admin", () => {

@@ -163,33 +163,42 @@ export function mongosArgs(c: MongosArgsInput): string[] {
   ];
 }
 
-/**
- * A member's address in the replica set configuration: its engine port on loopback (see
- * `replicaSetConfig` for what clients make of it).
- */
+/** A process's address on loopback, by its engine port: where hangar administers it. */
 export const memberHost = (port: number): string => `127.0.0.1:${port}`;
 
 /**
- * The document `replSetInitiate` takes (and, with moved ports, what `ensureMembers` reconfigures
- * to): each member named by its loopback engine port, which is where the members reach each
- * other and where hangar administers them.
- *
- * Known limitation: those are also the addresses the members announce to clients (`hello` /
- * `isMaster` hosts, `primary`). A driver given the instance's `connect_string` (the edge
- * listeners) discovers the replica set and then connects to the announced `127.0.0.1:<engine
- * port>` addresses instead: past the edge and its ACLs on this machine (authentication still
- * applies), to its own loopback from any other machine (which fails). Until the members announce
- * the edge's addresses, a client of the replica set types reaches one member at a time, with
- * `directConnection=true` on one listener of `connect_string` (writes only through the primary's
- * listener, no failover). `mongodb_singledb` (a standalone announces no hosts) and
- * `mongodb_sharded` (clients talk to the mongos; the replica sets behind it are the mongos's
- * business, on loopback) are not affected. Not verified against a real mongod here.
+ * The addresses the members of an instance's replica set are configured with, in member order.
+ * A member announces the address it is configured with (`hello` / `isMaster` hosts, `primary`),
+ * and a driver given the whole `connect_string` connects to what the members announce: so the
+ * members of `mongodb_replica_set` and `mongodb_jumbo_replica_set` are configured with the edge's
+ * listeners (`<edge host>:<public.i>`), and clients never bypass the edge and its ACLs. They
+ * reach each other there too: mongod recognises its own entry by connecting to it (`_isSelf`),
+ * and the edge admits the host's own address on these listeners (`EdgeRoute.peers`). The replica
+ * sets of `mongodb_sharded` stay on loopback: clients talk to the mongos, and the sets behind it
+ * are its business. Without an edge host (a runtime that does not say it), loopback.
  */
-export function replicaSetConfig(name: string, ports: readonly number[], configsvr: boolean): Record<string, unknown> {
+export function memberHosts(
+  type: InstanceType,
+  enginePorts: readonly number[],
+  publicPorts: readonly (number | undefined)[],
+  edgeHost?: string,
+): string[] {
+  const viaEdge = (type === 'mongodb_replica_set' || type === 'mongodb_jumbo_replica_set') && edgeHost !== undefined;
+  return enginePorts.map((port, i) => {
+    const listener = publicPorts[i];
+    return viaEdge && listener !== undefined ? `${edgeHost}:${listener}` : memberHost(port);
+  });
+}
+
+/**
+ * The document `replSetInitiate` takes (and, with moved ports, what `ensureMembers` reconfigures
+ * to): each member named by the address it is to announce (`memberHosts`).
+ */
+export function replicaSetConfig(name: string, hosts: readonly string[], configsvr: boolean): Record<string, unknown> {
   return {
     _id: name,
     ...(configsvr ? { configsvr: true } : {}),
-    members: ports.map((p, i) => ({ _id: i, host: memberHost(p) })),
+    members: hosts.map((host, i) => ({ _id: i, host })),
   };
 }
 

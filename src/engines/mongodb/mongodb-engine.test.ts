@@ -57,6 +57,12 @@ class SpawningUnitHost implements UnitHost {
   logTail(unit: UnitDefinition) {
     return readFileSync(join(unit.dir, 'process.log'), 'utf8').trim();
   }
+  logEnd() {
+    return 0;
+  }
+  logFrom(unit: UnitDefinition) {
+    return this.logTail(unit);
+  }
   writeFile(unit: UnitDefinition, name: string, content: string) {
     mkdirSync(unit.dir, { recursive: true, mode: 0o700 });
     writeFileSync(join(unit.dir, name), content, { mode: 0o600 });
@@ -76,6 +82,12 @@ class SpawningUnitHost implements UnitHost {
     throw new Error('not used by these tests');
   }
   rename(): void {
+    throw new Error('not used by these tests');
+  }
+  async runTool(): Promise<string> {
+    throw new Error('not used by these tests');
+  }
+  toolOutput(): never {
     throw new Error('not used by these tests');
   }
   handOver(): void {}

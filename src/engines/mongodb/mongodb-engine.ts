@@ -32,6 +32,7 @@ import {
   DATA_MARKER,
   KEY_FILE,
   keyFileContent,
+  memberHosts,
   mongoLayout,
   mongodArgs,
   mongosArgs,
@@ -129,14 +130,20 @@ export class MongodbEngine implements Engine {
     return layout.map((u) => this.unitOf(spec, instanceDir, u, layout));
   }
 
-  private replicaSetsOf(spec: InstanceSpec): InstanceReplicaSet[] {
-    return replicaSets(mongoLayout(spec.id, spec.type)).map((rs) => ({
-      name: rs.name,
-      configsvr: rs.configsvr,
-      members: rs.members,
-      ports: rs.members.map((m) => this.port(spec, m.portRole)),
-      label: spec.type === 'mongodb_sharded' ? `${rs.members[0]!.role}-replica-set` : 'replica-set',
-    }));
+  /** The instance's replica sets, their members named as they announce themselves (`memberHosts`: the edge's listeners at `edgeHost`). */
+  private replicaSetsOf(spec: InstanceSpec, edgeHost: string | undefined): InstanceReplicaSet[] {
+    return replicaSets(mongoLayout(spec.id, spec.type)).map((rs) => {
+      const ports = rs.members.map((m) => this.port(spec, m.portRole));
+      const listeners = rs.members.map((m) => spec.ports[m.portRole.replace(/^engine\./, 'public.')]);
+      return {
+        name: rs.name,
+        configsvr: rs.configsvr,
+        members: rs.members,
+        ports,
+        hosts: memberHosts(spec.type, ports, listeners, edgeHost),
+        label: spec.type === 'mongodb_sharded' ? `${rs.members[0]!.role}-replica-set` : 'replica-set',
+      };
+    });
   }
 
   private connector(spec: InstanceSpec): MongoConnector {
@@ -160,7 +167,7 @@ export class MongodbEngine implements Engine {
       if (l.process !== 'mongod') continue;
       await this.ensureServing(connector, units[i]!, l.portRole, this.port(spec, l.portRole), host, step, ctx.signal);
     }
-    for (const rs of this.replicaSetsOf(spec)) {
+    for (const rs of this.replicaSetsOf(spec, place.edgeHost)) {
       if (await ensureInitiated(connector, rs)) step(`${rs.label}-initiated`);
       if (await ensureMembers(connector, rs)) step(`${rs.label}-reconfigured`);
       const primary = await this.waitPrimary(connector, rs, ctx.signal);
@@ -175,7 +182,7 @@ export class MongodbEngine implements Engine {
       const mongosPort = this.port(spec, 'engine.mongos');
       await this.ensureServing(connector, mongos, 'engine.mongos', mongosPort, host, step, ctx.signal);
       if (await ensureAdminUser(connector, mongosPort, spec.adminSecret)) step('admin-user-created');
-      const shard = this.replicaSetsOf(spec).find((rs) => !rs.configsvr)!;
+      const shard = this.replicaSetsOf(spec, place.edgeHost).find((rs) => !rs.configsvr)!;
       if (await ensureShard(connector.direct(mongosPort, 'admin'), shard.name, shard.ports[0]!)) step('shard-added');
     }
     return { fresh };
@@ -237,9 +244,9 @@ export class MongodbEngine implements Engine {
   }
 
   /** What keeps the engines from serving, asked of them directly as hangar's admin; undefined when they serve. */
-  private async engineProblem(spec: InstanceSpec): Promise<string | undefined> {
+  private async engineProblem(spec: InstanceSpec, edgeHost: string | undefined): Promise<string | undefined> {
     const connector = this.connector(spec);
-    for (const rs of this.replicaSetsOf(spec)) {
+    for (const rs of this.replicaSetsOf(spec, edgeHost)) {
       const primary = await primaryPort(connector, rs);
       if (primary === undefined) return `replica set ${rs.name} has no primary`;
       const problem = await replicaSetProblem(connector.direct(primary, 'admin'), rs);
@@ -247,15 +254,15 @@ export class MongodbEngine implements Engine {
     }
     if (spec.type === 'mongodb_singledb') await connector.direct(this.port(spec, 'engine.0'), 'admin').run('admin', { ping: 1 });
     if (spec.type === 'mongodb_sharded') {
-      const shard = this.replicaSetsOf(spec).find((rs) => !rs.configsvr)!;
+      const shard = this.replicaSetsOf(spec, edgeHost).find((rs) => !rs.configsvr)!;
       return shardProblem(connector.direct(this.port(spec, 'engine.mongos'), 'admin'), shard.name);
     }
     return undefined;
   }
 
-  async readiness(spec: InstanceSpec, _place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined> {
+  async readiness(spec: InstanceSpec, place: InstancePlace, targets: readonly ProbeTarget[]): Promise<string | undefined> {
     try {
-      const problem = await this.engineProblem(spec);
+      const problem = await this.engineProblem(spec, place.edgeHost);
       if (problem) return problem;
       for (const t of targets) await probeMongo(t, spec.adminSecret);
       return undefined;
@@ -270,7 +277,7 @@ export class MongodbEngine implements Engine {
         return { healthy: false, reason: `${unit.role === 'mongos' ? 'mongos' : 'mongod'} ${unit.role} is not running` };
     }
     try {
-      const problem = await this.engineProblem(spec);
+      const problem = await this.engineProblem(spec, place.edgeHost);
       return problem ? { healthy: false, reason: problem } : { healthy: true };
     } catch (err) {
       return { healthy: false, reason: (err as Error).message };
@@ -281,7 +288,7 @@ export class MongodbEngine implements Engine {
    * The instance's users, as hangar's admin: on the standalone mongod, on the replica set's
    * primary (the driver finds it), or on the mongos of a sharded cluster.
    */
-  mongodbUsers(spec: InstanceSpec, _place: InstancePlace): MongoUserAdmin {
+  mongodbUsers(spec: InstanceSpec, place: InstancePlace): MongoUserAdmin {
     const base = { instanceId: spec.id, adminSecret: spec.adminSecret };
     switch (spec.type) {
       case 'mongodb_singledb':
@@ -289,7 +296,7 @@ export class MongodbEngine implements Engine {
       case 'mongodb_sharded':
         return new MongoUsers(() => this.admin.commands({ ...base, ports: [this.port(spec, 'engine.mongos')] }));
       default: {
-        const [rs] = this.replicaSetsOf(spec);
+        const [rs] = this.replicaSetsOf(spec, place.edgeHost);
         return new MongoUsers(() => this.admin.commands({ ...base, ports: rs!.ports, replicaSet: rs!.name }));
       }
     }

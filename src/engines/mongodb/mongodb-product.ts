@@ -1,5 +1,5 @@
 import { SPEC_VERSIONS, STORAGE_ENGINES } from '../../domain/catalog.js';
-import { type EdgeRoute, edgeRoute } from '../../domain/endpoints.js';
+import { type EdgeRoute, edgeRoute, peerRoute } from '../../domain/endpoints.js';
 import type { Instance } from '../../domain/model.js';
 import type { ProgramSpec } from '../../lib/binaries.js';
 import { ClusterOnlyEngine } from '../kubernetes/cluster-only-engine.js';
@@ -70,7 +70,8 @@ export const mongodProduct: Product = {
   edgeRoutes(type, ports): EdgeRoute[] {
     if (type === 'mongodb_singledb') return [edgeRoute(ports, 'public', 'engine.0')];
     if (type === 'mongodb_sharded') return [edgeRoute(ports, 'public', 'engine.mongos'), edgeRoute(ports, 'ssl', 'engine.mongos', true)];
-    return [0, 1, 2].map((i) => edgeRoute(ports, `public.${i}`, `engine.${i}`));
+    // the members announce these listeners and reach each other through them (memberHosts)
+    return [0, 1, 2].map((i) => peerRoute(edgeRoute(ports, `public.${i}`, `engine.${i}`)));
   },
   promisedMemoryMb: (type, plan) =>
     mongoLayout('x', type).reduce(

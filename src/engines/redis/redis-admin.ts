@@ -15,6 +15,14 @@ export interface RedisEndpoint {
   readonly user?: string;
 }
 
+/**
+ * The version of the server that answered `INFO server`: Valkey reports the Redis version it is
+ * compatible with as `redis_version` (7.2.4) and its own as `valkey_version`.
+ */
+export function serverVersion(server: Readonly<Record<string, string>>): string | undefined {
+  return server.valkey_version ?? server.redis_version;
+}
+
 /** A command that takes longer than this fails (and its connection is dropped). */
 const COMMAND_TIMEOUT_MS = 2000;
 const CONNECT_TIMEOUT_MS = 1000;

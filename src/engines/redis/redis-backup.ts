@@ -10,7 +10,7 @@ import {
 import { chain } from '../../lib/streams.js';
 import { sleep } from '../../lib/time.js';
 import type { BackupDriver, Snapshot } from '../engine.js';
-import type { RedisAdmin, RedisEndpoint } from './redis-admin.js';
+import { type RedisAdmin, type RedisEndpoint, serverVersion } from './redis-admin.js';
 import type { RedisRole } from './redis-config.js';
 
 /** The RDB file redis-server writes in its directory (hangar's configuration names no other). */
@@ -106,8 +106,7 @@ export class RedisBackupDriver implements BackupDriver {
     });
     const usedBytes = Number((await admin.info(primaryEp, 'memory')).used_memory);
     const server = await admin.info(replicaEp, 'server');
-    // Valkey reports the Redis version it is compatible with as redis_version, its own as valkey_version
-    const engineVersion = server.valkey_version ?? server.redis_version ?? spec.version;
+    const engineVersion = serverVersion(server) ?? spec.version;
     // Opened now: a later BGSAVE replaces the file by a rename, which leaves this one readable.
     return { stream: place.host.readStream(replica, RDB_FILE), usedBytes: Number.isFinite(usedBytes) ? usedBytes : null, engineVersion };
   }

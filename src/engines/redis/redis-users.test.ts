@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { patternProblem, ruleProblem, userRules, usernameProblem } from './redis-users.js';
+import { patternProblem, ruleProblem, takePattern, userRules, usernameProblem } from './redis-users.js';
 
 describe('ruleProblem', () => {
   it('allows grantable categories, commands and subcommands, and taking anything away', () => {
@@ -73,5 +73,35 @@ describe('userRules', () => {
     expect(rules[1]).toBe('on');
     expect(rules.slice(2, 4).every((r) => /^#[0-9a-f]{64}$/.test(r))).toBe(true);
     expect(rules.slice(4)).toEqual(['~app:*', '+@read', '-keys', '-@admin']);
+  });
+});
+
+describe('takePattern', () => {
+  it('takes a pattern written as Redis writes it without its mark, and says so; the rules then mark it once', () => {
+    const key = takePattern('keys', '~app:*');
+    expect(key).toEqual({
+      pattern: 'app:*',
+      note: '"~app:*" was stored as "app:*": hangar writes the "~" of Redis\'s key patterns itself',
+    });
+    const channel = takePattern('channels', '&news.*');
+    expect(channel).toMatchObject({ pattern: 'news.*', note: expect.stringContaining('"&" of Redis\'s channel patterns') });
+    const rules = userRules({ name: 'u', passwords: [], keys: ['app:*'], channels: ['news.*'], commands: [] });
+    expect(rules).toContain('~app:*');
+    expect(rules).toContain('&news.*');
+    expect(rules.some((r) => r.startsWith('~~') || r.startsWith('&&'))).toBe(false);
+  });
+
+  it("takes a plain pattern as it is, and the other kind's mark as part of the pattern", () => {
+    expect(takePattern('keys', 'app:*')).toEqual({ pattern: 'app:*' });
+    expect(takePattern('keys', '&odd')).toEqual({ pattern: '&odd' });
+    expect(takePattern('channels', '~odd')).toEqual({ pattern: '~odd' });
+  });
+
+  it('refuses key permissions and a mark alone, which would match nothing', () => {
+    for (const given of ['%R~app:*', '%W~app:*', '%RW~app:*', '%rw~x']) {
+      expect(takePattern('keys', given), given).toEqual({ problem: expect.stringContaining('is a key permission') });
+    }
+    expect(takePattern('keys', '~')).toEqual({ problem: expect.stringContaining('the mark "~" alone') });
+    expect(takePattern('channels', '&')).toEqual({ problem: expect.stringContaining('the mark "&" alone') });
   });
 });

@@ -107,6 +107,35 @@ export function ruleProblem(rule: string): { problem: string; allowed?: readonly
   return undefined;
 }
 
+/** How Redis marks each kind of pattern in a user's rules (`~app:*`, `&news.*`): hangar writes the mark itself. */
+const PATTERN_MARK = { keys: '~', channels: '&' } as const;
+
+/**
+ * A key or channel pattern as the API takes it: the pattern alone, without the mark Redis
+ * writes before it in a user's rules, which hangar adds (`~` for keys, `&` for channels). A
+ * pattern given the way Redis writes it (`~app:*`) would be marked twice (`~~app:*`) and match
+ * only keys that begin with `~`: it is taken without its mark, with a note saying so. Key
+ * permissions (`%R~app:*`, `%W~...`, `%RW~...`) are refused, since they would never match as
+ * patterns: hangar grants read and write through the commands. Returns the pattern to store,
+ * or why it is refused.
+ */
+export function takePattern(kind: 'keys' | 'channels', given: string): { pattern: string; note?: string } | { problem: string } {
+  const mark = PATTERN_MARK[kind];
+  if (kind === 'keys' && /^%[RW]*~/i.test(given)) {
+    return {
+      problem: `is a key permission (%R~, %W~, %RW~), which hangar does not take: give the pattern alone (${JSON.stringify(given.replace(/^%[RW]*~/i, ''))}) and grant reads or writes with "commands" (+@read, +@write)`,
+    };
+  }
+  if (!given.startsWith(mark)) return { pattern: given };
+  const pattern = given.slice(1);
+  if (pattern.length === 0)
+    return { problem: `is the mark "${mark}" alone: give the pattern it marks, e.g. ${kind === 'keys' ? 'app:*' : 'news.*'}` };
+  return {
+    pattern,
+    note: `${JSON.stringify(given)} was stored as ${JSON.stringify(pattern)}: hangar writes the "${mark}" of Redis's ${kind === 'keys' ? 'key' : 'channel'} patterns itself`,
+  };
+}
+
 /** Why a key or channel pattern is refused, or undefined. */
 export function patternProblem(pattern: string): string | undefined {
   if (pattern.length === 0 || pattern.length > 256) return 'must be 1 to 256 characters';
@@ -117,7 +146,7 @@ export function patternProblem(pattern: string): string | undefined {
 /** Why a user name is refused, or undefined. */
 export function usernameProblem(name: string): string | undefined {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name))
-    return 'must be 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit';
+    return 'must be 1 to 64 ASCII letters (A-Z, a-z), digits, "_", "." or "-", starting with a letter or digit';
   if (RESERVED_USERS.includes(name)) return `"${name}" is a user hangar keeps for itself (the instance password is the default user's)`;
   return undefined;
 }

@@ -84,7 +84,7 @@ async function authenticate(req: FastifyRequest, mode: 'token' | 'basic', deps: 
   const token = req.headers['x-auth-token'];
   if (mode === 'token' && typeof token === 'string') {
     const caller = await deps.accounts.verifyToken(token);
-    if (!caller) throw errors.unauthorized('the token is unknown, expired or revoked: log in again at GET /v2/tokens/');
+    if (!caller) throw await deps.accounts.tokenRefusal(token);
     return caller;
   }
   const basic = parseBasic(req.headers.authorization);

@@ -2,14 +2,42 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HangarError, errors } from '../../domain/errors.js';
+import { HangarError, allProblems, errors, problemsOf, withArticle } from '../../domain/errors.js';
 import { isStoreUnavailable } from '../../store/errors.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The checks of the route's service that judge each value of a body on its own (those a
+     * schema cannot say): run on a body the schema refused too, so that one answer names every
+     * problem, not one per round trip. Fields the schema already faulted are not named twice.
+     */
+    bodyChecks?: (body: unknown) => readonly HangarError[];
+  }
+}
+
+/** At most this many problems are listed in an error's `errors` (a body of 1,000 bad ACLs would list thousands). */
+export const MAX_LISTED_PROBLEMS = 50;
 
 interface AjvError {
   keyword: string;
   instancePath: string;
   params: Record<string, unknown>;
   message?: string;
+  /** (Ajv's `verbose`) the schema holding the failed keyword, and the value it judged. */
+  parentSchema?: { examples?: unknown };
+  data?: unknown;
+}
+
+/**
+ * What a value of a schema pattern looks like, in words: a client is told the form, never the
+ * regular expression. Every pattern of a request schema is in this list (a test checks it).
+ */
+export function describePattern(pattern: string): string | undefined {
+  const digits = /^\^\[0-9\]\{1,(\d+)\}\$$/.exec(pattern);
+  if (digits) return `a whole number of 1 to ${digits[1]} digits`;
+  if (pattern === '^[0-9a-f]{24}$') return 'an id of 24 hexadecimal digits (0-9, a-f)';
+  return undefined;
 }
 
 /** `/acls/0/cidr_mask` -> `acls[0].cidr_mask` */
@@ -32,8 +60,6 @@ const FRAMEWORK_4XX: Record<number, () => HangarError> = {
   431: errors.headersTooLarge,
 };
 
-const article = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
-
 /** A schema failure as a sentence that names the field and, where known, the allowed values. */
 export function validationError(e: AjvError, context: string | undefined): HangarError {
   const where = context === 'body' || context === undefined ? 'the request body' : `the ${context}`;
@@ -50,7 +76,7 @@ export function validationError(e: AjvError, context: string | undefined): Hanga
       const field = fieldName(e.instancePath);
       const type = String(e.params.type);
       if (!field) return errors.invalidBody(`${where} must be a JSON ${type === 'object' ? 'object' : type}`);
-      return errors.invalidValue(field, `"${field}" must be ${article(type === 'integer' ? 'integer' : type)}`);
+      return errors.invalidValue(field, `"${field}" must be ${withArticle(type)}`);
     }
     case 'enum': {
       const field = fieldName(e.instancePath);
@@ -59,6 +85,16 @@ export function validationError(e: AjvError, context: string | undefined): Hanga
         `"${field}" has a value that is not allowed`,
         (e.params.allowedValues as (string | number)[]) ?? [],
       );
+    }
+    case 'pattern': {
+      const field = fieldName(e.instancePath);
+      const form = describePattern(String(e.params.pattern)) ?? 'in the form the API documents (see /v2/openapi.json)';
+      const examples = e.parentSchema?.examples;
+      const first: unknown = Array.isArray(examples) ? examples[0] : undefined;
+      const example = first === undefined ? '' : `, e.g. ${typeof first === 'string' ? first : JSON.stringify(first)}`;
+      const got = typeof e.data === 'string' ? `; got ${JSON.stringify(e.data.length > 40 ? `${e.data.slice(0, 40)}...` : e.data)}` : '';
+      const subject = field ? `"${field}"` : where;
+      return errors.invalidValue(field, `${subject} must be ${form}${example}${got}`);
     }
     case 'const': {
       const field = fieldName(e.instancePath);
@@ -73,17 +109,66 @@ export function validationError(e: AjvError, context: string | undefined): Hanga
   }
 }
 
+/** Each problem a schema validation found, in the validator's order, the same sentence once. */
+function schemaProblems(found: readonly AjvError[], context: string | undefined): HangarError[] {
+  const seen = new Set<string>();
+  const out: HangarError[] = [];
+  for (const e of found) {
+    const problem = validationError(e, context);
+    const key = `${problem.code} ${problem.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(problem);
+  }
+  return out;
+}
+
+const fieldOf = (e: HangarError): string | undefined => (typeof e.extra.field === 'string' ? e.extra.field : undefined);
+
+/**
+ * What a request whose body the schema refused did wrong, all of it: the schema's problems,
+ * the fields a missing body lacks, and what the route's own body checks find in the fields the
+ * schema let through.
+ */
+function bodyProblems(problems: HangarError[], req: FastifyRequest): HangarError[] {
+  const schema = req.routeOptions.schema?.body as { type?: unknown; required?: unknown } | undefined;
+  if (req.body === undefined && schema?.type === 'object' && Array.isArray(schema.required)) {
+    for (const field of schema.required as string[]) problems.push(errors.invalidBody(`"${field}" is required`, field));
+  }
+  const checks = req.routeOptions.config.bodyChecks;
+  if (!checks) return problems;
+  const faulted = new Set(problems.map(fieldOf));
+  try {
+    for (const p of checks(req.body)) if (!faulted.has(fieldOf(p))) problems.push(p);
+  } catch (err) {
+    // the schema's answer stands on its own; a check that fails on a refused body adds nothing
+    req.log.debug({ err }, 'body checks failed on a refused body');
+  }
+  return problems;
+}
+
+/** The Content-Type a request declared, as a message may quote it: printable, bounded. */
+function mediaTypeOf(req: FastifyRequest | undefined): string {
+  const type = req?.headers['content-type'];
+  if (typeof type !== 'string') return 'an unknown type';
+  const printable = type.replace(/[^\x20-\x7e]/g, '?');
+  return printable.length > 100 ? `${printable.slice(0, 100)}...` : printable;
+}
+
 /** Translates any failure into the API's error body. Never a stack trace, never HTML. */
-export function toHangarError(err: FastifyError | Error): HangarError | undefined {
+export function toHangarError(err: FastifyError | Error, req?: FastifyRequest): HangarError | undefined {
   if (err instanceof HangarError) return err;
   const fe = err as FastifyError & { validation?: AjvError[]; validationContext?: string };
-  if (fe.validation && fe.validation.length > 0) return validationError(fe.validation[0]!, fe.validationContext);
+  if (fe.validation && fe.validation.length > 0) {
+    const problems = schemaProblems(fe.validation, fe.validationContext);
+    return allProblems(fe.validationContext === 'body' && req ? bodyProblems(problems, req) : problems);
+  }
   if (isStoreUnavailable(err)) return errors.storeUnavailable();
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return errors.bodyTooLarge();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return errors.unsupportedMediaType();
+      return errors.unsupportedMediaType(mediaTypeOf(req));
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.invalidBody('the Content-Length does not match the body');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -99,17 +184,43 @@ export function toHangarError(err: FastifyError | Error): HangarError | undefine
   return undefined;
 }
 
-/**
- * The body of every error: `message` and `code`, plus `field` and `allowed` when a field is at
- * fault. Nothing else of an error reaches a client (no state, limit or internal detail).
- */
-export function errorBody(e: HangarError): { message: string; code: string; field?: string; allowed?: (string | number)[] } {
+/** One problem of a request, as `errors` lists it. */
+export interface ProblemBody {
+  message: string;
+  code: string;
+  field?: string;
+  allowed?: (string | number)[];
+}
+
+function problemBody(e: HangarError): ProblemBody {
   const { field, allowed } = e.extra as { field?: unknown; allowed?: unknown };
   return {
     message: e.message,
     code: e.code,
     ...(typeof field === 'string' ? { field } : {}),
     ...(Array.isArray(allowed) ? { allowed: allowed as (string | number)[] } : {}),
+  };
+}
+
+/**
+ * The body of every error: `message` and `code`, plus `field` and `allowed` when a field is at
+ * fault; a 400 lists in `errors` every problem found in the request (the first is the one of
+ * `message`). Nothing else of an error reaches a client (no state, limit or internal detail).
+ */
+export function errorBody(e: HangarError): {
+  message: string;
+  code: string;
+  field?: string;
+  allowed?: (string | number)[];
+  errors?: ProblemBody[];
+} {
+  const { field, allowed } = problemBody(e);
+  return {
+    message: e.message,
+    code: e.code,
+    ...(field !== undefined ? { field } : {}),
+    ...(allowed !== undefined ? { allowed } : {}),
+    ...(e.status === 400 ? { errors: problemsOf(e).slice(0, MAX_LISTED_PROBLEMS).map(problemBody) } : {}),
   };
 }
 
@@ -137,7 +248,7 @@ function lingerOnClose(socket: Duplex & { destroySoon?: () => void; setTimeout?:
 }
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
-  const known = toHangarError(err);
+  const known = toHangarError(err, req);
   if (known?.code === 'BODY_TOO_LARGE' && !req.raw.complete) {
     // the client may still be sending: answer, then close the connection without a reset
     void reply.header('connection', 'close');
@@ -200,6 +311,23 @@ export function onConnectMethod(_req: IncomingMessage, socket: Duplex): void {
   writeRaw(socket, errors.connectRefused());
 }
 
+/** The methods a path can be asked with, in the order the Allow header lists them. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/**
+ * No route for this method and path: a 405 with an Allow header when the path has routes for
+ * other methods (`POST /v2/tokens/`), the 404 of an unknown path otherwise (also when a route
+ * of this very method passed the request on: a static file that is not there).
+ */
 export function notFoundHandler(req: FastifyRequest, reply: FastifyReply): void {
-  void reply.code(404).send(errorBody(errors.routeNotFound(req.method, req.url.split('?')[0]!.slice(0, 200))));
+  const path = req.url.split('?')[0]!;
+  const allowed = METHODS.filter((method) => req.server.findRoute({ method, url: path }) !== null);
+  if (allowed.length > 0 && !allowed.includes(req.method as (typeof METHODS)[number])) {
+    void reply
+      .code(405)
+      .header('allow', allowed.join(', '))
+      .send(errorBody(errors.wrongMethod(req.method, path.slice(0, 200), allowed)));
+    return;
+  }
+  void reply.code(404).send(errorBody(errors.routeNotFound(req.method, path.slice(0, 200))));
 }

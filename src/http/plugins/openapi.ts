@@ -1,10 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { hangarVersion } from '../../lib/version.js';
 
 /** Where the document and the docs page are served. */
 export const OPENAPI_PATH = '/v2/openapi.json';
@@ -42,6 +40,7 @@ const TAGS = [
   { name: 'instances', description: 'Instances: list, create, inspect, rename, delete' },
   { name: 'acls', description: 'The addresses admitted to an instance' },
   { name: 'redis', description: 'Redis inspection, settings and resizing' },
+  { name: 'elasticsearch', description: 'Elasticsearch resizing (the heap of the node follows the plan)' },
   { name: 'redis users', description: 'Application users of Redis instances (Redis ACLs) and their passwords' },
   { name: 'mongodb users', description: 'MongoDB database users and their roles' },
   { name: 'backups', description: 'Backups, restores and backup policies of an instance' },
@@ -59,20 +58,6 @@ const TAGS = [
   },
   { name: 'docs', description: 'This document' },
 ];
-
-/** The version of hangar, from the package.json above this file (src/ and dist/src/ alike). */
-function hangarVersion(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) {
-      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'hangar' && pkg.version) return pkg.version;
-    }
-    dir = dirname(dir);
-  }
-  return '0.0.0';
-}
 
 const OpenApiDocument = Type.Object(
   {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
-import { OPERATION_HEADERS } from '../schemas/operations.js';
+import { ACL_CHANGE_HEADERS, OPERATION_HEADERS } from '../schemas/operations.js';
 import { AclCreateBody, AclParams, AclRecord, AclRecordExtended, AclReplaceBody, IfMatchHeaders } from '../schemas/acls.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
@@ -45,7 +45,7 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IfMatchHeaders,
         body: AclReplaceBody,
         response: {
-          200: { ...Data(Type.Array(AclRecord), [ACL]), headers: OPERATION_HEADERS },
+          200: { ...Data(Type.Array(AclRecord), [ACL]), headers: ACL_CHANGE_HEADERS },
           ...errorResponses([
             ...WITH_PATH,
             ...WITH_BODY,
@@ -83,7 +83,7 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.post(
     '/instances/:instance_name/acls/',
     {
-      config: { audit: 'acl.create' },
+      config: { audit: 'acl.create', bodyChecks: (body) => acls.bodyProblems(body) },
       schema: {
         summary: 'Admit an address or range at the edge',
         description:
@@ -93,7 +93,7 @@ export function aclRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: AclCreateBody,
         response: {
-          200: { ...Data(Type.String({ description: 'The id of the new ACL' }), ACL._id.$oid), headers: OPERATION_HEADERS },
+          200: { ...Data(Type.String({ description: 'The id of the new ACL' }), ACL._id.$oid), headers: ACL_CHANGE_HEADERS },
           ...errorResponses([
             ...WITH_PATH,
             ...WITH_BODY,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
-import { OPERATION_HEADERS } from '../schemas/operations.js';
+import { ACL_CHANGE_HEADERS, OPERATION_HEADERS } from '../schemas/operations.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
@@ -51,7 +51,7 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   app.post(
     '/instances/',
     {
-      config: { audit: 'instance.create' },
+      config: { audit: 'instance.create', bodyChecks: (body) => instances.createProblems(body) },
       schema: {
         summary: 'Create an instance',
         description:
@@ -60,7 +60,7 @@ export function instanceRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: CreateInstanceBody,
         response: {
-          200: { ...Data(CreationRecord, CREATED_REDIS_INSTANCE), headers: OPERATION_HEADERS },
+          200: { ...Data(CreationRecord, CREATED_REDIS_INSTANCE), headers: ACL_CHANGE_HEADERS },
           ...errorResponses([
             ...WITH_BODY,
             ...IDEMPOTENT,

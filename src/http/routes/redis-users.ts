@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { type AppDeps, answerStarted, callerOf, originOf } from '../context.js';
-import { OPERATION_HEADERS } from '../schemas/operations.js';
+import { OPERATION_HEADERS, REDIS_USER_CHANGE_HEADERS } from '../schemas/operations.js';
 import { Data, NameParams } from '../schemas/common.js';
 import { IDEMPOTENT, WITH_BODY, WITH_PATH, errorResponses } from '../schemas/error-responses.js';
 import { IdempotencyHeaders } from '../plugins/idempotency.js';
@@ -44,7 +44,7 @@ export function redisUserRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         response: {
           200: {
             ...Data(RedisUserCreated, { user: REDIS_USER, password: '8c1d0e9f2a3b4c5d6e7f8091a2b3c4d5' }),
-            headers: OPERATION_HEADERS,
+            headers: REDIS_USER_CHANGE_HEADERS,
           },
           ...errorResponses([
             ...WITH_PATH,
@@ -89,7 +89,7 @@ export function redisUserRoutes(fastify: FastifyInstance, deps: AppDeps): void {
         headers: IdempotencyHeaders,
         body: RedisUserPatchBody,
         response: {
-          200: { ...Data(RedisUserRecord, REDIS_USER), headers: OPERATION_HEADERS },
+          200: { ...Data(RedisUserRecord, REDIS_USER), headers: REDIS_USER_CHANGE_HEADERS },
           ...errorResponses([
             ...WITH_PATH,
             ...WITH_BODY,

@@ -55,7 +55,7 @@ export function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): void {
     },
     async (req, reply) => {
       const caller = await accounts.verifyToken(req.body.token);
-      if (!caller) throw errors.unauthorized('the token is unknown, expired or revoked');
+      if (!caller) throw await accounts.tokenRefusal(req.body.token);
       void reply.header('cache-control', NO_STORE);
       return {
         data: {

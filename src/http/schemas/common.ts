@@ -1,12 +1,28 @@
 import { Type, type TSchema } from 'typebox';
 
+const Allowed = Type.Array(Type.Union([Type.String(), Type.Number()]), { description: 'The values the field accepts' });
+
+/** One problem of a request, as an error's `errors` lists it. */
+export const ProblemBody = Type.Object({
+  message: Type.String({ description: 'What is wrong, for people' }),
+  code: Type.String({ description: 'Stable machine-readable name, e.g. INVALID_VALUE' }),
+  field: Type.Optional(Type.String({ description: 'The request field at fault (`acls[0].cidr_mask`), when one is' })),
+  allowed: Type.Optional(Allowed),
+});
+
 /** The body of every error response; the OpenAPI document references it as `Error`. */
 export const ErrorBody = Type.Object(
   {
     message: Type.String({ description: 'What went wrong, for people' }),
     code: Type.String({ description: 'Stable machine-readable name, e.g. INSTANCE_NOT_FOUND' }),
     field: Type.Optional(Type.String({ description: 'The request field at fault' })),
-    allowed: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Number()]), { description: 'The values the field accepts' })),
+    allowed: Type.Optional(Allowed),
+    errors: Type.Optional(
+      Type.Array(ProblemBody, {
+        description:
+          'On a 400: every problem found in the request at once (at most 50), the first being the one of `message`, `code` and `field`',
+      }),
+    ),
   },
   { $id: 'Error', description: 'Every error response' },
 );

@@ -1,4 +1,4 @@
-import { errors, type ErrorCode, type HangarError } from '../../domain/errors.js';
+import { allProblems, errors, type ErrorCode, type HangarError } from '../../domain/errors.js';
 import { errorBody } from '../plugins/error-handler.js';
 import { ErrorRef } from './common.js';
 
@@ -15,7 +15,15 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
     '"plan" of a redis instance 750 is not allowed',
     [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
   ),
-  INVALID_BODY: errors.invalidBody('"name" is required', 'name'),
+  INVALID_BODY: allProblems([
+    errors.invalidBody('"name" is required', 'name'),
+    errors.invalidBody('"version" is required', 'version'),
+    errors.invalidValue(
+      'plan',
+      '"plan" of a redis instance 750 is not allowed',
+      [500, 1000, 2500, 5000, 10000, 20000, 50000, 75000, 100000],
+    ),
+  ]),
   UNAUTHORIZED: errors.unauthorized(),
   TOO_MANY_LOGIN_FAILURES: errors.tooManyLogins(42),
   RATE_LIMITED: errors.rateLimited(17),
@@ -77,13 +85,13 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
   ACCOUNT_NOT_FOUND: errors.accountNotFound('me@example.com'),
   API_KEY_NOT_FOUND: errors.apiKeyNotFound('me@example.com', '89fc7835b8e61687375c5495e90f2bf9'),
   BODY_TOO_LARGE: errors.bodyTooLarge(),
-  UNSUPPORTED_MEDIA_TYPE: errors.unsupportedMediaType(),
+  UNSUPPORTED_MEDIA_TYPE: errors.unsupportedMediaType('text/plain'),
   URI_TOO_LONG: errors.uriTooLong(),
   INVALID_PATH: errors.invalidPath(),
   REQUEST_TIMEOUT: errors.requestTimeout(),
   HEADERS_TOO_LARGE: errors.headersTooLarge(),
   BAD_REQUEST: errors.malformedRequest(),
-  METHOD_NOT_ALLOWED: errors.methodNotAllowed(),
+  METHOD_NOT_ALLOWED: errors.wrongMethod('POST', '/v2/tokens/', ['GET', 'HEAD', 'DELETE']),
   FORBIDDEN: errors.forbiddenPath(),
   NOT_ACCEPTABLE: errors.notAcceptable(),
   LENGTH_REQUIRED: errors.lengthRequired(),
@@ -94,7 +102,7 @@ const EXAMPLES: Record<ErrorCode, HangarError> = {
 const byCode = new Map<string, HangarError>(Object.entries(EXAMPLES));
 
 const STATUS_TEXT: Record<number, string> = {
-  400: 'The request is not valid: `field` names the field at fault and `allowed`, when present, the values it accepts',
+  400: 'The request is not valid: `field` names the field at fault and `allowed`, when present, the values it accepts; `errors` lists every problem found in the request, the first being that of `message`',
   401: 'No credentials, or wrong, expired or revoked ones',
   404: 'Not found; an instance of another account is not found either',
   408: 'The request (headers or body) did not arrive in time; the connection is closed',
@@ -102,6 +110,7 @@ const STATUS_TEXT: Record<number, string> = {
   412: 'The resource changed since it was read: its ETag no longer matches If-Match',
   413: 'The body is larger than 64 KiB',
   414: 'A path segment is longer than 512 characters',
+  405: 'The path exists but does not take this method; the Allow header lists those it takes',
   415: 'The body is declared as something other than JSON',
   422: 'The service (or its backups) cannot run on this hangar: its engine or tools are not installed; or a backup is corrupt',
   429: 'Too many requests, or too many failed logins; the Retry-After header says when to try again',
@@ -130,7 +139,7 @@ export interface ErrorResponse {
 }
 
 /** The example body of an error code. */
-export function errorExample(code: ErrorCode): { message: string; code: string; field?: string; allowed?: (string | number)[] } {
+export function errorExample(code: ErrorCode): ReturnType<typeof errorBody> {
   const e = byCode.get(code);
   if (!e) throw new Error(`no example for error code ${code}`);
   return errorBody(e);

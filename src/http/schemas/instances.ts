@@ -20,7 +20,7 @@ const perService = (table: Readonly<Record<string, readonly (string | number)[]>
 
 export const CreateInstanceBody = Type.Object(
   {
-    name: Type.String({ description: 'Unique in the account; 1-64 letters, digits, "-" and "_"' }),
+    name: Type.String({ description: 'Unique in the account; 1-64 ASCII letters (A-Z, a-z), digits, "-" and "_"' }),
     plan: Type.Integer({ description: `Plan size (redis: memory in MB). ${perService(PLANS)}` }),
     service: Type.String({ description: SERVICES.join(', ') }),
     type: Type.String({ description: `Instance type. ${perService(INSTANCE_TYPES)}` }),

@@ -56,7 +56,7 @@ export const FAILED_OPERATION_EXAMPLE = {
     code: 'DEADLINE_EXCEEDED',
     message: 'resize not finished within its deadline of 600 s; the instance is DEGRADED until hangar has carried the change out',
   },
-  detail: { from_plan: 500, to_plan: 1000 },
+  detail: { from_plan: 500, to_plan: 1000, engine: 'redis' },
   date_updated: { $date: T0 + 600_000 },
   date_started: { $date: T0 + 30 },
   date_finished: { $date: T0 + 600_000 },
@@ -177,6 +177,26 @@ export const OperationParams = Type.Object({
 export const OPERATION_HEADERS = {
   'x-operation-id': { type: 'string', description: 'The operation this request started: GET /v2/operations/{id}/' },
   location: { type: 'string', description: 'Where the operation is: /v2/operations/{id}/' },
+} as const;
+
+/** The headers of a change that records ACLs: its operation's, and a Warning for each range stored otherwise than written. */
+export const ACL_CHANGE_HEADERS = {
+  ...OPERATION_HEADERS,
+  warning: {
+    type: 'string',
+    description:
+      'One per thing to know about a range as stored, as Kubernetes warns: `299 hangar "10.1.2.3/8 was stored as 10.0.0.0/8"` (host bits cleared), `299 hangar "0.0.0.0/0 admits every IPv4 address: anyone on the internet can reach the instance"`',
+  },
+} as const;
+
+/** The headers of a change of a Redis user: its operation's, and a Warning for each pattern stored otherwise than written. */
+export const REDIS_USER_CHANGE_HEADERS = {
+  ...OPERATION_HEADERS,
+  warning: {
+    type: 'string',
+    description:
+      'One per pattern stored otherwise than written, as Kubernetes warns: `299 hangar "keys[0] \\"~app:*\\" was stored as \\"app:*\\": hangar writes the \\"~\\" of Redis\'s key patterns itself"`',
+  },
 } as const;
 
 export const EVENT_EXAMPLE = {

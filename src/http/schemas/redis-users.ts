@@ -12,7 +12,7 @@ const commands = Type.Array(Type.String(), {
 
 export const RedisUserCreateBody = Type.Object(
   {
-    username: Type.String({ description: 'User name: 1 to 64 letters, digits, `_`, `.` or `-`; not `default` or `hangar`' }),
+    username: Type.String({ description: 'User name: 1 to 64 ASCII letters, digits, `_`, `.` or `-`; not `default` or `hangar`' }),
     password: Type.Optional(
       Type.String({
         description: 'Its password (8 to 256 characters); left out, hangar makes one. Stored encrypted; shown in this answer only',

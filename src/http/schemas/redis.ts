@@ -7,6 +7,16 @@ export const ResizeBody = Type.Object(
   { additionalProperties: false, examples: [{ new_plan: 1000 }] },
 );
 
+/** The body of an elasticsearch resize (an addition to the spec, whose resize is Redis's only). */
+export const ElasticsearchResizeBody = Type.Object(
+  {
+    new_plan: Type.Integer({
+      description: `The new plan in GB, larger than the current one: ${PLANS.elasticsearch.join(', ')}; the node's heap is an eighth of it`,
+    }),
+  },
+  { additionalProperties: false, examples: [{ new_plan: 8 }] },
+);
+
 export const SpaceUsage = Type.Object(
   {
     freeSpacePercentage: Type.Number({ description: 'Share of maxmemory still free, in percent' }),
@@ -78,7 +88,7 @@ export const RedisStatsRecord = Type.Object(
       }),
     ),
     uptime_seconds: n('Seconds since the primary started'),
-    version: Type.String({ description: 'redis_version' }),
+    version: Type.String({ description: "The engine's version: redis_version of INFO server (valkey_version on Valkey)" }),
   },
   { description: 'Statistics of the primary, read live (an addition to the ObjectRocket API)' },
 );

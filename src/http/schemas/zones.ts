@@ -16,8 +16,24 @@ export const ZONE = {
       reason: null,
       default_engine: 'redis',
       engines: [
-        { engine: 'redis', available: true, versions: ['7.0.15', '7.0'], reason: null },
-        { engine: 'valkey', available: true, versions: ['8.0.1', '8.0'], reason: null },
+        {
+          engine: 'redis',
+          available: true,
+          types: ['redis_ha_instance'],
+          versions: ['7.0.15', '7.0'],
+          reason: null,
+          unavailable_versions: [],
+          notes: [],
+        },
+        {
+          engine: 'valkey',
+          available: true,
+          types: ['redis_ha_instance'],
+          versions: ['8.0.1', '8.0'],
+          reason: null,
+          unavailable_versions: [],
+          notes: [],
+        },
       ],
     },
   ],
@@ -37,7 +53,9 @@ export const ZoneRecord = Type.Object(
       Type.Object({
         service: Type.String({ description: SERVICES.join(', ') }),
         available: Type.Boolean({ description: 'Whether instances of the service can be created here now' }),
-        types: Type.Array(Type.String()),
+        types: Type.Array(Type.String(), {
+          description: "Instance types a create can get here: those its available engines run (all of the service's when none can run)",
+        }),
         plans: Type.Array(Type.Integer()),
         plan_unit: Type.Union([Type.Literal('MB'), Type.Literal('GB')], { description: 'What a plan number counts' }),
         versions: Type.Array(Type.String(), {
@@ -49,8 +67,19 @@ export const ZoneRecord = Type.Object(
           Type.Object({
             engine: Type.String({ description: ENGINE_NAMES.join(', ') }),
             available: Type.Boolean(),
+            types: Type.Array(Type.String(), { description: 'Instance types this engine runs' }),
             versions: Type.Array(Type.String(), { description: 'Versions a create body naming this engine may give' }),
             reason: nullable(Type.String(), 'Why the engine cannot run here, naming what is missing'),
+            unavailable_versions: Type.Array(
+              Type.Object({
+                version: Type.String(),
+                reason: Type.String({ description: 'Why it is not served here, and what would make it so where anything can' }),
+              }),
+              { description: 'Versions the engine knows of (the ObjectRocket API lists them) that a create is refused here (422)' },
+            ),
+            notes: Type.Array(Type.String(), {
+              description: 'What else to know of the engine here (a listener the edge answers itself: Kibana not installed)',
+            }),
           }),
           { description: "The service's engines, in the order a create without `engine` tries them" },
         ),

@@ -62,6 +62,8 @@ export class EmulatedRuntime implements Runtime {
       },
       isRunning: (u) => this.placed.get(u.instanceId)?.units.has(u.role) ?? false,
       logTail: () => '',
+      logEnd: () => 0,
+      logFrom: () => '',
       writeFile: (u, name, content) => {
         const files = of(u).files;
         const key = join(u.dir, name);
@@ -107,6 +109,13 @@ export class EmulatedRuntime implements Runtime {
       size: (u, name) => {
         const f = this.placed.get(u.instanceId)?.files.get(join(u.dir, name));
         return f === undefined ? undefined : Buffer.byteLength(f);
+      },
+      // no program runs here: its engines are models
+      runTool: async (_u, bin) => {
+        throw new Error(`the emulated runtime runs no program (${bin})`);
+      },
+      toolOutput: (_u, bin) => {
+        throw new Error(`the emulated runtime runs no program (${bin})`);
       },
     };
   }

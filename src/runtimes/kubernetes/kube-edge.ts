@@ -3,7 +3,7 @@ import type { EdgeBackend, KubeObject } from '../../domain/cluster.js';
 import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
 import type { KubernetesTarget } from '../../domain/zones.js';
 import { parseCidr } from '../../lib/cidr.js';
-import { DENIED_LOG_FORMAT } from '../local/haproxy-config.js';
+import { DENIED_LOG_FORMAT, httpPolicyLines } from '../local/haproxy-config.js';
 
 /** The edge's runtime API (HAProxy's stats socket, admin level), on TCP in the pod: hangar changes ACLs through it. */
 export const EDGE_ADMIN_PORT = 9999;
@@ -73,15 +73,21 @@ export function renderEdgeConfig(
   ];
   for (const route of routes) {
     const backend = backends.find((b) => b.role === route.role);
-    if (!backend) continue;
+    // This edge passes TLS through (the pods terminate it): HTTP is read on plain listeners only.
+    const http = route.tls ? undefined : route.http;
+    // a listener the edge answers itself needs nothing behind it
+    if (!backend && !http?.answer) continue;
+    const mode = http ? ['  mode http'] : [];
     lines.push(
       `frontend ${frontendOf(route.role)}`,
       `  bind :${route.port}${proxyProtocol ? ' accept-proxy' : ''}`,
+      ...mode,
       `  tcp-request content accept if { src -f ${HANGAR_SOURCES_FILE} }`,
       `  tcp-request content reject unless { src -f ${aclFile(route.group)} }`,
-      `  default_backend b_${portName(route.role)}`,
-      `backend b_${portName(route.role)}`,
+      ...(http ? httpPolicyLines(http).map((l) => `  ${l}`) : []),
     );
+    if (!backend) continue;
+    lines.push(`  default_backend b_${portName(route.role)}`, `backend b_${portName(route.role)}`, ...mode);
     if (backend.check) {
       lines.push('  option tcp-check', '  tcp-check connect');
       for (const step of backend.check) {

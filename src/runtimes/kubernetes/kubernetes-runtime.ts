@@ -348,7 +348,7 @@ export class KubernetesRuntime implements Runtime {
   async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     if (!driver.cluster) throw new TerminalError(`${spec.service} cannot run on Kubernetes in this version of hangar`);
     const place = this.clusterPlace(spec.id);
-    const routes = spec.routes;
+    const routes = driver.edgeRoutes?.(spec) ?? spec.routes;
     const access = accessGroups(routes, rules);
     // Access first, on the edge pods that run: revoking an ACL must not wait for the engines.
     const running = (await this.edgePods(spec.id)).filter((p) => p.ready && p.ip);

@@ -1,19 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../config.js';
-import {
-  ENGINE_DATA_DIR_MODE,
-  engineUserName,
-  ensureEngineDirs,
-  ensureEngineUser,
-  passwdEntry,
-  traversalProblem,
-  userAddCommand,
-} from './engine-user.js';
+import { engineUserName, ensureEngineUser, passwdEntry, traversalProblem, userAddCommand } from './engine-user.js';
 
 // Who engines run as and what they own. Making users and handing files to them needs root: CI
 // runs as root; elsewhere those cases are left out, saying so.
@@ -42,11 +34,6 @@ function recordingLog(): { log: Logger; lines: () => { msg: string; [k: string]:
   const log = pino({ level: 'info' }, { write: (s: string) => void out.push(s) });
   return { log, lines: () => out.map((l) => JSON.parse(l)) };
 }
-
-const owner = (path: string) => {
-  const st = lstatSync(path);
-  return { uid: st.uid, gid: st.gid };
-};
 
 describe('engineUserName', () => {
   it('is the setting when hangar runs as root, and nobody when it runs as another user or the setting is root', () => {
@@ -163,81 +150,5 @@ describe('traversalProblem', () => {
     expect(traversalProblem(data, user)).toMatch(/mode 0710/);
     chownSync(join(top, 'a'), 0, user.gid);
     expect(traversalProblem(data, user)).toBeUndefined();
-  });
-});
-
-describe.runIf(rootCases)('ensureEngineDirs', () => {
-  const user = { name: 'engine', uid: 4242, gid: 4243 };
-
-  /** A data dir as an earlier hangar left it, running everything as root. */
-  function earlierDataDir(): { dataDir: string; unit: string } {
-    const top = tmp('hangar-dirs-');
-    chmodSync(top, 0o711);
-    const dataDir = join(top, 'data');
-    const unit = join(dataDir, 'instances', '65a1b2c3d4e5f60718293a4b', 'primary');
-    mkdirSync(join(unit, 'appendonlydir'), { recursive: true, mode: 0o700 });
-    mkdirSync(join(dataDir, 'edge'), { mode: 0o700 });
-    chmodSync(dataDir, 0o700);
-    writeFileSync(join(dataDir, 'secret.key'), 'key', { mode: 0o600 });
-    writeFileSync(join(dataDir, 'hangar.sqlite'), 'store', { mode: 0o600 });
-    writeFileSync(join(unit, 'redis.conf'), 'port 1', { mode: 0o600 });
-    writeFileSync(join(unit, 'appendonlydir', 'appendonly.aof.1.base.rdb'), 'REDIS', { mode: 0o600 });
-    // a link an engine might have made: handed over itself, its target left alone
-    symlinkSync(join(dataDir, 'secret.key'), join(unit, 'link'));
-    return { dataDir, unit };
-  }
-
-  it("hands an earlier hangar's instances over, once and saying so; the data dir lets only the engine group through; hangar's files stay root's", () => {
-    const { dataDir, unit } = earlierDataDir();
-    const { log, lines } = recordingLog();
-    ensureEngineDirs(dataDir, user, log);
-    expect(statSync(dataDir).mode & 0o777).toBe(ENGINE_DATA_DIR_MODE);
-    expect(owner(dataDir)).toEqual({ uid: 0, gid: user.gid });
-    const instances = join(dataDir, 'instances');
-    for (const p of [
-      instances,
-      join(instances, '65a1b2c3d4e5f60718293a4b'),
-      unit,
-      join(unit, 'redis.conf'),
-      join(unit, 'appendonlydir'),
-      join(unit, 'appendonlydir', 'appendonly.aof.1.base.rdb'),
-      join(unit, 'link'),
-    ]) {
-      expect({ p, ...owner(p) }).toEqual({ p, uid: user.uid, gid: user.gid });
-    }
-    for (const p of ['secret.key', 'hangar.sqlite', 'edge']) expect({ p, ...owner(join(dataDir, p)) }).toEqual({ p, uid: 0, gid: 0 });
-    expect(statSync(join(dataDir, 'secret.key')).mode & 0o777).toBe(0o600);
-    const said = lines().filter((l) => /handed over to the engine user/.test(l.msg));
-    expect(said).toHaveLength(1);
-    expect(said[0]).toMatchObject({ user: 'engine', uid: 4242, entries: 7 });
-    // nothing more to hand over: nothing said
-    ensureEngineDirs(dataDir, user, log);
-    expect(lines().filter((l) => /handed over/.test(l.msg))).toHaveLength(1);
-  });
-
-  it("hands over a unit's directory left root's (a hangar killed between making and handing it over)", () => {
-    const { dataDir, unit } = earlierDataDir();
-    const { log, lines } = recordingLog();
-    ensureEngineDirs(dataDir, user, log);
-    const replica = join(dirname(unit), 'replica');
-    mkdirSync(replica, { mode: 0o700 });
-    writeFileSync(join(replica, 'redis.conf'), 'port 2', { mode: 0o600 });
-    ensureEngineDirs(dataDir, user, log);
-    expect(owner(join(replica, 'redis.conf'))).toEqual({ uid: user.uid, gid: user.gid });
-    expect(
-      lines()
-        .filter((l) => /handed over/.test(l.msg))
-        .at(-1),
-    ).toMatchObject({ entries: 2 });
-  });
-
-  it('refuses, with what to do, a data dir the engine user cannot reach', () => {
-    const top = tmp('hangar-dirs-');
-    chmodSync(top, 0o700);
-    const dataDir = join(top, 'data');
-    mkdirSync(dataDir);
-    expect(() => ensureEngineDirs(dataDir, user, pino({ level: 'silent' }))).toThrow(
-      new RegExp(`engine user engine \\(uid 4242\\) cannot reach the data dir ${dataDir}: ${top} \\(mode 0700.*HANGAR_DATA_DIR`),
-    );
   });
 });

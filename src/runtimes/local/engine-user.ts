@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../../config.js';
 import { findExecutable } from '../../lib/binaries.js';
 import { sleep } from '../../lib/time.js';
-import { chownTree } from './files.js';
 
 /** The OS user the engines of the local runtime run as, when it is not hangar's own. */
 export interface EngineUser {
@@ -177,53 +176,6 @@ export function traversalProblem(dir: string, user: Pick<EngineUser, 'uid' | 'gi
   return undefined;
 }
 
-/**
- * Lays the data dir out for engines that run as `user`. The data dir becomes mode 0710 with the
- * user's group: the engines pass through it to `instances/`, but list nothing, and everything
- * else in it (the key file, the store, the edge, backups: 0600 and 0700, hangar's) stays out of
- * their reach. `instances/` and everything under it is theirs: what an earlier hangar made as
- * itself (root) is handed over, once, and said so in the log. Engines that run meanwhile keep
- * running as they are until their next start. A ConfigError says so when the directories above
- * the data dir keep the user out.
- */
-export function ensureEngineDirs(dataDir: string, user: EngineUser, log: Logger): void {
-  const blocked = traversalProblem(dataDir, user);
-  if (blocked) {
-    throw new ConfigError(
-      `the engine user ${user.name} (uid ${user.uid}) cannot reach the data dir ${dataDir}: ${blocked}; choose a data dir it can reach (HANGAR_DATA_DIR, e.g. /var/lib/hangar), or let others pass through (chmod o+x) the directories above it`,
-    );
-  }
-  const st = statSync(dataDir);
-  if (st.gid !== user.gid) chownSync(dataDir, st.uid, user.gid);
-  if ((st.mode & 0o777) !== ENGINE_DATA_DIR_MODE) chmodSync(dataDir, ENGINE_DATA_DIR_MODE);
-  const instances = join(dataDir, 'instances');
-  mkdirSync(instances, { recursive: true, mode: 0o700 });
-  const owner = { uid: user.uid, gid: user.gid };
-  const owned = (path: string) => {
-    const s = lstatSync(path);
-    return s.uid === user.uid && s.gid === user.gid;
-  };
-  let changed = 0;
-  if (!owned(instances)) {
-    // an earlier hangar's (or another engine user's): everything, `instances/` itself last
-    changed = chownTree(instances, owner);
-  } else {
-    // each instance's and unit's directory: one made by a hangar killed between making it and handing it over
-    for (const id of readdirSync(instances)) {
-      const dir = join(instances, id);
-      if (!lstatSync(dir).isDirectory()) continue;
-      if (!owned(dir)) changed += chownTree(dir, owner);
-      else for (const role of readdirSync(dir)) if (!owned(join(dir, role))) changed += chownTree(join(dir, role), owner);
-    }
-  }
-  if (changed > 0) {
-    log.info(
-      { user: user.name, uid: user.uid, gid: user.gid, entries: changed, dir: instances },
-      'instance directories handed over to the engine user; engines that run keep running as they are until they start again',
-    );
-  }
-}
-
 /** What `hangar doctor` says of the user engines run as, without making anything. */
 export interface EngineUserReport {
   readonly name: string;
@@ -238,7 +190,7 @@ export interface EngineUserReport {
 
 /** Who the local runtime's engines run as with this configuration, as `hangar doctor` reports it. */
 export async function engineUserReport(
-  config: Pick<Config, 'engineUser' | 'dataDir'>,
+  config: Pick<Config, 'engineUser'>,
   searchPath: string,
   own: { readonly uid: number; readonly gid: number; readonly name: string },
 ): Promise<EngineUserReport> {
@@ -251,12 +203,7 @@ export async function engineUserReport(
     return { name: own.name, uid: own.uid, gid: own.gid, detail };
   }
   const user = await findUser(name, searchPath);
-  // a user made by hangar serve is a new system user: neither owner nor group of anything above the data dir
-  const blocked = traversalProblem(config.dataDir, user ?? { uid: -1, gid: -1 });
-  const problem = blocked ? `it cannot reach the data dir ${config.dataDir}: ${blocked}` : undefined;
-  if (user) {
-    return { name, uid: user.uid, gid: user.gid, detail: `${name}, uid ${user.uid}, gid ${user.gid}`, ...(problem ? { problem } : {}) };
-  }
+  if (user) return { name, uid: user.uid, gid: user.gid, detail: `${name}, uid ${user.uid}, gid ${user.gid}` };
   const command = userAddCommand(name, (p) => findExecutable(p, searchPath));
   if (!command) {
     return {
@@ -272,6 +219,5 @@ export async function engineUserReport(
     uid: null,
     gid: null,
     detail: `${name}, which hangar serve makes at its first start (${command.line})`,
-    ...(problem ? { problem } : {}),
   };
 }

@@ -1,4 +1,11 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { edgeRoute, type EdgeRoute, type HttpPolicy } from '../../domain/endpoints.js';
+import { findExecutable } from '../../lib/binaries.js';
+import { ensureEdgeCertificate } from './edge-tls.js';
 import { firstProductOf } from '../../engines/products.js';
 import {
   DENIED_LOG_FORMAT,
@@ -57,6 +64,33 @@ describe('renderHaproxyConfig', () => {
     const reject = fe.indexOf(`tcp-request content reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
     expect(accept).toBeGreaterThanOrEqual(0);
     expect(reject).toBeGreaterThan(accept);
+  });
+
+  it("admits the host's own address on the listeners replica-set members reach each other through, and on no other", () => {
+    const mongo = {
+      'public.0': 30001,
+      'public.1': 30002,
+      'public.2': 30003,
+      'engine.0': 20001,
+      'engine.1': 20002,
+      'engine.2': 20003,
+    };
+    const text = renderHaproxyConfig(
+      input({
+        peerSource: '10.0.0.5',
+        instances: [
+          { id: A, routes: firstProductOf('redis').edgeRoutes('redis_ha_instance', ports(20000)) },
+          { id: B, routes: firstProductOf('mongodb').edgeRoutes('mongodb_replica_set', mongo) },
+        ],
+      }),
+    );
+    for (const i of [0, 1, 2]) {
+      const fe = section(text, `frontend ${frontendName(B, `public.${i}`)}`);
+      const peer = fe.indexOf('tcp-request content accept if { src 10.0.0.5 }');
+      expect(peer).toBeGreaterThanOrEqual(0);
+      expect(fe.findIndex((l) => l.startsWith('tcp-request content reject'))).toBeGreaterThan(peer);
+    }
+    expect(section(text, `frontend ${frontendName(A, 'public')}`).join('\n')).not.toContain('10.0.0.5');
   });
 
   it('runs in master-worker mode with an admin socket that passes listeners on reload', () => {
@@ -138,6 +172,88 @@ describe('renderHaproxyConfig', () => {
     expect(ssl).toContain(`tcp-request content reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`);
     expect(section(text, `frontend ${frontendName(A, 'public')}`)).toContain('bind 127.0.0.1:1');
     expect(section(text, `backend e-${A}-engine.mongos`)).toEqual(['server engine 127.0.0.1:5']);
+  });
+});
+
+describe('HTTP listeners', () => {
+  const policy: HttpPolicy = {
+    refuse: [
+      {
+        methods: ['PUT', 'POST'],
+        path: '^/+_cluster/+settings/*$',
+        reply: { status: 403, json: '{"reason":"the settings are hangar\'s, not $HOME\'s"}' },
+      },
+      { path: '^/+_snapshot(?:/|$)', reply: { status: 403, json: '{"reason":"no snapshots"}' } },
+    ],
+  };
+  const p = {
+    'public.http': 1,
+    'public.https': 2,
+    'public.transport': 3,
+    'public.kibana_http': 4,
+    'engine.http': 5,
+    'engine.transport': 6,
+    'engine.kibana': 7,
+  };
+  const routes: EdgeRoute[] = [
+    { ...edgeRoute(p, 'public.http', 'engine.http'), http: policy },
+    { ...edgeRoute(p, 'public.https', 'engine.http', true), http: policy },
+    edgeRoute(p, 'public.transport', 'engine.transport', false, 'transport'),
+    {
+      ...edgeRoute(p, 'public.kibana_http', 'engine.kibana', false, 'kibana'),
+      http: { refuse: [], answer: { status: 503, json: '{"error":"no Kibana"}', html: "<p>no Kibana, it's so</p>" } },
+    },
+  ];
+  const text = renderHaproxyConfig(input({ instances: [{ id: A, routes }] }));
+
+  it('read HTTP after the access rules, refuse by method and decoded path, answer with a literal body (no escapes, no $VAR)', () => {
+    const fe = section(text, `frontend ${frontendName(A, 'public.http')}`);
+    expect(fe.slice(1, 4)).toEqual([
+      'mode http',
+      'tcp-request content accept if { src 127.77.0.1 }',
+      `tcp-request content reject unless { src -f "${allowListFile('/data/edge', A, 'main')}" }`,
+    ]);
+    expect(fe).toContain("acl refused_0 path,url_dec -m reg '^/+_cluster/+settings/*$'");
+    expect(fe).toContain(
+      'http-request return status 403 content-type "application/json" string \'{"reason":"the settings are hangar\\u0027s, not $HOME\\u0027s"}\' if { method PUT POST } refused_0',
+    );
+    expect(fe).toContain(
+      'http-request return status 403 content-type "application/json" string \'{"reason":"no snapshots"}\' if refused_1',
+    );
+    expect(section(text, `backend e-${A}-engine.http`)).toEqual(['mode http', 'server engine 127.0.0.1:5']);
+    // transport stays TCP
+    expect(section(text, `frontend ${frontendName(A, 'public.transport')}`)).not.toContain('mode http');
+    expect(section(text, `backend e-${A}-engine.transport`)).toEqual(['server engine 127.0.0.1:6']);
+  });
+
+  it('answer every request of a listener with nothing behind it: a page for browsers, JSON otherwise', () => {
+    const fe = section(text, `frontend ${frontendName(A, 'public.kibana_http')}`);
+    expect(fe).toContain(
+      'http-request return status 503 content-type "text/html; charset=utf-8" string \'<p>no Kibana, it&#39;s so</p>\' if { req.hdr(accept) -m sub text/html }',
+    );
+    expect(fe).toContain('http-request return status 503 content-type "application/json" string \'{"error":"no Kibana"}\'');
+  });
+
+  it('refuse to share a backend between an HTTP and a TCP listener', () => {
+    const mixed = [routes[0]!, edgeRoute(p, 'public.https', 'engine.http', true)];
+    expect(() => renderHaproxyConfig(input({ instances: [{ id: A, routes: mixed }] }))).toThrow(/mix HTTP and TCP/);
+  });
+
+  const haproxy = findExecutable('haproxy', process.env.PATH ?? '/usr/bin:/bin');
+  it.runIf(haproxy !== undefined || process.env.CI === 'true')('is a configuration HAProxy accepts', async () => {
+    const edgeDir = mkdtempSync(join(tmpdir(), 'hangar-edge-cfg-'));
+    try {
+      // the TLS listener names the instance's certificate, the listeners allow lists: HAProxy opens them when it checks
+      await ensureEdgeCertificate({ edgeDir, instanceId: A, host: '127.0.0.1' });
+      mkdirSync(join(edgeDir, 'allow'));
+      for (const g of ['main', 'transport', 'kibana']) writeFileSync(allowListFile(edgeDir, A, g as 'main'), '127.0.0.1\n');
+      const file = join(edgeDir, 'haproxy.cfg');
+      writeFileSync(file, renderHaproxyConfig(input({ edgeDir, instances: [{ id: A, routes }] })));
+      const check = spawnSync(haproxy!, ['-c', '-f', file], { encoding: 'utf8' });
+      expect(check.status, `${check.stdout}${check.stderr}`).toBe(0);
+    } finally {
+      rmSync(edgeDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
+import type { AccessGroup, EdgeReply, EdgeRoute, HttpPolicy } from '../../domain/endpoints.js';
 import { tlsBindOptions } from './edge-tls.js';
 
 /** The listeners of one instance at the edge. */
@@ -17,6 +17,8 @@ export interface EdgeConfigInput {
   readonly maxconn: number;
   /** Source address of hangar's own probes: admitted on every listener, whatever the ACLs. */
   readonly probeSource: string;
+  /** The host's own address (the advertised one): admitted on the listeners of `peers` routes, which the instance's processes use to reach each other. */
+  readonly peerSource?: string;
   readonly instances: readonly EdgeInstance[];
   /** `host:port` of the UDP syslog receiver that gets one line per refused connection; absent: no log. */
   readonly logAddress?: string;
@@ -84,6 +86,52 @@ function quote(value: string): string {
 }
 
 /**
+ * A word of haproxy.cfg in single quotes: taken as it is (no escapes, no `$VAR` expansion, which
+ * double quotes do). It cannot hold a single quote: JSON says `\u0027` instead, HTML `&#39;`.
+ */
+function literal(value: string, what: string): string {
+  if (value.includes("'")) throw new Error(`${what} cannot hold a single quote: ${value}`);
+  if (/[\r\n]/.test(value)) throw new Error(`${what} cannot span lines: ${value}`);
+  return `'${value}'`;
+}
+
+/** `http-request return` lines of a reply: a page for browsers when it has one, JSON for everything else. */
+function replyLines(reply: EdgeReply, condition: string): string[] {
+  const ret = (type: string, body: string, cond: string) =>
+    `http-request return status ${reply.status} content-type ${quote(type)} string ${literal(body, 'a reply')}${cond ? ` if ${cond}` : ''}`;
+  return [
+    ...(reply.html !== undefined
+      ? [ret('text/html; charset=utf-8', reply.html.replace(/'/g, '&#39;'), `${condition} { req.hdr(accept) -m sub text/html }`.trim())]
+      : []),
+    // a quote can only be inside a JSON string, where \u0027 means the same
+    ret('application/json', reply.json.replace(/'/g, '\\u0027'), condition),
+  ];
+}
+
+/**
+ * The lines of an HTTP listener's policy (after its access rules, which have let the source
+ * through): each refused kind of request answered by the edge, then, if the listener has
+ * nothing behind it, every other request answered too. Paths are matched decoded (`%5F` is `_`),
+ * without the query string. Shared with the edges of other runtimes.
+ */
+export function httpPolicyLines(policy: HttpPolicy): string[] {
+  const out = ['timeout http-request 30s'];
+  policy.refuse.forEach((r, i) => {
+    const methods = r.methods && r.methods.length > 0 ? `{ method ${r.methods.join(' ')} } ` : '';
+    out.push(`acl refused_${i} path,url_dec -m reg ${literal(r.path, 'a path pattern')}`, ...replyLines(r.reply, `${methods}refused_${i}`));
+  });
+  if (policy.answer) out.push(...replyLines(policy.answer, ''));
+  return out;
+}
+
+/** The mode of a backend: that of the listeners that forward to it, which must agree. */
+function backendMode(routes: readonly EdgeRoute[], target: string): 'http' | 'tcp' {
+  const modes = new Set(routes.filter((r) => r.target === target).map((r) => (r.http ? 'http' : 'tcp')));
+  if (modes.size > 1) throw new Error(`listeners of ${target} mix HTTP and TCP: HAProxy cannot share a backend between them`);
+  return modes.has('http') ? 'http' : 'tcp';
+}
+
+/**
  * The whole haproxy.cfg of the edge, from the routes of every instance. Pure and sorted, so the
  * same instances always give the same text: comparing texts tells whether a reload is needed.
  *
@@ -129,13 +177,17 @@ export function renderHaproxyConfig(input: EdgeConfigInput): string {
         `frontend ${frontendName(inst.id, r.role)}`,
         // TLS listeners (mongodb_sharded ssl, elasticsearch https) are decrypted here: the engine speaks plain TCP
         `    bind ${input.bindAddress}:${r.port}${r.tls ? ` ${tlsBindOptions(input.edgeDir, inst.id)}` : ''}`,
+        ...(r.http ? ['    mode http'] : []),
         `    tcp-request content accept if { src ${input.probeSource} }`,
+        ...(r.peers && input.peerSource ? [`    tcp-request content accept if { src ${input.peerSource} }`] : []),
         `    tcp-request content reject unless { src -f ${quote(allowListFile(input.edgeDir, inst.id, r.group))} }`,
+        ...(r.http ? httpPolicyLines(r.http).map((l) => `    ${l}`) : []),
         `    default_backend ${backendName(inst.id, r.target)}`,
       );
     }
     for (const [target, port] of [...backends].sort(([a], [b]) => a.localeCompare(b))) {
-      out.push('', `backend ${backendName(inst.id, target)}`, `    server engine 127.0.0.1:${port}`);
+      const mode = backendMode(routes, target) === 'http' ? ['    mode http'] : [];
+      out.push('', `backend ${backendName(inst.id, target)}`, ...mode, `    server engine 127.0.0.1:${port}`);
     }
   }
   return `${out.join('\n')}\n`;

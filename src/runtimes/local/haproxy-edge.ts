@@ -1,4 +1,4 @@
-import { readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { matcher, parseCidr } from '../../lib/cidr.js';
@@ -34,6 +34,8 @@ export interface HaproxyEdgeOptions {
   readonly bin: string;
   readonly bindAddress: string;
   readonly probeSource: string;
+  /** The host's own address, admitted on `peers` listeners (replica-set members reaching each other through the edge). */
+  readonly peerSource?: string;
   /** The host clients connect to (the advertised host): the subjectAltName of TLS listeners' certificates. */
   readonly certificateHost: string;
   readonly maxconn: number;
@@ -249,6 +251,8 @@ export class HaproxyEdge {
     if (this.routes.size > 0 || this.needed() || this.opts.supervisor.pidOf(this.unit) === undefined) return;
     await this.opts.supervisor.stop(this.unit, STOP_GRACE_MS);
     this.forgetLoaded();
+    // the configuration left behind names no deleted instance (the next start rewrites it anyway)
+    if (existsSync(this.paths.config)) writeFileIfChanged(this.paths.config, this.render([]));
     this.opts.log.info('edge stopped: no instance left to serve');
   }
 
@@ -335,11 +339,14 @@ export class HaproxyEdge {
 
   /** Shuts down the instance's sessions whose source its access groups no longer admit. */
   private async cutSessions(id: string, desired: ReadonlyMap<AccessGroup, readonly string[]>, signal?: AbortSignal): Promise<boolean> {
-    const groupOf = new Map((this.routes.get(id) ?? []).map((r) => [frontendName(id, r.role), r.group]));
+    const routes = this.routes.get(id) ?? [];
+    const groupOf = new Map(routes.map((r) => [frontendName(id, r.role), r.group]));
+    const peers = new Set(routes.filter((r) => r.peers).map((r) => frontendName(id, r.role)));
     const admits = new Map([...desired].map(([g, list]) => [g, matcher([...list, this.opts.probeSource])]));
     const denied = (s: HaproxySession): boolean => {
       const group = groupOf.get(s.frontend);
       if (group === undefined) return false;
+      if (peers.has(s.frontend) && s.source === this.opts.peerSource) return false;
       return !(admits.get(group)?.(s.source) ?? false);
     };
     let cut = false;
@@ -440,6 +447,7 @@ export class HaproxyEdge {
       bindAddress: this.opts.bindAddress,
       maxconn: this.opts.maxconn,
       probeSource: this.opts.probeSource,
+      ...(this.opts.peerSource ? { peerSource: this.opts.peerSource } : {}),
       instances,
       ...(this.logAddress ? { logAddress: this.logAddress } : {}),
     });

@@ -32,6 +32,7 @@ describe('LocalRuntime.removeInstance', () => {
         log: pino({ level: 'silent' }),
         binaries: base,
         searchPath: '/usr/bin:/bin',
+        instancesDir: join(dataDir, 'instances'),
       });
       const unitDir = join(dataDir, 'instances', instanceId, 'node');
       mkdirSync(unitDir, { recursive: true });

@@ -28,7 +28,8 @@ import {
   type UnitDriver,
   type UnitHost,
 } from '../../domain/units.js';
-import type { EngineBinaries } from '../../lib/binaries.js';
+import { foundVersions, type EngineBinaries } from '../../lib/binaries.js';
+import { programOutput, runProgram } from '../../lib/child-streams.js';
 import { sleep } from '../../lib/time.js';
 import type { AccessEnforcer, DeniedConnection, Runtime, RuntimeEvents, RuntimeHealth, RuntimeStats } from '../runtime.js';
 import { DeniedLog } from './denied-log.js';
@@ -36,7 +37,7 @@ import type { EngineUser } from './engine-user.js';
 import { chownTree, ensureDir, readText, writeFileIfChanged, writeStreamAtomically, type Owner } from './files.js';
 import { HaproxyEdge } from './haproxy-edge.js';
 import { portIsFree } from './ports.js';
-import { ProcessSupervisor, logTail, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
+import { ProcessSupervisor, logFrom, logSize, logTail, type SupervisedUnit, type UnitRef } from './process-supervisor.js';
 
 /**
  * Source address of hangar's own probes through the edge. Every listener admits it whatever the
@@ -76,6 +77,12 @@ export interface LocalRuntimeOptions {
   /** PATH for finding binaries and for the processes the runtime starts. */
   readonly searchPath: string;
   /**
+   * The directory of the instances' directories (`<id>/<role>/`): `<data dir>/instances`, or,
+   * when the engine user cannot reach that, its place outside the data dir (`resolveEngineDir`).
+   * Every use of the runtime on a data dir (serve, `hangar down`) must be given the same.
+   */
+  readonly instancesDir: string;
+  /**
    * The user engines run as when it is not hangar's own (hangar runs as root): their processes,
    * their directories and what hangar writes there are theirs (`ensureEngineDirs` prepared the
    * data dir for it). Unset: engines run as hangar's user. The edge runs as hangar's user either way.
@@ -108,12 +115,14 @@ function realpath(path: string): string | undefined {
 /**
  * Engines as real processes on this machine, behind one HAProxy edge that enforces the ACLs.
  *
- * Layout under the data dir: `instances/<id>/<role>/` holds each engine's configuration, data,
- * pid file and log; `edge/` holds haproxy.cfg, its sockets, one routes file per instance and the
- * allow lists. Every name derives from the instance id, so every step can be repeated. Processes
- * run detached: they keep serving while hangar is stopped, and `start` adopts them again. With an
- * engine user (hangar runs as root), engines run as that user and `instances/` is theirs; the edge
- * and everything else in the data dir stay hangar's.
+ * Layout: `<instances dir>/<id>/<role>/` holds each engine's configuration, data, pid file and
+ * log (the instances dir is `<data dir>/instances` unless the engine user cannot reach it);
+ * `<data dir>/edge/` holds haproxy.cfg, its sockets, one routes file per instance and the allow
+ * lists. Every name derives from the instance id, so every step can be repeated. Processes run
+ * detached: they keep serving while hangar is stopped, and `start` adopts them again (by pid file
+ * and by their directory in their command line). With an engine user (hangar runs as root),
+ * engines run as that user and the instances dir is theirs; the edge and everything else in the
+ * data dir stay hangar's.
  */
 export class LocalRuntime implements Runtime {
   readonly kind = 'local' as const;
@@ -135,9 +144,9 @@ export class LocalRuntime implements Runtime {
   constructor(private readonly opts: LocalRuntimeOptions) {
     const { config, binaries, log } = opts;
     this.log = log.child({ component: 'runtime' });
-    const found = Object.values(binaries).flatMap((b) => ('found' in b ? [b.found.path] : []));
+    const found = Object.values(binaries).flatMap((b) => foundVersions(b).map((f) => f.path));
     const programs = new Set(found.map(realpath).filter((p): p is string => p !== undefined));
-    this.instancesDir = join(config.dataDir, 'instances');
+    this.instancesDir = opts.instancesDir;
     this.owner = opts.engineUser ? { uid: opts.engineUser.uid, gid: opts.engineUser.gid } : undefined;
     this.supervisor = new ProcessSupervisor({
       programs,
@@ -152,6 +161,7 @@ export class LocalRuntime implements Runtime {
       bin: haproxy,
       bindAddress: config.edgeBind,
       probeSource: PROBE_SOURCE,
+      peerSource: config.advertiseHost,
       certificateHost: config.advertiseHost,
       maxconn: edgeMaxconn(),
       supervisor: this.supervisor,
@@ -169,13 +179,18 @@ export class LocalRuntime implements Runtime {
       dir: u.dir,
       bin: u.bin,
       args: u.args,
+      ...(u.env ? { env: u.env } : {}),
       ...(owner ? { user: owner } : {}),
     });
+    const toolEnv = { PATH: this.opts.searchPath };
+    const as = (u: UnitDefinition) => ({ cwd: u.dir, ...(owner ? { uid: owner.uid, gid: owner.gid } : {}) });
     return {
       ensureUnit: (u) => this.supervisor.ensureRunning(supervised(u)),
       stopUnit: (u) => this.supervisor.stop(supervised(u)),
       isRunning: (u) => this.supervisor.isRunning(supervised(u)),
       logTail: (u) => logTail(u.dir),
+      logEnd: (u) => logSize(u.dir),
+      logFrom: (u, offset) => logFrom(u.dir, offset),
       writeFile: (u, name, content) => {
         ensureDir(dirname(join(u.dir, name)), owner);
         return writeFileIfChanged(join(u.dir, name), content, owner);
@@ -211,6 +226,8 @@ export class LocalRuntime implements Runtime {
           return undefined;
         }
       },
+      runTool: (u, bin, args, input) => runProgram(bin, args, toolEnv, { ...as(u), ...(input !== undefined ? { input } : {}) }),
+      toolOutput: (u, bin, args) => programOutput(bin, args, toolEnv, as(u)),
     };
   }
 
@@ -301,7 +318,7 @@ export class LocalRuntime implements Runtime {
   }
 
   place(spec: Pick<InstanceSpec, 'id'>): InstancePlace {
-    return { dir: this.instanceDir(spec.id), host: this.host };
+    return { dir: this.instanceDir(spec.id), host: this.host, edgeHost: this.opts.config.advertiseHost };
   }
 
   /** Where hangar's probes reach the instance: each client listener, from the probe source. */
@@ -325,7 +342,7 @@ export class LocalRuntime implements Runtime {
   private async converge(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     const place = this.place(spec);
     const { dir } = place;
-    const routes = spec.routes;
+    const routes = driver.edgeRoutes?.(spec) ?? spec.routes;
     // Access first: revoking an ACL must take effect even when the engines are in trouble.
     const access = await this.edge.applyAccess(spec.id, accessGroups(routes, rules), ctx.signal);
     if (access.changed) ctx.step('ensure:access-applied');

@@ -34,6 +34,8 @@ export interface SupervisedUnit {
   readonly dir: string;
   readonly bin: string;
   readonly args: readonly string[];
+  /** Added to its environment (secrets kept off its command line). */
+  readonly env?: Readonly<Record<string, string>>;
   /**
    * The user and group it runs as, who also own its directory and what the supervisor writes
    * there (log, pid file); unset: hangar's own.
@@ -206,6 +208,34 @@ export function logTail(dir: string, lines = 5): string {
   }
 }
 
+/** The size of a unit's log, in bytes (0 when it has none). */
+export function logSize(dir: string): number {
+  try {
+    return statSync(join(dir, UNIT_LOG_FILE)).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** A unit's log from byte `offset` on, at most `max` bytes of it (the first ones: a failure says why first). */
+export function logFrom(dir: string, offset: number, max = 64 * 1024): string {
+  let fd: number | undefined;
+  try {
+    const size = statSync(join(dir, UNIT_LOG_FILE)).size;
+    // a log rotated since (a new start made a new one): read it from its start
+    const from = offset <= size ? offset : 0;
+    const length = Math.min(size - from, max);
+    const buf = Buffer.alloc(length);
+    fd = openSync(join(dir, UNIT_LOG_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+    readSync(fd, buf, 0, length, from);
+    return buf.toString('utf8');
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 interface Watched extends Identity {
   readonly unit: UnitRef;
   reportedAt?: number;
@@ -318,7 +348,7 @@ export class ProcessSupervisor {
         detached: true,
         stdio: ['ignore', fd, fd],
         cwd: unit.dir,
-        env: { ...this.opts.env, HOME: unit.dir },
+        env: { ...this.opts.env, ...unit.env, HOME: unit.dir },
         ...(user ? { uid: user.uid, gid: user.gid } : {}),
       });
     } finally {

@@ -10,6 +10,7 @@ import * as eventsLockFirst from './2026-11-26T1200-events-lock-first.js';
 import * as placementIndex from './2026-11-26T1500-placement-index.js';
 import * as instanceEngine from './2026-12-07T1000-instance-engine.js';
 import * as tlsCertificates from './2026-12-07T1100-tls-certificates.js';
+import * as instanceNamesAnyCase from './2026-12-07T1200-instance-names-any-case.js';
 
 /** Every migration, in order. Names sort by time; a shipped migration is never edited. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-26T1500-placement-index': placementIndex,
   '2026-12-07T1000-instance-engine': instanceEngine,
   '2026-12-07T1100-tls-certificates': tlsCertificates,
+  '2026-12-07T1200-instance-names-any-case': instanceNamesAnyCase,
 };
 
 /** The names of every migration, in order. */
@@ -53,4 +55,13 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   }
   // Keep a cheap read here so a broken connection fails the start, not the first request.
   await sql`select 1`.execute(db);
+}
+
+/**
+ * Brings the schema to the migration `name`, down (through the `down` of those after it) or up:
+ * for tests of a migration over data written with the schema before it.
+ */
+export async function migrateTo(db: Kysely<any>, name: string): Promise<void> {
+  const { error } = await new Migrator({ db, provider }).migrateTo(name);
+  if (error) throw error instanceof Error ? error : new Error(String(error));
 }

@@ -44,6 +44,8 @@ export interface TestBrowser {
     width?: number;
     height?: number;
     colorScheme?: 'light' | 'dark';
+    /** The browser's time zone (an IANA name); the machine's when left out. */
+    timezoneId?: string;
   }): Promise<{ context: BrowserContext; page: Page; problems: Problems }>;
   /** Closes the browser, ends its process group, removes its profile. */
   close(): Promise<void>;
@@ -190,6 +192,7 @@ export async function startBrowser(origin: string): Promise<TestBrowser> {
         hasTouch: phone,
         colorScheme: opts.colorScheme ?? 'light',
         reducedMotion: 'reduce',
+        ...(opts.timezoneId ? { timezoneId: opts.timezoneId } : {}),
       });
       await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
       const page = await context.newPage();

@@ -20,6 +20,8 @@ export interface GatedRedisServer {
 
 export function gatedRedisServer(prefix: string): GatedRedisServer {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  // hangar running as root starts its engines as the engine user, who must reach the script and the gate
+  chmodSync(dir, 0o755);
   const gate = join(dir, 'open');
   const redisServer = spawnSync('sh', ['-c', 'PATH="$PATH:/usr/sbin:/sbin" command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
   const bin = join(dir, 'gated-redis-server');

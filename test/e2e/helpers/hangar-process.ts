@@ -58,22 +58,42 @@ function threadsOf(pid: number): string {
   }
 }
 
-/** What the local runtime needs here, or the packages to install. */
-export function missingEngines(): string[] {
-  const has = (bin: string) => spawnSync('sh', ['-c', `PATH="$PATH:/usr/sbin:/sbin" command -v ${bin}`], { stdio: 'ignore' }).status === 0;
-  return [has('redis-server') ? undefined : 'redis-server', has('haproxy') ? undefined : 'haproxy'].filter(
+/**
+ * The engines of the redis service: the tests of engine behaviour run on each (`describe` per
+ * engine), the others on Redis alone.
+ */
+export const ENGINES = ['redis', 'valkey'] as const;
+export type EngineName = (typeof ENGINES)[number];
+
+/** Each engine's server program, and where to get it. */
+const SERVERS: Record<EngineName, { program: string; install: string }> = {
+  redis: { program: 'redis-server', install: 'apt-get install redis-server' },
+  valkey: {
+    program: 'valkey-server',
+    install:
+      'apt-get install -t bookworm-backports valkey-server (Debian 12, with a bookworm-backports source; Debian 13 and Ubuntu 24.04 have it in their main archive)',
+  },
+};
+
+const has = (bin: string) => spawnSync('sh', ['-c', `PATH="$PATH:/usr/sbin:/sbin" command -v ${bin}`], { stdio: 'ignore' }).status === 0;
+
+/** What the local runtime needs here to run instances of `engine`, or the packages to install. */
+export function missingEngines(engine: EngineName = 'redis'): string[] {
+  return [has(SERVERS[engine].program) ? undefined : SERVERS[engine].program, has('haproxy') ? undefined : 'haproxy'].filter(
     (x): x is string => x !== undefined,
   );
 }
 
 /**
- * Whether the real-engine tests can run. In CI a missing engine fails the run (it must be
- * installed there); elsewhere the tests are left out with a message saying what to install.
+ * Whether the real-engine tests (of `engine`, Redis by default) can run. In CI a missing engine
+ * fails the run (it must be installed there); elsewhere the tests are left out with a message
+ * saying what to install.
  */
-export function enginesAvailable(): boolean {
-  const missing = missingEngines();
+export function enginesAvailable(engine: EngineName = 'redis'): boolean {
+  const missing = missingEngines(engine);
   if (missing.length === 0) return true;
-  const message = `the local runtime tests need ${missing.join(' and ')}: apt-get install ${missing.join(' ')}`;
+  const how = missing.map((m) => (m === SERVERS[engine].program ? SERVERS[engine].install : `apt-get install ${m}`));
+  const message = `the local runtime tests${engine === 'redis' ? '' : ` on ${engine}`} need ${missing.join(' and ')}: ${how.join('; ')}`;
   if (process.env.CI === 'true') throw new Error(message);
   console.warn(`${message}; leaving them out`);
   return false;
@@ -352,12 +372,16 @@ export class HangarProcess {
     );
   }
 
-  /** The body of a redis create request. */
+  /**
+   * The body of a redis create request: on Redis (no `engine`, as the spec's clients send it),
+   * or on the engine `extra.engine` names, at the version of its server installed here.
+   */
   redisBody(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-    return { name, plan: 500, service: 'redis', type: 'redis_ha_instance', version: redisVersion(), zone: 'US-Dallas', ...extra };
+    const engine = (extra.engine as EngineName | undefined) ?? 'redis';
+    return { name, plan: 500, service: 'redis', type: 'redis_ha_instance', version: engineVersion(engine), zone: 'US-Dallas', ...extra };
   }
 
-  /** Creates a redis instance and waits until it is ACTIVE; returns its record. */
+  /** Creates a redis instance (on `extra.engine`, Redis by default) and waits until it is ACTIVE; returns its record. */
   async createRedis(name: string, extra: Record<string, unknown> = {}): Promise<RedisRecord> {
     const res = await this.post('/v2/instances/', this.redisBody(name, extra));
     if (res.status !== 200) throw new Error(`create ${name}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -370,17 +394,35 @@ export class HangarProcess {
   }
 }
 
-let installedRedis: string | undefined;
+const installed = new Map<EngineName, string>();
+
+/** The version of an engine's server installed here, as X.Y.Z (what the local runtime offers of it). */
+export function engineVersion(engine: EngineName): string {
+  let v = installed.get(engine);
+  if (v === undefined) {
+    const out = spawnSync(SERVERS[engine].program, ['--version'], { encoding: 'utf8' }).stdout ?? '';
+    v = /v=(\d+\.\d+\.\d+)/.exec(out)?.[1];
+    if (v === undefined) throw new Error(`${SERVERS[engine].program} --version says no version: ${SERVERS[engine].install}`);
+    installed.set(engine, v);
+  }
+  return v;
+}
+
+/** The server program of an engine (`redis-server`, `valkey-server`). */
+export function serverProgram(engine: EngineName): string {
+  return SERVERS[engine].program;
+}
 
 /** The installed redis-server version as X.Y.Z. */
 export function redisVersion(): string {
-  installedRedis ??= /v=(\d+\.\d+\.\d+)/.exec(spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout)![1]!;
-  return installedRedis;
+  return engineVersion('redis');
 }
 
 export interface RedisRecord {
   id: string;
   name: string;
+  engine: string;
+  version: string;
   state: string;
   state_reason?: string;
   plan: number;

@@ -30,7 +30,7 @@ export function edgeCommand(dataDir: string, line: string, timeoutMs = 3000): Pr
   });
 }
 
-/** Processes that no other process of the list forked (a redis-server fork for a rewrite is not an engine). */
+/** Processes that no other process of the list forked (a redis-server or valkey-server fork for a rewrite is not an engine). */
 function roots(procs: readonly Proc[]): Proc[] {
   const pids = new Set(procs.map((p) => p.pid));
   return procs.filter((p) => !pids.has(p.ppid));
@@ -51,7 +51,7 @@ export interface WhatRuns {
 export async function whatRuns(dataDir: string): Promise<WhatRuns> {
   const engines = new Map<string, Map<string, number[]>>();
   const instancesDir = join(dataDir, 'instances');
-  for (const p of roots(processesUnder(instancesDir).filter((x) => x.program.includes('redis')))) {
+  for (const p of roots(processesUnder(instancesDir).filter((x) => /redis|valkey/.test(x.program)))) {
     const m = /\/instances\/([^/]+)\/([^/]+)\/redis\.conf/.exec(p.cmdline);
     const [id, role] = m ? [m[1]!, m[2]!] : ['?', '?'];
     const byRole = engines.get(id) ?? new Map<string, number[]>();

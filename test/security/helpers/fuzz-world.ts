@@ -262,6 +262,6 @@ export function expectSaneAnswer(
       expect.objectContaining({ message: expect.any(String), code: expect.stringMatching(/^[A-Z_]+$/) }),
     );
     expect(res.json.message.length).toBeGreaterThan(0);
-    for (const k of Object.keys(res.json)) expect(['message', 'code', 'field', 'allowed']).toContain(k);
+    for (const k of Object.keys(res.json)) expect(['message', 'code', 'field', 'allowed', 'errors']).toContain(k);
   }
 }

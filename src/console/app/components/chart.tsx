@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { formatUtc, tickLabels } from '../format.js';
 
 export interface Series {
   readonly label: string;
@@ -24,11 +25,14 @@ const css = (name: string): string => getComputedStyle(document.documentElement)
 
 /**
  * A time chart (uPlot, on a canvas), as wide as its container, showing at least the last minute;
- * colours follow light and dark.
+ * times are UTC on a 24-hour clock, as everywhere in the console; colours follow light and dark.
+ * The figure carries what its canvas shows for scripts and tests: `data-points`, and the time
+ * axis's range (`data-x-min`, `data-x-max`, epoch seconds) and labels (`data-x-labels`).
  */
 export function TimeChart({ title, data, series, leftLabel, rightLabel }: ChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | undefined>(undefined);
+  const labels = useRef<string[]>([]);
 
   useEffect(() => {
     const el = box.current;
@@ -40,8 +44,10 @@ export function TimeChart({ title, data, series, leftLabel, rightLabel }: ChartP
         {
           width: Math.max(260, el.clientWidth),
           height: 240,
+          // every time the chart formats (axis, legend) is UTC
+          tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
           series: [
-            {},
+            { value: (_u, v) => (v === null || v === undefined ? '—' : `${formatUtc(v * 1000).slice(11)} UTC`) },
             ...series.map((s) => ({
               label: s.label,
               stroke: css(s.colorVar),
@@ -52,17 +58,42 @@ export function TimeChart({ title, data, series, leftLabel, rightLabel }: ChartP
             })),
           ],
           scales: {
-            x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] },
+            // the samples' span, at least the last minute up to the newest, read from the data: with
+            // one sample uPlot hands a time scale a day of milliseconds as seconds (some 1,000 days)
+            x: {
+              time: true,
+              range: (u) => {
+                const xs = u.data[0] ?? [];
+                const hi = xs.length > 0 ? xs[xs.length - 1]! : Date.now() / 1000;
+                const lo = xs.length > 0 ? xs[0]! : hi;
+                return [Math.min(lo, hi - 60), hi];
+              },
+            },
             y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
             y2: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.2] },
           },
           axes: [
-            { ...axis },
+            {
+              ...axis,
+              values: (_u, splits) => {
+                labels.current = tickLabels(splits);
+                return labels.current;
+              },
+            },
             { ...axis, scale: 'y', label: leftLabel, size: 60 },
             { ...axis, scale: 'y2', side: 1, label: rightLabel, size: 50, grid: { show: false } },
           ],
           legend: { live: true },
           cursor: { drag: { x: false, y: false } },
+          hooks: {
+            draw: [
+              (u) => {
+                el.dataset.xMin = String(u.scales.x?.min ?? '');
+                el.dataset.xMax = String(u.scales.x?.max ?? '');
+                el.dataset.xLabels = labels.current.join(' ');
+              },
+            ],
+          },
         },
         data as uPlot.AlignedData,
         el,

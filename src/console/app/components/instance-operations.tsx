@@ -4,18 +4,24 @@ import { isOpen, operationFilterQuery, upsertOperation } from '../format.js';
 import { follow, reader } from '../live.js';
 import { href } from '../router.js';
 import { api } from '../session.js';
-import { OperationCard } from './operation.js';
+import { OperationCard, operationTitle } from './operation.js';
 import { ErrorBox } from './ui.js';
+import { useEngines } from '../engines.js';
+
+/** How long a finished operation stays in sight (its outcome), fading, before it joins the instance's operations. */
+export const FADE_AFTER_MS = 4000;
 
 /**
  * The operations under way on an instance (whoever started them: the console, the CLI, a
- * script), and those `pinned` (started from this page) even once finished, so their outcome
- * stays in sight. An operation seen open here stays until dismissed. Live, from the stream.
+ * script), live from the stream, and those `pinned` (started from this page). A finished one
+ * shows its outcome for a moment and fades into the instance's operations (the link below);
+ * a FAILED one stays, with its error, until dismissed.
  */
 export function InstanceOperations({ instance, pinned }: { instance: Instance; pinned: readonly string[] }) {
   const [ops, setOps] = useState<readonly Operation[]>([]);
-  const [dismissed, setDismissed] = useState<readonly string[]>([]);
+  const [gone, setGone] = useState<readonly string[]>([]);
   const [error, setError] = useState<unknown>();
+  const { engines } = useEngines();
   const pins = useRef(pinned);
   pins.current = pinned;
   const shown = useRef(ops);
@@ -55,7 +61,20 @@ export function InstanceOperations({ instance, pinned }: { instance: Instance; p
     };
   }, [id, pinKey]);
 
-  const visible = ops.filter((o) => !dismissed.includes(o.id));
+  // finished and not FAILED: out of sight after a while (the fading is CSS, over the last second)
+  const finishedKey = ops
+    .filter((o) => !isOpen(o) && o.state !== 'FAILED' && !gone.includes(o.id))
+    .map((o) => o.id)
+    .join(',');
+  useEffect(() => {
+    if (!finishedKey) return;
+    const ids = finishedKey.split(',');
+    const t = setTimeout(() => setGone((g) => [...g, ...ids]), FADE_AFTER_MS);
+    return () => clearTimeout(t);
+  }, [finishedKey]);
+
+  const visible = ops.filter((o) => !gone.includes(o.id));
+  const all = `${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`;
   if (visible.length === 0 && !error) return null;
   return (
     <section class="instance-operations" aria-labelledby="instance-ops-title">
@@ -63,20 +82,32 @@ export function InstanceOperations({ instance, pinned }: { instance: Instance; p
         Operations under way
       </h2>
       <ErrorBox error={error} title="The operations could not be read" />
-      {visible.map((op) => (
-        <div key={op.id} class="op-slot">
-          <OperationCard op={op} onCancelled={(o) => setOps((cur) => upsertOperation(cur, o, true))} />
-          {!isOpen(op) ? (
-            <button type="button" class="small" onClick={() => setDismissed((d) => [...d, op.id])}>
-              Dismiss <span class="visually-hidden">the {op.kind}</span>
-            </button>
-          ) : null}
-        </div>
-      ))}
+      {visible.map((op) =>
+        isOpen(op) || op.state === 'FAILED' ? (
+          <div key={op.id} class="op-slot">
+            <OperationCard
+              op={op}
+              planUnit={engines?.operationPlanUnit(op) ?? engines?.of(instance)?.plan_unit}
+              onCancelled={(o) => setOps((cur) => upsertOperation(cur, o, true))}
+            />
+            {!isOpen(op) ? (
+              <button type="button" class="small" onClick={() => setGone((g) => [...g, op.id])}>
+                Dismiss <span class="visually-hidden">the failed {op.kind}</span>
+              </button>
+            ) : null}
+          </div>
+        ) : (
+          // its outcome in one line, fading into the list of the instance's operations
+          <p key={op.id} class={`op-done fading ${op.state.toLowerCase()}`} data-operation={op.id} data-state={op.state} role="status">
+            <a class="op-what" href={href('operations', op.id)}>
+              {operationTitle(op, engines?.operationPlanUnit(op) ?? engines?.of(instance)?.plan_unit)}
+            </a>
+            : {op.state}
+          </p>
+        ),
+      )}
       <p class="hint">
-        <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>
-          Every operation of {instance.name}
-        </a>
+        <a href={all}>Every operation of {instance.name}</a>
       </p>
     </section>
   );

@@ -15,6 +15,8 @@ export function OperationStateBadge({ state }: { state: string }) {
 /** How far it is: a bar with the percent where hangar knows it, an indeterminate one otherwise while open. */
 export function OperationProgress({ op }: { op: Operation }) {
   const label = `Progress of the ${op.kind}`;
+  // a finished operation has its outcome instead
+  if (!isOpen(op)) return null;
   if (op.progress !== null) {
     return (
       <span class="op-progress">
@@ -23,12 +25,12 @@ export function OperationProgress({ op }: { op: Operation }) {
       </span>
     );
   }
-  return isOpen(op) ? (
+  return (
     <span class="op-progress">
       <progress aria-label={label} />
       <span>under way</span>
     </span>
-  ) : null;
+  );
 }
 
 /** The steps it went through, with their times (UTC) and the time since it was recorded. */
@@ -78,9 +80,9 @@ export function CancelOperation({ op, onCancelled }: { op: Operation; onCancelle
   );
 }
 
-/** An operation's heading line: kind, instance, what it changes. */
-export function operationTitle(op: Operation): string {
-  const summary = operationSummary(op);
+/** An operation's heading line: kind, instance, what it changes (`planUnit`: of the plans it names). */
+export function operationTitle(op: Operation, planUnit?: string): string {
+  const summary = operationSummary(op, planUnit);
   return `${op.kind}${op.instance_name ? ` of ${op.instance_name}` : ''}${summary ? `: ${summary}` : ''}`;
 }
 
@@ -92,19 +94,23 @@ export function OperationCard({
   op,
   onCancelled,
   heading = 'h3',
+  planUnit,
 }: {
   op: Operation;
   onCancelled?: (op: Operation) => void;
   heading?: 'h2' | 'h3';
+  planUnit?: string | undefined;
 }) {
   const H = heading;
   const last = op.steps.at(-1);
-  const took = op.date_finished ? op.date_finished.$date - op.date_created.$date : undefined;
+  const took = operationTook(op);
   return (
     <article class={`op-card ${op.state.toLowerCase()}`} data-operation={op.id} data-state={op.state} aria-labelledby={`op-${op.id}`}>
       <div class="op-head">
         <H id={`op-${op.id}`}>
-          <a href={href('operations', op.id)}>{operationTitle(op)}</a>
+          <a class="op-what" href={href('operations', op.id)}>
+            {operationTitle(op, planUnit)}
+          </a>
         </H>
         <OperationStateBadge state={op.state} />
         <OperationProgress op={op} />
@@ -128,6 +134,36 @@ export function OperationCard({
       </details>
       {onCancelled ? <CancelOperation op={op} onCancelled={onCancelled} /> : null}
     </article>
+  );
+}
+
+/** How long a finished operation took, from its record to its end. */
+export function operationTook(op: Operation): number | undefined {
+  return op.date_finished ? op.date_finished.$date - op.date_created.$date : undefined;
+}
+
+/**
+ * A finished operation as a row of a table of class "cards": what, its outcome (and error), when,
+ * how long. `data-operation` and `data-state` name it for scripts and tests.
+ */
+export function OperationRow({ op, planUnit }: { op: Operation; planUnit?: string | undefined }) {
+  const took = operationTook(op);
+  return (
+    <tr data-operation={op.id} data-state={op.state}>
+      <th scope="row">
+        <a class="op-what" href={href('operations', op.id)}>
+          {operationTitle(op, planUnit)}
+        </a>
+      </th>
+      <td data-label="Outcome" class="op-outcome">
+        <OperationStateBadge state={op.state} />
+        {op.error ? <span class="op-error"> {op.error.message}</span> : null}
+      </td>
+      <td data-label="When">
+        <time dateTime={new Date(op.date_created.$date).toISOString()}>{op.created}</time>
+      </td>
+      <td data-label="Took">{took !== undefined ? formatDuration(took) : '—'}</td>
+    </tr>
   );
 }
 

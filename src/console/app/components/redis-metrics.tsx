@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Instance, SpaceUsage } from '../../../client/index.js';
-import { parseHumanBytes } from '../format.js';
+import { formatBytes, formatPlan, parseHumanBytes, planUnitBytes } from '../format.js';
 import { api } from '../session.js';
 import { TimeChart } from './chart.js';
 import { ErrorBox } from './ui.js';
@@ -24,17 +24,24 @@ interface Figures {
   readonly maxClients: string;
 }
 
+/** Redis's used_memory_human ("1.09M") in the console's one style for sizes ("1.1 MB"). */
+function usedText(human: string): string {
+  const bytes = parseHumanBytes(human);
+  return bytes === undefined ? human : formatBytes(bytes);
+}
+
 /**
  * The live figures of a Redis instance (the four of the spec, and connected clients), read from
  * the engine through the API every 2 s, and a chart of memory used against maxmemory and of
  * connected clients over the last minutes. The samples live in the page only: hangar stores none.
  */
-export function RedisMetrics({ instance }: { instance: Instance }) {
+export function RedisMetrics({ instance, planUnit }: { instance: Instance; planUnit: string | undefined }) {
   const [figures, setFigures] = useState<Figures | undefined>();
   const [error, setError] = useState<unknown>();
   const [samples, setSamples] = useState<Sample[]>([]);
   const name = instance.name;
-  const maxMb = instance.plan;
+  // maxmemory is the plan
+  const maxMb = (instance.plan * planUnitBytes(planUnit)) / 1024 ** 2;
 
   useEffect(() => {
     let stopped = false;
@@ -76,7 +83,9 @@ export function RedisMetrics({ instance }: { instance: Instance }) {
         <div class="tile">
           <dt>Memory used</dt>
           <dd data-metric="spaceUsage">
-            {figures ? `${figures.spaceUsage.usedMemoryHuman}B (${figures.spaceUsage.freeSpacePercentage}% free)` : '…'}
+            {figures
+              ? `${usedText(figures.spaceUsage.usedMemoryHuman)} of ${formatPlan(planUnit, instance.plan)} (${figures.spaceUsage.freeSpacePercentage}% free)`
+              : '…'}
           </dd>
         </div>
         <div class="tile">

@@ -1,7 +1,8 @@
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { HangarApiError, type Backup, type BackupPolicy, type BackupPolicyRequest, type Instance } from '../../../client/index.js';
+import type { Backup, BackupPolicy, BackupPolicyRequest, Instance } from '../../../client/index.js';
 import { InstanceOperations } from '../components/instance-operations.js';
+import { formErrors } from '../components/mutation.js';
 import { useOperation } from '../components/operation.js';
 import { Busy, Confirm, ErrorBox, Field, Notice, StateBadge } from '../components/ui.js';
 import {
@@ -16,6 +17,7 @@ import {
   shortSha,
   stepLabel,
 } from '../format.js';
+import { useEngines } from '../engines.js';
 import { follow, reader, watchInstance, watchInstances } from '../live.js';
 import { href, navigate } from '../router.js';
 import { api } from '../session.js';
@@ -108,6 +110,7 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
   const [notice, setNotice] = useState<string | undefined>();
   const [taken, setTaken] = useState<string | undefined>();
   const [restoring, setRestoring] = useState<{ op: string; backup: Backup } | undefined>();
+  const { engines } = useEngines();
   const [toDelete, setToDelete] = useState<Backup | undefined>();
   const [toRestore, setToRestore] = useState<Backup | undefined>();
   const [typed, setTyped] = useState('');
@@ -272,8 +275,8 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
       </div>
       {instance ? (
         <p class="facts">
-          {instance.service} · {formatPlan(instance.service, instance.plan)} · {instance.zone} · version {instance.version} ·{' '}
-          <a href={href('instances', instance.name)}>instance page</a> ·{' '}
+          {instance.service} · {formatPlan(engines?.of(instance)?.plan_unit, instance.plan)} · {instance.zone} · version {instance.version}{' '}
+          · <a href={href('instances', instance.name)}>instance page</a> ·{' '}
           <a href={`${href('operations')}${operationFilterQuery({ instance: instance.name, state: '', kind: '' })}`}>operations</a>
         </p>
       ) : null}
@@ -359,7 +362,7 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
         // biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has
         // biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable)
         <div class="table-wrap" role="region" aria-labelledby="backups-title" tabIndex={0}>
-          <table class="backups">
+          <table class="backups cards">
             <thead>
               <tr>
                 <th scope="col">Started (UTC)</th>
@@ -488,7 +491,14 @@ function InstanceBackups({ name, chooser }: { name: string; chooser: JSX.Element
 }
 
 type PolicyField = 'schedule' | 'every_hours' | 'daily_at' | 'keep_last' | 'keep_days';
-const POLICY_FIELDS: readonly string[] = ['schedule', 'every_hours', 'daily_at', 'keep_last', 'keep_days'];
+/** The labels of the policy's fields, by their API names: a refusal naming one is said next to it, in these words. */
+const POLICY_LABELS: Readonly<Record<PolicyField, string>> = {
+  schedule: 'Schedule',
+  every_hours: 'Hours between backups',
+  daily_at: 'Time of day (UTC)',
+  keep_last: 'Keep the last N backups',
+  keep_days: 'Keep the backups of the last N days',
+};
 
 /** The instance's backup policy: when backups are taken (off, every N hours, daily at HH:MM UTC) and which are kept. */
 function PolicyForm({ name }: { name: string }) {
@@ -532,9 +542,9 @@ function PolicyForm({ name }: { name: string }) {
       setSaving(false);
     }
   };
-  const fieldError = (f: PolicyField): string | undefined =>
-    error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
-  const general = error instanceof HangarApiError && error.status === 400 && POLICY_FIELDS.includes(error.field ?? '') ? undefined : error;
+  const errors = formErrors(error, POLICY_LABELS);
+  const fieldError = (f: PolicyField): string | undefined => errors.of(f);
+  const general = errors.general;
   const text = (f: PolicyField, label: string, hint: string, placeholder?: string) => (
     <Field label={label} error={fieldError(f)} hint={hint}>
       {({ id, describedBy, invalid }) => (

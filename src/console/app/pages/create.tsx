@@ -1,19 +1,35 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { HangarApiError, type Backup, type CreateInstanceRequest, type Zone } from '../../../client/index.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { Backup, CreateInstanceRequest, Zone } from '../../../client/index.js';
+import { formErrors } from '../components/mutation.js';
 import { Busy, ErrorBox, Field } from '../components/ui.js';
-import { formatBytes, formatPlan, plansHolding, shortSha } from '../format.js';
+import { useEngines } from '../engines.js';
+import { formatBytes, formatPlan, planRefusal, plansHolding, shortSha } from '../format.js';
 import { href, navigate } from '../router.js';
 import { api } from '../session.js';
+import { useMyAddress } from './acls.js';
 
-const FIELDS = ['name', 'zone', 'service', 'type', 'plan', 'version', 'restore_from'] as const;
-type FieldName = (typeof FIELDS)[number];
+/** The labels of the form's fields, by their API names: a refusal naming one is said next to it, in these words. */
+const LABELS = {
+  name: 'Name',
+  zone: 'Zone',
+  service: 'Service',
+  engine: 'Engine',
+  type: 'Type',
+  plan: 'Plan',
+  version: 'Version',
+  restore_from: 'Restore from backup',
+};
 
 /**
  * Create an instance. Every choice comes from `GET /v2/zones/`: the services each zone can run
- * now, with their types, plans and versions. A 400 naming a field is shown next to it. With
- * `?restore_from=<backup id>&from=<instance>` (a backup's "New instance" on the Backups page) the
- * instance is restored from that backup once built: its service and version are chosen, and the
- * plans too small for what the backed-up instance used are not offered.
+ * now, their engines (a choice where a service has several, the zone's default first), types,
+ * plans and the chosen engine's versions; plans the zone has no room for are offered disabled,
+ * saying why, by the memory each plan promises (`GET /v2/engines/`). A 400 naming a field is
+ * shown next to it, in the form's words. The browser's address is admitted from the start
+ * unless unchecked. With `?restore_from=<backup id>&from=<instance>` (a backup's "New instance"
+ * on the Backups page) the instance is restored from that backup once built: its service and
+ * version are chosen, and the plans too small for what the backed-up instance used are not
+ * offered.
  */
 export function CreatePage({ query }: { query?: URLSearchParams }) {
   const restoreFrom = query?.get('restore_from') ?? '';
@@ -23,17 +39,14 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
   const applied = useRef<string | undefined>(undefined);
   const [zones, setZones] = useState<Zone[] | undefined>();
   const [loadError, setLoadError] = useState<unknown>();
-  const [myIp, setMyIp] = useState<string | undefined>();
-  const [form, setForm] = useState({ name: '', zone: '', service: '', type: '', plan: '', version: '', admitMe: false });
+  const { engines, error: enginesError } = useEngines();
+  const myIp = useMyAddress();
+  const [form, setForm] = useState({ name: '', zone: '', service: '', engine: '', type: '', plan: '', version: '', admitMe: true });
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
 
   useEffect(() => {
     void api((c) => c.listZones()).then(setZones, setLoadError);
-    void api((c) => c.whoami()).then(
-      (w) => setMyIp(w.source_ip),
-      () => undefined,
-    );
   }, []);
 
   useEffect(() => {
@@ -44,11 +57,21 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
 
   const zone = zones?.find((z) => z.name === form.zone);
   const offer = zone?.services.find((s) => s.service === form.service);
+  const engineOffer = offer?.engines.find((e) => e.engine === form.engine);
+  const product = engines?.named(form.engine) ?? engines?.of({ service: form.service });
+  const unit = offer?.plan_unit ?? product?.plan_unit;
+  /** Why a plan cannot be had here: the zone's room (the server's rule), or a backup's data that would not fit. */
+  const refusal = (p: number): string | undefined =>
+    planRefusal(product, form.type, p, zone?.free_mb ?? null) ??
+    (backup !== undefined && backup.service === form.service && !plansHolding(unit, [p], backup.used_memory_bytes).includes(p)
+      ? "smaller than the backup's data"
+      : undefined);
 
   // Keep every choice valid as the ones before it change: the first offered value by default
-  // (the backup's service and version, and the smallest plan that holds its data, once it is read).
+  // (the zone's default engine; the backup's service and version, and the smallest plan that
+  // holds its data, once it is read; the smallest plan the zone has room for).
   useEffect(() => {
-    if (!zones || zones.length === 0) return;
+    if (!zones || zones.length === 0 || !engines) return;
     const fresh = backup !== undefined && applied.current !== backup.id;
     const want = fresh ? { ...form, service: backup.service, version: backup.engine_version, plan: '' } : form;
     const offers = (x: Zone) => x.services.some((s) => s.available && (!fresh || s.service === want.service));
@@ -59,33 +82,39 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
       zones.find((x) => x.services.some((s) => s.available)) ??
       zones[0]!;
     const s = z.services.find((x) => x.service === want.service && x.available) ?? z.services.find((x) => x.available);
-    const fitting = s && backup ? plansHolding(s.service, s.plans, backup.used_memory_bytes) : (s?.plans ?? []);
+    const usable = (s?.engines ?? []).filter((e) => e.available);
+    const e =
+      usable.find((x) => x.engine === want.engine) ??
+      (fresh ? usable.find((x) => x.versions.includes(want.version)) : undefined) ??
+      usable.find((x) => x.engine === s?.default_engine) ??
+      usable[0];
+    const versions = e?.versions ?? s?.versions ?? [];
+    const p = engines.named(e?.engine) ?? (s ? engines.of({ service: s.service }) : undefined);
+    const type = s?.types.includes(want.type) ? want.type : (s?.types[0] ?? '');
+    const holds = s && backup ? plansHolding(s.plan_unit, s.plans, backup.used_memory_bytes) : (s?.plans ?? []);
+    const fitting = holds.filter((x) => !planRefusal(p, type, x, z.free_mb));
     const next = {
       ...form,
       zone: z.name,
       service: s?.service ?? '',
-      type: s?.types.includes(want.type) ? want.type : (s?.types[0] ?? ''),
-      plan: fitting.map(String).includes(want.plan) ? want.plan : String(fitting[0] ?? s?.plans[0] ?? ''),
-      version: s?.versions.includes(want.version) ? want.version : (s?.versions[0] ?? ''),
+      engine: e?.engine ?? '',
+      type,
+      plan: fitting.map(String).includes(want.plan) ? want.plan : String(fitting[0] ?? holds[0] ?? s?.plans[0] ?? ''),
+      version: versions.includes(want.version) ? want.version : (versions[0] ?? ''),
     };
     if (fresh) applied.current = backup.id;
     if (JSON.stringify(next) !== JSON.stringify(form)) setForm(next);
-  }, [zones, form, backup]);
+  }, [zones, form, backup, engines]);
 
-  const fieldError = (f: FieldName): string | undefined =>
-    error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
-  const generalError = useMemo(
-    () =>
-      error instanceof HangarApiError && error.status === 400 && (FIELDS as readonly string[]).includes(error.field ?? '')
-        ? undefined
-        : error,
-    [error],
-  );
+  const errors = formErrors(error, LABELS);
+  const fieldError = (f: keyof typeof LABELS) => errors.of(f);
 
   const set = (k: keyof typeof form) => (e: Event) => {
     const t = e.currentTarget as HTMLInputElement;
     setForm({ ...form, [k]: t.type === 'checkbox' ? t.checked : t.value });
   };
+  const label = (engine: string) => engines?.named(engine)?.label ?? engine;
+  const planRule = product?.plans.find((x) => x.type === form.type && String(x.plan) === form.plan);
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -98,6 +127,7 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
       type: form.type,
       plan: Number(form.plan),
       version: form.version,
+      ...(form.engine ? { engine: form.engine } : {}),
       ...(form.admitMe && myIp ? { acls: [{ cidr_mask: myIp, description: 'added by the console at creation' }] } : {}),
       ...(restoreFrom ? { restore_from: restoreFrom } : {}),
     } as CreateInstanceRequest;
@@ -128,8 +158,9 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
       ) : null}
       <ErrorBox error={backupError} title="The backup could not be read" />
       {loadError ? <ErrorBox error={loadError} title="The offer of this hangar could not be read" /> : null}
-      {zones === undefined && !loadError ? <Busy>Reading what this hangar offers…</Busy> : null}
-      {zones !== undefined ? (
+      <ErrorBox error={enginesError} title="The engines of this hangar could not be read" />
+      {(zones === undefined || !engines) && !loadError && !enginesError ? <Busy>Reading what this hangar offers…</Busy> : null}
+      {zones !== undefined && engines ? (
         <form class="create" onSubmit={(e) => void submit(e)} noValidate>
           {restoreFrom ? (
             <Field
@@ -146,7 +177,7 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
               )}
             </Field>
           ) : null}
-          <Field label="Name" error={fieldError('name')} hint="1 to 64 letters, digits, - and _; unique in your account.">
+          <Field label="Name" error={fieldError('name')} hint="1 to 64 ASCII letters (A-Z, a-z), digits, - and _; unique in your account.">
             {({ id, describedBy, invalid }) => (
               <input
                 id={id}
@@ -188,8 +219,8 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
             hint={
               zone?.services
                 .filter((s) => !s.available)
-                .map((s) => `${s.service}: ${s.reason ?? 'not available'}`)
-                .join(' · ') || undefined
+                .map((s) => `${s.service} is not offered in this zone.`)
+                .join(' ') || undefined
             }
           >
             {({ id, describedBy, invalid }) => (
@@ -204,12 +235,44 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
                 {(zone?.services ?? []).map((s) => (
                   <option key={s.service} value={s.service} disabled={!s.available}>
                     {s.service}
-                    {s.available ? '' : ' (not available here)'}
+                    {s.available ? '' : ' (not offered here)'}
                   </option>
                 ))}
               </select>
             )}
           </Field>
+          {offer && offer.engines.length > 1 ? (
+            <Field
+              label="Engine"
+              error={fieldError('engine')}
+              hint={
+                [
+                  offer.default_engine ? `${label(offer.default_engine)} unless you choose another.` : '',
+                  ...offer.engines.filter((e) => !e.available).map((e) => `${label(e.engine)} is not offered in this zone.`),
+                ]
+                  .filter(Boolean)
+                  .join(' ') || undefined
+              }
+            >
+              {({ id, describedBy, invalid }) => (
+                <select
+                  id={id}
+                  name="engine"
+                  value={form.engine}
+                  onChange={set('engine')}
+                  aria-describedby={describedBy}
+                  aria-invalid={invalid}
+                >
+                  {offer.engines.map((e) => (
+                    <option key={e.engine} value={e.engine} disabled={!e.available}>
+                      {label(e.engine)}
+                      {e.available ? '' : ' (not offered here)'}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+          ) : null}
           <Field label="Type" error={fieldError('type')}>
             {({ id, describedBy, invalid }) => (
               <select id={id} name="type" value={form.type} onChange={set('type')} aria-describedby={describedBy} aria-invalid={invalid}>
@@ -224,22 +287,20 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
           <Field
             label="Plan"
             error={fieldError('plan')}
-            hint={form.service === 'redis' ? 'Memory of the instance (maxmemory).' : 'Size of the instance.'}
+            hint={
+              planRule
+                ? `In ${unit}. It takes ${planRule.promised_mb.toLocaleString('en-US')} MB of the zone's memory (${planRule.memory_rule}).`
+                : undefined
+            }
           >
             {({ id, describedBy, invalid }) => (
               <select id={id} name="plan" value={form.plan} onChange={set('plan')} aria-describedby={describedBy} aria-invalid={invalid}>
                 {(offer?.plans ?? []).map((p) => {
-                  // redis plans are MB of memory: one larger than the zone's free memory cannot be promised
-                  const tooBig = form.service === 'redis' && zone?.free_mb != null && p > zone.free_mb;
-                  // a backup's data must fit: the API refuses smaller plans
-                  const tooSmall =
-                    backup !== undefined &&
-                    backup.service === form.service &&
-                    !plansHolding(form.service, [p], backup.used_memory_bytes).includes(p);
+                  const why = refusal(p);
                   return (
-                    <option key={p} value={String(p)} disabled={tooBig || tooSmall}>
-                      {formatPlan(form.service, p)}
-                      {tooBig ? ' (more than the zone has free)' : tooSmall ? " (smaller than the backup's data)" : ''}
+                    <option key={p} value={String(p)} disabled={why !== undefined}>
+                      {formatPlan(unit, p)}
+                      {why ? ` (${why})` : ''}
                     </option>
                   );
                 })}
@@ -256,7 +317,7 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
                 aria-describedby={describedBy}
                 aria-invalid={invalid}
               >
-                {(offer?.versions ?? []).map((v) => (
+                {(engineOffer?.versions ?? offer?.versions ?? []).map((v) => (
                   <option key={v} value={v}>
                     {v}
                   </option>
@@ -265,10 +326,11 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
             )}
           </Field>
           <div class="field checkbox">
-            <input id="admit-me" type="checkbox" checked={form.admitMe} disabled={!myIp} onChange={set('admitMe')} />
-            <label for="admit-me">Admit my address{myIp ? ` (${myIp}, as hangar sees it)` : ''} from the start</label>
+            <input id="admit-me" type="checkbox" checked={form.admitMe && myIp !== undefined} disabled={!myIp} onChange={set('admitMe')} />
+            <label for="admit-me">Admit my address {myIp ? `${myIp} (as hangar sees it)` : '(reading it…)'} from the start</label>
           </div>
-          <ErrorBox error={generalError} />
+          {!form.admitMe ? <p class="hint">Without an ACL nobody can connect: add addresses on the instance's ACLs tab.</p> : null}
+          <ErrorBox error={errors.general} />
           <div class="actions">
             <button type="submit" class="primary" disabled={busy || !offer}>
               Create

@@ -38,7 +38,7 @@ export function EventsPage() {
         // biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has
         // biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable)
         <div class="table-wrap" role="region" aria-label="Audit events" tabIndex={0}>
-          <table>
+          <table class="cards">
             <thead>
               <tr>
                 <th scope="col">When (UTC)</th>
@@ -52,14 +52,14 @@ export function EventsPage() {
             <tbody>
               {events.map((e) => (
                 <tr key={e.id}>
-                  <td>{e.created}</td>
+                  <td data-label="When">{e.created}</td>
                   <th scope="row">{e.action}</th>
-                  <td>{e.target ?? ''}</td>
-                  <td>
+                  <td data-label="Target">{e.target ?? ''}</td>
+                  <td data-label="Outcome">
                     <span class={`badge ${e.outcome === 'success' ? 'ok' : 'bad'}`}>{e.outcome}</span> {e.status ?? ''}
                   </td>
-                  <td>{e.source_ip ?? ''}</td>
-                  <td>
+                  <td data-label="From">{e.source_ip ?? ''}</td>
+                  <td data-label="Request id">
                     <code class="small">{e.request_id ?? ''}</code>
                   </td>
                 </tr>

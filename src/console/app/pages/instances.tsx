@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Instance } from '../../../client/index.js';
 import { ErrorBox, StateBadge } from '../components/ui.js';
+import { useEngines } from '../engines.js';
 import { type SortKey, filterInstances, formatPlan, sortInstances } from '../format.js';
 import { liveText, useLiveMode, watchInstances } from '../live.js';
 import { href } from '../router.js';
@@ -24,6 +25,7 @@ export function InstancesPage({ notice }: { notice?: string | null }) {
   const [service, setService] = useState('');
   const [sort, setSort] = useState<{ key: SortKey; dir: 'asc' | 'desc' }>({ key: 'name', dir: 'asc' });
   const mode = useLiveMode();
+  const { engines } = useEngines();
 
   useEffect(
     () =>
@@ -85,7 +87,7 @@ export function InstancesPage({ notice }: { notice?: string | null }) {
         // biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has
         // biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable)
         <div class="table-wrap" role="region" aria-label="Instances" tabIndex={0}>
-          <table class="instances">
+          <table class="instances cards">
             <caption class="visually-hidden">
               {shown.length} of {list?.length ?? 0} instances, sorted by {sort.key} {sort.dir === 'asc' ? 'ascending' : 'descending'};{' '}
               {liveText(mode)}
@@ -113,7 +115,7 @@ export function InstancesPage({ notice }: { notice?: string | null }) {
                   </td>
                   <td data-label="Service">{i.service}</td>
                   <td data-label="Type">{i.type}</td>
-                  <td data-label="Plan">{formatPlan(i.service, i.plan)}</td>
+                  <td data-label="Plan">{formatPlan(engines?.of(i)?.plan_unit, i.plan)}</td>
                   <td data-label="Zone">{i.zone}</td>
                   <td data-label="Version">{i.version}</td>
                   <td data-label="Created">{i.created}</td>

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { ApiKey, CreatedApiKey } from '../../../client/index.js';
-import { Busy, Confirm, CopyValue, ErrorBox, Notice } from '../components/ui.js';
+import { MutationStatus, useMutation } from '../components/mutation.js';
+import { Busy, Confirm, CopyValue, ErrorBox } from '../components/ui.js';
 import { api } from '../session.js';
 
 /** The account's API key pairs: create (the pass key shown once), list, delete. */
@@ -8,9 +9,7 @@ export function KeysPage() {
   const [keys, setKeys] = useState<ApiKey[] | undefined>();
   const [loadError, setLoadError] = useState<unknown>();
   const [created, setCreated] = useState<CreatedApiKey | undefined>();
-  const [busy, setBusy] = useState<string | undefined>();
-  const [error, setError] = useState<unknown>();
-  const [notice, setNotice] = useState<string | undefined>();
+  const m = useMutation();
   const [confirm, setConfirm] = useState<ApiKey | undefined>();
 
   const load = useCallback(async () => {
@@ -23,36 +22,29 @@ export function KeysPage() {
   }, []);
   useEffect(() => void load(), [load]);
 
-  const create = async () => {
-    setBusy('Creating a key pair…');
-    setError(undefined);
-    setNotice(undefined);
-    try {
-      setCreated(await api((c) => c.createApiKey()));
-      await load();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(undefined);
-    }
-  };
+  const create = () =>
+    void m.run(
+      'Creating a key pair…',
+      async () => {
+        setCreated(await api((c) => c.createApiKey()));
+        return undefined;
+      },
+      load,
+    );
 
-  const remove = async (k: ApiKey) => {
+  const remove = (k: ApiKey) => {
     setConfirm(undefined);
-    setBusy(`Deleting ${k.user_key}…`);
-    setError(undefined);
-    setNotice(undefined);
-    try {
-      await api((c) => c.deleteApiKey(k.id));
-      if (created?.id === k.id) setCreated(undefined);
-      setNotice(`Key ${k.user_key} is deleted: it no longer logs in.`);
-      await load();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(undefined);
-    }
+    void m.run(
+      `Deleting ${k.user_key}…`,
+      async () => {
+        await api((c) => c.deleteApiKey(k.id));
+        if (created?.id === k.id) setCreated(undefined);
+        return `Key ${k.user_key} is deleted: it no longer logs in.`;
+      },
+      load,
+    );
   };
+  const busy = m.busy !== undefined;
 
   return (
     <section aria-labelledby="page-title">
@@ -60,7 +52,7 @@ export function KeysPage() {
         <h1 id="page-title" tabIndex={-1}>
           API keys
         </h1>
-        <button type="button" class="primary" onClick={() => void create()} disabled={busy !== undefined}>
+        <button type="button" class="primary" onClick={create} disabled={busy}>
           Create API key
         </button>
       </div>
@@ -84,9 +76,7 @@ export function KeysPage() {
           </button>
         </div>
       ) : null}
-      <ErrorBox error={error} />
-      {busy ? <Busy>{busy}</Busy> : null}
-      {notice ? <Notice>{notice}</Notice> : null}
+      <MutationStatus mutation={m} error={m.error} />
       <ErrorBox error={loadError} title="The keys could not be read" />
       {keys === undefined && !loadError ? <Busy>Loading keys…</Busy> : null}
       {keys && keys.length === 0 ? <p class="empty">No API key yet.</p> : null}
@@ -114,7 +104,7 @@ export function KeysPage() {
                   <td>{k.created}</td>
                   <td>{k.last_used ?? 'never'}</td>
                   <td>
-                    <button type="button" class="small danger" onClick={() => setConfirm(k)} disabled={busy !== undefined}>
+                    <button type="button" class="small danger" onClick={() => setConfirm(k)} disabled={busy}>
                       Delete <span class="visually-hidden">key {k.user_key}</span>
                     </button>
                   </td>
@@ -128,7 +118,7 @@ export function KeysPage() {
         <Confirm
           title="Delete this API key?"
           confirmLabel="Delete key"
-          onConfirm={() => void remove(confirm)}
+          onConfirm={() => remove(confirm)}
           onCancel={() => setConfirm(undefined)}
         >
           <p>

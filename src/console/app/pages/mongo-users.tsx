@@ -1,7 +1,11 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { HangarApiError, type Instance, type MongoRole, type MongoUser } from '../../../client/index.js';
+import type { Instance, MongoRole, MongoUser } from '../../../client/index.js';
 import { MONGODB_ROLES } from '../../../domain/catalog.js';
-import { Busy, Confirm, ErrorBox, Field, Notice } from '../components/ui.js';
+import { MutationStatus, formErrors, useMutation } from '../components/mutation.js';
+import { Busy, Confirm, ErrorBox, Field } from '../components/ui.js';
+
+/** The labels of the add form's fields, by their API names. */
+const USER_LABELS = { username: 'User name', password: 'Password', roles: 'Roles' };
 import { api } from '../session.js';
 
 /**
@@ -13,9 +17,7 @@ export function MongoUsersTab({ instance }: { instance: Instance }) {
   const [shownDb, setShownDb] = useState('admin');
   const [users, setUsers] = useState<MongoUser[] | undefined>();
   const [loadError, setLoadError] = useState<unknown>();
-  const [busy, setBusy] = useState<string | undefined>();
-  const [notice, setNotice] = useState<string | undefined>();
-  const [error, setError] = useState<unknown>();
+  const m = useMutation();
   const [drop, setDrop] = useState<string | undefined>();
   const id = instance.id;
 
@@ -34,22 +36,17 @@ export function MongoUsersTab({ instance }: { instance: Instance }) {
   );
   useEffect(() => void load('admin'), [load]);
 
-  const run = async (what: string, done: string, call: () => Promise<unknown>) => {
-    setBusy(what);
-    setError(undefined);
-    setNotice(undefined);
-    try {
-      await call();
-      setNotice(done);
-      await load(shownDb);
-      return true;
-    } catch (err) {
-      setError(err);
-      return false;
-    } finally {
-      setBusy(undefined);
-    }
-  };
+  const run = (what: string, done: string, call: () => Promise<unknown>) =>
+    m.run(
+      what,
+      async () => {
+        await call();
+        return done;
+      },
+      () => load(shownDb),
+    );
+  const busy = m.busy;
+  const errors = formErrors(m.error, USER_LABELS);
 
   return (
     <section aria-labelledby="users-title">
@@ -99,22 +96,14 @@ export function MongoUsersTab({ instance }: { instance: Instance }) {
         key={shownDb}
         db={shownDb}
         disabled={busy !== undefined}
-        error={error}
+        fieldError={errors.of}
         onAdd={(username, password, roles) =>
           run(`Adding ${username}…`, `${username} is added to ${shownDb}.`, () =>
             api((c) => c.createMongoUser(id, shownDb, { username, password, roles })),
           )
         }
       />
-      <ErrorBox
-        error={
-          error instanceof HangarApiError && error.status === 400 && ['username', 'password', 'roles'].includes(error.field ?? '')
-            ? undefined
-            : error
-        }
-      />
-      {busy ? <Busy>{busy}</Busy> : null}
-      {notice ? <Notice>{notice}</Notice> : null}
+      <MutationStatus mutation={m} error={errors.general} />
       {drop ? (
         <Confirm
           title={`Drop user ${drop}?`}
@@ -226,19 +215,17 @@ function UserEditor({ user, db, disabled, onPassword, onRoles, onDrop }: EditorP
 function AddUser({
   db,
   disabled,
-  error,
+  fieldError,
   onAdd,
 }: {
   db: string;
   disabled: boolean;
-  error: unknown;
+  fieldError: (field: string) => string | undefined;
   onAdd: (u: string, p: string, r: MongoRole[]) => Promise<boolean>;
 }) {
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
   const [roles, setRoles] = useState<MongoRole[]>([{ role: 'readWrite', db }]);
-  const fieldError = (f: string) =>
-    error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
   return (
     <form
       class="add-user"
@@ -254,7 +241,7 @@ function AddUser({
       noValidate
     >
       <h3>Add a user to {db}</h3>
-      <Field label="User name" error={fieldError('username')}>
+      <Field label={USER_LABELS.username} error={fieldError('username')}>
         {({ id, describedBy, invalid }) => (
           <input
             id={id}
@@ -266,7 +253,7 @@ function AddUser({
           />
         )}
       </Field>
-      <Field label="Password" error={fieldError('password')} hint="8 to 256 characters; hangar never shows it again.">
+      <Field label={USER_LABELS.password} error={fieldError('password')} hint="8 to 256 characters; hangar never shows it again.">
         {({ id, describedBy, invalid }) => (
           <input
             id={id}

@@ -5,6 +5,7 @@ import {
   CancelOperation,
   OperationCard,
   OperationProgress,
+  OperationRow,
   OperationStateBadge,
   OperationSteps,
   operationTitle,
@@ -19,6 +20,7 @@ import {
   operationMatches,
   upsertOperation,
 } from '../format.js';
+import { useEngines } from '../engines.js';
 import { follow, reader, watchOperation } from '../live.js';
 import { href, navigate } from '../router.js';
 import { api } from '../session.js';
@@ -116,6 +118,10 @@ export function OperationsPage({ query }: { query: URLSearchParams }) {
 
   const apply = (f: OperationFilter) => navigate(`/operations${operationFilterQuery(f)}`);
   const filtered = key !== '';
+  const { engines } = useEngines();
+  const unit = (op: Operation) => engines?.operationPlanUnit(op);
+  const running = (ops ?? []).filter(isOpen);
+  const finished = (ops ?? []).filter((o) => !isOpen(o));
 
   return (
     <section aria-labelledby="page-title">
@@ -191,14 +197,41 @@ export function OperationsPage({ query }: { query: URLSearchParams }) {
           {filtered ? 'No operation matches the filters.' : 'No operation yet: they appear when you create, change or delete an instance.'}
         </p>
       ) : null}
-      {ops !== undefined && ops.length > 0 ? (
-        <ul class="op-list" aria-label="Operations">
-          {ops.map((op) => (
-            <li key={op.id}>
-              <OperationCard op={op} onCancelled={(o) => setOps((cur) => upsertOperation(cur ?? [], o, true))} />
-            </li>
-          ))}
-        </ul>
+      {running.length > 0 ? (
+        <>
+          <h2 id="running-title">Under way</h2>
+          <ul class="op-list" aria-labelledby="running-title">
+            {running.map((op) => (
+              <li key={op.id}>
+                <OperationCard op={op} planUnit={unit(op)} onCancelled={(o) => setOps((cur) => upsertOperation(cur ?? [], o, true))} />
+              </li>
+            ))}
+          </ul>
+        </>
+      ) : null}
+      {finished.length > 0 ? (
+        <>
+          <h2 id="finished-title">Finished</h2>
+          {/* biome-ignore lint/a11y/useSemanticElements: the scrolling wrapper of a table is a named region, as axe-core asks (scrollable-region-focusable); the role is the one a <section> has */}
+          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: the wrapper scrolls: keyboard users focus it to scroll the table (axe-core scrollable-region-focusable) */}
+          <div class="table-wrap" role="region" aria-labelledby="finished-title" tabIndex={0}>
+            <table class="op-table cards">
+              <thead>
+                <tr>
+                  <th scope="col">What</th>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">When (UTC)</th>
+                  <th scope="col">Took</th>
+                </tr>
+              </thead>
+              <tbody>
+                {finished.map((op) => (
+                  <OperationRow key={op.id} op={op} planUnit={unit(op)} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
       ) : null}
       {more.busy ? <Busy>Loading older operations…</Busy> : null}
       <ErrorBox error={more.error} title="Older operations could not be read" />
@@ -213,6 +246,7 @@ export function OperationsPage({ query }: { query: URLSearchParams }) {
 
 /** One operation in full: its facts, every step with its time, its error, Cancel where it may work. Live. */
 export function OperationPage({ id }: { id: string }) {
+  const { engines } = useEngines();
   const [op, setOp] = useState<Operation | undefined>();
   const [error, setError] = useState<unknown>();
   const [cancelled, setCancelled] = useState(false);
@@ -249,7 +283,7 @@ export function OperationPage({ id }: { id: string }) {
       {crumbs}
       <div class="title-row">
         <h1 id="page-title" tabIndex={-1}>
-          {operationTitle(op)}
+          {operationTitle(op, engines?.operationPlanUnit(op))}
         </h1>
         <OperationStateBadge state={op.state} />
         <OperationProgress op={op} />

@@ -1,12 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
-import { HangarApiError, type Instance } from '../../../client/index.js';
+import type { Instance, Zone } from '../../../client/index.js';
+import { formErrors } from '../components/mutation.js';
 import { Busy, ErrorBox, Field, Notice } from '../components/ui.js';
 import { useOperation } from '../components/operation.js';
-import { READY, formatPlan, isOpen, stepLabel } from '../format.js';
+import { useEngines } from '../engines.js';
+import { READY, formatPlan, isOpen, planRefusal, stepLabel } from '../format.js';
 import { navigate } from '../router.js';
 import { api } from '../session.js';
 
-/** Resize (redis, to a larger plan), rename, delete (the name typed to confirm). */
+/** Resize (where the product has the Redis routes: to a larger plan), rename, delete (the name typed to confirm). */
 export function SettingsTab({
   instance,
   onDeleting,
@@ -16,9 +18,10 @@ export function SettingsTab({
   onDeleting: () => void;
   onOperation: (id: string) => void;
 }) {
+  const { engines } = useEngines();
   return (
     <>
-      {instance.service === 'redis' ? <Resize instance={instance} onOperation={onOperation} /> : null}
+      {engines?.of(instance)?.features.redis_api ? <Resize instance={instance} onOperation={onOperation} /> : null}
       <Rename instance={instance} />
       <Delete instance={instance} onDeleting={onDeleting} onOperation={onOperation} />
     </>
@@ -26,7 +29,11 @@ export function SettingsTab({
 }
 
 function Resize({ instance, onOperation }: { instance: Instance; onOperation: (id: string) => void }) {
+  const { engines } = useEngines();
+  const product = engines?.of(instance);
+  const unit = product?.plan_unit;
   const [plans, setPlans] = useState<number[] | undefined>();
+  const [zone, setZone] = useState<Zone | undefined>();
   const [loadError, setLoadError] = useState<unknown>();
   const [plan, setPlan] = useState('');
   const [started, setStarted] = useState<{ id: string; plan: number } | undefined>();
@@ -36,14 +43,21 @@ function Resize({ instance, onOperation }: { instance: Instance; onOperation: (i
 
   useEffect(() => {
     void api((c) => c.listZones()).then((zones) => {
-      const offer = zones.find((z) => z.name === instance.zone)?.services.find((s) => s.service === instance.service);
-      setPlans([...(offer?.plans ?? [])].filter((p) => p > instance.plan).sort((a, b) => a - b));
+      const z = zones.find((x) => x.name === instance.zone);
+      setZone(z);
+      setPlans(
+        [...(z?.services.find((s) => s.service === instance.service)?.plans ?? [])].filter((p) => p > instance.plan).sort((a, b) => a - b),
+      );
     }, setLoadError);
   }, [instance.zone, instance.service, instance.plan]);
 
+  // a larger plan promises more memory: the zone must have the difference free (the server's own rule)
+  const refusal = (p: number) => planRefusal(product, instance.type, p, zone?.free_mb ?? null, instance.plan);
   useEffect(() => {
-    if (plans && !plans.map(String).includes(plan)) setPlan(plans[0] !== undefined ? String(plans[0]) : '');
-  }, [plans, plan]);
+    if (!plans) return;
+    const fits = plans.filter((p) => !refusal(p));
+    if (!fits.map(String).includes(plan)) setPlan(fits[0] !== undefined ? String(fits[0]) : '');
+  }, [plans, plan, zone, product]);
 
   // the resize is followed through its operation: done when it SUCCEEDED, with its error when not
   const running = started !== undefined && (op === undefined || isOpen(op));
@@ -71,13 +85,15 @@ function Resize({ instance, onOperation }: { instance: Instance; onOperation: (i
     }
   };
 
-  const planError = error instanceof HangarApiError && error.status === 400 && error.field === 'new_plan' ? error.message : undefined;
+  const errors = formErrors(error, { new_plan: 'New plan' });
+  const planError = errors.of('new_plan');
+  const fitting = (plans ?? []).filter((p) => !refusal(p));
   return (
     <section aria-labelledby="resize-title">
       <h2 id="resize-title">Resize</h2>
       <p class="hint">
-        Now {formatPlan(instance.service, instance.plan)}. A resize grows maxmemory on the primary and the replica, live, keeping the data;
-        plans only grow.
+        Now {formatPlan(unit, instance.plan)}. A resize grows maxmemory on the primary and the replica, live, keeping the data; plans only
+        grow.
       </p>
       <ErrorBox error={loadError} title="The plans could not be read" />
       {plans && plans.length === 0 && !running ? <p>This instance has the largest plan offered.</p> : null}
@@ -93,31 +109,38 @@ function Resize({ instance, onOperation }: { instance: Instance; onOperation: (i
                 aria-describedby={describedBy}
                 aria-invalid={invalid}
               >
-                {plans.map((p) => (
-                  <option key={p} value={String(p)}>
-                    {formatPlan(instance.service, p)}
-                  </option>
-                ))}
+                {plans.map((p) => {
+                  const why = refusal(p);
+                  return (
+                    <option key={p} value={String(p)} disabled={why !== undefined}>
+                      {formatPlan(unit, p)}
+                      {why ? ` (${why})` : ''}
+                    </option>
+                  );
+                })}
               </select>
             )}
           </Field>
-          <button type="submit" class="primary" disabled={sending || running || !READY.includes(instance.state)}>
+          <button type="submit" class="primary" disabled={sending || running || !READY.includes(instance.state) || fitting.length === 0}>
             Resize
           </button>
         </form>
       ) : null}
+      {plans && plans.length > 0 && fitting.length === 0 ? (
+        <p class="hint">
+          No larger plan fits in {instance.zone} now: the zone has {zone?.free_mb?.toLocaleString('en-US')} MB free.
+        </p>
+      ) : null}
       {!READY.includes(instance.state) && !running ? <p class="hint">A resize can start once the instance is ACTIVE.</p> : null}
-      <ErrorBox error={planError ? undefined : error} />
+      <ErrorBox error={errors.general} />
       {sending && !started ? <Busy>Asking for the resize…</Busy> : null}
       {running && started ? (
         <Busy>
-          Resizing to {formatPlan(instance.service, started.plan)}
+          Resizing to {formatPlan(unit, started.plan)}
           {last ? `: ${stepLabel(last.name)}` : ''}… (its operation, above, shows every step)
         </Busy>
       ) : null}
-      {started && op?.state === 'SUCCEEDED' ? (
-        <Notice>Resized: the instance now has {formatPlan(instance.service, started.plan)}.</Notice>
-      ) : null}
+      {started && op?.state === 'SUCCEEDED' ? <Notice>Resized: the instance now has {formatPlan(unit, started.plan)}.</Notice> : null}
       {started && op && (op.state === 'FAILED' || op.state === 'CANCELLED') ? (
         <div class="error-box" role="alert">
           The resize {op.state === 'FAILED' ? 'failed' : 'was cancelled'}:{' '}
@@ -147,7 +170,8 @@ function Rename({ instance }: { instance: Instance }) {
       setBusy(false);
     }
   };
-  const nameError = error instanceof HangarApiError && error.status === 400 && error.field === 'name' ? error.message : undefined;
+  const errors = formErrors(error, { name: 'New name' });
+  const nameError = errors.of('name');
   return (
     <section aria-labelledby="rename-title">
       <h2 id="rename-title">Rename</h2>
@@ -170,7 +194,7 @@ function Rename({ instance }: { instance: Instance }) {
           Rename
         </button>
       </form>
-      <ErrorBox error={nameError ? undefined : error} />
+      <ErrorBox error={errors.general} />
       {busy ? <Busy>Renaming…</Busy> : null}
     </section>
   );

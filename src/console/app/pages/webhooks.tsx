@@ -1,7 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { HangarApiError, type CreatedWebhook, type Webhook, type WebhookDelivery } from '../../../client/index.js';
+import type { CreatedWebhook, Webhook, WebhookDelivery } from '../../../client/index.js';
 import { EVENT_KINDS } from '../../../domain/operations.js';
-import { Busy, Confirm, CopyValue, ErrorBox, Field, Notice } from '../components/ui.js';
+import { MutationStatus, formErrors, useMutation } from '../components/mutation.js';
+import { Busy, Confirm, CopyValue, ErrorBox, Field } from '../components/ui.js';
 import { formatUtc } from '../format.js';
 import { follow } from '../live.js';
 import { href } from '../router.js';
@@ -20,9 +21,7 @@ export function WebhooksPage() {
   const [loadError, setLoadError] = useState<unknown>();
   const [secret, setSecret] = useState<{ hook: CreatedWebhook; why: 'created' | 'rotated' } | undefined>();
   const [form, setForm] = useState<{ url: string; description: string; kinds: readonly string[] }>({ url: '', description: '', kinds: [] });
-  const [busy, setBusy] = useState<string | undefined>();
-  const [error, setError] = useState<unknown>();
-  const [notice, setNotice] = useState<string | undefined>();
+  const m = useMutation();
   const [confirm, setConfirm] = useState<{ hook: Webhook; what: 'delete' | 'rotate' } | undefined>();
 
   const load = useCallback(async () => {
@@ -36,20 +35,7 @@ export function WebhooksPage() {
   useEffect(() => void load(), [load]);
 
   /** An action, then the list read again; its notice (if any) once the list shows the outcome. */
-  const run = async (what: string, action: () => Promise<string> | Promise<void>) => {
-    setBusy(what);
-    setError(undefined);
-    setNotice(undefined);
-    try {
-      const done = await action();
-      await load();
-      if (done) setNotice(done);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(undefined);
-    }
-  };
+  const run = (what: string, action: () => Promise<string | undefined>) => void m.run(what, action, load);
 
   const create = (e: Event) => {
     e.preventDefault();
@@ -63,6 +49,7 @@ export function WebhooksPage() {
       );
       setSecret({ hook, why: 'created' });
       setForm({ url: '', description: '', kinds: [] });
+      return undefined;
     });
   };
 
@@ -79,14 +66,15 @@ export function WebhooksPage() {
     setConfirm(undefined);
     void run('Making a new secret…', async () => {
       setSecret({ hook: await api((c) => c.rotateWebhookSecret(hook.id)), why: 'rotated' });
+      return undefined;
     });
   };
 
   const toggleKind = (k: string, on: boolean) => setForm((f) => ({ ...f, kinds: on ? [...f.kinds, k] : f.kinds.filter((x) => x !== k) }));
-  const fieldError = (f: string) =>
-    error instanceof HangarApiError && error.status === 400 && error.field === f ? error.message : undefined;
+  const errors = formErrors(m.error, { url: 'URL', description: 'Description', kinds: 'Events' });
+  const fieldError = errors.of;
   const kindsError = fieldError('kinds');
-  const generalError = fieldError('url') || kindsError || fieldError('description') ? undefined : error;
+  const busy = m.busy;
 
   return (
     <section aria-labelledby="page-title">
@@ -115,9 +103,7 @@ export function WebhooksPage() {
           </button>
         </div>
       ) : null}
-      {busy ? <Busy>{busy}</Busy> : null}
-      {notice ? <Notice>{notice}</Notice> : null}
-      <ErrorBox error={generalError} />
+      <MutationStatus mutation={m} error={errors.general} />
       <ErrorBox error={loadError} title="The webhooks could not be read" />
       {hooks === undefined && !loadError ? <Busy>Loading webhooks…</Busy> : null}
       {hooks && hooks.length === 0 ? <p class="empty">No webhook yet.</p> : null}
