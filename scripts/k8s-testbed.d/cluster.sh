@@ -520,7 +520,10 @@ cmd_up() {
   save_host_state
   setup_network
   # Several nodes route pods' traffic through this machine: keep it to the testbed's own ranges.
-  if ((NODES > 1)); then setup_traffic_guard; fi
+  if ((NODES > 1)); then
+    setup_traffic_guard
+    setup_pod_bridge
+  fi
   make_pki
   write_kubeconfig "$RUN/admin.kubeconfig" admin
   write_kubeconfig "$RUN/hangar.kubeconfig" hangar

@@ -71,6 +71,23 @@ start_node_holder() {
   wait_for 10 "node $N_NAME's namespaces" holder_pid || die "the namespaces of node $N_NAME did not come up (log: $LOGS/$N.holder.log)"
 }
 
+# This machine's routes to node K and its pods. What this machine sends there leaves from the
+# address node K routes back (the veth has none of its own): node 1's towards the node, the pods'
+# gateway towards the pods, as towards node 1's own pods, so that hangar running here has one
+# address for every pod (the edges admit it).
+node_routes() {
+  ip route replace "$N_IP/32" dev "$N_VETH" src "$NODE_IP"
+  ip route replace "$N_POD_CIDR" via "$N_IP" dev "$N_VETH" src "$POD_GATEWAY"
+}
+
+# Node 1's pods' bridge, made before its first pod (the CNI bridge plugin takes it as it is): the
+# routes to the other nodes' pods leave from its address.
+setup_pod_bridge() {
+  ip link show "$CNI_BRIDGE" >/dev/null 2>&1 || ip link add "$CNI_BRIDGE" type bridge
+  ip addr replace "$POD_GATEWAY/${POD_CIDR#*/}" dev "$CNI_BRIDGE"
+  ip link set "$CNI_BRIDGE" up
+}
+
 # The veth between this machine and node K, its address and routes, on both sides.
 setup_node_network() {
   local h
@@ -78,9 +95,11 @@ setup_node_network() {
   ip link del "$N_VETH" 2>/dev/null || true
   ip link add "$N_VETH" type veth peer name "$N_VETH-i"
   ip link set "$N_VETH-i" netns "$h"
+  # node 1's address on this side too: what leaves here masqueraded (the host reaching a Service
+  # whose pod is on node K) takes the address of its interface, which node K routes back
+  ip addr replace "$NODE_IP/32" dev "$N_VETH"
   ip link set "$N_VETH" up
-  ip route replace "$N_IP/32" dev "$N_VETH"
-  ip route replace "$N_POD_CIDR" via "$N_IP" dev "$N_VETH"
+  node_routes
   nsenter --net="/proc/$h/ns/net" -- sh -ec '
     ip link set "$0" name eth0
     ip addr add "$1/32" dev eth0
@@ -260,8 +279,7 @@ cmd_node_start() {
   [[ -d $N_DIR ]] || die "no node $k in this testbed ($(nodes_recorded) nodes)"
   holder_pid >/dev/null || die "node $k's namespaces are gone: take the testbed down and up"
   ip link set "$N_VETH" up
-  ip route replace "$N_IP/32" dev "$N_VETH"
-  ip route replace "$N_POD_CIDR" via "$N_IP" dev "$N_VETH"
+  node_routes
   daemon_pid "$N.containerd" >/dev/null || start_node_containerd
   daemon_pid "$N.kubelet" >/dev/null || start_node_kubelet
   daemon_pid "$N.kube-proxy" >/dev/null || start_node_kube_proxy
