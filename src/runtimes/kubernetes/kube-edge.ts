@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { EdgeBackend, KubeObject } from '../../domain/cluster.js';
+import { nodeLostTolerations, type EdgeBackend, type KubeObject } from '../../domain/cluster.js';
 import type { AccessGroup, EdgeRoute } from '../../domain/endpoints.js';
-import type { KubernetesTarget } from '../../domain/zones.js';
+import { NODE_LOST_AFTER_SECONDS, type KubernetesTarget } from '../../domain/zones.js';
 import { parseCidr } from '../../lib/cidr.js';
 import { DENIED_LOG_FORMAT, httpPolicyLines } from '../local/haproxy-config.js';
 
@@ -238,6 +238,7 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
           metadata: { labels: edgeLabels, annotations: { 'hangar.io/config-sha256': createHash('sha256').update(config).digest('hex') } },
           spec: {
             ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+            tolerations: nodeLostTolerations(e.target.nodeLostAfterSeconds ?? NODE_LOST_AFTER_SECONDS),
             affinity: {
               podAntiAffinity: {
                 preferredDuringSchedulingIgnoredDuringExecution: [
