@@ -1,9 +1,16 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/sequencer.js';
+
+/**
+ * The tests of a testbed of three nodes (`scripts/k8s-testbed up --nodes 3`): run by
+ * `npm run test:k8s-nodes`, which names them; not part of `npm test` (CI's testbed has one node).
+ */
+const MULTI_NODE = ['test/kubernetes/nodes.test.ts', 'test/kubernetes/hangar-in-cluster.test.ts'];
 
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    exclude: process.env.HANGAR_TEST_K8S_NODES ? configDefaults.exclude : [...configDefaults.exclude, ...MULTI_NODE],
     pool: 'forks',
     // a test's own waits (a pass, an engine start, a page's badge) go up to 30 s on a busy machine:
     // the test as a whole may take twice that before it counts as hung

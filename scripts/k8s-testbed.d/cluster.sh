@@ -15,14 +15,25 @@ cmd_build() {
 
 # --- processes -----------------------------------------------------------------------------
 
+# The program a daemon of that name runs: `kubelet`; `node2.kubelet` (node 2's) too; a node's
+# `.holder` (of its namespaces) is a `sleep`.
+exe_of() {
+  case $1 in
+    *.holder) echo sleep ;;
+    *.*) echo "${1#*.}" ;;
+    *) echo "$1" ;;
+  esac
+}
+
 # The PID in $PIDS/<name>.pid if that process is alive and is the program of that name.
 daemon_pid() {
-  local name=$1 f="$PIDS/$1.pid" pid exe
+  local name=$1 f="$PIDS/$1.pid" pid exe want
+  want=${2:-$(exe_of "$1")}
   [[ -f $f ]] || return 1
   pid=$(<"$f")
   [[ $pid =~ ^[0-9]+$ && -d /proc/$pid ]] || return 1
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  [[ ${exe##*/} == "$name" || ${exe##*/} == "$name (deleted)" ]] || return 1
+  [[ ${exe##*/} == "$want" || ${exe##*/} == "$want (deleted)" ]] || return 1
   echo "$pid"
 }
 
@@ -40,14 +51,15 @@ start_daemon() {
   log "starting $name"
   # fd 9 is the lock of this script: the daemons must not keep it.
   setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
-  local pid=$! exe i
+  local pid=$! exe i want
+  want=$(exe_of "$name")
   echo "$pid" >"$PIDS/$name.pid"
-  # Until the forked shell has exec'd setsid and setsid the program, /proc/<pid>/exe names bash
-  # or setsid, and daemon_pid would take the daemon for exited (an empty log, on a busy machine):
-  # wait for the exec, or for the process to end.
+  # Until the forked shell has exec'd setsid and setsid the program (through nsenter, for a node's
+  # daemons), /proc/<pid>/exe names bash or setsid, and daemon_pid would take the daemon for
+  # exited (an empty log, on a busy machine): wait for the exec, or for the process to end.
   for ((i = 0; i < 200; i++)); do
     exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || break
-    [[ ${exe##*/} == "$name" || ${exe##*/} == "$name (deleted)" ]] && break
+    [[ ${exe##*/} == "$want" || ${exe##*/} == "$want (deleted)" ]] && break
     sleep 0.05
   done
 }
@@ -169,6 +181,11 @@ extendedKeyUsage=$3"
       "IP:$NODE_IP,IP:$SERVICE_API_IP,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
     sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
     sign kubelet "/CN=system:node:$NODE_NAME/O=system:nodes" serverAuth "IP:$NODE_IP,DNS:$NODE_NAME"
+    local k
+    for ((k = 2; k <= NODES; k++)); do
+      node_vars "$k"
+      sign "kubelet-$N_NAME" "/CN=system:node:$N_NAME/O=system:nodes" serverAuth "IP:$N_IP,DNS:$N_NAME"
+    done
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
     # Static tokens: admin (system:masters), hangar (no group: no permissions until a test binds
@@ -178,6 +195,10 @@ extendedKeyUsage=$3"
       echo "$(tok),admin,admin,\"system:masters\""
       echo "$(tok),hangar,hangar"
       echo "$(tok),system:node:$NODE_NAME,kubelet,\"system:nodes\""
+      for ((k = 2; k <= NODES; k++)); do
+        node_vars "$k"
+        echo "$(tok),system:node:$N_NAME,kubelet-$k,\"system:nodes\""
+      done
       echo "$(tok),system:kube-proxy,kube-proxy"
       echo "$(tok),system:kube-controller-manager,kube-controller-manager"
       echo "$(tok),system:kube-scheduler,kube-scheduler"
@@ -250,22 +271,23 @@ write_cni_config() {
 EOF
 }
 
-start_containerd() {
-  mkdir -p "$RUN/containerd"/{root,state,runc,opt}
-  cat >"$RUN/containerd/config.toml" <<EOF
+# containerd's configuration: $1 its directory (root, state, runc, opt), $2 its socket, $3 CNI's conf dir.
+containerd_config() {
+  local dir=$1 sock=$2 cni=$3
+  cat <<EOF
 version = 2
-root = "$RUN/containerd/root"
-state = "$RUN/containerd/state"
+root = "$dir/root"
+state = "$dir/state"
 [grpc]
-  address = "$CTRD_SOCK"
+  address = "$sock"
 [ttrpc]
-  address = "$CTRD_SOCK.ttrpc"
+  address = "$sock.ttrpc"
 [debug]
   address = ""
 [metrics]
   address = ""
 [plugins."io.containerd.internal.v1.opt"]
-  path = "$RUN/containerd/opt"
+  path = "$dir/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "docker.io/$PAUSE_IMAGE"
   # root here lacks CAP_SYS_RESOURCE: without this, runc fails writing oom_score_adj.
@@ -280,11 +302,16 @@ state = "$RUN/containerd/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "$RUN/containerd/runc"
+        Root = "$dir/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$RUN/cni/net.d"
+    conf_dir = "$cni"
 EOF
+}
+
+start_containerd() {
+  mkdir -p "$RUN/containerd"/{root,state,runc,opt}
+  containerd_config "$RUN/containerd" "$CTRD_SOCK" "$RUN/cni/net.d" >"$RUN/containerd/config.toml"
   start_daemon containerd /usr/bin/containerd --config "$RUN/containerd/config.toml"
   wait_ready 60 containerd ctr --address "$CTRD_SOCK" version
 }
@@ -334,19 +361,19 @@ start_scheduler() {
     --profiling=false --v=1
 }
 
-start_kubelet() {
-  write_kubeconfig "$RUN/kubeconfigs/kubelet.kubeconfig" "system:node:$NODE_NAME"
-  mkdir -p "$RUN/kubelet"
-  cat >"$RUN/kubelet-config.yaml" <<EOF
+# A kubelet's configuration: $1 its address, $2 its serving certificate and key (without .crt,
+# .key), $3 its volume plugin dir, $4 its cgroup root (none: the machine's).
+kubelet_config() {
+  cat <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $NODE_IP
+address: $1
 port: $KUBELET_PORT
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: $KUBELET_HEALTHZ_PORT
-tlsCertFile: $PKI/kubelet.crt
-tlsPrivateKeyFile: $PKI/kubelet.key
+tlsCertFile: $2.crt
+tlsPrivateKeyFile: $2.key
 authentication:
   anonymous:
     enabled: false
@@ -360,7 +387,7 @@ cgroupDriver: cgroupfs
 failSwapOn: false
 clusterDomain: cluster.local
 resolvConf: /etc/resolv.conf
-volumePluginDir: $RUN/kubelet/volume-plugins
+volumePluginDir: $3
 # Nothing cleaned away under disk pressure on a busy test machine.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -371,6 +398,13 @@ evictionHard:
   imagefs.available: 1%
 serializeImagePulls: false
 EOF
+  [[ -z ${4:-} ]] || echo "cgroupRoot: $4"
+}
+
+start_kubelet() {
+  write_kubeconfig "$RUN/kubeconfigs/kubelet.kubeconfig" "system:node:$NODE_NAME"
+  mkdir -p "$RUN/kubelet"
+  kubelet_config "$NODE_IP" "$PKI/kubelet" "$RUN/kubelet/volume-plugins" >"$RUN/kubelet-config.yaml"
   start_daemon kubelet "$BIN/kubelet" \
     --config="$RUN/kubelet-config.yaml" --kubeconfig="$RUN/kubeconfigs/kubelet.kubeconfig" \
     --root-dir="$RUN/kubelet" --cert-dir="$RUN/kubelet/pki" \
@@ -410,6 +444,9 @@ HANGAR_K8S_HANGAR_USER=hangar
 HANGAR_K8S_KUBECTL=$BIN/kubectl
 HANGAR_K8S_NODE_NAME=$NODE_NAME
 HANGAR_K8S_NODE_IP=$NODE_IP
+HANGAR_K8S_NODES=$NODES
+HANGAR_K8S_NODE_NAMES=$(node_names)
+HANGAR_K8S_NODE_IPS=$(node_ips)
 HANGAR_K8S_POD_CIDR=$POD_CIDR
 HANGAR_K8S_CLUSTER_CIDR=$CLUSTER_CIDR
 HANGAR_K8S_SERVICE_CIDR=$SERVICE_CIDR
@@ -424,27 +461,50 @@ EOF
   mv "$f.tmp" "$f"
 }
 
-# All components alive and the API answering.
+# All components alive (those of every node too).
 all_alive() {
   local c
-  for c in $COMPONENTS_UP; do daemon_pid "$c" >/dev/null || return 1; done
+  for c in $COMPONENTS_UP $(all_node_components); do daemon_pid "$c" >/dev/null || return 1; done
   return 0
 }
 
 any_alive() {
   local c
-  for c in $COMPONENTS_UP; do daemon_pid "$c" >/dev/null && return 0; done
+  for c in $COMPONENTS_UP $(all_node_components); do daemon_pid "$c" >/dev/null && return 0; done
   return 1
+}
+
+# Every node Ready.
+nodes_ready() {
+  node_ready || return 1
+  local k
+  for ((k = 2; k <= $(nodes_recorded); k++)); do node_vars "$k"; node_ready_named "$N_NAME" || return 1; done
+}
+
+# The nodes' names and addresses, comma-separated, node 1 first.
+node_names() {
+  local k out=$NODE_NAME
+  for ((k = 2; k <= NODES; k++)); do node_vars "$k"; out+=",$N_NAME"; done
+  echo "$out"
+}
+node_ips() {
+  local k out=$NODE_IP
+  for ((k = 2; k <= NODES; k++)); do node_vars "$k"; out+=",$N_IP"; done
+  echo "$out"
 }
 
 cmd_up() {
   local t0=$SECONDS
-  if [[ -f "$RUN/testbed.env" ]] && all_alive && load_bin && node_ready; then
-    log "already up: node $NODE_NAME Ready, API https://$NODE_IP:$API_PORT, env file $RUN/testbed.env"
+  if [[ -f "$RUN/testbed.env" ]] && [[ $(nodes_recorded) == "$NODES" ]] && all_alive && load_bin && nodes_ready; then
+    log "already up: $NODES node(s) Ready, API https://$NODE_IP:$API_PORT, env file $RUN/testbed.env"
     return 0
   fi
   if any_alive || [[ -f "$RUN/host-state" ]]; then
-    log "a testbed is partly up or was not torn down: taking it down first"
+    if [[ -f "$RUN/testbed.env" && $(nodes_recorded) != "$NODES" ]]; then
+      log "a testbed of $(nodes_recorded) node(s) is up: taking it down first for $NODES"
+    else
+      log "a testbed is partly up or was not torn down: taking it down first"
+    fi
     cmd_down
   fi
   cmd_build
@@ -456,8 +516,14 @@ cmd_up() {
   rm -rf "$LOGS"
   mkdir -p "$LOGS" "$PIDS" "$RUN/kubeconfigs"
   echo "$K8S_DIR" >"$RUN/k8s-dir"
+  echo "$NODES" >"$RUN/node-count"
   save_host_state
   setup_network
+  # Several nodes route pods' traffic through this machine: keep it to the testbed's own ranges.
+  if ((NODES > 1)); then
+    setup_traffic_guard
+    setup_pod_bridge
+  fi
   make_pki
   write_kubeconfig "$RUN/admin.kubeconfig" admin
   write_kubeconfig "$RUN/hangar.kubeconfig" hangar
@@ -471,9 +537,16 @@ cmd_up() {
   start_scheduler
   start_kubelet
   start_kube_proxy
+  local k
+  for ((k = 2; k <= NODES; k++)); do start_node "$k"; done
 
   log "waiting for node $NODE_NAME to be Ready"
   wait_for 120 "node Ready" node_ready || { tail -20 "$LOGS/kubelet.log" >&2; die "node not Ready (log: $LOGS/kubelet.log)"; }
+  for ((k = 2; k <= NODES; k++)); do
+    node_vars "$k"
+    wait_for 120 "node $N_NAME Ready" node_ready_named "$N_NAME" \
+      || { tail -20 "$LOGS/$N.kubelet.log" >&2; die "node $N_NAME not Ready (log: $LOGS/$N.kubelet.log)"; }
+  done
   log "waiting for the default ServiceAccount and its token"
   wait_for 60 "default ServiceAccount token" \
     bash -c '[[ -n $("$0" --kubeconfig "$1" -n default get serviceaccount default -o jsonpath="{.secrets[0].name}") ]]' \
@@ -482,7 +555,7 @@ cmd_up() {
   all_alive || die "a component exited during start-up (logs in $LOGS)"
   write_env_file
   trap - EXIT
-  log "up in $((SECONDS - t0)) s: API https://$NODE_IP:$API_PORT, node $NODE_NAME ($NODE_IP) Ready"
+  log "up in $((SECONDS - t0)) s: API https://$NODE_IP:$API_PORT, node(s) $(node_names) ($(node_ips)) Ready"
   log "  admin kubeconfig  $RUN/admin.kubeconfig"
   log "  hangar kubeconfig $RUN/hangar.kubeconfig (user 'hangar', no permissions until a Role is bound)"
   log "  env file          $RUN/testbed.env"
@@ -507,13 +580,13 @@ up_failed() {
 cmd_status() {
   local c pid rc=0
   load_bin || true
-  for c in $COMPONENTS_UP; do
+  for c in $COMPONENTS_UP $(all_node_components); do
     if pid=$(daemon_pid "$c"); then printf '%-24s running (pid %s)\n' "$c" "$pid"
     else printf '%-24s not running\n' "$c"; rc=1; fi
   done
   if [[ $rc == 0 && -f "$RUN/admin.kubeconfig" && -n "$BIN" ]]; then
-    if node_ready; then echo "node $NODE_NAME Ready; API https://$NODE_IP:$API_PORT; env $RUN/testbed.env"
-    else echo "node $NODE_NAME NOT Ready"; rc=1; fi
+    if nodes_ready; then echo "$(nodes_recorded) node(s) Ready; API https://$NODE_IP:$API_PORT; env $RUN/testbed.env"
+    else echo "a node is NOT Ready"; rc=1; fi
   else
     [[ $rc == 0 ]] || echo "testbed is not (fully) up"
   fi
@@ -569,10 +642,17 @@ clean_cgroups() {
   return 0
 }
 
-# No running container task and no pod interface left on the bridge.
+# No running container task and no pod interface left on the bridge, on any node.
 pods_stopped() {
   [[ -z $(ctr_ tasks ls 2>/dev/null | awk 'NR > 1 && $3 == "RUNNING"') ]] || return 1
-  [[ -z $(ip -o link show master "$CNI_BRIDGE" 2>/dev/null) ]]
+  [[ -z $(ip -o link show master "$CNI_BRIDGE" 2>/dev/null) ]] || return 1
+  local k
+  for ((k = 2; k <= $(nodes_recorded); k++)); do
+    node_vars "$k"
+    daemon_pid "$N.containerd" >/dev/null || continue
+    [[ -z $(ctr --address "$N_SOCK" -n k8s.io tasks ls 2>/dev/null | awk 'NR > 1 && $3 == "RUNNING"') ]] || return 1
+    [[ -z $(in_node ip -o link show master "$CNI_BRIDGE" 2>/dev/null) ]] || return 1
+  done
 }
 
 host_state_has() { [[ -f "$RUN/host-state" ]] && grep -qxF "$1" "$RUN/host-state"; }
@@ -585,6 +665,8 @@ cmd_down() {
   fi
 
   # 1. Pods first, while the kubelet runs: it stops the containers and tears their network down.
+  local nodes
+  nodes=$(nodes_recorded)
   if [[ -n $BIN ]] && daemon_pid kube-apiserver >/dev/null && daemon_pid kubelet >/dev/null; then
     stop_daemon kube-controller-manager # nothing recreates the pods
     stop_daemon kube-scheduler
@@ -602,6 +684,9 @@ cmd_down() {
   stop_daemon kube-scheduler
   stop_daemon kube-proxy
   stop_daemon kubelet
+  # The other nodes, with what is left of their pods, their namespaces and cgroups.
+  local k
+  for ((k = 2; k <= nodes; k++)); do remove_node "$k"; done
 
   # 2. Whatever containers are left, through containerd.
   if daemon_pid containerd >/dev/null; then
@@ -636,6 +721,7 @@ cmd_down() {
   fi
   clean_chains iptables
   clean_chains ip6tables
+  remove_traffic_guard
   if [[ -d /run/netns ]]; then
     for f in /run/netns/cni-*; do
       [[ -e $f ]] || continue

@@ -3,7 +3,8 @@
 # Sourced by scripts/k8s-testbed: `smoke`. Runs real workloads on the testbed and reaches them from
 # the host: a StatefulSet of 2 redis pods behind a headless Service (replication between them), a
 # sentinel pod, a ClusterIP and a NodePort Service, a haproxy pod in front of redis, RBAC for the
-# `hangar` user, a ServiceAccount token, then deletes it all.
+# `hangar` user, a ServiceAccount token; with several nodes, a pod on each reaching the others; then
+# deletes it all.
 
 SMOKE_NS=hangar-smoke
 SMOKE_NODEPORT=31579
@@ -28,7 +29,7 @@ expect() { # what, expected, actual
 cmd_smoke() {
   local t0=$SECONDS
   load_bin || die "no cached binaries: run 'up' first"
-  [[ -f "$RUN/testbed.env" ]] && all_alive && node_ready || die "the testbed is not up: run 'up' first"
+  [[ -f "$RUN/testbed.env" ]] && all_alive && nodes_ready || die "the testbed is not up: run 'up' first"
   # shellcheck disable=SC1091
   source "$RUN/testbed.env"
   command -v redis-cli >/dev/null || ensure_packages redis-tools
@@ -213,6 +214,61 @@ EOF
   kc -n "$SMOKE_NS" create rolebinding hangar-pod-reader --role=pod-reader --user=hangar >/dev/null
   wait_for 10 "RBAC" "${hk[@]}" -n "$SMOKE_NS" get pods || smoke_fail "hangar cannot list pods with a Role bound"
   log "ok: hangar lists pods once a Role is bound"
+
+  # Several nodes: one pod on each (required anti-affinity), reached from the host and from each
+  # other across nodes, a Service from each, a NodePort on each node's address, logs through each kubelet.
+  local nodes
+  nodes=$(nodes_recorded)
+  if ((nodes > 1)); then
+    kc apply -f - >/dev/null <<EOF || smoke_fail "kubectl apply (spread)"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: spread, namespace: $SMOKE_NS}
+spec:
+  replicas: $nodes
+  selector: {matchLabels: {app: spread}}
+  template:
+    metadata: {labels: {app: spread}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: spread}}}
+      containers:
+      - name: redis
+        image: $HANGAR_K8S_REDIS_IMAGE
+        imagePullPolicy: Never
+        command: [redis-server, --protected-mode, "no"]
+        readinessProbe: {tcpSocket: {port: 6379}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: spread, namespace: $SMOKE_NS}
+spec:
+  type: NodePort
+  externalTrafficPolicy: Local
+  selector: {app: spread}
+  ports: [{port: 6379, nodePort: $((SMOKE_NODEPORT + 1))}]
+EOF
+    kc -n "$SMOKE_NS" rollout status deployment/spread --timeout=90s >/dev/null || smoke_fail "spread pods not Ready"
+    local placed ips svc p ip k
+    placed=$(kc -n "$SMOKE_NS" get pods -l app=spread -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | wc -l)
+    expect "one spread pod on each of the $nodes nodes" "$nodes" "$placed"
+    ips=$(kc -n "$SMOKE_NS" get pods -l app=spread -o jsonpath='{.items[*].status.podIP}')
+    svc=$(kc -n "$SMOKE_NS" get service spread -o jsonpath='{.spec.clusterIP}')
+    for ip in $ips; do expect "host reaches pod $ip" PONG "$(rcli "$ip" 6379 PING)"; done
+    for p in $(kc -n "$SMOKE_NS" get pods -l app=spread -o name); do
+      # shellcheck disable=SC2086 # the addresses are words
+      expect "$p reaches every spread pod and the Service" "$(printf 'PONG %.0s' $ips $svc)" \
+        "$(kc -n "$SMOKE_NS" exec "${p#pod/}" -- sh -c 'for a in "$@"; do printf "%s " "$(timeout 3 redis-cli -h "$a" ping 2>&1)"; done' sh $ips "$svc")"
+      kc -n "$SMOKE_NS" logs "${p#pod/}" | grep -q 'Ready to accept connections' || smoke_fail "kubectl logs $p"
+    done
+    expect "NodePort on node $NODE_NAME ($NODE_IP)" PONG "$(rcli "$NODE_IP" $((SMOKE_NODEPORT + 1)) PING)"
+    for ((k = 2; k <= nodes; k++)); do
+      node_vars "$k"
+      expect "NodePort on node $N_NAME ($N_IP)" PONG "$(rcli "$N_IP" $((SMOKE_NODEPORT + 1)) PING)"
+    done
+  fi
 
   log "smoke passed in $((SECONDS - t0)) s; deleting namespace $SMOKE_NS"
   trap - EXIT

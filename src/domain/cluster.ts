@@ -44,6 +44,8 @@ export interface ClusterPlace {
   readonly topologyZone?: string;
   /** StorageClass of data volumes; undefined: the cluster's default. */
   readonly storageClass?: string;
+  /** Seconds the pods stay on a node that stops answering before Kubernetes evicts them (their tolerations). */
+  readonly nodeLostAfterSeconds: number;
   /** The image of `product` at `version`; throws TerminalError naming the zone setting when none is configured. */
   image(product: string, version: string): string;
   /** Creates or updates the objects (server-side apply): labels, namespace and ownership are the runtime's to add. */
@@ -98,4 +100,19 @@ export interface ClusterDriver {
   check(spec: InstanceSpec, place: ClusterPlace): Promise<Health>;
   /** The memory a member's container requests and is limited to, in MB. */
   memberMemoryMb(spec: InstanceSpec): number;
+}
+
+/**
+ * How long a pod stays on a node that stops answering: Kubernetes taints such a node
+ * (`not-ready`, `unreachable`, NoExecute) and evicts the pods that do not tolerate the taint
+ * longer; without these tolerations it adds 300 s ones. A member evicted sooner is made again
+ * sooner on a node that answers (hangar deletes it for good once its kubelet does not confirm).
+ */
+export function nodeLostTolerations(seconds: number): Record<string, unknown>[] {
+  return ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'].map((key) => ({
+    key,
+    operator: 'Exists',
+    effect: 'NoExecute',
+    tolerationSeconds: seconds,
+  }));
 }

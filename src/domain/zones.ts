@@ -29,7 +29,15 @@ export interface KubernetesTarget {
   readonly volumeRetention: 'delete' | 'retain';
   /** The cluster's NodePort range: instances' client ports are handed out from it. */
   readonly nodePortRange: { readonly first: number; readonly last: number };
+  /**
+   * Seconds the pods of an instance stay on a node that stops answering (NotReady or unreachable)
+   * before Kubernetes evicts them; undefined: NODE_LOST_AFTER_SECONDS.
+   */
+  readonly nodeLostAfterSeconds?: number;
 }
+
+/** Default of a Kubernetes zone's `node_lost_after` (Kubernetes' own default is 300 s). */
+export const NODE_LOST_AFTER_SECONDS = 60;
 
 /** One zone: a placement target of instances, and the memory it may promise. */
 export interface Zone {

@@ -33,6 +33,7 @@ describe('the zones file', () => {
         '  source_address: proxy-protocol',
         '  images: { "redis:7.0.15": "registry.example/redis:7.0.15", haproxy: "registry.example/haproxy:2.6" }',
         '  volume_retention: retain',
+        '  node_lost_after: 30',
         '  capacity_mb: 64000',
         'Sandbox: { runtime: emulated, services: [redis] }',
       ].join('\n'),
@@ -57,6 +58,7 @@ describe('the zones file', () => {
           images: { 'redis:7.0.15': 'registry.example/redis:7.0.15', haproxy: 'registry.example/haproxy:2.6' },
           volumeRetention: 'retain',
           nodePortRange: { first: 30000, last: 32767 },
+          nodeLostAfterSeconds: 30,
         },
       },
       { name: 'Sandbox', runtime: 'emulated', services: ['redis'] },
@@ -93,6 +95,11 @@ describe('the zones file', () => {
       /"service_type" must be one of ClusterIP, NodePort, LoadBalancer/,
     ],
     [{ A: { runtime: 'kubernetes', in_cluster: true, namespace: 'Big_Name' } }, /"namespace" must be a Kubernetes name/],
+    [
+      { A: { runtime: 'kubernetes', in_cluster: true, node_lost_after: '60s' } },
+      /"node_lost_after" must be a number of seconds from 0 to 86400/,
+    ],
+    [{ A: { runtime: 'kubernetes', in_cluster: true, node_lost_after: -1 } }, /"node_lost_after" must be a number of seconds/],
   ])('refuses %j naming the zone and the field', (doc, message) => {
     expect(() => parseZones(doc, '/etc/hangar/zones.yaml')).toThrow(message);
     expect(() => parseZones(doc, '/etc/hangar/zones.yaml')).toThrow(/^HANGAR_ZONES: \/etc\/hangar\/zones\.yaml: /);

@@ -23,6 +23,7 @@ const KUBE_KEYS = new Set([
   'images',
   'volume_retention',
   'node_port_range',
+  'node_lost_after',
 ]);
 
 type Json = Record<string, unknown>;
@@ -128,6 +129,9 @@ function kubernetesTarget(z: Json, file: string, at: (field: string) => string, 
   const last = Number(m?.[2]);
   if (!m || first < 1 || last > 65535 || last - first < 16)
     fail(`${at('node_port_range')} must be FIRST-LAST with at least 16 ports (the cluster's --service-node-port-range)`);
+  const lostAfter = z.node_lost_after;
+  if (lostAfter !== undefined && (typeof lostAfter !== 'number' || !Number.isSafeInteger(lostAfter) || lostAfter < 0 || lostAfter > 86_400))
+    fail(`${at('node_lost_after')} must be a number of seconds from 0 to 86400`);
   const context = str('context');
   const topologyZone = str('topology_zone');
   const storageClass = str('storage_class');
@@ -144,5 +148,6 @@ function kubernetesTarget(z: Json, file: string, at: (field: string) => string, 
     images: map('images'),
     volumeRetention: retention as KubernetesTarget['volumeRetention'],
     nodePortRange: { first, last },
+    ...(lostAfter !== undefined ? { nodeLostAfterSeconds: lostAfter as number } : {}),
   };
 }

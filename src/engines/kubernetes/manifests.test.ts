@@ -57,6 +57,7 @@ const place: ClusterPlace = {
   nodeSelector: { pool: 'datastores' },
   topologyZone: 'eu-west-2a',
   storageClass: 'fast',
+  nodeLostAfterSeconds: 45,
   image: (product, version) => `registry.example/${product}:${version}`,
   apply: async () => {},
   serviceAddress: async () => '198.19.0.10',
@@ -139,6 +140,22 @@ describe('generated Kubernetes objects', () => {
         /redis-cli -p 6379 .*ping \| grep -q PONG/,
       );
       expect(sentinel.spec.template.spec.containers[0].readinessProbe).toEqual({ tcpSocket: { port: 26379 }, periodSeconds: 2 });
+      // engines and sentinels each preferably on a node of their own, and off a node that stops
+      // answering after the zone's node_lost_after (45 s here) rather than Kubernetes' 300 s
+      for (const [set, component] of [
+        [redis, 'redis'],
+        [sentinel, 'sentinel'],
+      ] as const) {
+        const pod = set.spec.template.spec;
+        expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm).toEqual({
+          topologyKey: 'kubernetes.io/hostname',
+          labelSelector: { matchLabels: { ...place.labels, 'app.kubernetes.io/component': component } },
+        });
+        expect(pod.tolerations).toEqual([
+          { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 45 },
+          { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 45 },
+        ]);
+      }
       const secret = objects.find((o) => o.kind === 'Secret') as any;
       expect(secret.stringData['redis-1.conf']).toContain('replicaof 198.19.0.10 6379');
       expect(secret.stringData['redis-1.conf']).toContain(`maxmemory ${plan}mb`);
@@ -235,6 +252,12 @@ describe('generated Kubernetes objects', () => {
       const config = (objects.find((o) => o.kind === 'Secret' && o.metadata.name.endsWith('-edge')) as any).stringData['haproxy.cfg'];
       expect(config).toContain(`bind :${s.ports.public}\n`);
       expect(config).toContain('server redis-0 198.19.0.10:6379 check');
+      // off a lost node after the zone's node_lost_after, 60 s when it says nothing
+      const edge = objects.find((o) => o.kind === 'Deployment') as any;
+      expect(edge.spec.template.spec.tolerations.map((t: any) => [t.key, t.tolerationSeconds])).toEqual([
+        ['node.kubernetes.io/not-ready', 60],
+        ['node.kubernetes.io/unreachable', 60],
+      ]);
     },
   );
 
@@ -469,7 +492,7 @@ describe('generated Kubernetes objects', () => {
     expect(() => validate({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' }, spec: { ports: [{ port: 'http' }] } })).toThrow();
   });
 
-  it.each(['namespace.yaml', 'serviceaccount.yaml', 'rolebinding.yaml', 'zones.yaml', 'hangar.yaml', 'secret.example.yaml'])(
+  it.each(['namespace.yaml', 'serviceaccount.yaml', 'rolebinding.yaml', 'zones.yaml', 'hangar.yaml', 'pdb.yaml', 'secret.example.yaml'])(
     'deploy/%s holds valid objects',
     (file) => {
       const docs = parseAllDocuments(readFileSync(`deploy/${file}`, 'utf8')).map((d) => d.toJSON());

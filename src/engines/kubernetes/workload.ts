@@ -1,4 +1,4 @@
-import type { ClusterPlace, KubeObject, PodState } from '../../domain/cluster.js';
+import { nodeLostTolerations, type ClusterPlace, type KubeObject, type PodState } from '../../domain/cluster.js';
 import { throwIfCancelled, type StepContext } from '../../domain/units.js';
 import { sleep } from '../../lib/time.js';
 
@@ -13,11 +13,15 @@ export const componentLabels = (place: ClusterPlace, component: string): Record<
   'app.kubernetes.io/component': component,
 });
 
-/** Pods of a component on different nodes where the cluster has several, and where the zone pins them. */
+/**
+ * Pods of a component on different nodes where the cluster has several, where the zone pins
+ * them, and away from a node that stops answering after the zone's `node_lost_after`.
+ */
 export function scheduling(place: ClusterPlace, component: string): Record<string, unknown> {
   const nodeSelector = { ...place.nodeSelector, ...(place.topologyZone ? { 'topology.kubernetes.io/zone': place.topologyZone } : {}) };
   return {
     ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+    tolerations: nodeLostTolerations(place.nodeLostAfterSeconds),
     affinity: {
       podAntiAffinity: {
         preferredDuringSchedulingIgnoredDuringExecution: [

@@ -6,6 +6,7 @@ import {
   disruptionBudget,
   memberServices,
   podsProblem,
+  scheduling,
   statefulSet,
   waitUntil,
 } from '../kubernetes/workload.js';
@@ -173,6 +174,7 @@ export class MongodbClusterDriver implements ClusterDriver {
           template: {
             metadata: { labels },
             spec: {
+              ...scheduling(place, 'mongos'),
               containers: [
                 {
                   name: 'mongos',

@@ -37,6 +37,8 @@ function sentinelSettings(spec: InstanceSpec): string[] {
 const MEMBERS = [0, 1] as const;
 /** How long a pass waits for the members to answer and sync. */
 const READY_TIMEOUT_MS = 120_000;
+/** How long a Sentinel told to forget (SENTINEL RESET) may take to learn its replica (every 10 s) and peers (every 2 s) again. */
+const SENTINEL_RELEARN_MS = 30_000;
 
 /**
  * Memory of one engine's container, in MB: `maxmemory` (the plan) plus a quarter for what Redis
@@ -430,6 +432,7 @@ export class RedisClusterDriver implements ClusterDriver {
     );
     await this.applyPlan(spec, a, ctx);
     await this.applyAccess(spec, a);
+    if (!fresh) await this.forgetGoneSentinels(spec, place, ctx);
     return { fresh, backends: this.backends(spec, a) };
   }
 
@@ -497,6 +500,46 @@ export class RedisClusterDriver implements ClusterDriver {
         }
       } catch {
         /* not answering now: the next pass looks again */
+      }
+    }
+  }
+
+  /**
+   * Each Sentinel that knows of a peer no longer there (a sentinel pod made again, as on another
+   * node after its node was lost, has a new address) forgets it. Sentinel never forgets a peer by
+   * itself, and a failover needs the votes of a majority of the peers it knows: with three gone,
+   * the three that run would no longer make one. One Sentinel at a time (SENTINEL RESET: it
+   * learns the replica and its peers again within seconds), the next once it knows them again, so
+   * that a quorum able to fail over is there throughout. Nothing is done while a sentinel pod is
+   * missing (its new address is not known yet); Sentinels that do not answer are left to the next pass.
+   */
+  private async forgetGoneSentinels(spec: InstanceSpec, place: ClusterPlace, ctx: StepContext): Promise<void> {
+    const pods = (await place.pods(component(place, 'sentinel'))).filter((p) => p.ip && p.ready);
+    if (pods.length < SENTINELS) return;
+    const live = new Set(pods.map((p) => p.ip));
+    const field = (entry: string[], name: string) => entry[entry.indexOf(name) + 1];
+    for (const pod of pods) {
+      const ep = { ...this.sentinelEndpoint(spec, pod.ip!), key: `${spec.id}/${pod.name}` };
+      try {
+        const peers = (await this.admin.command(ep, ['SENTINEL', 'SENTINELS', SENTINEL_MASTER])) as string[][];
+        if (!peers.some((p) => !live.has(field(p, 'ip')))) continue;
+        await this.admin.command(ep, ['SENTINEL', 'RESET', SENTINEL_MASTER]);
+        ctx.step(`ensure:${pod.name}-gone-sentinels-forgotten`);
+        await waitUntil(
+          async () => {
+            const replicas = (await this.admin.command(ep, ['SENTINEL', 'REPLICAS', SENTINEL_MASTER])) as string[][];
+            const known = (await this.admin.command(ep, ['SENTINEL', 'SENTINELS', SENTINEL_MASTER])) as string[][];
+            return replicas.length >= MEMBERS.length - 1 && known.length >= SENTINELS - 1
+              ? undefined
+              : `${pod.name} knows ${replicas.length} replica(s) and ${known.length} peer(s) again`;
+          },
+          SENTINEL_RELEARN_MS,
+          ctx,
+          `waiting for ${pod.name} to learn its replica and peers again`,
+        );
+      } catch (err) {
+        if (ctx.signal?.aborted) throw err;
+        /* not answering now, or slow to learn again: the next pass looks again */
       }
     }
   }

@@ -73,8 +73,11 @@ export interface KubeApi {
   get(apiVersion: string, kind: string, name: string): Promise<LiveObject | undefined>;
   /** The objects of a kind matching a label selector. */
   list(apiVersion: string, kind: string, labelSelector: string): Promise<LiveObject[]>;
-  /** Deletes an object (its dependents in the background); no error when it is gone already. */
-  delete(apiVersion: string, kind: string, name: string): Promise<void>;
+  /**
+   * Deletes an object (its dependents in the background); no error when it is gone already.
+   * `gracePeriodSeconds` 0 removes a pod at once, without waiting for its kubelet to confirm.
+   */
+  delete(apiVersion: string, kind: string, name: string, opts?: { gracePeriodSeconds?: number }): Promise<void>;
   /**
    * Watches the objects of a kind matching a selector: every event goes to `onEvent`; `onEnd` is
    * called when the watch ends (the server closed it, or it failed), and the caller watches again.
@@ -198,10 +201,10 @@ export function kubeApi(kc: KubeConfig, namespace: string): KubeApi {
         );
         return res.items.map((i) => ({ apiVersion, kind, ...i }) as unknown as LiveObject);
       }),
-    delete: async (apiVersion, kind, name) => {
+    delete: async (apiVersion, kind, name, opts) => {
       try {
         await call(`delete ${kind} ${name}`, async () =>
-          objects.delete(await header(apiVersion, kind, name), undefined, undefined, undefined, undefined, 'Background'),
+          objects.delete(await header(apiVersion, kind, name), undefined, undefined, opts?.gracePeriodSeconds, undefined, 'Background'),
         );
       } catch (err) {
         if (err instanceof KubeError && err.status === 404) return;

@@ -4,7 +4,7 @@ import { kubeError, loadKubeConfig } from './kube-api.js';
 
 /** What the runtime does in a zone's namespace: the rules of deploy/role.yaml, checked by `hangar doctor`. */
 export const RBAC_NEEDS: readonly { readonly group: string; readonly resources: readonly string[]; readonly verbs: readonly string[] }[] = [
-  { group: '', resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  { group: '', resources: ['pods'], verbs: ['get', 'list', 'watch', 'delete'] },
   { group: '', resources: ['services', 'secrets'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { group: '', resources: ['persistentvolumeclaims'], verbs: ['list', 'delete'] },
   { group: 'apps', resources: ['statefulsets', 'deployments'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },

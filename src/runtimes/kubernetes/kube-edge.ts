@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { EdgeBackend, KubeObject } from '../../domain/cluster.js';
+import { nodeLostTolerations, type EdgeBackend, type KubeObject } from '../../domain/cluster.js';
 import { openRoutes, type AccessGroup, type EdgeRoute } from '../../domain/endpoints.js';
 import type { EdgeTls } from '../../domain/units.js';
-import type { KubernetesTarget } from '../../domain/zones.js';
+import { NODE_LOST_AFTER_SECONDS, type KubernetesTarget } from '../../domain/zones.js';
 import { parseCidr } from '../../lib/cidr.js';
 import { clientAuthRule } from '../local/edge-tls.js';
 import { DENIED_LOG_FORMAT, httpPolicyLines } from '../local/haproxy-config.js';
@@ -291,6 +291,7 @@ export function edgeObjects(e: EdgeInput): KubeObject[] {
           metadata: { labels: edgeLabels, annotations: { 'hangar.io/config-sha256': createHash('sha256').update(config).digest('hex') } },
           spec: {
             ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+            tolerations: nodeLostTolerations(e.target.nodeLostAfterSeconds ?? NODE_LOST_AFTER_SECONDS),
             affinity: {
               podAntiAffinity: {
                 preferredDuringSchedulingIgnoredDuringExecution: [

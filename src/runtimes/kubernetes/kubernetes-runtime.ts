@@ -16,7 +16,7 @@ import {
   type UnitDriver,
   type UnitHost,
 } from '../../domain/units.js';
-import type { KubernetesTarget } from '../../domain/zones.js';
+import { NODE_LOST_AFTER_SECONDS, type KubernetesTarget } from '../../domain/zones.js';
 import { matcher, parseCidr } from '../../lib/cidr.js';
 import { parseDeniedLine } from '../local/haproxy-config.js';
 import { sleep } from '../../lib/time.js';
@@ -35,6 +35,7 @@ import {
   DENIED_RING,
   EDGE_ADMIN_PORT,
   EDGE_TLS_FILES,
+  HANGAR_SOURCES_FILE,
   aclFile,
   edgeAccessObjects,
   edgeNames,
@@ -54,6 +55,14 @@ const READY_TIMEOUT_MS = 60_000;
 const POLL_MS = 500;
 /** How long a removal waits for the instance's pods to be gone. */
 const REMOVE_TIMEOUT_MS = 120_000;
+/**
+ * How long past the end of its grace period a pod being deleted may still be there before hangar
+ * deletes it for good (grace period 0). A kubelet that runs confirms a deletion within seconds of
+ * the grace period (it kills what is left then); one whose node is lost never does, and
+ * Kubernetes 1.20 then keeps the pod Terminating until the node is deleted: the StatefulSet makes
+ * no new member meanwhile.
+ */
+const UNCONFIRMED_DELETION_MS = 15_000;
 
 /** The kinds of objects an instance may have, in the order they are removed (workloads first). */
 const KINDS: readonly (readonly [apiVersion: string, kind: string, plural: string])[] = [
@@ -100,6 +109,14 @@ function sourceAddressTowards(ip: string): Promise<string> {
 }
 
 type Pod = LiveObject;
+
+/** When a pod being deleted is due to be gone (its deletionTimestamp: the end of its grace period), in ms; undefined when it is not being deleted. */
+function deletionOf(p: Pod): number | undefined {
+  const at = (p.metadata as { deletionTimestamp?: string | Date }).deletionTimestamp;
+  if (at === undefined || at === null) return undefined;
+  const ms = at instanceof Date ? at.getTime() : Date.parse(at);
+  return Number.isNaN(ms) ? undefined : ms;
+}
 
 /** A pod as the engines and the edge need to know it. */
 function podState(p: Pod): PodState & { ip?: string; hostIp?: string } {
@@ -257,6 +274,7 @@ export class KubernetesRuntime implements Runtime {
       nodeSelector: target.nodeSelector,
       ...(target.topologyZone ? { topologyZone: target.topologyZone } : {}),
       ...(target.storageClass ? { storageClass: target.storageClass } : {}),
+      nodeLostAfterSeconds: target.nodeLostAfterSeconds ?? NODE_LOST_AFTER_SECONDS,
       image: (product, version) => imageOf(target, product, version, (v) => this.opts.officialImage?.(product, v)),
       apply: async (objects, ctx) => {
         for (const o of objects) {
@@ -336,16 +354,62 @@ export class KubernetesRuntime implements Runtime {
     }
   }
 
-  /** The pods matching `labels`; those being deleted too when `terminating` is set. */
+  /**
+   * The pods matching `labels`; those being deleted too when `terminating` is set. A pod whose
+   * deletion its kubelet has not confirmed UNCONFIRMED_DELETION_MS after its grace period is
+   * deleted for good on the way (see lostPods).
+   */
   private async pods(
     labels: Readonly<Record<string, string>>,
     terminating = false,
   ): Promise<(PodState & { ip?: string; hostIp?: string })[]> {
     const pods = (await this.call(() => this.api.list('v1', 'Pod', this.selector(labels)))) as Pod[];
+    await this.forgetLostPods(pods);
     return pods
-      .filter((p) => terminating || !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp)
+      .filter((p) => terminating || !deletionOf(p))
       .map(podState)
       .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Deletes for good (grace period 0) the pods being deleted whose kubelet has not confirmed it
+   * UNCONFIRMED_DELETION_MS after their grace period: their node is lost (Kubernetes evicted them
+   * `node_lost_after` seconds after the node stopped answering). Their StatefulSet then makes
+   * them again where a node answers. Should the node come back, its kubelet stops what it still
+   * runs of them: the pods are no longer its.
+   */
+  private async forgetLostPods(pods: readonly Pod[]): Promise<void> {
+    const now = Date.now();
+    for (const p of pods) {
+      const due = deletionOf(p);
+      if (due === undefined || now < due + UNCONFIRMED_DELETION_MS) continue;
+      const node = (p.spec as { nodeName?: string } | undefined)?.nodeName;
+      this.log.warn(
+        { pod: p.metadata.name, node, instance: p.metadata.labels?.[INSTANCE_LABEL], unconfirmedFor: Math.round((now - due) / 1000) },
+        'pod deleted for good: its node does not confirm its eviction (a lost node)',
+      );
+      await this.call(() => this.api.delete('v1', 'Pod', p.metadata.name, { gracePeriodSeconds: 0 })).catch((err: unknown) =>
+        this.log.warn({ err, pod: p.metadata.name }, 'a pod of a lost node could not be deleted'),
+      );
+    }
+  }
+
+  /**
+   * What the instance's pods that do not serve are doing, in a few words each, for the
+   * instance's state reason: `h-x-redis-0 on node n2: evicted, its node does not confirm`.
+   */
+  private async podsNotServing(id: string): Promise<string[]> {
+    const pods = (await this.call(() => this.api.list('v1', 'Pod', this.selector(this.labels(id))))) as Pod[];
+    const out: string[] = [];
+    for (const p of pods.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
+      const state = podState(p);
+      const node = (p.spec as { nodeName?: string } | undefined)?.nodeName;
+      const where = `${p.metadata.name}${node ? ` on node ${node}` : ''}`;
+      const due = deletionOf(p);
+      if (due !== undefined) out.push(`${where}: being deleted${Date.now() > due ? ', its node does not confirm' : ''}`);
+      else if (!state.ready) out.push(`${where}: ${state.reason ?? `not ready (${state.phase})`}`);
+    }
+    return out;
   }
 
   private edgePods(id: string) {
@@ -358,13 +422,32 @@ export class KubernetesRuntime implements Runtime {
     return this.source;
   }
 
+  /**
+   * Converges the instance; when it does not, the error names its pods that do not serve and
+   * their nodes (the instance's state reason then says a node was lost, say).
+   */
   async ensureInstance(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
+    try {
+      return await this.converge(spec, rules, driver, ctx);
+    } catch (err) {
+      // a pod that will not come (PodStuck) is named by its error already
+      if (!(err instanceof Error) || err.name === 'PodStuck' || ctx.signal?.aborted) throw err;
+      const pods = await this.podsNotServing(spec.id).catch(() => []);
+      if (pods.length > 0) err.message = `${err.message} (${pods.join('; ')})`;
+      throw err;
+    }
+  }
+
+  private async converge(spec: InstanceSpec, rules: readonly AccessRule[], driver: UnitDriver, ctx: StepContext): Promise<EnsureResult> {
     if (!driver.cluster) throw new TerminalError(`${spec.service} cannot run on Kubernetes in this version of hangar`);
     const place = this.clusterPlace(spec.id);
     const routes = driver.edgeRoutes?.(spec) ?? spec.routes;
     const access = accessGroups(routes, rules);
     // Access first, on the edge pods that run: revoking an ACL must not wait for the engines.
     const running = (await this.edgePods(spec.id)).filter((p) => p.ready && p.ip);
+    // this process's own address first: a hangar that took the runtime over (another replica, a
+    // hangar pod made again) has another one, which the edges must admit before it probes through them
+    if (running.length > 0) await this.hangarSource(running[0]!.ip!);
     if (running.length > 0 && (await this.accessLive(routes, running, access, ctx.signal))) ctx.step('ensure:access-applied');
     const result = await driver.cluster.ensure(spec, place, ctx);
     const member = (await this.pods(this.labels(spec.id))).find((p) => p.ip);
@@ -537,6 +620,7 @@ export class KubernetesRuntime implements Runtime {
       if (!pod.ip) continue;
       const socket = { host: pod.ip, port: EDGE_ADMIN_PORT };
       const say = (line: string) => haproxyCommand(socket, line, 3000, signal);
+      if (this.source) await this.admitHangar(say, pod.ip);
       let removed = false;
       for (const [group, list] of access) {
         const file = cliWord(aclFile(group));
@@ -571,6 +655,25 @@ export class KubernetesRuntime implements Runtime {
       }
     }
     return changed;
+  }
+
+  /**
+   * The edge pod admits this process's address as hangar's, and no other: its list of hangar's
+   * sources (read when the pod starts) names whichever hangar owned the runtime then, and a hangar
+   * in the cluster that takes the runtime over has an address of its own.
+   */
+  private async admitHangar(say: (line: string) => Promise<string>, pod: string): Promise<void> {
+    const file = cliWord(HANGAR_SOURCES_FILE);
+    const want = normaliseSources([this.source!]);
+    const entries = parseShowAcl(await say(`show acl ${file}`));
+    const commands = [
+      ...entries.filter((e) => !want.includes(e.pattern)).map((e) => `del acl ${file} #${e.ref}`),
+      ...want.filter((w) => !entries.some((e) => e.pattern === w)).map((w) => `add acl ${file} ${w}`),
+    ];
+    if (commands.length === 0) return;
+    const answer = await say(commands.join(';'));
+    if (/unknown|error|not found|invalid/i.test(answer)) throw new Error(`the edge refused hangar's own address: ${answer.trim()}`);
+    this.log.info({ pod, source: this.source }, "an edge pod admits this hangar's address");
   }
 
   async removeInstance(id: string, ctx: StepContext): Promise<void> {
@@ -611,11 +714,19 @@ export class KubernetesRuntime implements Runtime {
     return [...ids];
   }
 
+  /** Whether the instance serves; when it does not, the reason names its pods that do not serve and their nodes. */
   async checkInstance(spec: InstanceSpec, driver: UnitDriver): Promise<Health> {
     if (!driver.cluster) return { healthy: false, reason: `${spec.service} cannot run on Kubernetes in this version of hangar` };
     const edges = (await this.edgePods(spec.id)).filter((p) => p.ready);
-    if (edges.length === 0) return { healthy: false, reason: 'no edge pod of the instance is ready' };
-    return driver.cluster.check(spec, this.clusterPlace(spec.id));
+    const health: Health =
+      edges.length === 0
+        ? { healthy: false, reason: 'no edge pod of the instance is ready' }
+        : await driver.cluster.check(spec, this.clusterPlace(spec.id));
+    if (health.healthy) return health;
+    const pods = await this.podsNotServing(spec.id).catch(() => []);
+    return pods.length === 0
+      ? health
+      : { healthy: false, reason: `${health.reason ?? 'the instance does not serve'} (${pods.join('; ')})` };
   }
 
   health(): RuntimeHealth {

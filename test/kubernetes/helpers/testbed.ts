@@ -45,6 +45,17 @@ export function testbedAvailable(): boolean {
 }
 
 /**
+ * Whether the testbed has `min` nodes or more (`scripts/k8s-testbed up --nodes 3`). CI runs the
+ * single-node testbed: these tests are left out there, with a message, as everywhere else.
+ */
+export function nodesAvailable(min: number): boolean {
+  const nodes = Number(readTestbedEnv()?.HANGAR_K8S_NODES ?? 0);
+  if (nodes >= min && testbedAvailable()) return true;
+  console.warn(`these tests need a testbed of ${min} nodes or more (scripts/k8s-testbed up --nodes ${min}); leaving them out`);
+  return false;
+}
+
+/**
  * Whether the testbed has an image of the engine (Valkey's is built only where Valkey is
  * installed). In CI a missing one fails the run; elsewhere its tests are left out with a message.
  */
@@ -194,6 +205,27 @@ export class Testbed {
       'name',
     ]);
     return out.split('\n').filter(Boolean);
+  }
+
+  /** The testbed's nodes, node 1 (this machine's own) first: name and address. */
+  nodes(): { name: string; ip: string }[] {
+    const names = (this.env.HANGAR_K8S_NODE_NAMES ?? this.env.HANGAR_K8S_NODE_NAME ?? '').split(',');
+    const ips = (this.env.HANGAR_K8S_NODE_IPS ?? this.env.HANGAR_K8S_NODE_IP ?? '').split(',');
+    return names.map((name, i) => ({ name, ip: ips[i]! }));
+  }
+
+  /**
+   * Node `name` lost (`scripts/k8s-testbed node stop`: its network cut, its kubelet, kube-proxy,
+   * container runtime and containers killed) or back (`node start`: it registers again and is Ready).
+   */
+  node(action: 'stop' | 'start', name: string): void {
+    const k = this.nodes().findIndex((n) => n.name === name) + 1;
+    if (k < 2) throw new Error(`node ${name} cannot be stopped: node 1 is this machine's own`);
+    const r = spawnSync(join(import.meta.dirname, '..', '..', '..', 'scripts', 'k8s-testbed'), ['node', action, String(k)], {
+      encoding: 'utf8',
+      timeout: 180_000,
+    });
+    if (r.status !== 0) throw new Error(`k8s-testbed node ${action} ${k}: ${r.stderr}`);
   }
 
   /**
