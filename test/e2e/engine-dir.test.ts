@@ -159,7 +159,15 @@ describe.runIf(enginesAvailable() && runsAsRoot())(
       expect(processesUnder(dataDir)).toEqual([]);
 
       await h.serve();
-      await h.waitFor('cache', (r) => r?.state === 'ACTIVE', 30_000);
+      // the instance stays ACTIVE through a cold start (no incident): wait for its engines and the edge instead
+      await eventually(
+        'the engines started again and served through the edge',
+        async () =>
+          existsSync(join(outside, rec.id, 'primary', 'process.pid')) &&
+          (await pingOutcome(portOf(rec.public_connect_string), rec.password)) === 'PONG',
+        30_000,
+      );
+      expect((await h.get('/v2/instances/cache/')).body.data.state).toBe('ACTIVE');
       const after = pids();
       expect(after.primary).not.toBe(before.primary);
       expect(uidOf(after.primary)).toBe(engine.uid);

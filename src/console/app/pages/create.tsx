@@ -77,7 +77,8 @@ export function CreatePage({ query }: { query?: URLSearchParams }) {
     const offers = (x: Zone) => x.services.some((s) => s.available && (!fresh || s.service === want.service));
     const z =
       zones.find((x) => x.name === form.zone && offers(x)) ??
-      zones.find((x) => x.name === form.zone) ??
+      // a backup to restore moves the form to a zone that offers its service
+      (fresh ? undefined : zones.find((x) => x.name === form.zone)) ??
       zones.find(offers) ??
       zones.find((x) => x.services.some((s) => s.available)) ??
       zones[0]!;
