@@ -37,6 +37,7 @@ export function describePattern(pattern: string): string | undefined {
   const digits = /^\^\[0-9\]\{1,(\d+)\}\$$/.exec(pattern);
   if (digits) return `a whole number of 1 to ${digits[1]} digits`;
   if (pattern === '^[0-9a-f]{24}$') return 'an id of 24 hexadecimal digits (0-9, a-f)';
+  if (pattern === '^[^\\u0000-\\u001f]+$') return 'text without control characters (no newline, tab or NUL)';
   return undefined;
 }
 
