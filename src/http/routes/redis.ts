@@ -252,6 +252,7 @@ export function redisRoutes(fastify: FastifyInstance, deps: AppDeps): void {
             'INSTANCE_NOT_FOUND',
             'OPERATION_IN_PROGRESS',
             'INSTANCE_DELETING',
+            'CAPACITY_EXCEEDED',
           ]),
         },
       },
